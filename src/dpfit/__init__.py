@@ -1,0 +1,28 @@
+"""dpfit: differentially private regression and optimisation with honest uncertainty."""
+
+from . import mechanisms, privacy
+from .exceptions import (
+    BudgetExceededError,
+    DPFitError,
+    InsecureRandomnessWarning,
+    LargeBudgetWarning,
+    NonPrivateWarning,
+    PrivacyWarning,
+)
+from .privacy import Budget, PrivacyLedger
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Budget",
+    "BudgetExceededError",
+    "DPFitError",
+    "InsecureRandomnessWarning",
+    "LargeBudgetWarning",
+    "NonPrivateWarning",
+    "PrivacyLedger",
+    "PrivacyWarning",
+    "__version__",
+    "mechanisms",
+    "privacy",
+]

@@ -1,0 +1,186 @@
+"""Checks that convert and return the canonical value, or raise a clear error.
+
+Every public entry point of dpfit validates its inputs here, *before* any data-dependent
+computation, privacy charge or noise draw (reliability spec, section 6). Messages name the
+parameter and the allowed range; for public hyperparameters they echo the received value,
+for data they name the array and the failed property only, never a value or a row index.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from .exceptions import LargeBudgetWarning
+
+__all__ = [
+    "check_X_y",
+    "check_alpha",
+    "check_array",
+    "check_delta",
+    "check_epsilon",
+    "check_int",
+    "check_option",
+    "check_positive",
+    "check_real",
+    "check_rho",
+    "check_vector",
+]
+
+#: rho above this is flagged as a weak guarantee: eps(1e-5) > 19 (CKS), as OpenDP flags
+#: large budgets.
+LARGE_RHO = 5.0
+
+
+def _as_scalar(value: Any, name: str) -> Any:
+    """Unwrap numpy scalars and 0-d arrays; reject arrays of size > 1."""
+    if isinstance(value, np.ndarray):
+        if value.size != 1 or value.ndim > 1:
+            raise TypeError(f"{name} must be a scalar, got an array of shape {value.shape}")
+        value = value.reshape(()).item()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    return value
+
+
+def check_real(
+    value: Any,
+    name: str,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    low_open: bool = True,
+    high_open: bool = True,
+) -> float:
+    """Return ``float(value)`` if it is a real number in the given interval, else raise.
+
+    NaN is always rejected (comparisons with NaN are False, so ``not (low < v)`` catches it).
+    ``bool`` is rejected although it is an ``int``.
+    """
+    if value is None:
+        raise TypeError(f"{name} is required")
+    value = _as_scalar(value, name)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    ok_low = (low < v) if low_open else (low <= v)
+    ok_high = (v < high) if high_open else (v <= high)
+    if not (ok_low and ok_high):
+        lb = "(" if low_open else "["
+        rb = ")" if high_open else "]"
+        raise ValueError(f"{name} must be in {lb}{low}, {high}{rb}, got {v!r}")
+    return v
+
+
+def check_positive(value: Any, name: str) -> float:
+    """Return a finite float > 0."""
+    v = check_real(value, name)
+    if not (v > 0 and math.isfinite(v)):
+        raise ValueError(f"{name} must be finite and > 0, got {v!r}")
+    return v
+
+
+def check_rho(value: Any, name: str = "rho") -> float:
+    """Return a zCDP parameter: finite and > 0; warn when it is large."""
+    v = check_positive(value, name)
+    if v > LARGE_RHO:
+        warnings.warn(
+            f"{name}={v:g} is a weak privacy guarantee (epsilon > 19 at delta=1e-5)",
+            LargeBudgetWarning,
+            stacklevel=3,
+        )
+    return v
+
+
+def check_epsilon(value: Any, name: str = "epsilon") -> float:
+    """Return a target epsilon: finite and > 0."""
+    return check_positive(value, name)
+
+
+def check_delta(value: Any, name: str = "delta") -> float:
+    """Return delta in the open interval (0, 1), with a specific message for delta = 0."""
+    v = check_real(value, name)
+    if v == 0.0:
+        raise ValueError(f"{name} must be > 0: Gaussian noise cannot give delta = 0")
+    if not (0.0 < v < 1.0):
+        raise ValueError(f"{name} must be in (0, 1), got {v!r}")
+    return v
+
+
+def check_alpha(value: Any, name: str = "alpha") -> float:
+    """Return a significance level in (0, 1) (a CI has level 1 - alpha)."""
+    return check_real(value, name, low=0.0, high=1.0)
+
+
+def check_int(value: Any, name: str, *, low: int = 1, high: float = math.inf) -> int:
+    """Return an ``int`` in [low, high]; ``bool`` and non-integral numbers are a TypeError."""
+    if value is None:
+        raise TypeError(f"{name} is required")
+    value = _as_scalar(value, name)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    v = int(value)
+    if not (low <= v <= high):
+        raise ValueError(f"{name} must be in [{low}, {high}], got {v!r}")
+    return v
+
+
+def check_option(value: Any, name: str, options: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``options`` (one spelling each), else raise."""
+    options = tuple(options)
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
+    return value
+
+
+def _reject_sparse(value: Any, name: str) -> None:
+    if hasattr(value, "tocsr") and hasattr(value, "nnz"):
+        raise TypeError(f"{name} is a scipy.sparse matrix; pass a dense array (X.toarray())")
+
+
+def check_array(value: Any, name: str, *, ndim: int) -> np.ndarray:
+    """Return ``value`` as a C-contiguous float64 array with ``ndim`` dimensions and finite entries.
+
+    Integer and low-precision float inputs are up-cast to float64 before any arithmetic, so
+    no integer wrap-around or float32 summation error reaches a sensitivity (reliability H.2-H.3).
+    """
+    _reject_sparse(value, name)
+    arr = np.asarray(value)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must have a numeric (bool, int or float) dtype, got {arr.dtype}")
+    if arr.ndim != ndim:
+        hint = " (use X.reshape(-1, 1) for a single feature)" if ndim == 2 and arr.ndim == 1 else ""
+        hint = " (use y.ravel())" if ndim == 1 and arr.ndim == 2 else hint
+        raise ValueError(f"{name} must be {ndim}-dimensional, got {arr.ndim} dimensions{hint}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} has no rows (n = 0)")
+    if ndim == 2 and arr.shape[1] == 0:
+        raise ValueError(f"{name} has no columns")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def check_X_y(  # noqa: N802 - scikit-learn spelling
+    X: Any, y: Any, *, x_name: str = "X", y_name: str = "y"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a design matrix and a response of matching length."""
+    X = check_array(X, x_name, ndim=2)
+    y = check_array(y, y_name, ndim=1)
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"{x_name} and {y_name} must have the same number of rows")
+    return X, y
+
+
+def check_vector(value: Any, name: str, *, size: int) -> np.ndarray:
+    """Return a finite float64 vector of the given length (e.g. an initial point theta_0)."""
+    arr = check_array(value, name, ndim=1)
+    if arr.shape[0] != size:
+        raise ValueError(f"{name} must have length {size}, got {arr.shape[0]}")
+    return arr

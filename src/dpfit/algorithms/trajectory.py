@@ -1,0 +1,74 @@
+"""The one result type of every algorithm in :mod:`dpfit.algorithms` (cf. SciPy's OptimizeResult).
+
+A :class:`Trajectory` is frozen, with read-only arrays. Everything in it except
+``diagnostics`` is a release (covered by ``ledger``) or a public input; ``diagnostics``
+holds non-private quantities (fraction clipped, distance to OLS, ...) for experiments and
+must never feed a private output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from ..privacy.ledger import PrivacyLedger
+
+__all__ = ["Trajectory"]
+
+
+def _readonly(a: Any) -> np.ndarray:
+    arr = np.array(a, dtype=np.float64, copy=True)
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trajectory:
+    """Released iterates, the point estimate, the privacy ledger and labelled diagnostics.
+
+    Attributes
+    ----------
+    iterates : ndarray of shape (steps, p)
+        Every released iterate theta_1..theta_T (theta_0 is public and not included).
+    estimate : ndarray of shape (p,)
+        The algorithm's default point estimate (a post-processing of the iterates).
+    ledger : PrivacyLedger
+        Every charged release of the run.
+    config : Mapping
+        The public inputs the run used (clip, steps, step_size, n, ...).
+    noise_backend : str
+        ``"fast"`` or ``"secure"``.
+    seeded : bool
+        Whether the noise came from a seeded (reproducible, insecure) source.
+    releases : Mapping[str, ndarray]
+        Other released quantities (e.g. a privately estimated clip), read-only.
+    diagnostics : Mapping
+        **Non-private** quantities for experiments and debugging only.
+    """
+
+    iterates: np.ndarray
+    estimate: np.ndarray
+    ledger: PrivacyLedger
+    config: Mapping[str, Any]
+    noise_backend: str
+    seeded: bool
+    releases: Mapping[str, np.ndarray] = field(default_factory=dict)
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "iterates", _readonly(self.iterates))
+        object.__setattr__(self, "estimate", _readonly(self.estimate))
+        object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
+        object.__setattr__(
+            self, "releases", MappingProxyType({k: _readonly(v) for k, v in self.releases.items()})
+        )
+        object.__setattr__(self, "diagnostics", MappingProxyType(dict(self.diagnostics)))
+
+    @property
+    def rho(self) -> float:
+        """Total zCDP cost of the run."""
+        return self.ledger.rho

@@ -1,0 +1,41 @@
+"""Errors and warnings raised by dpfit.
+
+Custom errors exist only where no builtin is accurate, and each also subclasses the builtin
+it refines, so ``except ValueError`` still catches it (diffprivlib ``BudgetError`` precedent).
+Every warning subclasses :class:`PrivacyWarning`, so users can filter all of them at once.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceededError",
+    "DPFitError",
+    "InsecureRandomnessWarning",
+    "LargeBudgetWarning",
+    "NonPrivateWarning",
+    "PrivacyWarning",
+]
+
+
+class DPFitError(Exception):
+    """Base class of dpfit's own errors."""
+
+
+class BudgetExceededError(DPFitError, ValueError):
+    """A charge would exceed the privacy budget; nothing was charged and nothing drawn."""
+
+
+class PrivacyWarning(RuntimeWarning):
+    """Base of every dpfit warning; filter on this class to silence or escalate them all."""
+
+
+class InsecureRandomnessWarning(PrivacyWarning):
+    """Noise comes from a seeded, reproducible generator: fine for research, not for release."""
+
+
+class LargeBudgetWarning(PrivacyWarning):
+    """A privacy parameter is large enough that the guarantee is weak (rho, epsilon or delta)."""
+
+
+class NonPrivateWarning(PrivacyWarning):
+    """A computation was explicitly requested without privacy (``allow_nonprivate=True``)."""

@@ -1,0 +1,138 @@
+"""The experiment registry: each paper figure is a small, declarative :class:`Experiment`.
+
+An experiment is configuration (a parameter grid per scale and a replicate count), a trial
+function ``trial(params, seed) -> metrics``, the checkable claims of its spec, and a plot.
+The runner (:mod:`dpfit.experiments.runner`) executes trials, the store keeps them, and the
+report evaluates claims and draws the plots. Nothing here runs anything.
+
+Scales: ``"smoke"`` (seconds, run in CI), ``"quick"`` (minutes; the scale at which the claims
+are asserted), ``"paper"`` (the published settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+__all__ = [
+    "SCALES",
+    "Claim",
+    "ClaimResult",
+    "Experiment",
+    "get",
+    "names",
+    "register",
+]
+
+SCALES = ("smoke", "quick", "paper")
+
+Params = Mapping[str, Any]
+Metrics = Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimResult:
+    """The verdict on one claim and the numbers that decided it."""
+
+    passed: bool
+    numbers: Mapping[str, float]
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """A checkable statement of a spec, evaluated on an experiment's results table.
+
+    ``evaluate`` receives the results (one row per trial: parameters, ``replicate``, ``seed``
+    and metrics) and returns a :class:`ClaimResult`. Claims are evaluated only at scales in
+    ``scales``; at other scales the report shows them as "not evaluated at this scale".
+    """
+
+    name: str
+    statement: str
+    evaluate: Callable[[pd.DataFrame], ClaimResult]
+    scales: tuple[str, ...] = ("quick", "paper")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Experiment:
+    """One reproducible figure or table.
+
+    Attributes
+    ----------
+    name : str
+        Unique id, ``"<paper>-<figure>"`` (e.g. ``"brown2024-fig1"``).
+    paper, figure : str
+        Citation and the figure/table reproduced.
+    description : str
+        One paragraph: what is varied, what is measured.
+    grid : Mapping[str, Sequence[Mapping]]
+        For each scale, the list of parameter dicts (JSON-serialisable values).
+    replicates : Mapping[str, int]
+        For each scale, independent replicates per parameter dict.
+    trial : callable
+        ``trial(params, seed) -> metrics``: a pure function of its inputs, whose metrics are a
+        flat dict of floats. ``seed`` is an int derived by the runner from
+        ``numpy.random.SeedSequence`` of (experiment, params, replicate).
+    claims : Sequence[Claim]
+        The spec's checkable statements.
+    plot : callable, optional
+        ``plot(results) -> list[matplotlib.figure.Figure]`` in the style of the paper.
+    privacy : str
+        The privacy parameters of the experiment in words (shown in the report).
+    """
+
+    name: str
+    paper: str
+    figure: str
+    description: str
+    grid: Mapping[str, Sequence[Params]]
+    replicates: Mapping[str, int]
+    trial: Callable[[Params, int], Metrics]
+    claims: Sequence[Claim] = ()
+    plot: Callable[[pd.DataFrame], list] | None = None
+    privacy: str = ""
+    tags: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        missing = [s for s in SCALES if s not in self.grid or s not in self.replicates]
+        if missing:
+            raise ValueError(f"experiment {self.name!r} lacks grid/replicates for {missing}")
+
+    def tasks(self, scale: str) -> list[tuple[dict[str, Any], int]]:
+        """All (params, replicate) pairs of ``scale``, in a deterministic order."""
+        if scale not in SCALES:
+            raise ValueError(f"scale must be one of {list(SCALES)}, got {scale!r}")
+        return [(dict(p), r) for p in self.grid[scale] for r in range(int(self.replicates[scale]))]
+
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+def register(experiment: Experiment) -> Experiment:
+    """Add ``experiment`` to the registry (names must be unique); returns it."""
+    if experiment.name in _REGISTRY and _REGISTRY[experiment.name] is not experiment:
+        raise ValueError(f"an experiment named {experiment.name!r} is already registered")
+    _REGISTRY[experiment.name] = experiment
+    return experiment
+
+
+def _load_all() -> None:
+    from . import catalog  # noqa: F401 - importing registers every experiment module
+
+
+def names() -> list[str]:
+    """Names of every registered experiment, sorted."""
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Experiment:
+    """The registered experiment called ``name``."""
+    _load_all()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown experiment {name!r}; known: {sorted(_REGISTRY)}")
+    return _REGISTRY[name]

@@ -1,0 +1,22 @@
+"""Mechanisms: the Gaussian mechanism, clipping, the noise source and record/replay hooks."""
+
+from .clipping import clip_factors, clip_rows, row_norms, scale_rows
+from .gaussian import gaussian, noise_std_for_rho, rho_for_noise_std
+from .recorder import Recording, ReplayMismatchError, recording, replaying
+from .rng import NoiseSource, make_noise_source
+
+__all__ = [
+    "NoiseSource",
+    "Recording",
+    "ReplayMismatchError",
+    "clip_factors",
+    "clip_rows",
+    "gaussian",
+    "make_noise_source",
+    "noise_std_for_rho",
+    "recording",
+    "replaying",
+    "rho_for_noise_std",
+    "row_norms",
+    "scale_rows",
+]

@@ -1,0 +1,105 @@
+"""Record/replay hooks on the mechanism path, for gray-box privacy tests (reliability 3.3).
+
+``with recording() as rec:`` captures every release made through :mod:`dpfit.mechanisms`:
+its ledger entry, the exact query value (before noise) and the released output.
+``with replaying(rec) as rep:`` reruns an algorithm (typically on a neighbouring dataset)
+with each release returning the output recorded in ``rec``, so all downstream state is
+identical; the query values seen on the second run are kept in ``rep`` for comparison.
+
+These hooks exist for testing and auditing; they are scoped with a context variable and are
+inert unless a context is active.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..privacy.ledger import GaussianEntry
+
+__all__ = ["Recording", "Release", "ReplayMismatchError", "recording", "replaying"]
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """One mechanism call: its entry, the query value and the released output."""
+
+    entry: GaussianEntry
+    value: np.ndarray
+    output: np.ndarray
+
+
+@dataclass(slots=True)
+class Recording:
+    """Releases in call order (``replay`` is set when this recording replays another)."""
+
+    releases: list[Release] = field(default_factory=list)
+    replay_of: Recording | None = None
+
+    @property
+    def entries(self) -> list[GaussianEntry]:
+        """The ledger entries of the releases, in order."""
+        return [r.entry for r in self.releases]
+
+    def __len__(self) -> int:
+        return len(self.releases)
+
+
+class ReplayMismatchError(AssertionError):
+    """A replayed run made a different sequence of mechanism calls than the recorded run."""
+
+
+_ACTIVE: contextvars.ContextVar[Recording | None] = contextvars.ContextVar(
+    "dpfit_recording", default=None
+)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Recording]:
+    """Record every release made in this context."""
+    rec = Recording()
+    token = _ACTIVE.set(rec)
+    try:
+        yield rec
+    finally:
+        _ACTIVE.reset(token)
+
+
+@contextlib.contextmanager
+def replaying(original: Recording) -> Iterator[Recording]:
+    """Replay ``original``'s outputs in order; record the new run's query values."""
+    rec = Recording(replay_of=original)
+    token = _ACTIVE.set(rec)
+    try:
+        yield rec
+    finally:
+        _ACTIVE.reset(token)
+    if len(rec) != len(original):
+        raise ReplayMismatchError(
+            f"replayed run made {len(rec)} releases, the recorded run {len(original)}"
+        )
+
+
+def replayed_output(entry: GaussianEntry, value: np.ndarray) -> np.ndarray | None:
+    """The recorded output for this call when replaying, else None (mechanism-internal)."""
+    rec = _ACTIVE.get()
+    if rec is None or rec.replay_of is None:
+        return None
+    i = len(rec.releases)
+    if i >= len(rec.replay_of):
+        raise ReplayMismatchError(f"replayed run made more than {len(rec.replay_of)} releases")
+    old = rec.replay_of.releases[i]
+    if old.entry != entry or old.value.shape != value.shape:
+        raise ReplayMismatchError(f"release {i} differs: recorded {old.entry}, replayed {entry}")
+    return old.output.copy()
+
+
+def notify(entry: GaussianEntry, value: np.ndarray, output: np.ndarray) -> None:
+    """Append a release to the active recording, if any (mechanism-internal)."""
+    rec = _ACTIVE.get()
+    if rec is not None:
+        rec.releases.append(Release(entry, np.array(value, copy=True), np.array(output, copy=True)))

@@ -1,0 +1,41 @@
+"""Privacy accounting: zCDP ledger and budget, conversions, neighbouring relations."""
+
+from ..exceptions import BudgetExceededError
+from .budget import Budget
+from .conversions import (
+    approx_dp_to_zcdp,
+    bun_steinke_epsilon,
+    bun_steinke_rho,
+    cks_delta,
+    cks_epsilon,
+    cks_rho,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_mu,
+    zcdp_to_approx_dp,
+)
+from .ledger import GaussianEntry, PrivacyLedger
+from .relations import Relation, mean_sensitivity, parse_relation, sum_sensitivity
+from .statement import privacy_statement
+
+__all__ = [
+    "Budget",
+    "BudgetExceededError",
+    "GaussianEntry",
+    "PrivacyLedger",
+    "Relation",
+    "approx_dp_to_zcdp",
+    "bun_steinke_epsilon",
+    "bun_steinke_rho",
+    "cks_delta",
+    "cks_epsilon",
+    "cks_rho",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_mu",
+    "mean_sensitivity",
+    "parse_relation",
+    "privacy_statement",
+    "sum_sensitivity",
+    "zcdp_to_approx_dp",
+]

@@ -1,0 +1,175 @@
+"""The privacy ledger: one frozen entry per mechanism use, composed additively in rho-zCDP.
+
+Every random release in dpfit is described by an entry *before* its noise is drawn, in the
+spirit of dp_accounting's ``DpEvent``s: an entry fully describes the mechanism (sensitivity,
+noise, count, relation), and its rho is derived from them, never typed in by hand.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .._validation import check_int, check_positive
+from .budget import Budget
+from .conversions import gaussian_epsilon, zcdp_to_approx_dp
+from .relations import Relation, parse_relation
+
+__all__ = ["GaussianEntry", "PrivacyLedger"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GaussianEntry:
+    """``count`` releases of a query with L2 sensitivity ``sensitivity`` plus N(0, noise_std^2 I).
+
+    Parameters
+    ----------
+    label : str
+        What was released, e.g. ``"dp_gd/gradient"``.
+    sensitivity : float
+        L2 sensitivity of the query under ``relation`` (finite, > 0).
+    noise_std : float
+        Absolute standard deviation of each noise coordinate (finite, > 0).
+    count : int, default=1
+        Number of adaptive releases with these parameters.
+    relation : Relation, default=Relation.REPLACE_ONE
+        Neighbouring relation under which ``sensitivity`` holds.
+    subsampled : bool, default=False
+        Whether the query runs on a random subsample. dpfit never claims zCDP amplification
+        by subsampling (reliability 4.5), so this only switches off the exact GDP epsilon.
+
+    Notes
+    -----
+    The Gaussian mechanism is rho = Delta^2 / (2 sigma^2)-zCDP (Bun & Steinke 2016, Prop. 1.6),
+    and zCDP composes additively, so the entry's rho is ``count`` times that.
+    """
+
+    label: str
+    sensitivity: float
+    noise_std: float
+    count: int = 1
+    relation: Relation = Relation.REPLACE_ONE
+    subsampled: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label, str) or not self.label:
+            raise TypeError("label must be a non-empty string")
+        object.__setattr__(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))
+        object.__setattr__(self, "noise_std", check_positive(self.noise_std, "noise_std"))
+        object.__setattr__(self, "count", check_int(self.count, "count", low=1))
+        object.__setattr__(self, "relation", parse_relation(self.relation))
+        if not isinstance(self.subsampled, bool):
+            raise TypeError("subsampled must be a bool")
+        if not math.isfinite(self.rho):
+            raise ValueError("noise scale not finite: sensitivity / noise_std overflows")
+
+    @property
+    def noise_multiplier(self) -> float:
+        """noise_std / sensitivity (dimensionless)."""
+        return self.noise_std / self.sensitivity
+
+    @property
+    def rho(self) -> float:
+        """zCDP cost of all ``count`` releases: count * Delta^2 / (2 sigma^2)."""
+        return self.count * self.sensitivity**2 / (2.0 * self.noise_std**2)
+
+    @property
+    def is_plain_gaussian(self) -> bool:
+        """True when exact Gaussian-DP accounting applies (un-subsampled Gaussian)."""
+        return not self.subsampled
+
+
+class PrivacyLedger:
+    """Append-only record of every charged release, under one neighbouring relation.
+
+    Parameters
+    ----------
+    relation : Relation or str, default="replace-one"
+        The neighbouring relation; every entry must be stated under it.
+    budget : Budget, optional
+        If given, each charge is also spent from it, atomically: when the budget cannot
+        afford a charge, :class:`~dpfit.BudgetExceededError` is raised and neither the budget
+        nor the ledger changes.
+
+    Examples
+    --------
+    >>> ledger = PrivacyLedger()
+    >>> ledger.charge(GaussianEntry(label="mean", sensitivity=2.0, noise_std=2.0, count=2))
+    >>> ledger.rho
+    1.0
+    """
+
+    def __init__(
+        self, *, relation: Relation | str = Relation.REPLACE_ONE, budget: Budget | None = None
+    ) -> None:
+        self._relation = parse_relation(relation)
+        if budget is not None and not isinstance(budget, Budget):
+            raise TypeError(f"budget must be a dpfit.privacy.Budget, got {type(budget).__name__}")
+        self._budget = budget
+        self._entries: list[GaussianEntry] = []
+
+    @property
+    def relation(self) -> Relation:
+        """The neighbouring relation of every entry."""
+        return self._relation
+
+    @property
+    def budget(self) -> Budget | None:
+        """The budget charges are spent from, if any."""
+        return self._budget
+
+    @property
+    def entries(self) -> tuple[GaussianEntry, ...]:
+        """The charged entries, in order."""
+        return tuple(self._entries)
+
+    def __iter__(self) -> Iterator[GaussianEntry]:
+        return iter(tuple(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def charge(self, entry: GaussianEntry) -> None:
+        """Record ``entry`` (and spend its rho from the budget) or raise and change nothing."""
+        if entry.relation is not self._relation:
+            raise ValueError(
+                f"entry relation {entry.relation} does not match the ledger's {self._relation}"
+            )
+        if self._budget is not None:
+            self._budget.spend(entry.rho)
+        self._entries.append(entry)
+
+    @property
+    def rho(self) -> float:
+        """Total zCDP cost: the exact float sum of the entries' rho."""
+        return math.fsum(e.rho for e in self._entries)
+
+    @property
+    def is_gaussian_only(self) -> bool:
+        """Whether every entry is an un-subsampled Gaussian (so exact GDP accounting holds)."""
+        return bool(self._entries) and all(e.is_plain_gaussian for e in self._entries)
+
+    def epsilon(self, delta: float, method: str = "cks") -> float:
+        """(epsilon, delta)-DP implied by the total rho (CKS by default; see conversions)."""
+        if not self._entries:
+            return 0.0
+        return zcdp_to_approx_dp(self.rho, delta, method=method)
+
+    def gaussian_epsilon(self, delta: float) -> float | None:
+        """Exact epsilon of the composed Gaussians (mu = sqrt(2 rho)), or None if not valid."""
+        if not self.is_gaussian_only:
+            return None
+        return gaussian_epsilon(math.sqrt(2.0 * self.rho), delta)
+
+    def statement(self, delta: float = 1e-5) -> str:
+        """A short human-readable privacy statement (see :mod:`dpfit.privacy.statement`)."""
+        from .statement import privacy_statement
+
+        return privacy_statement(self, delta)
+
+    def __repr__(self) -> str:
+        return (
+            f"PrivacyLedger(relation={self._relation.value!r}, entries={len(self._entries)}, "
+            f"rho={self.rho!r})"
+        )

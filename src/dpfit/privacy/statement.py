@@ -1,0 +1,57 @@
+"""Plain-text privacy statements, in the spirit of TF Privacy's ``compute_dp_sgd_privacy``.
+
+A statement names the unit and relation, the mechanisms and their calibration, the total
+rho, epsilon at the stated delta with the conversion used, and the assumptions.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from .._validation import check_delta
+
+if TYPE_CHECKING:
+    from .ledger import PrivacyLedger
+
+__all__ = ["privacy_statement"]
+
+_RELATION_TEXT = {
+    "replace-one": "datasets of the same public size n that differ in one record (replace-one)",
+    "add-remove": "datasets that differ by adding or removing one record (add/remove)",
+}
+
+
+def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
+    """Describe ``ledger``'s guarantee in a few sentences; uses only public, charged values."""
+    delta = check_delta(delta)
+    if not len(ledger):
+        return "No private release was made (the ledger is empty)."
+    groups: dict[tuple, int] = defaultdict(int)
+    for e in ledger:
+        groups[(e.label, e.sensitivity, e.noise_std, e.subsampled)] += e.count
+    lines = [
+        f"Privacy: {ledger.rho:.6g}-zCDP with respect to {_RELATION_TEXT[ledger.relation.value]}.",
+        "Mechanisms (all charged before their noise was drawn):",
+    ]
+    for (label, sens, std, sub), count in groups.items():
+        extra = ", subsampled (no amplification claimed)" if sub else ""
+        lines.append(
+            f"  - {label}: {count} Gaussian release(s), L2 sensitivity {sens:.4g}, "
+            f"noise std {std:.4g}{extra}"
+        )
+    lines.append(
+        f"Implies ({ledger.epsilon(delta):.4g}, {delta:.3g})-DP by the optimal zCDP conversion "
+        "of Canonne, Kamath and Steinke (2020)."
+    )
+    exact = ledger.gaussian_epsilon(delta)
+    if exact is not None:
+        lines.append(
+            f"All releases are un-subsampled Gaussians, so the exact Gaussian-DP curve gives "
+            f"({exact:.4g}, {delta:.3g})-DP."
+        )
+    lines.append(
+        "Every released quantity (and anything computed from them) is covered; the "
+        "hyperparameters are assumed public and not chosen on this data."
+    )
+    return "\n".join(lines)
