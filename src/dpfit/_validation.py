@@ -35,6 +35,9 @@ __all__ = [
 #: rho above this is flagged as a weak guarantee: eps(1e-5) > 19 (CKS), as OpenDP flags
 #: large budgets.
 LARGE_RHO = 5.0
+#: Smallest rho an algorithm accepts: below it the noise std overflows or swamps any answer
+#: (reliability section 6, row 4; Google's library floors epsilon at 2**-50 likewise).
+RHO_FLOOR = 2.0**-100
 
 
 def _as_scalar(value: Any, name: str) -> Any:
@@ -86,8 +89,12 @@ def check_positive(value: Any, name: str) -> float:
 
 
 def check_rho(value: Any, name: str = "rho") -> float:
-    """Return a zCDP parameter: finite and > 0; warn when it is large."""
+    """Return a zCDP parameter in [RHO_FLOOR, inf); warn when it is large."""
     v = check_positive(value, name)
+    if v < RHO_FLOOR:
+        raise ValueError(
+            f"{name} must be >= {RHO_FLOOR:g} (noise scale not finite or meaningless), got {v!r}"
+        )
     if v > LARGE_RHO:
         warnings.warn(
             f"{name}={v:g} is a weak privacy guarantee (epsilon > 19 at delta=1e-5)",

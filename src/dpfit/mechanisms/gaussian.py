@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_positive
+from .._validation import check_positive, check_rho
 from ..privacy.ledger import GaussianEntry, PrivacyLedger
 from . import recorder
 from .rng import NoiseSource
@@ -22,7 +22,7 @@ __all__ = ["gaussian", "noise_std_for_rho", "rho_for_noise_std"]
 def noise_std_for_rho(sensitivity: float, rho: float) -> float:
     """sigma = Delta / sqrt(2 rho): the std that makes one release rho-zCDP (exact)."""
     sensitivity = check_positive(sensitivity, "sensitivity")
-    rho = check_positive(rho, "rho")
+    rho = check_rho(rho)
     sigma = sensitivity / math.sqrt(2.0 * rho)
     if not (math.isfinite(sigma) and sigma > 0):
         raise ValueError("noise scale not finite: rho is too small for this sensitivity")

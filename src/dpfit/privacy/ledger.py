@@ -72,7 +72,8 @@ class GaussianEntry:
     @property
     def rho(self) -> float:
         """zCDP cost of all ``count`` releases: count * Delta^2 / (2 sigma^2)."""
-        return self.count * self.sensitivity**2 / (2.0 * self.noise_std**2)
+        ratio = self.sensitivity / self.noise_std  # divide first: no overflow of the squares
+        return self.count * ratio * ratio / 2.0
 
     @property
     def is_plain_gaussian(self) -> bool:

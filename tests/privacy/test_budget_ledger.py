@@ -1,0 +1,161 @@
+"""Budget atomicity, exact shares, ledger composition and the privacy statement."""
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from dpfit import BudgetExceededError
+from dpfit.mechanisms import gaussian, make_noise_source, recording
+from dpfit.privacy import (
+    Budget,
+    GaussianEntry,
+    PrivacyLedger,
+    Relation,
+    mean_sensitivity,
+    parse_relation,
+    sum_sensitivity,
+)
+
+
+def test_spend_and_remaining():
+    b = Budget(rho=1.0)
+    b.spend(0.25)
+    b.spend(0.5)
+    assert b.spent == 0.75 and b.remaining == 0.25
+
+
+def test_overspend_is_atomic():
+    b = Budget(rho=1.0)
+    b.spend(0.6)
+    with pytest.raises(BudgetExceededError, match="exceeds the remaining budget"):
+        b.spend(0.5)
+    assert b.spent == 0.6
+    assert isinstance(BudgetExceededError("x"), ValueError)
+
+
+def test_float_rounding_of_shares_is_absorbed():
+    # 0.1 + 0.1 + 0.1 > 0.3 in float64 (reliability pitfall P10): still affordable.
+    b = Budget(rho=0.3)
+    for _ in range(3):
+        b.spend(0.1)
+    with pytest.raises(BudgetExceededError):
+        b.spend(1e-9)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 10, 1000])
+def test_split_gives_exact_shares(k):
+    b = Budget(rho=1.0)
+    b.spend(0.3)
+    shares = b.split(k)
+    assert len(shares) == k
+    assert math.fsum(s.total for s in shares) <= 0.7
+    assert math.fsum(s.total for s in shares) == pytest.approx(0.7, rel=1e-12)
+    assert len({s.total for s in shares}) == 1
+    assert b.remaining == pytest.approx(0.0, abs=1e-15)
+    for s in shares:  # each child can spend its whole share
+        s.spend(s.total)
+
+
+def test_budget_cannot_be_copied_or_pickled():
+    b = Budget(rho=1.0)
+    for op in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="Budget"):
+            op(b)
+
+
+@pytest.mark.parametrize(
+    "bad, exc",
+    [
+        (None, TypeError),
+        (0, ValueError),
+        (-1, ValueError),
+        (float("nan"), ValueError),
+        (float("inf"), ValueError),
+        (True, TypeError),
+        ("1", TypeError),
+    ],
+)
+def test_budget_rejects_bad_rho(bad, exc):
+    with pytest.raises(exc, match="rho"):
+        Budget(rho=bad)
+
+
+def test_entry_derives_rho_and_validates_at_construction():
+    e = GaussianEntry(label="q", sensitivity=2.0, noise_std=4.0, count=3)
+    assert e.rho == 3 * 4.0 / (2 * 16.0)
+    assert e.noise_multiplier == 2.0
+    with pytest.raises(ValueError, match="noise_std"):
+        GaussianEntry(label="q", sensitivity=1.0, noise_std=0.0)
+    with pytest.raises(TypeError, match="count"):
+        GaussianEntry(label="q", sensitivity=1.0, noise_std=1.0, count=True)
+    with pytest.raises(ValueError, match="noise scale not finite"):
+        GaussianEntry(label="q", sensitivity=1e200, noise_std=1e-200)
+
+
+def test_per_step_entries_equal_one_counted_entry():
+    # Two routes, one answer: T entries vs one entry with count = T.
+    steps, sens, std = 100, 0.02, 0.2
+    a = PrivacyLedger()
+    for _ in range(steps):
+        a.charge(GaussianEntry(label="g", sensitivity=sens, noise_std=std))
+    b = PrivacyLedger()
+    b.charge(GaussianEntry(label="g", sensitivity=sens, noise_std=std, count=steps))
+    assert a.rho == pytest.approx(b.rho, rel=1e-15)
+    assert a.epsilon(1e-5) == pytest.approx(b.epsilon(1e-5), rel=1e-12)
+
+
+def test_ledger_refuses_mixed_relations():
+    ledger = PrivacyLedger(relation="add-remove")
+    with pytest.raises(ValueError, match="relation"):
+        ledger.charge(GaussianEntry(label="g", sensitivity=1.0, noise_std=1.0))
+
+
+def test_ledger_with_budget_is_atomic_and_draws_nothing():
+    budget = Budget(rho=0.5)
+    ledger = PrivacyLedger(budget=budget)
+    source = make_noise_source(1)
+    state = source.generator.bit_generator.state
+    with recording() as rec, pytest.raises(BudgetExceededError):
+        gaussian(np.zeros(4), sensitivity=1.0, noise_std=0.5, ledger=ledger, rng=source, label="g")
+    assert len(rec) == 0 and len(ledger) == 0 and budget.spent == 0.0
+    assert source.generator.bit_generator.state == state  # no noise drawn
+
+
+def test_epsilon_and_gaussian_epsilon_and_statement():
+    ledger = PrivacyLedger()
+    ledger.charge(GaussianEntry(label="dp_gd/gradient", sensitivity=0.02, noise_std=0.2, count=100))
+    assert ledger.rho == pytest.approx(0.5, rel=1e-14)
+    assert ledger.epsilon(1e-5) == pytest.approx(4.7283869849, rel=1e-9)
+    assert ledger.gaussian_epsilon(1e-5) == pytest.approx(4.3771780957, rel=1e-9)
+    text = ledger.statement(1e-5)
+    for fragment in (
+        "0.5-zCDP",
+        "replace-one",
+        "dp_gd/gradient",
+        "100 Gaussian",
+        "4.728",
+        "Canonne",
+        "4.377",
+    ):
+        assert fragment in text
+    sub = PrivacyLedger()
+    sub.charge(GaussianEntry(label="s", sensitivity=1.0, noise_std=1.0, subsampled=True))
+    assert sub.gaussian_epsilon(1e-5) is None
+    assert "no amplification" in sub.statement()
+    assert PrivacyLedger().epsilon(1e-5) == 0.0
+
+
+def test_relations_and_sensitivities():
+    assert parse_relation("replace-one") is Relation.REPLACE_ONE
+    assert parse_relation(Relation.ADD_REMOVE) is Relation.ADD_REMOVE
+    with pytest.raises(ValueError, match=r"\['replace-one', 'add-remove'\]"):
+        parse_relation("swap")
+    assert sum_sensitivity(1.5) == 3.0
+    assert sum_sensitivity(1.5, "add-remove") == 1.5
+    assert mean_sensitivity(1.0, 200) == 0.01
+    assert mean_sensitivity(1.0, 200, Relation.ADD_REMOVE) == 0.005
+    with pytest.raises(TypeError, match="n"):
+        mean_sensitivity(1.0, 200.0)
