@@ -1,4 +1,4 @@
-"""Layer A of the reliability plan: the noise primitive's scale, tails, independence, calibration."""
+"""Layer A of the reliability plan: the noise primitive's scale, tails, independence."""
 
 import math
 

@@ -5,6 +5,7 @@ OpenDP 0.16 and dp-accounting 0.6 (reliability.md section 4). Values are given t
 decimals, so the 1e-9 relative tolerance also covers their rounding.
 """
 
+import itertools
 import math
 
 import numpy as np
@@ -198,7 +199,7 @@ def test_epsilon_decreases_in_delta(rho, delta, factor):
 
 def test_epsilon_vanishes_as_rho_vanishes():
     values = [cks_epsilon(r, 1e-5) for r in np.logspace(-2, -12, 6)]
-    assert all(a >= b for a, b in zip(values, values[1:], strict=False))
+    assert all(a >= b for a, b in itertools.pairwise(values))
     # At rho = 1e-12 even delta(eps = 0) (a total variation of order sqrt(rho)) is below
     # 1e-5, so epsilon is exactly 0.
     assert values[-1] == 0.0 and cks_delta(1e-12, 0.0) <= 1e-5
