@@ -5,9 +5,9 @@ The clip factor of a vector g is min(1, C / ||g||_2). Two floating-point hazards
 
 * the norm is computed with a per-row scale, so components near 1e300 or subnormals neither
   overflow nor underflow ``sum(g**2)``;
-* the factor is shrunk by a relative margin of 2**-40 (about 9e-13), far above the rounding
-  error of a scaled norm, so ``||clip(g)||_2 <= C`` holds in float64, not just in exact
-  arithmetic;
+* vectors are clipped to C * (1 - 2**-40) (a relative margin of about 9e-13, far above the
+  rounding error of a scaled norm), so ``||clip(g)||_2 <= C`` holds in float64, not just in
+  exact arithmetic, also for vectors whose norm is within rounding of C;
 * a vector with a NaN or infinite component gets factor 0 and becomes exactly the zero
   vector (a documented, data-independent rule; ``inf * 0`` would be NaN).
 """
@@ -41,7 +41,10 @@ def clip_factors(norms: np.ndarray, clip: float) -> np.ndarray:
     clip = check_positive(clip, "clip")
     norms = np.asarray(norms, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        factors = np.where(norms > clip, (clip / norms) * CLIP_MARGIN, 1.0)
+        # Rows within the margin of the bound are shrunk too: their computed norm may round
+        # to <= clip while the exact norm is just above it.
+        bound = clip * CLIP_MARGIN
+        factors = np.where(norms > bound, bound / norms, 1.0)
     return np.where(np.isfinite(norms), factors, 0.0)
 
 
