@@ -25,6 +25,7 @@ __all__ = [
     "check_delta",
     "check_epsilon",
     "check_int",
+    "check_iv_data",
     "check_option",
     "check_positive",
     "check_real",
@@ -191,3 +192,24 @@ def check_vector(value: Any, name: str, *, size: int) -> np.ndarray:
     if arr.shape[0] != size:
         raise ValueError(f"{name} must have length {size}, got {arr.shape[0]}")
     return arr
+
+
+def check_iv_data(
+    X: Any, y: Any, Z: Any, *, x_name: str = "X", y_name: str = "y", z_name: str = "Z"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate IV data: regressors X (n x p), response y (n,), instruments Z (n x q), q >= p.
+
+    Only shapes and finiteness are checked (public properties); rank is a release and is
+    never checked here (reliability P12).
+    """
+    X, y = check_X_y(X, y, x_name=x_name, y_name=y_name)
+    Z = check_array(Z, z_name, ndim=2)
+    if Z.shape[0] != X.shape[0]:
+        raise ValueError(f"{z_name} and {x_name} must have the same number of rows")
+    if Z.shape[1] < X.shape[1]:
+        raise ValueError(
+            f"under-identified: {z_name} has {Z.shape[1]} instrument column(s) but {x_name} has "
+            f"{X.shape[1]} regressor column(s); IV needs at least as many instruments as "
+            "regressors (exogenous regressors count as their own instruments)"
+        )
+    return X, y, Z
