@@ -16,6 +16,7 @@ __all__ = ["main"]
 #: Subcommand name -> module in this package that implements it.
 COMMANDS = {
     "privacy": "privacy",
+    "reproduce": "reproduce",
 }
 
 
