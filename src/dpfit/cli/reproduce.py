@@ -38,6 +38,12 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         "--store", metavar="PATH", help="SQLite trial store (default: OUT/results.sqlite)"
     )
     p.add_argument(
+        "--code-version",
+        metavar="TEXT",
+        help="store trials under this version instead of the source digest (reuses results "
+        "across code changes: only for changes known not to affect them)",
+    )
+    p.add_argument(
         "--import",
         dest="modules",
         action="append",
@@ -84,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         store_path=store,
         jobs=args.jobs,
         progress=not args.no_progress,
+        version=args.code_version,
     )
     report = write_report(result, out)
     failed = [v for v in report.verdicts if v.failed]

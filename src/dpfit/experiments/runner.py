@@ -192,6 +192,7 @@ def run(
     store_path: str | Path,
     jobs: int | None = None,
     progress: bool = True,
+    version: str | None = None,
 ) -> RunResult:
     """Run every trial of ``names`` at ``scale`` that ``store_path`` does not hold yet.
 
@@ -209,6 +210,10 @@ def run(
         in this process (no pickling; handy for debugging).
     progress : bool, default=True
         Show a progress bar with ETA on stderr.
+    version : str, optional
+        The code version trials are stored under. Default: :func:`~.store.code_version`, a
+        digest of dpfit's source, so any code change reruns everything. Pinning it reuses
+        trials made by other code: only for changes known not to affect results.
 
     Returns
     -------
@@ -231,7 +236,10 @@ def run(
     if jobs is None:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     jobs = check_int(jobs, "jobs", low=1)
-    version = code_version()
+    if version is None:
+        version = code_version()
+    elif not isinstance(version, str) or not version:
+        raise TypeError("version must be a non-empty string or None")
     start = time.perf_counter()
     with ResultStore(store_path) as store:
         todo = {n: _missing(e, scale, store, version) for n, e in experiments.items()}
