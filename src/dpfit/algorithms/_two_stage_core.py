@@ -1,0 +1,200 @@
+"""Shared steps of the two-stage gradient-descent family (:mod:`dpfit.algorithms.two_stage`).
+
+One loop (:func:`iterate`) serves Algorithms 1-3 of Liang et al. (2025); a stage's release
+is either the Gaussian mechanism (:func:`gaussian_release`) or the identity (non-private).
+Per-example clipping uses the rank-1 structure: ||z r^T||_F = ||z|| ||r||, so no
+n x q x p tensor is built (spec 3.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_array
+from ..exceptions import BudgetExceededError
+from ..mechanisms import (
+    clip_factors,
+    gaussian,
+    noise_std_for_rho,
+    row_norms,
+    scale_rows,
+)
+from ..privacy import (
+    Budget,
+    GaussianEntry,
+    PrivacyLedger,
+    Relation,
+    mean_sensitivity,
+    parse_relation,
+)
+from .trajectory import Trajectory
+
+__all__: list[str] = []
+
+_Release = Callable[[np.ndarray], np.ndarray]
+
+
+def identity(value: np.ndarray) -> np.ndarray:
+    """The release of a non-private stage: the exact value."""
+    return value
+
+
+def clipped_mean(
+    features: np.ndarray, residuals: np.ndarray, feature_norms: np.ndarray, clip: float | None
+) -> tuple[np.ndarray, float]:
+    """Mean over i of CLIP(f_i r_i^T) = F^T (c * R) / n, and the fraction of rows clipped.
+
+    ``residuals`` is (n, k) or (n,); each per-example gradient is the outer product of a row of
+    ``features`` with a row of ``residuals``, whose Frobenius norm is the product of the norms.
+    """
+    n = features.shape[0]
+    R = residuals if residuals.ndim == 2 else residuals[:, None]
+    if clip is None:
+        grad = features.T @ R / n
+        return (grad if residuals.ndim == 2 else grad[:, 0]), 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = feature_norms * row_norms(R)
+    factors = clip_factors(norms, clip)
+    grad = features.T @ scale_rows(R, factors) / n
+    return (grad if residuals.ndim == 2 else grad[:, 0]), float(np.mean(factors < 1.0))
+
+
+def iterate(
+    X: np.ndarray,
+    y: np.ndarray,
+    Z: np.ndarray,
+    *,
+    steps: int,
+    step_size_theta: float,
+    step_size_beta: float,
+    clip_theta: float | None,
+    clip_beta: float | None,
+    release_theta: _Release,
+    release_beta: _Release,
+    first_stage: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """The shared loop of Algorithms 1-3: one (released) gradient step per stage per iteration.
+
+    With ``first_stage`` (shape (steps, q, p)) the Theta used at step t is ``first_stage[t]``
+    and no first-stage gradient is computed (Algorithm 3 with a public first stage).
+    """
+    p, q = X.shape[1], Z.shape[1]
+    z_norms = row_norms(Z)
+    theta = np.zeros((q, p))
+    beta = np.zeros(p)
+    thetas = np.empty((steps, q, p))
+    betas = np.empty((steps, p))
+    clipped = np.zeros((steps, 2))
+    for t in range(steps):
+        used = theta if first_stage is None else first_stage[t]
+        W = Z @ used  # w_i = Theta^(t)T z_i
+        if first_stage is None:
+            g1, clipped[t, 0] = clipped_mean(Z, W - X, z_norms, clip_theta)
+            theta = theta - step_size_theta * release_theta(g1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            w_norms = row_norms(W)
+            s = W @ beta - y
+        g2, clipped[t, 1] = clipped_mean(W, s, w_norms, clip_beta)
+        beta = beta - step_size_beta * release_beta(g2)
+        thetas[t] = theta if first_stage is None else used
+        betas[t] = beta
+    return {"theta": thetas, "beta": betas, "clipped": clipped}
+
+
+def gaussian_release(
+    *, clip: float, n: int, rho: float, releases: int, calibration: str, ledger, source, label: str
+) -> tuple[_Release, float, GaussianEntry]:
+    """One stage's noisy mean clipped gradient, its noise std and the entry of all its releases.
+
+    ``"exact"`` calibrates each of the ``releases`` releases to rho / releases; ``"paper"``
+    (Prop. 3.1) is the exact calibration for half of rho.
+    """
+    sensitivity = mean_sensitivity(clip, n, ledger.relation)  # 2 gamma / n (replace-one)
+    per_step = rho / releases if calibration == "exact" else rho / (2.0 * releases)
+    noise_std = noise_std_for_rho(sensitivity, per_step)
+    total = GaussianEntry(
+        label=label,
+        sensitivity=sensitivity,
+        noise_std=noise_std,
+        count=releases,
+        relation=ledger.relation,
+    )
+
+    def release(value: np.ndarray) -> np.ndarray:
+        return gaussian(
+            value,
+            sensitivity=sensitivity,
+            noise_std=noise_std,
+            ledger=ledger,
+            rng=source,
+            label=label,
+        )
+
+    return release, noise_std, total
+
+
+def concatenate_runs(outs: list[dict[str, np.ndarray]], steps: int) -> dict[str, np.ndarray]:
+    """Stack independent runs in run order; ``final`` is the mean of their last beta iterates."""
+    out = {key: np.concatenate([o[key] for o in outs]) for key in ("theta", "beta", "clipped")}
+    out["final"] = out["beta"][steps - 1 :: steps].mean(axis=0)
+    return out
+
+
+def make_ledger(ledger: PrivacyLedger | None, relation: Any, rho: float) -> PrivacyLedger:
+    relation = parse_relation(relation)
+    if relation is not Relation.REPLACE_ONE:
+        raise ValueError(
+            "relation must be 'replace-one': two-stage GD averages over the public n, which "
+            "add/remove neighbours would change (use replace-one)"
+        )
+    if ledger is None:
+        return PrivacyLedger(relation=relation, budget=Budget(rho=rho))
+    if not isinstance(ledger, PrivacyLedger):
+        raise TypeError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
+    if ledger.relation is not relation:
+        raise ValueError(f"ledger relation {ledger.relation} does not match relation={relation}")
+    return ledger
+
+
+def check_affordable(ledger: PrivacyLedger, entries: list[GaussianEntry]) -> None:
+    """Fail before any draw when the ledger's budget cannot afford the whole run."""
+    total = sum(e.rho for e in entries)
+    if ledger.budget is not None and not ledger.budget.can_afford(total):
+        raise BudgetExceededError(
+            f"the run costs rho={total:.6g} but the budget has {ledger.budget.remaining:.6g} "
+            "left; nothing was charged or drawn"
+        )
+
+
+def check_first_stage(value: Any, steps: int, q: int, p: int) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim == 2:
+        arr = check_array(arr, "first_stage", ndim=2)
+        arr = np.broadcast_to(arr, (steps, *arr.shape))
+    else:
+        arr = check_array(arr, "first_stage", ndim=3)
+    if arr.shape != (steps, q, p):
+        raise ValueError(
+            f"first_stage must have shape ({q}, {p}) or ({steps}, {q}, {p}), got {arr.shape}"
+        )
+    return arr
+
+
+def trajectory(out: dict, ledger: PrivacyLedger, config: dict, source) -> Trajectory:
+    """Package a run: beta iterates, released Theta path, non-private clipping diagnostics."""
+    return Trajectory(
+        iterates=out["beta"],
+        estimate=out.get("final", out["beta"][-1]),
+        ledger=ledger,
+        config=config,
+        noise_backend="none" if source is None else source.backend,
+        seeded=True if source is None else source.seeded,
+        releases={"theta": out["theta"]},
+        diagnostics={
+            "fraction_clipped_theta": out["clipped"][:, 0].copy(),
+            "fraction_clipped_beta": out["clipped"][:, 1].copy(),
+        },
+    )
