@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "CoverageWarning",
     "DPFitError",
     "InsecureRandomnessWarning",
     "LargeBudgetWarning",
@@ -39,3 +40,7 @@ class LargeBudgetWarning(PrivacyWarning):
 
 class NonPrivateWarning(PrivacyWarning):
     """A computation was explicitly requested without privacy (``allow_nonprivate=True``)."""
+
+
+class CoverageWarning(PrivacyWarning):
+    """An interval is built outside the regime where its coverage is supported (e.g. m < 10)."""

@@ -1,0 +1,93 @@
+"""Shared steps of sufficient-statistics perturbation (SSP and AdaSSP).
+
+Notation: B_X = ``x_bound`` >= ||x_i||, B_Y = ``y_bound`` >= |y_i|, both public. Records are
+first clipped to the bounds (rows of X rescaled to norm <= B_X, y clipped to [-B_Y, B_Y]):
+a documented, data-independent rule (reliability section 6, row 23). The L2 sensitivities
+of the released statistics, under replace-one (add/remove), are then
+
+* X^T X as its upper triangle (incl. diagonal): sqrt(2) B_X^2 (B_X^2), since
+  ||x x^T - x' x'^T||_F^2 = ||x||^4 + ||x'||^4 - 2 (x.x')^2 <= 2 B_X^4;
+* X^T y: 2 B_X B_Y (B_X B_Y);
+* lambda_min(X^T X): B_X^2 under both (Weyl: ||x x^T - x' x'^T||_2 <= B_X^2).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_positive
+from ..mechanisms import NoiseSource, clip_rows, gaussian
+from ..privacy import PrivacyLedger, Relation
+
+__all__: list[str] = []
+
+
+def check_bound(value: Any, name: str) -> float:
+    """A public data bound: required (ValueError when missing), finite and > 0."""
+    if value is None:
+        raise ValueError(
+            f"{name} is required: a public bound chosen without looking at the data "
+            "(dpfit never derives bounds from private data)"
+        )
+    return check_positive(value, name)
+
+
+def clip_to_bounds(
+    X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float
+) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+    """Clip rows of X to norm ``x_bound`` and y to [-y_bound, y_bound]; non-private counts."""
+    Xc = clip_rows(X, x_bound)
+    yc = np.clip(y, -y_bound, y_bound)
+    counts = {
+        "fraction_x_clipped": float(np.mean(np.any(Xc != X, axis=1))),
+        "fraction_y_clipped": float(np.mean(yc != y)),
+    }
+    return Xc, yc, counts
+
+
+def sensitivities(x_bound: float, y_bound: float, relation: Relation) -> dict[str, float]:
+    """L2 sensitivities of the released statistics (module docstring)."""
+    replace = relation is Relation.REPLACE_ONE
+    return {
+        "xtx": (math.sqrt(2.0) if replace else 1.0) * x_bound**2,
+        "xty": relation.sum_factor * x_bound * y_bound,
+        "lambda_min": x_bound**2,
+    }
+
+
+def release_gram(
+    gram: np.ndarray,
+    *,
+    sensitivity: float,
+    noise_std: float,
+    ledger: PrivacyLedger,
+    rng: NoiseSource,
+    label: str,
+) -> np.ndarray:
+    """``gram`` (= X^T X) plus a symmetric Gaussian matrix, upper triangle i.i.d. N(0, std^2)."""
+    p = gram.shape[0]
+    upper = np.triu_indices(p)
+    noisy = gaussian(
+        gram[upper],
+        sensitivity=sensitivity,
+        noise_std=noise_std,
+        ledger=ledger,
+        rng=rng,
+        label=label,
+    )
+    out = np.empty((p, p))
+    out[upper] = noisy
+    out.T[upper] = noisy
+    return out
+
+
+def solve_ridge(gram: np.ndarray, xty: np.ndarray, ridge: float) -> np.ndarray:
+    """solve(gram + ridge I, xty), falling back to least squares when singular."""
+    A = gram + ridge * np.eye(gram.shape[0])
+    try:
+        return np.linalg.solve(A, xty)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(A, xty, rcond=None)[0]
