@@ -1,0 +1,128 @@
+"""A fixed affine rescaling of features and response from **public** bounds.
+
+Users' data are never standardised with statistics of the private data. When the user states
+public bounds, each feature is clipped into its bounds and mapped to [-1, 1] by the bounds'
+midpoint and half-range (only scaled, by max(|low|, |high|), without an intercept, which
+could not absorb a shift); the response likewise. The map depends only on public inputs,
+so running a private algorithm on the mapped records is as private as on the originals
+(each record is transformed on its own), and the fitted coefficients map back exactly by
+the inverse affine map, which is post-processing. Clipping into the bounds is documented,
+data-independent behaviour (reliability section 6, row 23).
+
+Notation: x' = (clip(x, lo, hi) - c) / h per feature, y' = (clip(y) - c_y) / h_y, and the
+fitted model y' = b0' + x'^T b'. Back in original units:
+coef_j = h_y * b'_j / h_j and intercept = c_y + h_y * (b0' - sum_j b'_j * c_j / h_j).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PublicScaling", "check_bounds"]
+
+
+def check_bounds(value: Any, name: str, *, size: int) -> np.ndarray:
+    """Return public bounds as a float array of shape (size, 2) with low < high, finite."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be (low, high) pairs of real numbers") from exc
+    if arr.shape == (2,) and size == 1:
+        arr = arr.reshape(1, 2)
+    if arr.shape != (size, 2):
+        raise ValueError(f"{name} must have shape ({size}, 2): one (low, high) pair per column")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be finite")
+    if not (arr[:, 0] < arr[:, 1]).all():
+        raise ValueError(f"{name}: every low must be < its high")
+    return arr
+
+
+def _centre_scale(b: np.ndarray, centred: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Midpoint and half-range of (..., 2) bounds, or (0, max |bound|) when not centred."""
+    if centred:
+        return (b[..., 0] + b[..., 1]) / 2.0, (b[..., 1] - b[..., 0]) / 2.0
+    return np.zeros(b.shape[:-1]), np.abs(b).max(axis=-1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublicScaling:
+    """Affine map of features and response to [-1, 1], built from public bounds only.
+
+    A missing bound leaves that side unchanged (centre 0, scale 1, no clipping).
+    """
+
+    x_bounds: np.ndarray | None
+    y_bounds: np.ndarray | None
+    fit_intercept: bool
+
+    @classmethod
+    def from_bounds(
+        cls, bounds: Any, y_bounds: Any, *, n_features: int, fit_intercept: bool
+    ) -> PublicScaling:
+        """Validate ``bounds`` (n_features x 2) and ``y_bounds`` (a pair); either may be None."""
+        xb = None if bounds is None else check_bounds(bounds, "bounds", size=n_features)
+        yb = None if y_bounds is None else check_bounds(y_bounds, "y_bounds", size=1)[0]
+        return cls(x_bounds=xb, y_bounds=yb, fit_intercept=fit_intercept)
+
+    @property
+    def max_row_norm(self) -> float | None:
+        """Public bound on ||x'_i|| of the design the algorithm sees (ones column included)."""
+        if self.x_bounds is None:
+            return None
+        return float(np.sqrt(self.x_bounds.shape[0] + int(self.fit_intercept)))
+
+    def design(self, X: np.ndarray) -> np.ndarray:
+        """The design the algorithm sees: [1, x'] (ones column first when fitting an intercept)."""
+        if self.x_bounds is not None:
+            c, h = _centre_scale(self.x_bounds, self.fit_intercept)
+            X = (np.clip(X, self.x_bounds[:, 0], self.x_bounds[:, 1]) - c) / h
+        if self.fit_intercept:
+            X = np.column_stack([np.ones(X.shape[0]), X])
+        return X
+
+    def response(self, y: np.ndarray) -> np.ndarray:
+        """y' = (clip(y) - c_y) / h_y, or y unchanged without y bounds."""
+        if self.y_bounds is None:
+            return y
+        c, h = _centre_scale(self.y_bounds, self.fit_intercept)
+        return (np.clip(y, self.y_bounds[0], self.y_bounds[1]) - c) / h
+
+    def to_original(self, theta: np.ndarray) -> np.ndarray:
+        """Map fitted parameters (rows of [b0', b'] or [b']) back to original units (exact)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        cy, hy = (
+            (0.0, 1.0)
+            if self.y_bounds is None
+            else _centre_scale(self.y_bounds, self.fit_intercept)
+        )
+        offset = int(self.fit_intercept)
+        b = theta[..., offset:]
+        if self.x_bounds is None:
+            c, h = np.zeros(b.shape[-1]), np.ones(b.shape[-1])
+        else:
+            c, h = _centre_scale(self.x_bounds, self.fit_intercept)
+        coef = hy * b / h
+        if not self.fit_intercept:
+            return coef
+        intercept = cy + hy * (theta[..., 0] - (b * (c / h)).sum(axis=-1))
+        return np.concatenate([np.asarray(intercept)[..., None], coef], axis=-1)
+
+    def describe(self) -> str | None:
+        """A note for the summary, or None when nothing is rescaled."""
+        parts = []
+        if self.x_bounds is not None:
+            parts.append("every feature was clipped into its public bounds and mapped to [-1, 1]")
+        if self.y_bounds is not None:
+            parts.append("the response was clipped into its public bounds and mapped to [-1, 1]")
+        if not parts:
+            return None
+        return (
+            "Public rescaling: "
+            + "; ".join(parts)
+            + " (a fixed map built from public bounds only; clip and step size are in these "
+            "units). Coefficients and intervals are mapped back to the original units exactly."
+        )

@@ -1,0 +1,312 @@
+"""The one result type of dpfit's models: a frozen record of a private linear-in-parameters fit.
+
+A :class:`Result` holds only releases and public inputs: term names, the released point
+estimate, the m released estimates a confidence interval is built from (and how they were
+built), the public n, a snapshot of the privacy ledger, the noise provenance, the public
+configuration and notes. Derived values (``params``) are cached properties
+(linearmodels, statsmodels ``cache_readonly``); outputs are indexed by term names. The only
+non-private field is ``diagnostics``, which nothing else reads and the summary shows only on
+request, under a title that says so.
+
+Both the estimators (``DPLinearRegression.result_``, ``DPIVRegression.result_``) and the
+formula API (:func:`dpfit.ols`, :func:`dpfit.iv`) return this type.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_alpha, check_delta
+from ..exceptions import LargeBudgetWarning
+from ..inference import t_interval
+from ..privacy import PrivacyLedger
+from .summary import Summary
+
+__all__ = ["Result", "snapshot_ledger"]
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _readonly(a: Any) -> np.ndarray:
+    arr = np.array(a, dtype=np.float64, copy=True)
+    arr.flags.writeable = False
+    return arr
+
+
+def snapshot_ledger(ledger: PrivacyLedger) -> PrivacyLedger:
+    """A budget-free copy of ``ledger``'s entries (a value that can be stored and pickled).
+
+    A fitted model keeps this snapshot rather than the live ledger, so it never holds a
+    reference to a spendable :class:`~dpfit.Budget` (STYLE 2.7).
+    """
+    copy = PrivacyLedger(relation=ledger.relation)
+    for entry in ledger.entries:
+        copy.charge(entry)
+    return copy
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Result:
+    """Released estimates, confidence intervals and privacy accounting of one private fit.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Term names, one per coefficient (``"Intercept"`` first when there is one).
+    estimate : array-like of shape (p,)
+        The released point estimate.
+    interval_estimates : array-like of shape (m, p) or None
+        The m >= 2 released estimates the Student-t interval is built from (independent
+        runs, checkpoints or batch means), or None when the method releases no interval.
+    interval_method : str
+        One sentence saying how ``interval_estimates`` were built and what they cover.
+    n : int
+        The number of records, public under the ledger's relation.
+    ledger : PrivacyLedger
+        Every charged release of the fit (stored as a budget-free snapshot).
+    model : str
+        Model name for the summary title, e.g. ``"DP linear regression"``.
+    method : str
+        Algorithm with its reference, e.g. ``"DP-GD (Brown et al. 2024, Alg. 1)"``.
+    response : str, default="y"
+        Name of the dependent variable.
+    noise_backend : str
+        ``"fast"`` or ``"secure"``.
+    seeded : bool
+        Whether the noise came from a seeded (reproducible, not for release) source.
+    config : Mapping
+        The public configuration the fit used (clip, steps, step size, bounds, ...).
+    notes : sequence of str, default=()
+        Method-specific notes for the summary.
+    experimental : bool, default=False
+        Label the interval experimental (no coverage guarantee, or measured coverage below
+        nominal); the summary says so in its first note.
+    diagnostics : Mapping, default={}
+        **Non-private** quantities (fraction clipped, ...). Never used by any other field.
+    version : str
+        dpfit version that produced the fit.
+    """
+
+    names: Sequence[str]
+    estimate: np.ndarray
+    interval_estimates: np.ndarray | None
+    interval_method: str
+    n: int
+    ledger: PrivacyLedger
+    model: str
+    method: str
+    response: str = "y"
+    noise_backend: str
+    seeded: bool
+    config: Mapping[str, Any]
+    notes: Sequence[str] = ()
+    experimental: bool = False
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    version: str = field(default_factory=_version)
+
+    def __post_init__(self) -> None:
+        names = tuple(str(n) for n in self.names)
+        estimate = _readonly(self.estimate)
+        if estimate.shape != (len(names),):
+            raise ValueError(f"estimate must have shape ({len(names)},), got {estimate.shape}")
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "estimate", estimate)
+        if self.interval_estimates is not None:
+            est = _readonly(self.interval_estimates)
+            if est.ndim != 2 or est.shape[1] != len(names) or est.shape[0] < 2:
+                raise ValueError(
+                    f"interval_estimates must have shape (m >= 2, {len(names)}), got {est.shape}"
+                )
+            object.__setattr__(self, "interval_estimates", est)
+        if not isinstance(self.ledger, PrivacyLedger):
+            raise TypeError(f"ledger must be a PrivacyLedger, got {type(self.ledger).__name__}")
+        if self.ledger.budget is not None:
+            object.__setattr__(self, "ledger", snapshot_ledger(self.ledger))
+        object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
+        object.__setattr__(self, "diagnostics", MappingProxyType(dict(self.diagnostics)))
+        object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
+
+    # Pickling: mapping proxies cannot be pickled, and cached values are recomputed.
+    def __getstate__(self) -> dict[str, Any]:
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state["config"] = dict(self.config)
+        state["diagnostics"] = dict(self.diagnostics)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        self.__post_init__()
+
+    # -- released values, indexed by term name ------------------------------------------------
+    @cached_property
+    def params(self) -> pd.Series:
+        """The released coefficients, indexed by term name."""
+        return pd.Series(self.estimate, index=list(self.names), name="coef")
+
+    @property
+    def m(self) -> int | None:
+        """Number of estimates behind the interval (None when there is no interval)."""
+        return None if self.interval_estimates is None else self.interval_estimates.shape[0]
+
+    def _interval(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        if self.interval_estimates is None:
+            raise ValueError(
+                f"no confidence interval: {self.method} releases a point estimate only"
+            )
+        _, lower, upper = t_interval(self.interval_estimates, alpha)
+        return lower, upper
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Per-coefficient Student-t intervals of level 1 - alpha (Brown et al. 2024, eq. 12).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``lower`` and ``upper``, indexed by term name.
+
+        Raises
+        ------
+        ValueError
+            ``alpha`` is not in (0, 1), or the method released no interval.
+        """
+        alpha = check_alpha(alpha)
+        lower, upper = self._interval(alpha)
+        return pd.DataFrame({"lower": lower, "upper": upper}, index=list(self.names))
+
+    # -- privacy ------------------------------------------------------------------------------
+    @property
+    def rho(self) -> float:
+        """Total zCDP cost of the fit."""
+        return self.ledger.rho
+
+    @property
+    def default_delta(self) -> float:
+        """delta used when none is given: 1e-5, or a power of ten below 1 / (10 n) for large n."""
+        return 10.0 ** math.floor(math.log10(min(1e-5, 0.1 / self.n)))
+
+    def epsilon(self, delta: float | None = None) -> float:
+        """epsilon of the (epsilon, delta)-DP guarantee implied by ``rho`` (CKS conversion)."""
+        return self.ledger.epsilon(self.default_delta if delta is None else check_delta(delta))
+
+    # -- summary ------------------------------------------------------------------------------
+    def summary(
+        self, alpha: float = 0.05, *, delta: float | None = None, diagnostics: bool = False
+    ) -> Summary:
+        """A statsmodels-like table of the release, with numbered notes and a privacy statement.
+
+        Parameters
+        ----------
+        alpha : float, default=0.05
+            The intervals have level 1 - alpha.
+        delta : float, optional
+            delta at which epsilon is reported; by default :attr:`default_delta` (1e-5, or
+            smaller for n > 10^4). A :class:`~dpfit.LargeBudgetWarning` is emitted when it
+            exceeds 1/n.
+        diagnostics : bool, default=False
+            Also show the **non-private** diagnostics, in a section labelled as such. Never
+            publish a summary printed with ``diagnostics=True``.
+
+        Returns
+        -------
+        Summary
+        """
+        alpha = check_alpha(alpha)
+        delta = self.default_delta if delta is None else check_delta(delta)
+        if delta > 1.0 / self.n:
+            warnings.warn(
+                f"delta={delta:g} exceeds 1/n = {1.0 / self.n:.3g}: the (epsilon, delta) "
+                "guarantee is weak; choose delta < 1/n",
+                LargeBudgetWarning,
+                stacklevel=2,
+            )
+        level = f"{100 * (1 - alpha):g}%"
+        table = pd.DataFrame({"coef": self.estimate}, index=list(self.names))
+        if self.interval_estimates is not None:
+            lower, upper = self._interval(alpha)
+            table[f"[{alpha / 2:g}"] = lower
+            table[f"{1 - alpha / 2:g}]"] = upper
+        seeded = "yes (reproducible; not for real releases)" if self.seeded else "no"
+        header = [
+            ("Dep. variable", self.response),
+            ("Model", self.model),
+            ("Method", self.method),
+            ("No. observations", f"{self.n} (public)"),
+            ("Privacy (zCDP)", f"rho = {self.rho:.4g}"),
+            ("(epsilon, delta)-DP", f"({self.epsilon(delta):.4g}, {delta:.3g}) via CKS 2020"),
+            ("Neighbouring relation", str(self.ledger.relation)),
+            ("Noise backend", self.noise_backend),
+            ("Seeded noise", seeded),
+            ("Interval", "none" if self.m is None else f"{level}, Student-t, m = {self.m}"),
+            ("dpfit version", self.version),
+        ]
+        sections: list[tuple[str, list[tuple[str, str]]]] = [
+            ("Public configuration", [(k, _config_text(v)) for k, v in self.config.items()])
+        ]
+        if diagnostics and self.diagnostics:
+            sections.append(
+                (
+                    "NON-PRIVATE diagnostics (computed from the raw data; not covered by the "
+                    "privacy guarantee; do not publish)",
+                    [(k, _config_text(v)) for k, v in self.diagnostics.items()],
+                )
+            )
+        return Summary(
+            title=f"{self.model} results",
+            header=header,
+            table=table,
+            sections=sections,
+            notes=self._notes(delta),
+        )
+
+    def _notes(self, delta: float) -> list[str]:
+        notes = []
+        if self.interval_estimates is not None:
+            label = "EXPERIMENTAL interval (no coverage guarantee). " if self.experimental else ""
+            notes.append(label + self.interval_method)
+        else:
+            notes.append(self.interval_method or "No confidence interval is released.")
+        if self.seeded:
+            notes.append(
+                "The noise came from a seeded generator (random_state was set): the fit is "
+                "reproducible, which is fine for research but not for a real release."
+            )
+        if self.noise_backend == "fast":
+            notes.append(
+                "Noise is floating-point Gaussian from numpy, not hardened against "
+                "floating-point attacks; use secure=True (OpenDP) for a hardened sampler."
+            )
+        notes += list(self.notes)
+        notes.append(self.ledger.statement(delta))
+        return notes
+
+    def __str__(self) -> str:
+        return self.summary().as_text()
+
+    def __repr__(self) -> str:
+        return (
+            f"Result(model={self.model!r}, method={self.method!r}, n={self.n}, "
+            f"rho={self.rho:.4g}, terms={list(self.names)!r})"
+        )
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
+
+
+def _config_text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
