@@ -1,0 +1,219 @@
+"""The shared step of the per-example-loss optimisers: clip, average, add noise, charge.
+
+:class:`LossQueries` is the only place where :mod:`dpfit.algorithms.kl_spider`,
+:mod:`~dpfit.algorithms.proximal`, :mod:`~dpfit.algorithms.adaptive_gd` and
+:mod:`~dpfit.algorithms.noisy_gd` touch the private data. Each query averages per-example
+rows clipped to a declared bound over the public n and releases the mean through
+:func:`dpfit.mechanisms.gaussian` with sensitivity ``mean_sensitivity(bound, n, relation)``
+(2 bound / n under replace-one). :func:`prepare` validates every public input and the data
+before any charge, and :func:`finish` builds the :class:`~dpfit.algorithms.Trajectory`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_int, check_rho, check_vector
+from ..exceptions import BudgetExceededError
+from ..losses.base import Loss, check_loss, per_example_gradients, split_data
+from ..mechanisms import (
+    NoiseSource,
+    clip_factors,
+    gaussian,
+    make_noise_source,
+    row_norms,
+    scale_rows,
+)
+from ..privacy import Budget, PrivacyLedger, Relation, mean_sensitivity, parse_relation
+from .trajectory import Trajectory
+
+__all__ = ["LossQueries", "Run", "check_affordable", "finish", "prepare"]
+
+
+class LossQueries:
+    """Private full-batch queries of a per-example loss on one dataset.
+
+    Parameters
+    ----------
+    loss : Loss
+    X, y : ndarray
+        Validated data (``y`` is None for unsupervised losses).
+    n : int
+        The public record count dividing every sum.
+    clip : bool
+        Clip each per-example row to the query's bound (privacy then holds for any data);
+        with ``False`` the declared loss constants must hold for every record.
+    ledger : PrivacyLedger
+    source : NoiseSource
+    prefix : str
+        Ledger label prefix (the algorithm's name).
+    """
+
+    def __init__(self, loss, X, y, *, n, clip, ledger, source, prefix) -> None:
+        self.loss, self.X, self.y, self.n = loss, X, y, n
+        self.clip, self.ledger, self.source, self.prefix = clip, ledger, source, prefix
+        self.max_clipped_fraction = 0.0  # NON-PRIVATE diagnostic
+        self._cache: list[tuple[bytes, np.ndarray]] = []
+
+    def grads(self, theta: np.ndarray) -> np.ndarray:
+        """Per-example gradients at ``theta`` (non-finite rows zeroed); the last two cached."""
+        key = theta.tobytes()
+        for k, G in self._cache:
+            if k == key:
+                return G
+        G = per_example_gradients(self.loss, theta, self.X, self.y)
+        self._cache = [*self._cache[-1:], (key, G)]
+        return G
+
+    def mean(self, rows: np.ndarray, bound: float) -> np.ndarray:
+        """(1/n) sum_i rows_i, each row clipped to ``bound`` when clipping is on (exact)."""
+        if self.clip:
+            norms = row_norms(rows)
+            self.max_clipped_fraction = max(
+                self.max_clipped_fraction, float(np.mean(norms > bound))
+            )
+            rows = scale_rows(rows, clip_factors(norms, bound))
+        return rows.sum(axis=0) / self.n
+
+    def release(self, value: Any, *, bound: float, noise_std: float, label: str) -> np.ndarray:
+        """Release a mean of rows clipped to ``bound`` (or a 1-Lipschitz function of one)."""
+        return gaussian(
+            value,
+            sensitivity=mean_sensitivity(bound, self.n, self.ledger.relation),
+            noise_std=noise_std,
+            ledger=self.ledger,
+            rng=self.source,
+            label=f"{self.prefix}/{label}",
+        )
+
+    def gradient(self, theta: np.ndarray) -> np.ndarray:
+        """Exact (clipped at L0) mean gradient; **not private** until released."""
+        return self.mean(self.grads(theta), self.loss.lipschitz)
+
+    def noisy_gradient(self, theta: np.ndarray, noise_std: float, label: str = "gradient"):
+        """The mean gradient at ``theta`` plus N(0, noise_std^2 I); sensitivity from L0."""
+        return self.release(
+            self.gradient(theta), bound=self.loss.lipschitz, noise_std=noise_std, label=label
+        )
+
+    def noisy_difference(self, new: np.ndarray, old: np.ndarray, *, bound: float, noise_std):
+        """grad F(new) - grad F(old) + noise; per-example differences clipped to ``bound``."""
+        value = self.mean(self.grads(new) - self.grads(old), bound)
+        return self.release(value, bound=bound, noise_std=noise_std, label="difference")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Run:
+    """Validated inputs of one run: data, start, public n and p, ledger, noise, queries."""
+
+    X: np.ndarray
+    y: np.ndarray | None
+    theta0: np.ndarray
+    n: int
+    p: int
+    rho: float
+    ledger: PrivacyLedger
+    source: NoiseSource
+    queries: LossQueries
+
+
+def _ledger(ledger: Any, relation: Relation, rho: float) -> PrivacyLedger:
+    if ledger is None:
+        return PrivacyLedger(relation=relation, budget=Budget(rho=rho))
+    if not isinstance(ledger, PrivacyLedger):
+        raise TypeError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
+    if ledger.relation is not relation:
+        raise ValueError(f"ledger relation {ledger.relation} does not match relation={relation}")
+    return ledger
+
+
+def _public_n(n: int, n_public: Any, relation: Relation) -> int:
+    if n_public is None:
+        if relation is Relation.ADD_REMOVE:
+            raise ValueError(
+                "n_public is required under relation='add-remove': sums are divided by a "
+                "public record count, never by the private n"
+            )
+        return n
+    n_public = check_int(n_public, "n_public", low=1)
+    if relation is Relation.REPLACE_ONE and n_public != n:
+        raise ValueError("n_public must equal len(X) under relation='replace-one'")
+    return n_public
+
+
+def prepare(
+    loss: Any,
+    X: Any,
+    y: Any,
+    *,
+    rho: Any,
+    theta0: Any,
+    clip: Any,
+    relation: Any,
+    n_public: Any,
+    ledger: Any,
+    rng: Any,
+    prefix: str,
+) -> Run:
+    """Validate everything public and the data's shape (no charge, no draw, no data read)."""
+    loss: Loss = check_loss(loss)
+    rho = check_rho(rho)
+    if not isinstance(clip, bool):
+        raise TypeError(f"clip must be a bool, got {type(clip).__name__}")
+    relation = parse_relation(relation)
+    ledger = _ledger(ledger, relation, rho)
+    X, y = split_data(loss, (X,) if y is None else (X, y))
+    n, p = X.shape[0], loss.n_params(X.shape[1])
+    theta0 = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
+    n = _public_n(n, n_public, relation)
+    source = make_noise_source(rng)
+    queries = LossQueries(loss, X, y, n=n, clip=clip, ledger=ledger, source=source, prefix=prefix)
+    return Run(
+        X=X, y=y, theta0=theta0, n=n, p=p, rho=rho, ledger=ledger, source=source, queries=queries
+    )
+
+
+def check_affordable(run: Run, name: str) -> None:
+    """Fail before the first draw when the ledger's budget cannot afford the whole run."""
+    budget = run.ledger.budget
+    if budget is not None and not budget.can_afford(run.rho):
+        raise BudgetExceededError(
+            f"{name} needs rho={run.rho:.6g} but the ledger's budget has "
+            f"{budget.remaining:.6g} left; nothing was charged or drawn"
+        )
+
+
+def finish(
+    run: Run,
+    iterates: list[np.ndarray] | np.ndarray,
+    estimate: np.ndarray,
+    *,
+    config: dict[str, Any],
+    releases: dict[str, Any] | None = None,
+    diagnostics: dict[str, Any] | None = None,
+) -> Trajectory:
+    """The run's :class:`Trajectory` (diagnostics gain the NON-PRIVATE clipped fraction)."""
+    its = np.asarray(iterates, dtype=np.float64).reshape(-1, run.p)
+    diag = {"max_clipped_fraction": run.queries.max_clipped_fraction, **(diagnostics or {})}
+    base = {
+        "n": run.n,
+        "p": run.p,
+        "rho": run.rho,
+        "relation": run.ledger.relation.value,
+        "clip": run.queries.clip,
+        "lipschitz": run.queries.loss.lipschitz,
+        "loss": type(run.queries.loss).__name__,
+    }
+    return Trajectory(
+        iterates=its,
+        estimate=estimate,
+        ledger=run.ledger,
+        config={**base, **config},
+        noise_backend=run.source.backend,
+        seeded=run.source.seeded,
+        releases=releases or {},
+        diagnostics=diag,
+    )

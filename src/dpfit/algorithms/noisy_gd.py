@@ -1,0 +1,97 @@
+"""Plain full-batch noisy gradient descent on a per-example loss (fixed schedule).
+
+The standard baseline of Menart et al. 2024 (spec §6.1): T steps of size eta on the mean
+gradient (per-example gradients clipped at L0) plus Gaussian noise calibrated so that the T
+releases cost rho in total. The usual PL choice is eta = 1/L1 and T = ceil((L1/mu) ln n)
+(:func:`dpfit.theory.kl_rates.noisy_gd_steps`); mu is then an oracle constant unless known.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._validation import check_int, check_positive
+from ..losses.base import Loss
+from ..mechanisms import noise_std_for_rho
+from ..privacy import PrivacyLedger, Relation, mean_sensitivity
+from ._loss_queries import check_affordable, finish, prepare
+from .trajectory import Trajectory
+
+__all__ = ["noisy_gd"]
+
+
+def noisy_gd(
+    loss: Loss,
+    X: ArrayLike,
+    y: ArrayLike | None = None,
+    *,
+    rho: float,
+    steps: int,
+    step_size: float | None = None,
+    theta0: ArrayLike | None = None,
+    clip: bool = True,
+    relation: Relation | str = "replace-one",
+    n_public: int | None = None,
+    ledger: PrivacyLedger | None = None,
+    rng: Any = None,
+) -> Trajectory:
+    """Run ``steps`` noisy full-batch gradient steps and release every iterate.
+
+    Parameters
+    ----------
+    loss : Loss
+        Per-example loss with a public ``lipschitz`` constant L0.
+    X, y : array-like
+        Private data (``y`` omitted for losses without a response).
+    rho : float
+        zCDP cost of the whole run (exact).
+    steps : int
+        Number of noisy steps T >= 1 (public).
+    step_size : float, optional
+        eta; defaults to 1/L1 (requires ``loss.smoothness``).
+    theta0, clip, relation, n_public, ledger, rng
+        As in :func:`~dpfit.algorithms.kl_spider`.
+
+    Returns
+    -------
+    Trajectory
+        ``iterates`` (T x p); ``estimate`` is the last iterate.
+
+    Notes
+    -----
+    Privacy: each release is the mean of per-example gradients clipped at L0, sensitivity
+    Delta = 2 L0/n (replace-one), with noise_std = Delta sqrt(T/(2 rho)); T releases cost
+    exactly rho (zCDP composition).
+    """
+    run = prepare(
+        loss,
+        X,
+        y,
+        rho=rho,
+        theta0=theta0,
+        clip=clip,
+        relation=relation,
+        n_public=n_public,
+        ledger=ledger,
+        rng=rng,
+        prefix="noisy_gd",
+    )
+    steps = check_int(steps, "steps", low=1)
+    if step_size is None:
+        if run.queries.loss.smoothness is None:
+            raise ValueError("step_size is required for a loss without smoothness")
+        step_size = 1.0 / run.queries.loss.smoothness
+    eta = check_positive(step_size, "step_size")
+    sensitivity = mean_sensitivity(run.queries.loss.lipschitz, run.n, run.ledger.relation)
+    noise_std = noise_std_for_rho(sensitivity, run.rho / steps)
+    check_affordable(run, "noisy_gd")
+    w = run.theta0.copy()
+    iterates = np.empty((steps, run.p))
+    for t in range(steps):
+        w = w - eta * run.queries.noisy_gradient(w, noise_std)
+        iterates[t] = w
+    config = {"method": "noisy-gd", "steps": steps, "step_size": eta, "noise_std": noise_std}
+    return finish(run, iterates, w, config=config)

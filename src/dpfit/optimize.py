@@ -1,0 +1,101 @@
+"""``dpfit.minimize``: one entry point for the private optimisers of per-example losses.
+
+Like :func:`scipy.optimize.minimize`, it dispatches on ``method`` to an implementation in
+:mod:`dpfit.algorithms` and returns that method's :class:`~dpfit.algorithms.Trajectory`
+(the one result type of every algorithm).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ._validation import check_option
+from .algorithms.adaptive_gd import adaptive_gd
+from .algorithms.kl_spider import kl_spider
+from .algorithms.noisy_gd import noisy_gd
+from .algorithms.proximal import proximal_point
+from .algorithms.trajectory import Trajectory
+from .losses.base import Loss, check_loss, split_data
+
+__all__ = ["METHODS", "minimize"]
+
+#: Method name -> implementation (see each function for its options).
+METHODS: dict[str, Callable[..., Trajectory]] = {
+    "adaptive-gd": adaptive_gd,
+    "kl-spider": kl_spider,
+    "proximal-point": proximal_point,
+    "noisy-gd": noisy_gd,
+}
+
+
+def minimize(
+    loss: Loss,
+    data: Any,
+    *,
+    rho: float,
+    method: str = "adaptive-gd",
+    theta0: Any = None,
+    rng: Any = None,
+    **options: Any,
+) -> Trajectory:
+    """Privately minimise the empirical loss (1/n) sum_i loss(theta; x_i, y_i).
+
+    Parameters
+    ----------
+    loss : Loss
+        A :class:`dpfit.losses.Loss` with public constants (e.g.
+        ``dpfit.losses.LogisticLoss(l2=0.01)``).
+    data : array-like or tuple
+        ``(X, y)`` for losses with a response, else ``X``.
+    rho : float
+        zCDP budget of the whole run.
+    method : {"adaptive-gd", "kl-spider", "proximal-point", "noisy-gd"}, default="adaptive-gd"
+        * ``"adaptive-gd"`` (Menart et al. 2024, Alg. 3): needs no KL parameters; the default
+          when (gamma, kappa) are unknown (spec §7.11).
+        * ``"kl-spider"`` (Alg. 1): kappa in [1, 2]; needs ``gamma``, ``kappa``,
+          ``loss_bound``.
+        * ``"proximal-point"`` (Algs. 2 and 4): kappa >= 2, weakly convex losses.
+        * ``"noisy-gd"``: fixed ``steps`` (baseline).
+    theta0 : array-like, optional
+        Public starting point (zeros by default).
+    rng : None, int, Generator or NoiseSource, optional
+        Noise source.
+    **options
+        Keyword options of the chosen method (``relation``, ``ledger``, ``clip``, ``gamma``,
+        ``kappa``, ``loss_bound``, ``steps``, ...).
+
+    Returns
+    -------
+    Trajectory
+        ``estimate`` is the private minimiser; ``ledger`` holds every charged release.
+
+    Raises
+    ------
+    TypeError
+        An option the method does not accept, or a non-Loss ``loss``.
+
+    Examples
+    --------
+    >>> import numpy as np, dpfit
+    >>> from dpfit.losses import SquaredDistanceLoss
+    >>> X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(5000, 3))
+    >>> res = dpfit.minimize(SquaredDistanceLoss(), X, rho=0.5, rng=1)
+    >>> round(res.rho, 9) <= 0.5, res.estimate.shape
+    (True, (3,))
+    """
+    method = check_option(method, "method", METHODS)
+    func = METHODS[method]
+    accepted = {
+        name
+        for name, par in inspect.signature(func).parameters.items()
+        if par.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    unknown = set(options) - accepted
+    if unknown:
+        raise TypeError(
+            f"method {method!r} does not accept {sorted(unknown)}; options: {sorted(accepted)}"
+        )
+    X, y = split_data(check_loss(loss), data)
+    return func(loss, X, y, rho=rho, theta0=theta0, rng=rng, **options)
