@@ -9,6 +9,7 @@ from .exceptions import (
     NonPrivateWarning,
     PrivacyWarning,
 )
+from .optimize import minimize
 from .privacy import Budget, PrivacyLedger
 
 __version__ = "0.1.0"
@@ -24,5 +25,6 @@ __all__ = [
     "PrivacyWarning",
     "__version__",
     "mechanisms",
+    "minimize",
     "privacy",
 ]

@@ -1,6 +1,19 @@
 """Private algorithms: pure functions from arrays and public config to a Trajectory."""
 
+from .adaptive_gd import adaptive_gd
 from .dp_gd import dp_gd, dp_gd_given_noise, dp_gd_noise_std
+from .kl_spider import kl_spider
+from .noisy_gd import noisy_gd
+from .proximal import proximal_point
 from .trajectory import Trajectory
 
-__all__ = ["Trajectory", "dp_gd", "dp_gd_given_noise", "dp_gd_noise_std"]
+__all__ = [
+    "Trajectory",
+    "adaptive_gd",
+    "dp_gd",
+    "dp_gd_given_noise",
+    "dp_gd_noise_std",
+    "kl_spider",
+    "noisy_gd",
+    "proximal_point",
+]
