@@ -1,5 +1,14 @@
 """Datasets: synthetic generators of the papers' designs and real (offline) datasets."""
 
 from .iv_simulation import IVDesign, draw_iv_design
+from .real import load_card, load_dataset, load_diabetes, load_labsup, load_mroz
 
-__all__ = ["IVDesign", "draw_iv_design"]
+__all__ = [
+    "IVDesign",
+    "draw_iv_design",
+    "load_card",
+    "load_dataset",
+    "load_diabetes",
+    "load_labsup",
+    "load_mroz",
+]

@@ -8,7 +8,7 @@ of categorical variables, are treated as public; declare the levels explicitly
 (``C(region, levels=[...])``) when their presence in the data could itself be private.
 
 IV formulas use the linearmodels grammar ``y ~ exog + [endog ~ instruments]``;
-:func:`parse_iv_formula` splits one into its four parts and :func:`iv_design` builds the
+:func:`parse_iv_formula` splits one into its four parts and :func:`iv_matrices` builds the
 matrices (the exogenous regressors, intercept included, serve as their own instruments).
 """
 
@@ -25,7 +25,7 @@ from ..privacy import Budget
 from .linear import DPLinearRegression
 from .results import Result
 
-__all__ = ["IVDesign", "IVFormula", "design_matrices", "iv_design", "ols", "parse_iv_formula"]
+__all__ = ["IVFormula", "IVMatrices", "design_matrices", "iv_matrices", "ols", "parse_iv_formula"]
 
 _INTERCEPT = "Intercept"
 
@@ -177,7 +177,7 @@ def parse_iv_formula(formula: str) -> IVFormula:
 
 
 @dataclass(frozen=True, kw_only=True)
-class IVDesign:
+class IVMatrices:
     """The matrices of an IV formula: response, exogenous, endogenous, instruments."""
 
     y: pd.Series
@@ -186,7 +186,7 @@ class IVDesign:
     instruments: pd.DataFrame
 
 
-def iv_design(formula: str, data: pd.DataFrame) -> IVDesign:
+def iv_matrices(formula: str, data: pd.DataFrame) -> IVMatrices:
     """Build the matrices of ``y ~ exog + [endog ~ instruments]`` from ``data`` (formulaic).
 
     The intercept, when present, is an ``"Intercept"`` column of ``exog``. Missing values in
@@ -194,7 +194,7 @@ def iv_design(formula: str, data: pd.DataFrame) -> IVDesign:
     """
     parts = parse_iv_formula(formula)
     y, _, _ = design_matrices(f"{parts.dependent} ~ 1", data)
-    return IVDesign(
+    return IVMatrices(
         y=y,
         exog=_matrix(parts.exog, data),
         endog=_matrix(parts.endog, data),

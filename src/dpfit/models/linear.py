@@ -73,8 +73,10 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
     ----------
     rho : float
         zCDP budget of the whole fit, finite and > 0 (required).
-    method : {"gd"}, default="gd"
-        Private algorithm (see :data:`dpfit.models.LINEAR_METHODS`).
+    method : {"gd", "adassp"}, default="gd"
+        Private algorithm: ``"gd"`` is DP-GD with intervals; ``"adassp"`` is AdaSSP
+        (Wang 2018, zCDP calibration), which needs ``bounds`` and ``y_bounds``, releases a
+        point estimate only (``interval=None``) and ignores ``clip`` and ``step_size``.
     clip : float, optional
         Public bound on each per-example gradient norm |y_i - x_i.theta| * ||x_i|| (the
         paper's gamma), in the units the algorithm sees (after the public rescaling when
