@@ -9,6 +9,7 @@ from .exceptions import (
     NonPrivateWarning,
     PrivacyWarning,
 )
+from .models import DPLinearRegression, ols
 from .optimize import minimize
 from .privacy import Budget, PrivacyLedger
 
@@ -18,6 +19,7 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "DPFitError",
+    "DPLinearRegression",
     "InsecureRandomnessWarning",
     "LargeBudgetWarning",
     "NonPrivateWarning",
@@ -26,5 +28,6 @@ __all__ = [
     "__version__",
     "mechanisms",
     "minimize",
+    "ols",
     "privacy",
 ]
