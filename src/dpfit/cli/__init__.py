@@ -17,6 +17,7 @@ __all__ = ["main"]
 COMMANDS = {
     "privacy": "privacy",
     "reproduce": "reproduce",
+    "audit": "audit",
 }
 
 

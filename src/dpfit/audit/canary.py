@@ -1,0 +1,107 @@
+"""The Dirac-canary design: neighbouring datasets whose difference only one coordinate sees.
+
+Reliability 3.4: append one all-zero feature column to a dataset D0 (public and
+data-independent), and let the canary be the record x = e_{d+1} (zero on every real
+feature) with response +``response``. Its gradient for any linear model lives on the extra
+coordinate alone, which no other record touches, so the final model's extra coordinate is a
+one-dimensional random walk driven by the canary and the noise. With a response far larger
+than the clip, the canary's gradient saturates the clip at every step, the worst case of
+the claimed sensitivity.
+
+Neighbours under the claimed relation:
+
+* replace-one (public n): D = D0 + anti-canary (response -``response``), D' = D0 + canary,
+  so the canary coordinate's clipped gradient moves by 2 clip, the full replace-one
+  sensitivity;
+* add/remove: D = D0, D' = D0 + canary (the public count is len(D')).
+
+The canary is the last row of both datasets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_int, check_positive
+from ..privacy import Relation, parse_relation
+
+__all__ = ["CanaryData", "canary_data"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CanaryData:
+    """Neighbouring datasets D (``X_null``, ``y_null``) and D' (``X_alt``, ``y_alt``).
+
+    ``column`` is the canary coordinate, ``n_public`` the public record count and
+    ``relation`` the neighbouring relation the pair realises.
+    """
+
+    X_null: np.ndarray
+    y_null: np.ndarray
+    X_alt: np.ndarray
+    y_alt: np.ndarray
+    column: int
+    n_public: int
+    relation: Relation
+
+    def side(self, alt: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(X, y) of D' when ``alt`` else of D."""
+        return (self.X_alt, self.y_alt) if alt else (self.X_null, self.y_null)
+
+
+def canary_data(
+    n: int,
+    d: int,
+    *,
+    response: float,
+    relation: Relation | str = "replace-one",
+    rng: np.random.Generator,
+    feature_scale: float = 1.0,
+) -> CanaryData:
+    """Build the canary pair on a synthetic D0 of ``n - 1`` Gaussian records with ``d`` features.
+
+    D0 has x ~ N(0, feature_scale^2 I_d) and y = x @ beta + N(0, 1/4) with
+    beta = 1/sqrt(d); the canary column is appended as column ``d`` (so p = d + 1).
+
+    Parameters
+    ----------
+    n : int
+        Public record count n >= 2 (D and D' have n rows under replace-one).
+    d : int
+        Real features d >= 1.
+    response : float
+        Canary response magnitude; choose it so that the canary's residual always exceeds
+        the clip (the audit targets do).
+    relation : {"replace-one", "add-remove"}
+        Which neighbouring pair to build.
+    rng : numpy.random.Generator
+        Randomness for D0 (public test data, not privacy noise).
+    feature_scale : float, default=1.0
+        Scale of D0's features.
+    """
+    n = check_int(n, "n", low=2)
+    d = check_int(d, "d", low=1)
+    response = check_positive(response, "response")
+    relation = parse_relation(relation)
+    X0 = feature_scale * rng.standard_normal((n - 1, d))
+    y0 = X0 @ np.full(d, 1 / np.sqrt(d)) + 0.5 * rng.standard_normal(n - 1)
+    X0 = np.hstack([X0, np.zeros((n - 1, 1))])
+    canary = np.zeros((1, d + 1))
+    canary[0, d] = 1.0
+    X_alt = np.vstack([X0, canary])
+    y_alt = np.append(y0, response)
+    if relation is Relation.REPLACE_ONE:
+        X_null, y_null = X_alt.copy(), np.append(y0, -response)
+    else:
+        X_null, y_null = X0, y0
+    return CanaryData(
+        X_null=X_null,
+        y_null=y_null,
+        X_alt=X_alt,
+        y_alt=y_alt,
+        column=d,
+        n_public=n,
+        relation=relation,
+    )
