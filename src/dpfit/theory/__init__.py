@@ -1,5 +1,23 @@
 """Closed-form predictions, schedules and recommendations next to every algorithm."""
 
+from .dp_gd import (
+    block_mean_covariance,
+    c4,
+    expected_interval_length,
+    final_iterate_error,
+    iterate_cross_covariance,
+    iterate_law,
+    stationary_covariance,
+)
+from .dp_gd_clipping import (
+    DPGDRecommendation,
+    NoClippingCondition,
+    certified_clip,
+    huber_target,
+    lemma_2_6_c0,
+    no_clipping_condition,
+    recommend_dp_gd,
+)
 from .kl import (
     PRESETS,
     AdaptiveGDParams,
@@ -23,17 +41,31 @@ from .kl_rates import (
 __all__ = [
     "PRESETS",
     "AdaptiveGDParams",
+    "DPGDRecommendation",
     "KLPreset",
+    "NoClippingCondition",
     "ProximalSchedule",
     "SpiderSchedule",
     "adaptive_gd_bound",
     "adaptive_gd_params",
+    "block_mean_covariance",
+    "c4",
+    "certified_clip",
+    "expected_interval_length",
+    "final_iterate_error",
     "gamma_from_pl",
+    "huber_target",
+    "iterate_cross_covariance",
+    "iterate_law",
     "kl_rate",
+    "lemma_2_6_c0",
+    "no_clipping_condition",
     "noisy_gd_steps",
     "proximal_bound",
     "proximal_schedule",
+    "recommend_dp_gd",
     "spider_bound",
     "spider_schedule",
     "stationarity_bound",
+    "stationary_covariance",
 ]

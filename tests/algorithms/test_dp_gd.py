@@ -1,0 +1,204 @@
+"""DP-GD (Brown et al. 2024, Alg. 1): calibration, coupling, record/replay and bad inputs."""
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from dpfit import BudgetExceededError
+from dpfit.algorithms import dp_gd, dp_gd_given_noise, dp_gd_noise_std
+from dpfit.datasets import draw_linear_design
+from dpfit.mechanisms import make_noise_source, recording, replaying
+from dpfit.privacy import Budget, PrivacyLedger
+
+N, P = 400, 5
+DATA = draw_linear_design(N, P, rng=0)
+X, Y = np.array(DATA.X), np.array(DATA.y)
+
+
+def test_noise_is_calibrated_to_all_runs_and_steps():
+    traj = dp_gd(X, Y, rho=0.2, clip=3.0, steps=7, runs=3, step_size=0.2, rng=1)
+    # lambda^2 = 2 T_total clip^2 / (rho n^2) with T_total = runs * steps = 21 (spec 2.2)
+    expected = math.sqrt(2 * 21 * 3.0**2 / (0.2 * N**2))
+    assert traj.config["noise_std"] == pytest.approx(expected, rel=1e-14)
+    assert traj.config["noise_std"] == dp_gd_noise_std(rho=0.2, clip=3.0, n=N, total_steps=21)
+    assert traj.iterates.shape == (21, P)
+    assert len(traj.ledger) == 21
+    assert {e.sensitivity for e in traj.ledger} == {2 * 3.0 / N}
+    assert traj.rho == pytest.approx(0.2, rel=1e-12)
+    assert traj.ledger.budget.spent <= 0.2 * (1 + 1e-12)
+    # The estimate of several runs is the mean of their final iterates.
+    np.testing.assert_array_equal(traj.estimate, traj.iterates[6::7].mean(axis=0))
+
+
+def test_independent_runs_are_noisier_per_step_than_one_run():
+    one = dp_gd(X, Y, rho=0.2, clip=3.0, steps=7, rng=1).config["noise_std"]
+    four = dp_gd(X, Y, rho=0.2, clip=3.0, steps=7, runs=4, rng=1).config["noise_std"]
+    assert four == pytest.approx(2.0 * one, rel=1e-14)  # sqrt(m): pitfall of spec 7
+
+
+def test_seeded_runs_are_reproducible_and_seeds_differ():
+    a = dp_gd(X, Y, rho=0.5, clip=3.0, steps=5, rng=3).iterates
+    b = dp_gd(X, Y, rho=0.5, clip=3.0, steps=5, rng=3).iterates
+    c = dp_gd(X, Y, rho=0.5, clip=3.0, steps=5, rng=4).iterates
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_coupling_with_the_unclipped_run_is_exact():
+    """Huge clip (nothing clipped) and clip = inf with the same noise: identical (spec 2.4)."""
+    steps, step_size = 30, 0.25
+    traj = dp_gd(X, Y, rho=1.0, clip=1e6, steps=steps, step_size=step_size, rng=11)
+    assert traj.diagnostics["fraction_clipped"] == 0.0
+    gen = make_noise_source(11).generator
+    noise = np.array([traj.config["noise_std"] * gen.standard_normal(P) for _ in range(steps)])
+    unclipped = dp_gd_given_noise(X, Y, noise=noise, step_size=step_size)
+    assert np.array_equal(traj.iterates, unclipped)
+
+
+def test_clipping_bounds_every_released_query():
+    clip = 0.05
+    with recording() as rec:
+        traj = dp_gd(X, Y, rho=1.0, clip=clip, steps=5, rng=2)
+    assert traj.diagnostics["fraction_clipped"] > 0.9
+    for release in rec.releases:
+        assert np.linalg.norm(release.value) <= clip  # a mean of vectors of norm <= clip
+
+
+def _replay(X1, y1, X2, y2, **kwargs):
+    with recording() as rec:
+        first = dp_gd(X1, y1, **kwargs)
+    with replaying(rec) as rep:
+        second = dp_gd(X2, y2, **kwargs)
+    return rec, rep, first, second
+
+
+def _query_differences(rec, rep):
+    pairs = zip(rec.releases, rep.releases, strict=True)
+    return [np.linalg.norm(a.value - b.value) for a, b in pairs]
+
+
+def test_replay_on_a_worst_case_replace_one_neighbour():
+    X2, y2 = X.copy(), Y.copy()
+    X2[0] = -50.0 * X[0] / np.linalg.norm(X[0])  # opposite direction, saturates the clip
+    y2[0] = 1e6
+    rec, rep, first, second = _replay(X, Y, X2, y2, rho=0.3, clip=2.0, steps=12, rng=5)
+    assert [r.entry for r in rec.releases] == [r.entry for r in rep.releases]
+    diffs = _query_differences(rec, rep)
+    assert max(diffs) <= 2 * 2.0 / N * (1 + 1e-12)
+    assert max(diffs) > 0.5 * 2 * 2.0 / N  # the neighbour really moves the query
+    assert np.array_equal(first.iterates, second.iterates)  # post-processing of releases only
+    assert first.rho == second.rho == pytest.approx(0.3, rel=1e-12)
+
+
+def test_replay_under_add_remove_uses_the_public_n():
+    X2 = np.vstack([X, 40.0 * np.ones((1, P))])
+    y2 = np.append(Y, -1e5)
+    kwargs = {"rho": 0.3, "clip": 2.0, "steps": 6, "relation": "add-remove", "n_public": 500}
+    rec, rep, first, second = _replay(X, Y, X2, y2, rng=6, **kwargs)
+    assert {r.entry.sensitivity for r in rec.releases} == {2.0 / 500}
+    diffs = _query_differences(rec, rep)
+    assert 0 < max(diffs) <= 2.0 / 500 * (1 + 1e-12)
+    assert np.array_equal(first.iterates, second.iterates)
+
+
+def test_add_remove_requires_a_public_n():
+    with recording() as rec, pytest.raises(ValueError, match="n_public is required"):
+        dp_gd(X, Y, rho=0.3, clip=2.0, steps=3, relation="add-remove", rng=0)
+    with recording() as rec, pytest.raises(ValueError, match="n_public must equal"):
+        dp_gd(X, Y, rho=0.3, clip=2.0, steps=3, n_public=N + 1, rng=0)
+    assert len(rec) == 0
+
+
+def test_a_too_small_budget_fails_before_any_draw():
+    budget = Budget(rho=0.1)
+    ledger = PrivacyLedger(budget=budget)
+    with recording() as rec, pytest.raises(BudgetExceededError, match="dp_gd needs"):
+        dp_gd(X, Y, rho=0.2, clip=1.0, steps=4, ledger=ledger, rng=0)
+    assert len(rec) == 0 and budget.spent == 0 and len(ledger) == 0
+
+
+def test_a_shared_ledger_is_charged_exactly_rho():
+    budget = Budget(rho=1.0)
+    ledger = PrivacyLedger(budget=budget)
+    dp_gd(X, Y, rho=0.25, clip=1.0, steps=4, ledger=ledger, rng=0)
+    dp_gd(X, Y, rho=0.5, clip=1.0, steps=9, ledger=ledger, rng=1)
+    assert ledger.rho == pytest.approx(0.75, rel=1e-12)
+    assert budget.remaining == pytest.approx(0.25, rel=1e-9)
+
+
+def test_low_precision_and_integer_inputs_are_upcast():
+    ref = dp_gd(X.astype(np.float32).astype(np.float64), Y, rho=1, clip=2, steps=3, rng=0)
+    low = dp_gd(X.astype(np.float32), Y, rho=1, clip=2, steps=3, rng=0)
+    assert np.array_equal(ref.iterates, low.iterates)
+    ints = dp_gd(np.round(X * 10).astype(np.int64), Y.round(), rho=1, clip=2, steps=3, rng=0)
+    assert ints.iterates.dtype == np.float64
+
+
+def test_a_step_allocates_nothing_of_the_size_of_x():
+    rng = np.random.default_rng(0)
+    Xbig = rng.standard_normal((100_000, 40))  # 32 MB
+    ybig = rng.standard_normal(100_000)
+    tracemalloc.start()
+    dp_gd(Xbig, ybig, rho=1.0, clip=5.0, steps=5, rng=0)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # Allowed: the n x p boolean finiteness check in validation (1/8 of X) and O(n) vectors.
+    assert peak < 0.25 * Xbig.nbytes
+
+
+GOOD = {"rho": 0.5, "clip": 1.0, "steps": 3}
+
+
+@pytest.mark.parametrize(
+    "row, args, kwargs, exc, fragment",
+    [
+        (19, (X[:, 0], Y), {}, ValueError, "X must be 2-dimensional.*reshape"),
+        (19, (X, Y[:, None]), {}, ValueError, "y must be 1-dimensional.*ravel"),
+        (19, (X[None], Y), {}, ValueError, "X must be 2-dimensional"),
+        (20, (X, Y[:-1]), {}, ValueError, "same number of rows"),
+        (21, (X[:0], Y[:0]), {}, ValueError, "no rows"),
+        (22, (np.where(np.eye(N, P) > 0, np.nan, X), Y), {}, ValueError, "X contains NaN"),
+        (22, (X, np.append(Y[:-1], np.inf)), {}, ValueError, "y contains NaN or infinite"),
+        (26, (X.astype(object), Y), {}, TypeError, "X must have a numeric"),
+        (26, (X.astype(complex), Y), {}, TypeError, "X must have a numeric"),
+        (26, (np.full((N, P), "a"), Y), {}, TypeError, "X must have a numeric"),
+        (32, (X, Y), {"theta0": np.zeros(P + 1)}, ValueError, "theta0 must have length"),
+        (32, (X, Y), {"theta0": np.full(P, np.nan)}, ValueError, "theta0 contains NaN"),
+        (32, (X, Y), {"theta0": np.zeros((P, 1))}, ValueError, "theta0 must be 1-dimensional"),
+        (1, (X, Y), {"rho": None}, TypeError, "rho is required"),
+        (2, (X, Y), {"rho": -1.0}, ValueError, "rho must be"),
+        (3, (X, Y), {"rho": True}, TypeError, "rho must be a real number"),
+        (4, (X, Y), {"rho": 1e-300}, ValueError, "noise scale not finite"),
+        (10, (X, Y), {"clip": math.inf}, ValueError, "clip must be"),
+        (10, (X, Y), {"clip": 0.0}, ValueError, "clip must be"),
+        (11, (X, Y), {"steps": 2.5}, TypeError, "steps must be an integer"),
+        (11, (X, Y), {"steps": 0}, ValueError, "steps must be in"),
+        (11, (X, Y), {"steps": True}, TypeError, "steps must be an integer"),
+        (11, (X, Y), {"runs": 0}, ValueError, "runs must be in"),
+        (12, (X, Y), {"step_size": float("nan")}, ValueError, "step_size must be"),
+        (15, (X, Y), {"relation": "add/remove"}, ValueError, "relation must be one of"),
+        (33, (X, Y), {"rng": "seed"}, TypeError, "rng must be"),
+    ],
+)
+def test_bad_inputs_raise_before_any_release(row, args, kwargs, exc, fragment):
+    """reliability.md section 6; rows 23-25 (bounds) concern the SSP/AdaSSP baselines."""
+    with recording() as rec, pytest.raises(exc, match=fragment):
+        dp_gd(*args, **{**GOOD, **kwargs})
+    assert len(rec) == 0, f"row {row}: a release happened before the error"
+
+
+def test_row_28_sparse_input_is_a_type_error():
+    sparse = pytest.importorskip("scipy.sparse")
+    with recording() as rec, pytest.raises(TypeError, match="sparse"):
+        dp_gd(sparse.csr_matrix(X), Y, **GOOD)
+    assert len(rec) == 0
+
+
+def test_errors_never_echo_data_values():
+    Xbad = X.copy()
+    Xbad[3, 2] = np.nan
+    with pytest.raises(ValueError) as info:
+        dp_gd(Xbad, Y, **GOOD)
+    assert repr(float(X[3, 0]))[:6] not in str(info.value) and "3" not in str(info.value)

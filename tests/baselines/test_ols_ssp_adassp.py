@@ -1,0 +1,98 @@
+"""OLS against statsmodels; SSP and AdaSSP: accounting, bounds (rows 23-25) and replay."""
+
+import math
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+from dpfit.baselines import adassp, adassp_paper, ols, ssp
+from dpfit.datasets import draw_linear_design
+from dpfit.exceptions import NonPrivateWarning
+from dpfit.mechanisms import recording, replaying
+
+DATA = draw_linear_design(3000, 4, rng=0)
+X, Y = np.array(DATA.X), np.array(DATA.y)
+BOUNDS = {"x_bound": 5.0, "y_bound": 5.0}
+
+
+def test_ols_matches_statsmodels():
+    """Two routes: QR here, statsmodels' pinv-based OLS there."""
+    Xc = np.column_stack([np.ones(len(Y)), X])
+    ours, ref = ols(Xc, Y), sm.OLS(Y, Xc).fit()
+    np.testing.assert_allclose(ours.params, ref.params, rtol=1e-10)
+    np.testing.assert_allclose(ours.std_errors, ref.bse, rtol=1e-10)
+    np.testing.assert_allclose(ours.conf_int(0.1), ref.conf_int(0.1), rtol=1e-10)
+    assert ours.df_resid == ref.df_resid
+
+
+def test_ols_rejects_rank_deficiency_and_short_data():
+    with pytest.raises(ValueError, match="rank deficient"):
+        ols(np.column_stack([X, X[:, 0]]), Y)
+    with pytest.raises(ValueError, match="more rows than columns"):
+        ols(X[:4], Y[:4])
+
+
+@pytest.mark.parametrize("fit, n_releases", [(ssp, 2), (adassp, 3)])
+def test_accounting_is_exact(fit, n_releases):
+    traj = fit(X, Y, rho=0.3, rng=1, **BOUNDS)
+    assert len(traj.ledger) == n_releases
+    assert traj.rho == pytest.approx(0.3, rel=1e-12)
+    sens = {e.label.split("/")[1]: e.sensitivity for e in traj.ledger}
+    assert sens["xtx"] == pytest.approx(math.sqrt(2) * 25.0)
+    assert sens["xty"] == pytest.approx(2 * 25.0)
+
+
+def test_estimates_are_accurate_with_much_data():
+    data = draw_linear_design(200_000, 4, rng=3)
+    for fit in (ssp, adassp):
+        est = fit(data.X, data.y, rho=1.0, rng=2, x_bound=6.0, y_bound=6.0).estimate
+        assert np.linalg.norm(est - data.theta_star) < 0.05
+
+
+@pytest.mark.parametrize("fit", [ssp, adassp])
+def test_replay_on_a_neighbour_outside_the_bounds(fit):
+    """Row 23: out-of-bounds records are clipped, so the declared sensitivity holds."""
+    X2, y2 = X.copy(), Y.copy()
+    X2[0], y2[0] = 100.0 * np.ones(4), -1e4
+    with recording() as rec:
+        first = fit(X, Y, rho=0.3, rng=1, **BOUNDS)
+    with replaying(rec) as rep:
+        second = fit(X2, y2, rho=0.3, rng=1, **BOUNDS)
+    for a, b in zip(rec.releases, rep.releases, strict=True):
+        assert np.linalg.norm(a.value - b.value) <= a.entry.sensitivity * (1 + 1e-12)
+    np.testing.assert_array_equal(first.estimate, second.estimate)
+    assert second.diagnostics["fraction_x_clipped"] > 0
+
+
+@pytest.mark.parametrize("fit", [ssp, adassp])
+@pytest.mark.parametrize(
+    "row, bounds, exc, fragment",
+    [
+        (24, {"x_bound": None, "y_bound": 1.0}, ValueError, "x_bound is required"),
+        (24, {"x_bound": 1.0, "y_bound": None}, ValueError, "y_bound is required"),
+        (25, {"x_bound": float("nan"), "y_bound": 1.0}, ValueError, "x_bound must be"),
+        (25, {"x_bound": 1.0, "y_bound": math.inf}, ValueError, "y_bound must be"),
+        (25, {"x_bound": -1.0, "y_bound": 1.0}, ValueError, "x_bound must be"),
+        (25, {"x_bound": "1", "y_bound": 1.0}, TypeError, "x_bound must be a real number"),
+        (25, {"x_bound": (0, 1), "y_bound": 1.0}, TypeError, "x_bound must be a real number"),
+    ],
+)
+def test_bad_bounds_raise_before_any_release(fit, row, bounds, exc, fragment):
+    with recording() as rec, pytest.raises(exc, match=fragment):
+        fit(X, Y, rho=0.3, rng=0, **bounds)
+    assert len(rec) == 0, f"row {row}"
+
+
+def test_adassp_paper_is_opt_in_and_labelled_non_private():
+    with pytest.raises(ValueError, match="allow_nonprivate=True"):
+        adassp_paper(X, Y, rho=0.05)
+    with pytest.warns(NonPrivateWarning, match="not private"):
+        traj = adassp_paper(X, Y, rho=0.05, allow_nonprivate=True, rng=0)
+    assert traj.config["private"] is False
+    assert traj.config["x_bound"] == pytest.approx(np.linalg.norm(X, axis=1).max())
+    # Wang's calibration at epsilon(rho = 0.05, delta = 1e-6) = 1.7123 (Claim A.6).
+    eps = 0.05 + 2 * math.sqrt(0.05 * math.log(1e6))
+    assert eps == pytest.approx(1.7123, abs=1e-4)
+    scale = math.sqrt(math.log(6e6)) / (eps / 3)
+    assert traj.config["noise_std_xtx"] == pytest.approx(scale * traj.config["x_bound"] ** 2)
