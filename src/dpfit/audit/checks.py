@@ -9,7 +9,8 @@ Gaussian mechanisms of total rho is mu-GDP):
    epsilon(delta') by the CKS conversion of rho. Fails if any bound exceeds its claim.
 2. **Parametric mu test** (powerful, assumes Gaussian scores): mu_hat = (mean_1 - mean_0) /
    pooled sd with SE = sqrt(1/M0 + 1/M1 + mu_hat^2 / (2 (M0 + M1))); fails if
-   mu_hat - z SE > sqrt(2 rho), z = Phi^-1(1 - alpha/2). Paired with a Kolmogorov-Smirnov
+   |mu_hat| - z SE > sqrt(2 rho), z = Phi^-1(1 - alpha/2) (a shift in the unexpected
+   direction is a violation too). Paired with a Kolmogorov-Smirnov
    test of the null scores against N(0, 1) at level alpha/2.
 3. **Null calibration**: the sample variance of the null scores must have 1 inside its
    two-sided 1 - alpha chi-square interval. This catches a wrong noise scale even when the
@@ -51,8 +52,8 @@ class MuTest:
 
     @property
     def passed(self) -> bool:
-        """False when mu_hat is significantly above the claim or the null is not N(0, 1)."""
-        mu_ok = self.mu_hat - self.z * self.se <= self.mu_claim
+        """False when |mu_hat| is significantly above the claim or the null is not N(0, 1)."""
+        mu_ok = abs(self.mu_hat) - self.z * self.se <= self.mu_claim
         return bool(mu_ok and self.ks_pvalue >= self.alpha / 2)
 
 
