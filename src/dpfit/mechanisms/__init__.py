@@ -4,14 +4,17 @@ from .clipping import clip_factors, clip_rows, row_norms, scale_rows
 from .gaussian import gaussian, noise_std_for_rho, rho_for_noise_std
 from .recorder import Recording, ReplayMismatchError, recording, replaying
 from .rng import NoiseSource, make_noise_source
+from .stream import GaussianRows, gaussian_rows
 
 __all__ = [
+    "GaussianRows",
     "NoiseSource",
     "Recording",
     "ReplayMismatchError",
     "clip_factors",
     "clip_rows",
     "gaussian",
+    "gaussian_rows",
     "make_noise_source",
     "noise_std_for_rho",
     "recording",

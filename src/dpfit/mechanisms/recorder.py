@@ -98,6 +98,23 @@ def replayed_output(entry: GaussianEntry, value: np.ndarray) -> np.ndarray | Non
     return old.output.copy()
 
 
+def open_stream(
+    entry: GaussianEntry, shape: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Append a streamed release to the active recording, if any (mechanism-internal).
+
+    A streamed release (:mod:`dpfit.mechanisms.stream`) is one charged mechanism whose rows are
+    released step by step. It is recorded once, when charged, and the returned live
+    ``(value, output)`` buffers of ``shape`` are filled in row by row (NaN until released).
+    """
+    rec = _ACTIVE.get()
+    if rec is None:
+        return None
+    value, output = np.full(shape, np.nan), np.full(shape, np.nan)
+    rec.releases.append(Release(entry, value, output))
+    return value, output
+
+
 def notify(entry: GaussianEntry, value: np.ndarray, output: np.ndarray) -> None:
     """Append a release to the active recording, if any (mechanism-internal)."""
     rec = _ACTIVE.get()

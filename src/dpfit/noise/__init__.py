@@ -1,0 +1,56 @@
+"""Correlated noise for private training (Choquette-Choo et al. 2024): DP-FTRL and nu-DP-FTRL.
+
+Mechanisms (public factorisations of the noise), their participation-aware sensitivity, the
+calibration of the one Gaussian release they make, and streams that add the noise step by
+step with O(d) memory. See ``docs/choquettechoo2024.md``.
+"""
+
+from .base import CorrelatedMechanism
+from .calibration import Calibration, NuSelection, calibrate, release_sensitivity, select_nu
+from .sensitivity import (
+    brute_force_sensitivity_squared,
+    minsep_sensitivity_squared_bound,
+    monotone_toeplitz_sensitivity_squared,
+)
+from .streams import NoiseStream, correlated_noise
+from .toeplitz import (
+    ToeplitzMechanism,
+    anti_pgd,
+    banded,
+    dpsgd,
+    fichtenberger,
+    inverse_coefficients,
+    nu_dpftrl,
+    nu_dpftrl_coefficients,
+    optimal_mean_estimation,
+    toeplitz,
+)
+from .tree import RestartedMechanism, TreeMechanism, restarted, tree_aggregation
+
+__all__ = [
+    "Calibration",
+    "CorrelatedMechanism",
+    "NoiseStream",
+    "NuSelection",
+    "RestartedMechanism",
+    "ToeplitzMechanism",
+    "TreeMechanism",
+    "anti_pgd",
+    "banded",
+    "brute_force_sensitivity_squared",
+    "calibrate",
+    "correlated_noise",
+    "dpsgd",
+    "fichtenberger",
+    "inverse_coefficients",
+    "minsep_sensitivity_squared_bound",
+    "monotone_toeplitz_sensitivity_squared",
+    "nu_dpftrl",
+    "nu_dpftrl_coefficients",
+    "optimal_mean_estimation",
+    "release_sensitivity",
+    "restarted",
+    "select_nu",
+    "toeplitz",
+    "tree_aggregation",
+]
