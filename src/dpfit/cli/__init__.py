@@ -18,6 +18,8 @@ COMMANDS = {
     "privacy": "privacy",
     "reproduce": "reproduce",
     "audit": "audit",
+    "fit": "fit",
+    "demo": "demo",
 }
 
 

@@ -18,10 +18,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_array, check_int, check_option, check_positive, check_rho
 from .._validation import check_X_y as _check_X_y
-from ..exceptions import BudgetExceededError
 from ..inference import CONSTRUCTIONS, VARIANTS
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, parse_relation
+from ..privacy.budget import RELATIVE_TOLERANCE
 from ._linear_methods import LINEAR_METHODS, LinearConfig
 from ._scaling import PublicScaling
 from .results import Result
@@ -230,7 +230,9 @@ default="batched-means"
         y : array-like of shape (n,)
             Response (private). A column vector is refused (use ``y.ravel()``).
         budget : Budget, optional
-            A shared budget to spend ``rho`` from (atomically, before any noise is drawn).
+            A shared budget to spend ``rho`` from. The whole ``rho`` is reserved atomically
+            before anything is computed from the data, so a budget that cannot afford it
+            raises and nothing is drawn; the fit's own ledger then records each release.
 
         Returns
         -------
@@ -263,16 +265,12 @@ default="batched-means"
         )
         method = LINEAR_METHODS[config.method]
         settings = method.resolve(config, scaling, n, p)
-        ledger = PrivacyLedger(
-            relation=config.relation,
-            budget=budget if budget is not None else Budget(rho=config.rho),
-        )
-        if not ledger.budget.can_afford(config.rho):
-            raise BudgetExceededError(
-                f"the fit needs rho={config.rho:.6g} but the budget has "
-                f"{ledger.budget.remaining:.6g} left; nothing was charged or drawn"
-            )
+        if budget is not None:
+            budget.spend(config.rho)  # the whole fit, reserved before anything is drawn
+        ledger = PrivacyLedger(relation=config.relation)
         fit = method.run(scaling.design(X_arr), scaling.response(y_arr), settings, ledger, source)
+        if not ledger.rho <= config.rho * (1.0 + RELATIVE_TOLERANCE):  # internal invariant
+            raise RuntimeError(f"{method.label} spent rho={ledger.rho!r} > {config.rho!r}")
         estimate = scaling.to_original(fit.estimate)
         interval_est = (
             None if fit.interval_estimates is None else scaling.to_original(fit.interval_estimates)

