@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/dpfit privacy --rho 0.5 --delta 1e-5
+	$(VENV)/bin/dpfit demo
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
