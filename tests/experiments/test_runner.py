@@ -71,8 +71,11 @@ print(json.dumps({"ran": res.ran[SLOW.name], "reused": res.reused[SLOW.name]}))
 def _rows(store):
     if not store.exists():
         return []
-    with sqlite3.connect(store) as db:
-        return db.execute("SELECT params, replicate, finished_at FROM trials").fetchall()
+    try:
+        with sqlite3.connect(store) as db:
+            return db.execute("SELECT params, replicate, finished_at FROM trials").fetchall()
+    except sqlite3.OperationalError:  # the file exists but the table is not created yet
+        return []
 
 
 def test_killed_run_resumes_with_only_the_missing_trials(tmp_path, subprocess_env):

@@ -32,6 +32,7 @@ tr.fail, tr.error { background: #fde8ea; } tr.not-evaluated .verdict { color: #7
 figure { display: inline-block; margin: 0.5em; } img { max-width: 100%; }
 img.broken { outline: 3px solid #b00020; min-width: 200px; min-height: 50px; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td ul { margin: 0; padding-left: 1.2em; }
 """
 
 
@@ -128,7 +129,8 @@ def page(provenance: Sequence[tuple[str, str]], verdicts: Sequence[Verdict], sec
     tally = count(verdicts)
     failed = tally["FAIL"] + tally["ERROR"]
     banner = (
-        f'<p class="banner bad">{failed} claim(s) FAILED</p>'
+        f'<p class="banner bad">{failed} claim(s) FAILED '
+        f"({tally['FAIL']} fail, {tally['ERROR']} error)</p>"
         if failed
         else '<p class="banner ok">No evaluated claim failed</p>'
     )

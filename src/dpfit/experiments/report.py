@@ -86,7 +86,7 @@ def _provenance(run: RunResult) -> list[tuple[str, str]]:
         ("git commit", _git_commit() or "not a git checkout"),
         ("python / numpy", f"{platform.python_version()} / {np.__version__}"),
         ("trials", f"{ran + reused} ({ran} run now, {reused} reused from the store)"),
-        ("run time (wall)", f"{run.wall_seconds:.1f} s on {run.jobs} process(es)"),
+        ("run time (wall)", f"{run.wall_seconds:.3g} s on {run.jobs} process(es)"),
         ("compute time of all trials", f"{sum(run.trial_seconds.values()):.3g} s"),
         ("generated", _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
     ]

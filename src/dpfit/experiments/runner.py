@@ -155,8 +155,14 @@ def _run_serial(tasks, experiments, save) -> None:
 
 
 def _run_parallel(tasks, experiments, save, jobs: int) -> None:
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        # Import the trials' modules once in the server, not in every worker (no effect once
+        # this process's fork server has started).
+        modules = {experiments[t.experiment].trial.__module__ for t in tasks}
+        context.set_forkserver_preload(sorted({"dpfit.experiments", *modules}))
+    else:
+        context = multiprocessing.get_context("spawn")
     error: TrialError | None = None
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker) as pool:
         futures: dict[Future, _Task] = {

@@ -1,0 +1,84 @@
+"""The report: every claim shown with its verdict and numbers; failures never hidden."""
+
+import dataclasses
+import re
+
+import pytest
+
+from dpfit.experiments import run, write_report
+
+
+@pytest.fixture
+def report(tmp_path, harness):
+    result = run(
+        ["mechanism-check", harness.FAILING],
+        scale="smoke",
+        store_path=tmp_path / "s.sqlite",
+        jobs=1,
+        progress=False,
+    )
+    return write_report(result, tmp_path / "out")
+
+
+def test_verdicts_pass_fail_error_and_not_evaluated(report):
+    got = {(v.experiment, v.claim): v.status for v in report.verdicts}
+    assert got == {
+        ("mechanism-check", "variance"): "PASS",
+        ("mechanism-check", "ledger"): "PASS",
+        ("harness-failing", "positive"): "PASS",
+        ("harness-failing", "impossible"): "FAIL",
+        ("harness-failing", "broken"): "ERROR",
+        ("harness-failing", "paper-only"): "NOT EVALUATED",
+    }
+    assert report.failed and not report.plot_errors
+
+
+def test_html_shows_failures_numbers_figures_privacy_and_provenance(report):
+    html = report.html.read_text()
+    rows = re.findall(r'<tr class="claim ([a-z-]+)">', html)
+    # each claim twice: in the summary table and in its experiment's section
+    assert sorted(rows) == sorted(2 * ["pass", "pass", "pass", "fail", "error", "not-evaluated"])
+    assert "2 claim(s) FAILED" in html
+    assert "not evaluated at this scale" in html
+    assert "mean of double = 3" in html and "threshold = 1000000" in html  # the deciding numbers
+    assert "RuntimeError: this claim is broken on purpose" in html
+    imgs = re.findall(r'<img src="([^"]+)"', html)
+    assert imgs == ["figures/mechanism-check-1.png", "figures/harness-failing-1.png"]
+    for img in imgs:
+        assert (report.html.parent / img).read_bytes()[:4] == b"\x89PNG"
+    assert "One Gaussian release per trial" in html  # privacy parameters
+    for field in ("code version", "run time (wall)", "scale", "git commit"):
+        assert field in html
+    assert 'href="data/mechanism-check.csv"' in html
+    assert (report.html.parent / "data" / "harness-failing.csv").read_text().count("\n") == 5
+
+
+def test_markdown_summary_lists_every_verdict(report):
+    md = report.markdown.read_text()
+    assert (
+        "| harness-failing | impossible | **FAIL** | mean of double = 3; threshold = 1000000 |"
+        in md
+    )
+    assert "| harness-failing | broken | **ERROR** |" in md
+    assert "| harness-failing | paper-only | **not evaluated at this scale** |" in md
+    assert "| mechanism-check | variance | **PASS** |" in md
+    assert "Claims: 3 PASS, 1 FAIL, 1 ERROR, 1 NOT EVALUATED" in md
+
+
+def test_plot_error_is_reported(tmp_path, harness):
+    def plot(results):
+        raise ValueError("no axes today")
+
+    exp = dataclasses.replace(harness.FAILING, claims=[], plot=plot)
+    result = run(exp, scale="smoke", store_path=tmp_path / "s.sqlite", jobs=1, progress=False)
+    rep = write_report(result, tmp_path / "out")
+    assert rep.failed and rep.plot_errors == {"harness-failing": "ValueError: no axes today"}
+    assert "PLOT ERROR: ValueError: no axes today" in rep.html.read_text()
+    assert "PLOT ERROR" in rep.markdown.read_text()
+
+
+def test_html_escapes_experiment_text(tmp_path, harness):
+    exp = dataclasses.replace(harness.FAILING, description="<script>alert(1)</script>")
+    result = run(exp, scale="smoke", store_path=tmp_path / "s.sqlite", jobs=1, progress=False)
+    html = write_report(result, tmp_path / "out").html.read_text()
+    assert "<script>" not in html and "&lt;script&gt;" in html

@@ -1,0 +1,70 @@
+"""The HTML report renders in headless Chromium: figures load and the claim table is there."""
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from dpfit.experiments import run, write_report
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _chromium(user_dir, *args) -> subprocess.CompletedProcess:
+    cmd = [CHROMIUM, *FLAGS, f"--user-data-dir={user_dir}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="BROWSER TEST SKIPPED: chromium is not installed (apt-get install -y chromium); "
+    "the HTML report was NOT checked in a browser",
+)
+def test_report_renders_with_figures_and_claims(tmp_path, harness):
+    from matplotlib.image import imread
+
+    result = run(
+        ["mechanism-check", harness.FAILING],
+        scale="smoke",
+        store_path=tmp_path / "s.sqlite",
+        jobs=1,
+        progress=False,
+    )
+    report = write_report(result, tmp_path / "report")
+    url = report.html.resolve().as_uri()
+    dom = _chromium(tmp_path / "profile", "--dump-dom", url).stdout
+    # every figure is an <img> that loaded (a failed load adds class "broken")
+    imgs = re.findall(r"<img [^>]*>", dom)
+    assert len(imgs) == 2
+    assert not [img for img in imgs if 'class="broken"' in img]
+    rows = re.findall(r'<tr class="claim ([a-z-]+)">', dom)
+    assert rows.count("fail") == 2 and rows.count("pass") == 6 and len(rows) == 12
+    assert "2 claim(s) FAILED" in dom
+
+    shot = tmp_path / "report.png"
+    _chromium(tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,2000", url)
+    pixels = imread(shot)
+    assert pixels.shape[:2] == (2000, 1280)
+    # not blank: the page has text, tables and figures, so many distinct colours
+    colours = np.unique((pixels[..., :3] * 255).astype(np.uint8).reshape(-1, 3), axis=0)
+    assert len(colours) > 50
+    shutil.copy(shot, report.html.parent / "screenshot.png")  # kept for a human look
+
+    # the image check can fail: a missing figure is marked broken in the rendered DOM
+    (report.html.parent / "figures" / "harness-failing-1.png").unlink()
+    dom = _chromium(tmp_path / "profile", "--dump-dom", url).stdout
+    assert len(re.findall(r'<img [^>]*class="broken"', dom)) == 1
