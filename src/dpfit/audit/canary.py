@@ -27,7 +27,7 @@ import numpy as np
 from .._validation import check_int, check_positive
 from ..privacy import Relation, parse_relation
 
-__all__ = ["CanaryData", "canary_data"]
+__all__ = ["CanaryData", "canary_data", "canary_iv_data"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,7 +35,8 @@ class CanaryData:
     """Neighbouring datasets D (``X_null``, ``y_null``) and D' (``X_alt``, ``y_alt``).
 
     ``column`` is the canary coordinate, ``n_public`` the public record count and
-    ``relation`` the neighbouring relation the pair realises.
+    ``relation`` the neighbouring relation the pair realises. IV designs also carry
+    instruments ``Z_null``/``Z_alt`` and the canary's instrument column ``instrument``.
     """
 
     X_null: np.ndarray
@@ -45,10 +46,16 @@ class CanaryData:
     column: int
     n_public: int
     relation: Relation
+    Z_null: np.ndarray | None = None
+    Z_alt: np.ndarray | None = None
+    instrument: int | None = None
 
-    def side(self, alt: bool) -> tuple[np.ndarray, np.ndarray]:
-        """(X, y) of D' when ``alt`` else of D."""
-        return (self.X_alt, self.y_alt) if alt else (self.X_null, self.y_null)
+    def side(self, alt: bool) -> tuple[np.ndarray, ...]:
+        """(X, y) of D' when ``alt`` else of D; (X, y, Z) for an IV design."""
+        out = (
+            (self.X_alt, self.y_alt, self.Z_alt) if alt else (self.X_null, self.y_null, self.Z_null)
+        )
+        return out if self.Z_null is not None else out[:2]
 
 
 def canary_data(
@@ -104,4 +111,54 @@ def canary_data(
         column=d,
         n_public=n,
         relation=relation,
+    )
+
+
+def canary_iv_data(
+    n: int,
+    *,
+    response: float,
+    regressor: float,
+    rng: np.random.Generator,
+) -> CanaryData:
+    """The canary pair for IV regression under replace-one: a dedicated instrument/regressor pair.
+
+    D0 has n - 1 records of one instrument z ~ N(0, 1), one endogenous regressor
+    x = z + u + e and y = x / 2 + u + e' (u, e, e' ~ N(0, 1)), plus an instrument column and
+    a regressor column that are zero for every record of D0. The canary has z = e_c (the
+    extra instrument), x = ``regressor`` * e_c' (the extra regressor) and y = ``response``;
+    the anti-canary in D has the opposite signs of both. The first-stage gradient entry
+    (c, c') and, with a public first stage whose extra block is the identity, the second-stage
+    coordinate c' are then moved by the canary alone (Liang et al. 2025, spec 3.0 gradients).
+    """
+    n = check_int(n, "n", low=2)
+    response = check_positive(response, "response")
+    regressor = check_positive(regressor, "regressor")
+    z = rng.standard_normal(n - 1)
+    u = rng.standard_normal(n - 1)
+    x = z + u + rng.standard_normal(n - 1)
+    y0 = 0.5 * x + u + rng.standard_normal(n - 1)
+    Z0 = np.column_stack([z, np.zeros(n - 1)])
+    X0 = np.column_stack([x, np.zeros(n - 1)])
+
+    def with_canary(sign: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (
+            np.vstack([X0, [0.0, sign * regressor]]),
+            np.append(y0, sign * response),
+            np.vstack([Z0, [0.0, 1.0]]),
+        )
+
+    X_null, y_null, Z_null = with_canary(-1.0)
+    X_alt, y_alt, Z_alt = with_canary(1.0)
+    return CanaryData(
+        X_null=X_null,
+        y_null=y_null,
+        X_alt=X_alt,
+        y_alt=y_alt,
+        column=1,
+        n_public=n,
+        relation=Relation.REPLACE_ONE,
+        Z_null=Z_null,
+        Z_alt=Z_alt,
+        instrument=1,
     )
