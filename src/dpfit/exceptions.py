@@ -15,6 +15,7 @@ __all__ = [
     "LargeBudgetWarning",
     "NonPrivateWarning",
     "PrivacyWarning",
+    "SideConditionWarning",
 ]
 
 
@@ -44,3 +45,8 @@ class NonPrivateWarning(PrivacyWarning):
 
 class CoverageWarning(PrivacyWarning):
     """An interval is built outside the regime where its coverage is supported (e.g. m < 10)."""
+
+
+class SideConditionWarning(PrivacyWarning):
+    """A theorem's condition on the public inputs fails: still private, but its utility
+    guarantee (error bound, reliable private statistic) does not apply to this setting."""

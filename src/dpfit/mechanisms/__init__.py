@@ -1,22 +1,34 @@
 """Mechanisms: the Gaussian mechanism, clipping, the noise source and record/replay hooks."""
 
 from .clipping import clip_factors, clip_rows, row_norms, scale_rows
+from .counts import (
+    DoublingSearch,
+    SearchResult,
+    literal_threshold,
+    margin_threshold,
+    private_count,
+)
 from .gaussian import gaussian, noise_std_for_rho, rho_for_noise_std
 from .recorder import Recording, ReplayMismatchError, recording, replaying
 from .rng import NoiseSource, make_noise_source
 from .stream import GaussianRows, gaussian_rows
 
 __all__ = [
+    "DoublingSearch",
     "GaussianRows",
     "NoiseSource",
     "Recording",
     "ReplayMismatchError",
+    "SearchResult",
     "clip_factors",
     "clip_rows",
     "gaussian",
     "gaussian_rows",
+    "literal_threshold",
     "make_noise_source",
+    "margin_threshold",
     "noise_std_for_rho",
+    "private_count",
     "recording",
     "replaying",
     "rho_for_noise_std",

@@ -15,6 +15,7 @@ from .conversions import (
     zcdp_to_approx_dp,
 )
 from .ledger import GaussianEntry, PrivacyLedger
+from .parallel import ParallelComposition, ParallelEntry
 from .relations import Relation, mean_sensitivity, parse_relation, sum_sensitivity
 from .statement import privacy_statement
 
@@ -22,6 +23,8 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "GaussianEntry",
+    "ParallelComposition",
+    "ParallelEntry",
     "PrivacyLedger",
     "Relation",
     "approx_dp_to_zcdp",

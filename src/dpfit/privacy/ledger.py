@@ -3,6 +3,9 @@
 Every random release in dpfit is described by an entry *before* its noise is drawn, in the
 spirit of dp_accounting's ``DpEvent``s: an entry fully describes the mechanism (sensitivity,
 noise, count, relation), and its rho is derived from them, never typed in by hand.
+Releases on disjoint blocks of records compose in parallel (:meth:`PrivacyLedger.parallel`,
+recorded as one :class:`~dpfit.privacy.parallel.ParallelEntry` whose rho is the largest
+block's).
 """
 
 from __future__ import annotations
@@ -10,11 +13,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .._validation import check_int, check_positive
 from .budget import Budget
 from .conversions import gaussian_epsilon, zcdp_to_approx_dp
 from .relations import Relation, parse_relation
+
+if TYPE_CHECKING:
+    from .parallel import ParallelComposition, ParallelEntry
 
 __all__ = ["GaussianEntry", "PrivacyLedger"]
 
@@ -108,7 +115,7 @@ class PrivacyLedger:
         if budget is not None and not isinstance(budget, Budget):
             raise TypeError(f"budget must be a dpfit.privacy.Budget, got {type(budget).__name__}")
         self._budget = budget
-        self._entries: list[GaussianEntry] = []
+        self._entries: list[GaussianEntry | ParallelEntry] = []
 
     @property
     def relation(self) -> Relation:
@@ -121,11 +128,11 @@ class PrivacyLedger:
         return self._budget
 
     @property
-    def entries(self) -> tuple[GaussianEntry, ...]:
+    def entries(self) -> tuple[GaussianEntry | ParallelEntry, ...]:
         """The charged entries, in order."""
         return tuple(self._entries)
 
-    def __iter__(self) -> Iterator[GaussianEntry]:
+    def __iter__(self) -> Iterator[GaussianEntry | ParallelEntry]:
         return iter(tuple(self._entries))
 
     def __len__(self) -> int:
@@ -139,6 +146,26 @@ class PrivacyLedger:
             )
         if self._budget is not None:
             self._budget.spend(entry.rho)
+        self._entries.append(entry)
+
+    def parallel(self, label: str, *, rho_per_block: float) -> ParallelComposition:
+        """Open a parallel composition over disjoint blocks of records.
+
+        ``rho_per_block`` is spent from the budget now (atomically, before any draw); each
+        block then gets its own ledger that may spend at most that much, and on closing, one
+        :class:`~dpfit.privacy.parallel.ParallelEntry` (rho = the largest block's cost) is
+        recorded here. See :mod:`dpfit.privacy.parallel` for when this is valid.
+        """
+        from .parallel import ParallelComposition
+
+        return ParallelComposition(self, label=label, rho_per_block=rho_per_block)
+
+    def _record_reserved(self, entry: ParallelEntry) -> None:
+        """Append an entry whose rho was already spent from the budget (parallel composition)."""
+        if entry.relation is not self._relation:
+            raise ValueError(
+                f"entry relation {entry.relation} does not match the ledger's {self._relation}"
+            )
         self._entries.append(entry)
 
     @property

@@ -10,6 +10,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from .._validation import check_delta
+from .parallel import ParallelEntry
 
 if TYPE_CHECKING:
     from .ledger import PrivacyLedger
@@ -28,7 +29,11 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
     if not len(ledger):
         return "No private release was made (the ledger is empty)."
     groups: dict[tuple, int] = defaultdict(int)
+    parallel_lines = []
     for e in ledger:
+        if isinstance(e, ParallelEntry):
+            parallel_lines.append(_parallel_line(e))
+            continue
         groups[(e.label, e.sensitivity, e.noise_std, e.subsampled)] += e.count
     lines = [
         f"Privacy: {ledger.rho:.6g}-zCDP with respect to {_RELATION_TEXT[ledger.relation.value]}.",
@@ -40,6 +45,7 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
             f"  - {label}: {count} Gaussian release(s), L2 sensitivity {sens:.4g}, "
             f"noise std {std:.4g}{extra}"
         )
+    lines.extend(parallel_lines)
     lines.append(
         f"Implies ({ledger.epsilon(delta):.4g}, {delta:.3g})-DP by the optimal zCDP conversion "
         "of Canonne, Kamath and Steinke (2020)."
@@ -55,3 +61,13 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
         "hyperparameters are assumed public and not chosen on this data."
     )
     return "\n".join(lines)
+
+
+def _parallel_line(entry: ParallelEntry) -> str:
+    """One statement line for a parallel composition (cost = its largest block's)."""
+    counts = ", ".join(f"{n} x {label}" for label, n in entry.counts.items())
+    return (
+        f"  - {entry.label}: parallel composition over {entry.n_blocks} disjoint blocks of "
+        f"records ({counts} Gaussian releases in all); each record is read by one block only, "
+        f"so it costs the largest block's rho, {entry.rho:.6g}, not the sum"
+    )

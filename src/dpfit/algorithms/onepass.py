@@ -1,0 +1,209 @@
+"""One pass over a dataset in consecutive segments, for the one-pass algorithms.
+
+DP-AMBSSGD, DP-SSGD and their non-private twin read every record at most once, in
+consecutive segments of a data-independent order. :func:`one_pass_data` accepts
+
+* in-memory arrays ``X`` (n, d) and ``y`` (n,): validated up front (shape, dtype, finite)
+  and, by default, read in the order of one uniformly random permutation;
+* lazy arrays (``numpy.memmap``, or array objects such as a Dask or Zarr array, with
+  ``shape``, ``ndim``, ``dtype`` and slicing): only the shapes are checked up front, segments
+  are read on demand (the permutation's indices sorted per segment), so data larger than
+  memory work;
+* a stream: an iterator of ``(X_chunk, y_chunk)`` pairs of any sizes, with ``y=None`` and the
+  public number of records ``n`` declared. It is read in its own order (a stream cannot be
+  shuffled), so that order must not depend on the records' values.
+
+Privacy. Neighbouring datasets replace one record at one position of this order; the
+permutation is drawn from the noise source's generator, independent of the data. For lazy
+arrays and streams, whose values cannot be checked before the pass, a record with a NaN or
+infinite value is replaced by the zero record (x = 0, y = 0): a fixed per-record map, so
+neighbours stay neighbours (reliability H.1 zero-out rule). Records after the last segment
+are never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_int, check_X_y
+
+__all__ = ["OnePassData", "one_pass_data", "tail_average"]
+
+
+def tail_average(iterates: np.ndarray) -> np.ndarray:
+    """Mean of the last half of the rows, w_{T/2+1..T} (Varshney et al. 2022, Alg. 1-2)."""
+    steps = iterates.shape[0]
+    return iterates[steps - steps // 2 :].mean(axis=0)
+
+
+def _is_lazy(X: Any) -> bool:
+    if isinstance(X, np.memmap):
+        return True
+    if isinstance(X, np.ndarray) or type(X).__module__.startswith("pandas"):
+        return False
+    return all(hasattr(X, a) for a in ("shape", "ndim", "dtype", "__getitem__"))
+
+
+def _check_numeric(dtype: Any, name: str) -> None:
+    if np.dtype(dtype).kind not in "biuf":
+        raise TypeError(f"{name} must have a numeric (bool, int or float) dtype, got {dtype}")
+
+
+def _check_chunk(X: Any, y: Any, d: int | None) -> tuple[np.ndarray, np.ndarray]:
+    X, y = np.asarray(X), np.asarray(y)
+    _check_numeric(X.dtype, "X chunk")
+    _check_numeric(y.dtype, "y chunk")
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise ValueError("each stream chunk must be (X of shape (m, d), y of shape (m,))")
+    if d is not None and X.shape[1] != d:
+        raise ValueError(f"every stream chunk must have {d} columns, like the first one")
+    return X.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
+
+
+def _zero_nonfinite(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Replace records with a NaN or infinite value by the zero record (on a copy)."""
+    bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
+    if bad.any():
+        X, y = X.copy(), y.copy()
+        X[bad], y[bad] = 0.0, 0.0
+    return X, y
+
+
+class OnePassData:
+    """A validated dataset to be read once, in segments; build it with :func:`one_pass_data`."""
+
+    __slots__ = ("_X", "_chunks", "_head", "_used", "_y", "d", "kind", "n", "shuffle")
+
+    def __init__(self, *, X: Any, y: Any, n: int, d: int, kind: str, shuffle: bool) -> None:
+        self._X, self._y = X, y
+        self.n, self.d, self.kind, self.shuffle = n, d, kind, shuffle
+        self._chunks: Iterator[Any] | None = None
+        self._head: tuple[np.ndarray, np.ndarray] | None = None
+        self._used = False
+
+    def segments(
+        self, sizes: Sequence[int], rng: np.random.Generator
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield ``(X_seg, y_seg)`` float64 arrays of the given sizes, consecutive in the order.
+
+        ``rng`` draws the permutation (non-privacy randomness) when ``shuffle`` is set. Each
+        dataset can be passed over once (a stream cannot be rewound).
+        """
+        if sum(sizes) > self.n:
+            raise ValueError("segments ask for more records than n")
+        if self._used:
+            raise RuntimeError("this dataset was already passed over once")
+        self._used = True
+        if self.kind == "stream":
+            return self._stream_segments(sizes)
+        order = rng.permutation(self.n) if self.shuffle else None
+        return self._array_segments(sizes, order)
+
+    def _array_segments(
+        self, sizes: Sequence[int], order: np.ndarray | None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        start = 0
+        for size in sizes:
+            if order is None:
+                rows: Any = slice(start, start + size)
+            else:
+                rows = np.sort(order[start : start + size])
+            start += size
+            X = np.asarray(self._X[rows], dtype=np.float64)
+            y = np.asarray(self._y[rows], dtype=np.float64)
+            yield _zero_nonfinite(X, y) if self.kind == "lazy" else (X, y)
+
+    def _stream_segments(self, sizes: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        buf_X: list[np.ndarray] = []
+        buf_y: list[np.ndarray] = []
+        have = 0
+        pending = [self._head] if self._head is not None else []
+        for size in sizes:
+            while have < size:
+                if pending:
+                    Xc, yc = pending.pop()
+                else:
+                    try:
+                        Xc, yc = _check_chunk(*next(self._chunks), self.d)  # type: ignore[arg-type]
+                    except StopIteration:
+                        raise ValueError(
+                            "the stream ended before the declared n records were read; "
+                            "n must be the true (public) number of records"
+                        ) from None
+                buf_X.append(Xc)
+                buf_y.append(yc)
+                have += Xc.shape[0]
+            X, y = np.concatenate(buf_X), np.concatenate(buf_y)
+            buf_X, buf_y, have = [X[size:]], [y[size:]], have - size
+            yield _zero_nonfinite(X[:size], y[:size])
+
+
+def one_pass_data(
+    X: Any, y: Any = None, *, n: int | None = None, shuffle: bool | None = None
+) -> OnePassData:
+    """Validate data for a one-pass algorithm (see the module docstring for accepted kinds).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d), lazy array, or iterator of (X_chunk, y_chunk)
+        The covariates, or a stream of chunks.
+    y : array-like of shape (n,), lazy array, or None
+        The responses; None for a stream.
+    n : int, optional
+        The public number of records: required for a stream, checked against arrays.
+    shuffle : bool, optional
+        Read in the order of a uniformly random permutation. Default: True for arrays,
+        False for a stream (which cannot be shuffled; ``shuffle=True`` is an error).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Wrong kinds, shapes or dtypes, non-finite in-memory data, a missing or mismatched n.
+    """
+    if shuffle is not None and not isinstance(shuffle, bool):
+        raise TypeError(f"shuffle must be a bool or None, got {type(shuffle).__name__}")
+    if isinstance(X, Iterator):
+        if y is not None:
+            raise TypeError("with a stream of (X, y) chunks, y must be None")
+        if n is None:
+            raise TypeError("n is required for a stream: the public number of records")
+        if shuffle:
+            raise ValueError(
+                "a stream cannot be shuffled: pass shuffle=False (its order must not depend "
+                "on the data) or pass arrays"
+            )
+        n = check_int(n, "n", low=1)
+        try:
+            head = _check_chunk(*next(X), None)
+        except StopIteration:
+            raise ValueError("the stream is empty") from None
+        if head[0].shape[1] == 0:
+            raise ValueError("X chunk has no columns")
+        data = OnePassData(X=None, y=None, n=n, d=head[0].shape[1], kind="stream", shuffle=False)
+        data._chunks, data._head = X, head
+        return data
+    if y is None:
+        raise TypeError("y is required unless X is a stream of (X, y) chunks")
+    if _is_lazy(X):
+        if X.ndim != 2 or y.ndim != 1:
+            raise ValueError("a lazy X must be 2-dimensional and y 1-dimensional")
+        _check_numeric(X.dtype, "X")
+        _check_numeric(y.dtype, "y")
+        rows, d = int(X.shape[0]), int(X.shape[1])
+        if int(y.shape[0]) != rows:
+            raise ValueError("X and y must have the same number of rows")
+        if rows == 0 or d == 0:
+            raise ValueError("X has no rows or no columns")
+        kind = "lazy"
+    else:
+        X, y = check_X_y(X, y)
+        rows, d = X.shape
+        kind = "array"
+    if n is not None and check_int(n, "n", low=1) != rows:
+        raise ValueError(f"n={n} does not match the {rows} rows of X")
+    return OnePassData(
+        X=X, y=y, n=rows, d=d, kind=kind, shuffle=True if shuffle is None else shuffle
+    )

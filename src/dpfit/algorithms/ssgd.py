@@ -1,0 +1,207 @@
+"""DP-SSGD: one pass of batch-size-1 SGD with a fixed clip (Varshney et al. 2022, Alg. 1).
+
+The records are read once, in a data-independent (by default uniformly random) order; step
+t releases the clipped gradient of record t plus Gaussian noise of std ``alpha * 2 clip``
+(its replacement sensitivity times alpha), then w_{t+1} = w_t - eta * (noisy gradient). The
+estimate is the tail average of w_{N/2+1..N} (spec D16), kept as a running sum.
+
+Two privacy analyses, each used only where its preconditions hold (spec 2.1, D19):
+
+* parallel composition (always valid, any epsilon, any order, also for streams): each record
+  is read by one step only, so the run is 1/(2 alpha^2)-zCDP;
+* amplification by shuffling (:mod:`dpfit.privacy.shuffling`, Feldman et al. 2021): only
+  for a target (epsilon, delta), when the data are shuffled by a uniformly random permutation
+  that stays secret, and when the theorem's precondition on eps0 holds. It typically needs
+  epsilon of order sqrt(ln(N/delta)/N) to beat parallel composition.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_delta, check_epsilon, check_int, check_positive, check_rho
+from ..mechanisms import clip_factors, gaussian, make_noise_source, row_norms
+from ..privacy import Relation, cks_rho, sum_sensitivity
+from ..privacy.shuffling import shuffled_gaussian_noise_multiplier
+from ._ledger import prepare_ledger
+from .ambssgd import replace_one_only
+from .onepass import one_pass_data
+from .trajectory import Trajectory
+
+__all__ = ["dp_ssgd", "ssgd_noise_multiplier"]
+
+#: Records per read from the data (I/O only; privacy is per record).
+_CHUNK = 4096
+
+
+def ssgd_noise_multiplier(
+    epsilon: float, delta: float, n: int, *, shuffled: bool
+) -> tuple[float, str]:
+    """The smallest valid alpha for an (epsilon, delta) target and the analysis that gives it.
+
+    Parallel composition needs 1/(2 alpha^2) <= rho_CKS(epsilon, delta) (the optimal zCDP to
+    (epsilon, delta) conversion); shuffling (only if ``shuffled``) uses
+    :func:`dpfit.privacy.shuffling.shuffled_gaussian_noise_multiplier`. Returns
+    ``(alpha, "parallel" or "shuffle")``.
+    """
+    eps, delta = check_epsilon(epsilon), check_delta(delta)
+    alpha = 1.0 / math.sqrt(2.0 * cks_rho(eps, delta))
+    amplified = shuffled_gaussian_noise_multiplier(eps, delta, n) if shuffled else None
+    if amplified is not None and amplified < alpha:
+        return amplified, "shuffle"
+    return alpha, "parallel"
+
+
+def dp_ssgd(
+    X: Any,
+    y: Any = None,
+    *,
+    clip: float,
+    step_size: float,
+    rho: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    n: int | None = None,
+    shuffle: bool | None = None,
+    iterate_stride: int | None = None,
+    relation: Relation | str = "replace-one",
+    ledger: Any = None,
+    rng: Any = None,
+    diagnostics: bool = False,
+) -> Trajectory:
+    """One pass of DP-SSGD (Alg. 1): fixed clip, batch size 1, tail averaging.
+
+    Parameters
+    ----------
+    X, y, n, shuffle
+        Data, as for :func:`dpfit.algorithms.dp_ambssgd`.
+    clip : float
+        zeta, the fixed per-example gradient clip (public; Thm. 3.2's value is
+        :func:`dpfit.theory.ambssgd.ssgd_clip`).
+    step_size : float
+        eta (public; see :func:`dpfit.theory.ambssgd.ssgd_step_size`).
+    rho : float, optional
+        zCDP budget: alpha = 1/sqrt(2 rho) by parallel composition. Give either ``rho`` or
+        both ``epsilon`` and ``delta``.
+    epsilon, delta : float, optional
+        An (epsilon, delta) target: alpha is the smaller of parallel composition's and
+        (for shuffled arrays) amplification by shuffling's (:func:`ssgd_noise_multiplier`).
+    iterate_stride : int, optional
+        Keep every k-th iterate in ``iterates`` (default: about 1000 kept); all are private.
+    relation : {"replace-one"}, default="replace-one"
+        Only replace-one is supported.
+    ledger, rng
+        As for :func:`dpfit.algorithms.dp_ambssgd`.
+    diagnostics : bool, default=False
+        Also record the NON-PRIVATE fraction of clipped gradients.
+
+    Returns
+    -------
+    Trajectory
+        ``config`` holds alpha, the analysis used (``"accountant"``) and, for an (epsilon,
+        delta) target, the guaranteed ``epsilon`` and ``delta``.
+
+    Notes
+    -----
+    Privacy (replace-one, public n; Thm. 3.1, spec D19). Given the past releases, step t's
+    clipped gradient has sensitivity 2 zeta and noise std 2 zeta alpha: 1/(2 alpha^2)-zCDP,
+    and each record is read by one step only. The ledger records this parallel composition,
+    whose zCDP cost holds in every case. When the shuffle analysis was used, the run is in
+    addition (epsilon, delta)-DP for the target, with the permutation kept secret; that
+    statement is in ``config`` (the zCDP ledger cannot express it).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((20_000, 2))
+    >>> y = X @ np.array([1.0, -1.0]) + 0.1 * rng.standard_normal(20_000)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     traj = dp_ssgd(X, y, clip=5.0, step_size=0.002, rho=2.0, rng=1)
+    >>> np.round(traj.estimate, 1), round(traj.ledger.rho, 12)
+    (array([ 1. , -0.9]), 2.0)
+    """
+    relation = replace_one_only(relation, "dp_ssgd")
+    zeta = check_positive(clip, "clip")
+    eta = check_positive(step_size, "step_size")
+    if not isinstance(diagnostics, bool):
+        raise TypeError(f"diagnostics must be a bool, got {type(diagnostics).__name__}")
+    if (rho is None) == (epsilon is None and delta is None):
+        raise TypeError("give either rho, or epsilon and delta (not both, not neither)")
+    if rho is not None:
+        rho = check_rho(rho)
+    elif epsilon is None or delta is None:
+        raise TypeError("an (epsilon, delta) target needs both epsilon and delta")
+    data = one_pass_data(X, y, n=n, shuffle=shuffle)
+    N = data.n
+    if rho is not None:
+        alpha, accountant = 1.0 / math.sqrt(2.0 * rho), "parallel"
+    else:
+        shuffled = data.shuffle and data.kind != "stream"
+        alpha, accountant = ssgd_noise_multiplier(epsilon, delta, N, shuffled=shuffled)
+    stride = check_int(iterate_stride, "iterate_stride") if iterate_stride else -(-N // 1000)
+    sens = sum_sensitivity(zeta, relation)
+    noise_std = alpha * sens
+    if not (math.isfinite(noise_std) and noise_std > 0):
+        raise ValueError("noise scale not finite: clip and the privacy target give no valid noise")
+    source = make_noise_source(rng)
+    charged = 1.0 / (2.0 * alpha * alpha)
+    ledger = prepare_ledger(ledger, relation, charged, name="dp_ssgd")
+
+    w = np.zeros(data.d)
+    tail_sum = np.zeros(data.d)
+    tail_from = N - N // 2  # steps t >= tail_from produce w_{N/2+1..N}
+    kept: list[np.ndarray] = []
+    n_clipped = 0
+    sizes = [_CHUNK] * (N // _CHUNK) + ([N % _CHUNK] if N % _CHUNK else [])
+    with ledger.parallel("dp_ssgd", rho_per_block=charged) as blocks:
+        t = 0
+        for Xc, yc in data.segments(sizes, source.generator):
+            norms = row_norms(Xc)
+            for x, target, norm in zip(Xc, yc, norms, strict=True):
+                r = float(x @ w) - target
+                factor = float(clip_factors(np.array([norm * abs(r)]), zeta)[0])
+                grad = x * (r * factor) if factor > 0 else np.zeros_like(x)
+                noisy = gaussian(
+                    grad,
+                    sensitivity=sens,
+                    noise_std=noise_std,
+                    ledger=blocks.block(),
+                    rng=source,
+                    label="dp_ssgd/gradient",
+                )
+                w = w - eta * noisy
+                n_clipped += factor < 1.0
+                if t >= tail_from:
+                    tail_sum += w
+                t += 1
+                if t % stride == 0 or t == N:
+                    kept.append(w)
+    config: dict[str, Any] = {
+        "n": N,
+        "d": data.d,
+        "clip": zeta,
+        "step_size": eta,
+        "noise_multiplier": alpha,
+        "accountant": accountant,
+        "iterate_stride": stride,
+        "shuffle": data.shuffle,
+        "data_kind": data.kind,
+        "relation": relation.value,
+        "rho": charged,
+    }
+    if rho is None:
+        config.update(epsilon=float(epsilon), delta=float(delta))  # type: ignore[arg-type]
+    return Trajectory(
+        iterates=np.array(kept),
+        estimate=tail_sum / (N // 2) if N >= 2 else w,
+        ledger=ledger,
+        config=config,
+        noise_backend=source.backend,
+        seeded=source.seeded,
+        diagnostics={"clipped_fraction": n_clipped / N} if diagnostics else {},
+    )

@@ -1,0 +1,183 @@
+"""Parallel composition: mechanisms on disjoint blocks of records cost the largest block's rho.
+
+A *block* is a set of records fixed by public information only (for example positions
+``[tau, tau + b)`` of a data-independent order), never by record values. When every mechanism
+of a composition reads the records of one block only (plus public values and earlier
+releases), two datasets that differ in one record differ in one block ``j``: given the past
+transcript, every mechanism of another block has the same law on both, so by adaptive
+composition the whole transcript is ``max_j rho_j``-zCDP, where ``rho_j`` is the (additive)
+zCDP cost of block ``j``'s mechanisms. This is the argument of Varshney, Thakurta & Jain
+(2022, proof of Thm. 3.6, App. B.2); mixing over a data-independent random partition (a
+shuffle) keeps the bound by the joint quasi-convexity of the Renyi divergence.
+
+Use it through :meth:`dpfit.privacy.PrivacyLedger.parallel`::
+
+    with ledger.parallel("dp_ambssgd", rho_per_block=rho) as blocks:
+        for t in range(T):
+            block = blocks.block()          # a PrivacyLedger for the next disjoint block
+            gaussian(..., ledger=block)     # charged to that block before the draw
+
+Opening the composition spends ``rho_per_block`` from the parent's budget at once (before any
+noise is drawn; nothing changes when it cannot be afforded). Each block gets its own ledger
+whose budget is ``rho_per_block``, so no block can overspend. Closing it (also on an
+exception: draws already made are releases) records one :class:`ParallelEntry` in the parent
+ledger, whose ``rho`` is the largest block's cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._validation import check_int, check_positive
+from .budget import RELATIVE_TOLERANCE, Budget
+from .relations import Relation, parse_relation
+
+if TYPE_CHECKING:
+    from .ledger import PrivacyLedger
+
+__all__ = ["ParallelComposition", "ParallelEntry"]
+
+
+def _block_rho(entries: tuple[Any, ...]) -> float:
+    return math.fsum(e.rho for e in entries)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParallelEntry:
+    """Releases on disjoint blocks of records, composed in parallel: rho = max over blocks.
+
+    Parameters
+    ----------
+    label : str
+        Name of the composition, e.g. ``"dp_ambssgd"``.
+    rho_per_block : float
+        The per-block cost reserved (spent from the budget) when the composition was opened;
+        every block's cost is at most this (finite, > 0).
+    blocks : tuple of (tuple of entries, int)
+        The distinct block compositions and how many blocks had each: a block is the tuple
+        of entries (:class:`~dpfit.privacy.GaussianEntry` or nested :class:`ParallelEntry`)
+        charged to it, in order. Identical blocks are stored once with their multiplicity.
+    relation : Relation, default=Relation.REPLACE_ONE
+        Neighbouring relation of every entry.
+
+    Notes
+    -----
+    Valid only when the blocks are disjoint sets of records fixed by public information,
+    so that one neighbouring change touches one block (see the module docstring). The
+    entry's ``rho`` is then ``max_j sum_{e in block j} e.rho``; as all Gaussian, the release
+    is also ``sqrt(2 rho)``-GDP (the blocks' GDP parameters compose in the same way).
+    """
+
+    label: str
+    rho_per_block: float
+    blocks: tuple[tuple[tuple[Any, ...], int], ...] = ()
+    relation: Relation = Relation.REPLACE_ONE
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label, str) or not self.label:
+            raise TypeError("label must be a non-empty string")
+        cap = check_positive(self.rho_per_block, "rho_per_block")
+        object.__setattr__(self, "rho_per_block", cap)
+        object.__setattr__(self, "relation", parse_relation(self.relation))
+        blocks = tuple((tuple(entries), check_int(k, "multiplicity")) for entries, k in self.blocks)
+        for entries, _ in blocks:
+            for e in entries:
+                if getattr(e, "relation", None) is not self.relation:
+                    raise ValueError(f"every entry of {self.label!r} must be under {self.relation}")
+            if _block_rho(entries) > cap * (1.0 + RELATIVE_TOLERANCE):
+                raise ValueError(f"a block of {self.label!r} costs more than rho_per_block={cap!r}")
+        object.__setattr__(self, "blocks", blocks)
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of (non-empty) blocks."""
+        return sum(k for _, k in self.blocks)
+
+    @property
+    def rho(self) -> float:
+        """zCDP cost of the whole composition: the largest block's additive cost (0 if empty)."""
+        return max((_block_rho(entries) for entries, _ in self.blocks), default=0.0)
+
+    @property
+    def is_plain_gaussian(self) -> bool:
+        """True when every release inside is an un-subsampled Gaussian."""
+        return all(e.is_plain_gaussian for entries, _ in self.blocks for e in entries)
+
+    @property
+    def counts(self) -> Mapping[str, int]:
+        """Total number of releases per label over all blocks (for statements)."""
+        out: dict[str, int] = {}
+        for entries, k in self.blocks:
+            for e in entries:
+                out[e.label] = out.get(e.label, 0) + k * getattr(e, "count", 1)
+        return out
+
+
+class ParallelComposition:
+    """An open parallel composition: one child ledger per disjoint block.
+
+    Built by :meth:`dpfit.privacy.PrivacyLedger.parallel`; see the module docstring. The
+    child ledgers are ordinary :class:`~dpfit.privacy.PrivacyLedger` objects, so
+    :func:`dpfit.mechanisms.gaussian` charges them before drawing.
+    """
+
+    __slots__ = ("_closed", "_counts", "_current", "_entry", "_ledger", "_template")
+
+    def __init__(self, ledger: PrivacyLedger, *, label: str, rho_per_block: float) -> None:
+        self._template = ParallelEntry(
+            label=label, rho_per_block=rho_per_block, relation=ledger.relation
+        )
+        if ledger.budget is not None:
+            ledger.budget.spend(self._template.rho_per_block)  # atomic, before any draw
+        self._ledger = ledger
+        self._counts: dict[tuple[Any, ...], int] = {}
+        self._current: PrivacyLedger | None = None
+        self._closed = False
+        self._entry: ParallelEntry | None = None
+
+    @property
+    def rho_per_block(self) -> float:
+        """The per-block cost reserved for every block."""
+        return self._template.rho_per_block
+
+    def block(self) -> PrivacyLedger:
+        """Close the current block and return a fresh ledger for the next disjoint block."""
+        if self._closed:
+            raise RuntimeError("this parallel composition is closed")
+        from .ledger import PrivacyLedger
+
+        self._fold()
+        self._current = PrivacyLedger(
+            relation=self._ledger.relation, budget=Budget(rho=self.rho_per_block)
+        )
+        return self._current
+
+    def _fold(self) -> None:
+        if self._current is not None and len(self._current):
+            key = self._current.entries
+            self._counts[key] = self._counts.get(key, 0) + 1
+        self._current = None
+
+    def close(self) -> ParallelEntry:
+        """Record the composition in the parent ledger (once) and return its entry."""
+        if self._entry is None:
+            self._fold()
+            self._closed = True
+            t = self._template
+            self._entry = ParallelEntry(
+                label=t.label,
+                rho_per_block=t.rho_per_block,
+                blocks=tuple(self._counts.items()),
+                relation=t.relation,
+            )
+            self._ledger._record_reserved(self._entry)
+        return self._entry
+
+    def __enter__(self) -> ParallelComposition:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
