@@ -101,6 +101,21 @@ class Experiment:
         missing = [s for s in SCALES if s not in self.grid or s not in self.replicates]
         if missing:
             raise ValueError(f"experiment {self.name!r} lacks grid/replicates for {missing}")
+        self._check_tasks_and_claims()
+
+    def _check_tasks_and_claims(self) -> None:
+        """Fail at registration, not mid-run: replicates >= 1, storable params, unique claims."""
+        from .store import canonical_params  # every grid point must have a store key
+
+        for scale in SCALES:
+            reps = self.replicates[scale]
+            if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+                raise ValueError(f"experiment {self.name!r}: replicates[{scale!r}] must be >= 1")
+            for params in self.grid[scale]:
+                canonical_params(params)
+        claim_names = [c.name for c in self.claims]
+        if len(set(claim_names)) != len(claim_names):
+            raise ValueError(f"experiment {self.name!r} has duplicate claim names")
 
     def tasks(self, scale: str) -> list[tuple[dict[str, Any], int]]:
         """All (params, replicate) pairs of ``scale``, in a deterministic order."""
