@@ -1,0 +1,80 @@
+"""``dpfit fit`` end to end on CSV, parquet and bundled data; bad input exits with status 2."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfit.cli import main
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"x": rng.uniform(0, 10, 800), "z": rng.integers(0, 2, 800)})
+    df["y"] = 1.0 + 0.4 * df["x"] - df["z"] + rng.normal(0, 1, 800)
+    return df
+
+
+COMMON = ["--formula", "y ~ x + z", "--rho", "0.5", "--seed", "1", "--steps", "300"]
+BOUNDS = ["--bound", "x=0,10", "--bound", "z=0,1", "--y-bounds=-5,10"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_fit_file(tmp_path, frame, suffix, capsys):
+    path = tmp_path / f"data{suffix}"
+    frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
+    png = tmp_path / "plot" / "coef.png"
+    assert main(["fit", str(path), *COMMON, *BOUNDS, "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "DP linear regression results" in out and "No. observations:      800 (public)" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fit_same_output_for_csv_and_parquet(tmp_path, frame, capsys):
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    frame.to_parquet(tmp_path / "d.parquet")
+    main(["fit", str(tmp_path / "d.csv"), *COMMON, "--clip", "20", "--step-size", "0.005"])
+    first = capsys.readouterr().out
+    main(["fit", str(tmp_path / "d.parquet"), *COMMON, "--clip", "20", "--step-size", "0.005"])
+    assert capsys.readouterr().out == first
+
+
+def test_fit_bundled_dataset_formats(capsys):
+    args = ["fit", "card", "--formula", "lwage ~ educ", "--rho", "0.5", "--seed", "0"]
+    args += ["--bound", "educ=0,18", "--y-bounds", "4.6,8", "--steps", "200", "--m", "10"]
+    assert main([*args, "--format", "latex"]) == 0
+    assert r"\begin{tabular}" in capsys.readouterr().out
+    assert main([*args, "--format", "html", "--sample", "liang2025"]) == 0
+    out = capsys.readouterr().out
+    assert "<table" in out and "2191 (public)" in out
+
+
+def test_fit_adassp(capsys):
+    args = ["fit", "card", "--formula", "lwage ~ educ", "--rho", "0.5", "--method", "adassp"]
+    assert main([*args, "--bound", "educ=0,18", "--y-bounds", "4.6,8", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "AdaSSP" in out and "[0.025" not in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--rho", "-1"], "rho"),
+        (["--method", "magic"], "method must be one of"),
+        (["--clip", "0"], "clip"),
+        (["--bound", "x=0,10"], "missing"),
+        (["--interval", "bootstrap"], "interval must be one of"),
+    ],
+)
+def test_fit_bad_input_exits_2(tmp_path, frame, capsys, extra, message):
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+    args = ["fit", str(path), "--formula", "y ~ x + z", "--rho", "0.5", "--clip", "5"]
+    assert main([*args, *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("data", ["missing.csv", "unknown_dataset", "data.txt"])
+def test_fit_bad_data_argument(data, capsys):
+    assert main(["fit", data, "--formula", "y ~ x", "--rho", "1", "--clip", "1"]) == 2
+    assert "DATA" in capsys.readouterr().err
