@@ -198,6 +198,7 @@ def assess(
     rho: float,
     target: str = "mechanism",
     exact_null: bool = True,
+    shift: float | None = None,
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     deltas: Sequence[float] = DEFAULT_DELTAS,
     alpha: float = 1e-3,
@@ -216,6 +217,9 @@ def assess(
     exact_null : bool, default=True
         Whether the null law N(0, 1) is exact for a correct mechanism; if not, the parametric
         and calibration checks are skipped and only the rigorous check 1 decides.
+    shift : float, optional
+        Claimed separation of the scores, placing the reverse-direction events
+        {s < shift - t}; sqrt(2 rho) by default. Must not be derived from the scores.
     thresholds, deltas : sequences of float
         Pre-registered thresholds and delta' values (see :func:`epsilon_lower_bounds`).
     alpha : float, default=1e-3
@@ -236,7 +240,12 @@ def assess(
     null = check_array(null, "null", ndim=1)
     alt = check_array(alt, "alt", ndim=1)
     bounds = epsilon_lower_bounds(
-        null, alt, shift=mu, thresholds=thresholds, deltas=deltas, alpha=alpha
+        null,
+        alt,
+        shift=mu if shift is None else shift,
+        thresholds=thresholds,
+        deltas=deltas,
+        alpha=alpha,
     )
     return AuditResult(
         target=target,

@@ -26,13 +26,15 @@ class Scores:
     """Standardised scores of the runs on D (``null``) and D' (``alt``).
 
     ``exact_null`` says whether N(0, 1) is the exact law of ``null`` for a correct
-    implementation (then all three checks apply); ``claim`` holds the public claimed
-    quantities the standardisation used (noise std, drift, ...), echoed in reports.
+    implementation (then all three checks apply); ``shift`` is the claimed separation used
+    for the reverse-direction events (default sqrt(2 rho)); ``claim`` holds the public
+    claimed quantities the standardisation used (noise std, drift, ...), echoed in reports.
     """
 
     null: np.ndarray
     alt: np.ndarray
     exact_null: bool
+    shift: float | None = None
     claim: Mapping[str, float] = field(default_factory=dict)
 
 

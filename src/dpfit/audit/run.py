@@ -9,7 +9,7 @@ import numpy as np
 
 from .._validation import check_int
 from ..mechanisms import make_noise_source
-from . import _gradient_descent, _two_stage  # noqa: F401 - registers the targets
+from . import _ftrl, _gradient_descent, _two_stage  # noqa: F401 - registers the targets
 from .bounds import DEFAULT_DELTAS, DEFAULT_THRESHOLDS
 from .checks import AuditResult, assess
 from .registry import get_target
@@ -94,6 +94,7 @@ def audit(
         rho=spec.rho(config),
         target=spec.name,
         exact_null=scores.exact_null,
+        shift=scores.shift,
         thresholds=thresholds,
         deltas=deltas,
         alpha=alpha,
