@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 import dpfit
+from dpfit.datasets import load_card
 from dpfit.mechanisms import recording
 from dpfit.models import design_matrices, iv_matrices, parse_iv_formula
 
@@ -105,7 +106,7 @@ def test_parse_iv_formula_errors(formula):
 
 
 def test_iv_matrices_on_card():
-    card = dpfit.datasets.load_card()
+    card = load_card()
     m = iv_matrices("lwage ~ exper + [educ ~ nearc4 + nearc2]", card)
     assert list(m.exog.columns) == ["Intercept", "exper"]
     assert list(m.endog.columns) == ["educ"]

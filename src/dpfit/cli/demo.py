@@ -12,9 +12,9 @@ justification; none is read off the data. Each part of the demo is one function 
 
 Why linear experience and not Card's quadratic: gradient descent on data that may only be
 rescaled by public bounds mixes slowly when the design is ill-conditioned. With exper^2 the
-rescaled design's condition number is about 1700 and the slowest iterates decorrelate over
-~8000 steps; without it, about 80 and ~360 steps, so 20,000 steps give batches of ~5
-autocorrelation times (docs/user-guide.md, "Reading the intervals").
+rescaled design's condition number is about 1700 and its slowest direction decorrelates over
+1 / (eta mu_min) ~ 4100 steps; without it, about 80 and ~200 steps, so 20,000 steps give ten
+batches of ten times that (docs/user-guide.md, "Steps, step size and mixing").
 """
 
 from __future__ import annotations
