@@ -166,6 +166,12 @@ def test_adassp_method_matches_the_baseline_on_the_rescaled_data(data):
     np.testing.assert_allclose(model.coef_, 3.0 * direct.estimate[1:], rtol=1e-12)
 
 
+def test_large_rho_warns_before_fitting(data):
+    X, y = data
+    with pytest.warns(LargeBudgetWarning, match="weak privacy guarantee"):
+        _model(rho=10.0).fit(X, y)
+
+
 def test_summary_delta_warning(data):
     X, y = data
     model = _model().fit(X, y)
@@ -201,6 +207,7 @@ BAD_PARAMS = [
     ({"bounds": [(1, 0)] * 3}, ValueError, "low must be < its high"),
     ({"bounds": [(0, np.nan)] * 3}, ValueError, "bounds must be finite"),
     ({"y_bounds": (0, 1, 2)}, ValueError, "y_bounds"),
+    ({"bounds": "wide"}, TypeError, "bounds must be"),
     ({"method": "adassp", "interval": None}, ValueError, "needs public bounds"),
 ]
 
