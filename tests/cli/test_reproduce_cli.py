@@ -1,7 +1,11 @@
-"""``dpfit reproduce``: listing, exit status on failed claims, bad input."""
+"""``dpfit reproduce``: listing, exit status on failed claims, bad input, Ctrl-C and resume."""
 
+import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,16 +44,19 @@ def extra_module(tmp_path):
     """A module that registers the failing harness experiment when imported."""
     (tmp_path / "extra_experiments.py").write_text(
         "from dpfit.experiments import register\n"
-        "from harness_experiments import FAILING\n"
+        "from harness_experiments import FAILING, SLOW\n"
         "register(FAILING)\n"
+        "register(SLOW)\n"
     )
     return tmp_path
 
 
-def test_failed_claim_gives_nonzero_exit_unless_allowed(tmp_path, extra_module):
-    import os
+def _env(extra_module):
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(extra_module), str(HARNESS)])}
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(extra_module), str(HARNESS)])}
+
+def test_failed_claim_gives_nonzero_exit_unless_allowed(tmp_path, extra_module):
+    env = _env(extra_module)
     cmd = [
         sys.executable,
         "-m",
@@ -71,3 +78,62 @@ def test_failed_claim_gives_nonzero_exit_unless_allowed(tmp_path, extra_module):
         assert done.returncode == status, done.stderr
         assert "FAIL" in done.stdout and "harness-failing / impossible" in done.stdout
         assert "2 claim(s) failed" in done.stderr  # one FAIL and one ERROR
+
+
+# Ctrl-C is restored explicitly: a process started in the background inherits SIGINT ignored.
+_CLI_WITH_CTRL_C = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from dpfit.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def _stored(store):
+    try:
+        with sqlite3.connect(store) as db:
+            return db.execute("SELECT count(*) FROM trials").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def test_ctrl_c_stops_workers_keeps_trials_and_rerun_resumes(tmp_path, extra_module):
+    store = tmp_path / "rep" / "results.sqlite"
+    cmd = [
+        sys.executable,
+        "-c",
+        _CLI_WITH_CTRL_C,
+        "reproduce",
+        "harness-slow",
+        "--import",
+        "extra_experiments",
+        "--scale",
+        "smoke",
+        "--out",
+        str(tmp_path / "rep"),
+        "--jobs",
+        "2",
+        "--no-progress",
+        "--code-version",
+        "pinned",
+    ]
+    proc = subprocess.Popen(
+        cmd, env=_env(extra_module), start_new_session=True, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 90
+    while _stored(store) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "run the same command to resume" in err
+    kept = _stored(store)
+    assert 3 <= kept < 20
+    # no worker outlived the run: nothing of its process group is still running
+    ps = subprocess.run(["ps", "-o", "stat=", "-g", str(proc.pid)], capture_output=True, text=True)
+    assert all(s.startswith("Z") for s in ps.stdout.split()), ps.stdout
+    done = subprocess.run(cmd, env=_env(extra_module), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _stored(store) == 20

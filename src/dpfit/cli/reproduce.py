@@ -1,7 +1,9 @@
 """``dpfit reproduce``: run registered experiments and write the HTML report + markdown summary.
 
-Exit status: 0 when every evaluated claim passed (and every plot was drawn), 1 when a claim
-failed or errored or a plot raised (0 anyway with ``--allow-failures``), 2 on bad input.
+Exit status: 0 when every evaluated claim passed and every plot was drawn; 1 when a claim
+failed or errored or a plot raised (0 anyway with ``--allow-failures``), or a trial raised;
+2 on bad input; 130 when interrupted (Ctrl-C). Finished trials are always kept in the store,
+so rerunning the same command resumes.
 """
 
 from __future__ import annotations
@@ -80,18 +82,29 @@ def run(args: argparse.Namespace) -> int:
 
     from ..experiments import names
     from ..experiments.report import write_report
+    from ..experiments.runner import TrialError
     from ..experiments.runner import run as run_trials
 
     out = Path(args.out)
     store = Path(args.store) if args.store else out / "results.sqlite"
-    result = run_trials(
-        args.names or names(),
-        scale=args.scale,
-        store_path=store,
-        jobs=args.jobs,
-        progress=not args.no_progress,
-        version=args.code_version,
-    )
+    try:
+        result = run_trials(
+            args.names or names(),
+            scale=args.scale,
+            store_path=store,
+            jobs=args.jobs,
+            progress=not args.no_progress,
+            version=args.code_version,
+        )
+    except TrialError as exc:
+        print(f"dpfit reproduce: {exc} (finished trials are kept in {store})", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: finished trials are kept in {store}; run the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
     report = write_report(result, out)
     failed = [v for v in report.verdicts if v.failed]
     for v in report.verdicts:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 import time
 import warnings
@@ -94,9 +95,14 @@ def _execute(trial: Callable, params: Mapping[str, Any], seed: int) -> tuple[Any
 
 
 def _init_worker() -> None:
-    """One BLAS/OpenMP thread per worker process: the parallelism is across trials."""
+    """One BLAS/OpenMP thread per worker (parallelism is across trials); Ctrl-C is the parent's.
+
+    Workers ignore SIGINT, so a Ctrl-C in the terminal (sent to the whole process group)
+    reaches only the parent, which stops the workers itself.
+    """
     from threadpoolctl import threadpool_limits
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threadpool_limits(1)
 
 
@@ -164,29 +170,31 @@ def _run_parallel(tasks, experiments, save, jobs: int) -> None:
     else:
         context = multiprocessing.get_context("spawn")
     error: TrialError | None = None
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker) as pool:
-        futures: dict[Future, _Task] = {
-            pool.submit(_execute, experiments[t.experiment].trial, t.params, t.seed): t
-            for t in tasks
-        }
-        try:
-            for future in as_completed(futures):
-                if future.cancelled():
-                    continue
-                task = futures[future]
-                exc = future.exception()
-                if exc is not None:
-                    if error is None:  # stop scheduling; keep what is still running
-                        error = _fail(task, exc)
-                        error.__cause__ = exc
-                        for pending in futures:
-                            pending.cancel()
-                    continue
-                save(task, *future.result())
-        except BaseException:  # Ctrl-C or a store error: drop queued trials, then re-raise
-            for pending in futures:
-                pending.cancel()
-            raise
+    before = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker)
+    futures: dict[Future, _Task] = {}
+    try:
+        for t in tasks:
+            futures[pool.submit(_execute, experiments[t.experiment].trial, t.params, t.seed)] = t
+        for future in as_completed(futures):
+            if future.cancelled():
+                continue
+            task = futures[future]
+            exc = future.exception()
+            if exc is not None:
+                if error is None:  # stop scheduling; store what is still running
+                    error = _fail(task, exc)
+                    error.__cause__ = exc
+                    for pending in futures:
+                        pending.cancel()
+                continue
+            save(task, *future.result())
+    except BaseException:  # Ctrl-C or a store error: stop now, losing only trials in flight
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in set(multiprocessing.active_children()) - before:
+            worker.terminate()
+        raise
+    pool.shutdown(wait=True)
     if error is not None:
         raise error
 
