@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import check_int, check_rho, check_vector
 from ..exceptions import BudgetExceededError
-from ..losses.base import Loss, check_loss, per_example_gradients, split_data
+from ..losses.base import Loss, check_loss, checked_gradients, finite_factors, split_data
 from ..mechanisms import (
     NoiseSource,
     clip_factors,
@@ -59,24 +59,26 @@ class LossQueries:
         self._cache: list[tuple[bytes, np.ndarray]] = []
 
     def grads(self, theta: np.ndarray) -> np.ndarray:
-        """Per-example gradients at ``theta`` (non-finite rows zeroed); the last two cached."""
+        """Raw per-example gradients at ``theta`` (shape-checked); the last two are cached."""
         key = theta.tobytes()
         for k, G in self._cache:
             if k == key:
                 return G
-        G = per_example_gradients(self.loss, theta, self.X, self.y)
+        G = checked_gradients(self.loss, theta, self.X, self.y)
         self._cache = [*self._cache[-1:], (key, G)]
         return G
 
     def mean(self, rows: np.ndarray, bound: float) -> np.ndarray:
-        """(1/n) sum_i rows_i, each row clipped to ``bound`` when clipping is on (exact)."""
+        """(1/n) sum_i rows_i: non-finite rows zeroed, the others clipped to ``bound`` when
+        clipping is on (the zero-out and clip rules of :mod:`dpfit.mechanisms.clipping`)."""
+        norms = row_norms(rows)
         if self.clip:
-            norms = row_norms(rows)
-            self.max_clipped_fraction = max(
-                self.max_clipped_fraction, float(np.mean(norms > bound))
-            )
-            rows = scale_rows(rows, clip_factors(norms, bound))
-        return rows.sum(axis=0) / self.n
+            clipped = float(np.mean(norms > bound))
+            self.max_clipped_fraction = max(self.max_clipped_fraction, clipped)
+            factors = clip_factors(norms, bound)
+        else:
+            factors = finite_factors(norms)
+        return scale_rows(rows, factors).sum(axis=0) / self.n
 
     def release(self, value: Any, *, bound: float, noise_std: float, label: str) -> np.ndarray:
         """Release a mean of rows clipped to ``bound`` (or a 1-Lipschitz function of one)."""
@@ -101,7 +103,9 @@ class LossQueries:
 
     def noisy_difference(self, new: np.ndarray, old: np.ndarray, *, bound: float, noise_std):
         """grad F(new) - grad F(old) + noise; per-example differences clipped to ``bound``."""
-        value = self.mean(self.grads(new) - self.grads(old), bound)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are zeroed below
+            rows = self.grads(new) - self.grads(old)
+        value = self.mean(rows, bound)
         return self.release(value, bound=bound, noise_std=noise_std, label="difference")
 
 

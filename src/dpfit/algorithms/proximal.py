@@ -50,7 +50,7 @@ def proximal_point(
     weak_convexity: float | None = None,
     theta0: ArrayLike | None = None,
     fail_prob: float = 0.05,
-    inner_cap: int = 1000,
+    inner_cap: int = 200,
     max_steps: int = 1_000_000,
     clip: bool = True,
     relation: Relation | str = "replace-one",
@@ -75,8 +75,9 @@ def proximal_point(
     weak_convexity : float, optional
         L1w > 0; defaults to ``loss.weak_convexity`` and, for a convex loss, to the spec's
         F0^((2-kappa)/kappa) / (32 gamma^2).
-    inner_cap : int, default=1000
-        Cap on the inner iterations T_in (Thm 9 asks for about n^2 rho / (T d)).
+    inner_cap : int, default=200
+        Cap on the inner iterations T_in (Thm 9 asks for about n^2 rho / (T d), i.e. O(n^3)
+        work in all; spec §3.2). Privacy holds for any cap: the noise uses the T_in run.
     theta0, fail_prob, max_steps, clip, relation, n_public, ledger, rng
         As in :func:`~dpfit.algorithms.kl_spider`.
 

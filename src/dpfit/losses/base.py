@@ -32,6 +32,8 @@ __all__ = [
     "FunctionLoss",
     "Loss",
     "check_loss",
+    "checked_gradients",
+    "finite_factors",
     "per_example_gradients",
     "split_data",
 ]
@@ -207,9 +209,21 @@ def split_data(loss: Loss, data: Any) -> tuple[np.ndarray, np.ndarray | None]:
     return check_array(parts[0], "X", ndim=2), None
 
 
-def _zero_nonfinite_rows(G: np.ndarray) -> np.ndarray:
-    """Zero every row with a NaN, an infinity or an overflowing norm (clipping's zero rule)."""
-    return scale_rows(G, np.isfinite(row_norms(G)).astype(np.float64))
+def finite_factors(norms: np.ndarray) -> np.ndarray:
+    """Row factors of the zero-out rule without clipping: 1 for finite norms, else 0."""
+    return np.isfinite(norms).astype(np.float64)
+
+
+def checked_gradients(loss: Loss, theta: np.ndarray, X: np.ndarray, y: np.ndarray | None):
+    """``loss.per_example_grads`` as float64, or ``ValueError`` unless its shape is (n, p)."""
+    G = np.asarray(loss.per_example_grads(theta, X, y), dtype=np.float64)
+    expected = (X.shape[0], theta.shape[0])
+    if G.shape != expected:
+        raise ValueError(
+            f"{type(loss).__name__}.per_example_grads returned shape {G.shape}, expected "
+            f"(n, p) = {expected}"
+        )
+    return G
 
 
 def per_example_gradients(
@@ -237,11 +251,7 @@ def per_example_gradients(
     ValueError
         The loss returned another shape than (n, p), with p = ``len(theta)``.
     """
-    G = np.asarray(loss.per_example_grads(theta, X, y), dtype=np.float64)
-    expected = (X.shape[0], theta.shape[0])
-    if G.shape != expected:
-        raise ValueError(
-            f"{type(loss).__name__}.per_example_grads returned shape {G.shape}, expected "
-            f"(n, p) = {expected}"
-        )
-    return clip_rows(G, clip) if clip is not None else _zero_nonfinite_rows(G)
+    G = checked_gradients(loss, theta, X, y)
+    if clip is not None:
+        return clip_rows(G, clip)
+    return scale_rows(G, finite_factors(row_norms(G)))

@@ -281,7 +281,7 @@ def proximal_schedule(
     weak_convexity: float | None = None,
     fail_prob: float = 0.05,
     relation: Relation | str = Relation.REPLACE_ONE,
-    inner_cap: int = 1000,
+    inner_cap: int = 200,
     max_steps: int = 1_000_000,
 ) -> ProximalSchedule:
     """Schedule of Alg. 2 + Alg. 4 (spec §3.2, §4), calibrated to exactly rho.
@@ -295,7 +295,7 @@ def proximal_schedule(
     weak_convexity : float, optional
         L1w > 0. ``None`` or 0 (a convex loss) selects the spec's default
         F0^((2-kappa)/kappa) / (32 gamma^2), which makes T's multiplier 2.
-    inner_cap : int, default=1000
+    inner_cap : int, default=200
         Cap on T_in (privacy holds for any T_in: the noise uses the T_in actually run).
     """
     n, dim, rho, gamma, L0, F0, beta, relation = _kl_inputs(
