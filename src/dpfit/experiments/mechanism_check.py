@@ -98,6 +98,7 @@ def _plot(results: pd.DataFrame) -> list:
     right.axhline(1.0, color="k", ls="--", lw=1)
     right.set(xscale="log", xlabel="ρ (zCDP)", ylabel="empirical / predicted variance")
     right.set(title=f"ratio, bars = ±{_Z:g} standard errors")
+    left.tick_params(which="minor", labelbottom=False, labelleft=False)
     left.legend(fontsize="small")
     fig.tight_layout()
     return [fig]

@@ -59,11 +59,10 @@ class Report:
         return any(v.failed for v in self.verdicts) or bool(self.plot_errors)
 
 
-def _git_commit() -> str | None:
-    """The git commit of the source tree, when dpfit runs from a checkout."""
+def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
+            ["git", *args],
             cwd=Path(__file__).resolve().parent,
             capture_output=True,
             text=True,
@@ -72,7 +71,16 @@ def _git_commit() -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    return out.stdout.strip()
+
+
+def _git_commit() -> str | None:
+    """The git commit of the source tree (flagged when dpfit's files differ from it)."""
+    commit = _git("rev-parse", "--short=12", "HEAD")
+    if not commit:
+        return None
+    dirty = _git("status", "--porcelain", "--", str(Path(__file__).resolve().parent.parent))
+    return f"{commit} (with uncommitted changes)" if dirty else commit
 
 
 def _provenance(run: RunResult) -> list[tuple[str, str]]:
