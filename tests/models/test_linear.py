@@ -166,6 +166,15 @@ def test_adassp_method_matches_the_baseline_on_the_rescaled_data(data):
     np.testing.assert_allclose(model.coef_, 3.0 * direct.estimate[1:], rtol=1e-12)
 
 
+def test_add_remove_uses_the_public_count(data):
+    X, y = data
+    model = _model(relation="add-remove", n_public=2500).fit(X, y)
+    entry = model.privacy_.entries[0]
+    assert str(entry.relation) == "add-remove"
+    assert entry.sensitivity == pytest.approx(20.0 / 2500)  # clip / n_public
+    assert model.result_.n == 2500 and "2500 (public)" in model.summary().as_text()
+
+
 def test_large_rho_warns_before_fitting(data):
     X, y = data
     with pytest.warns(LargeBudgetWarning, match="weak privacy guarantee"):
