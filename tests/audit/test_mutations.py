@@ -1,11 +1,12 @@
-"""Mutation tests: deliberately broken DP-GD variants that the canary audit must catch.
+"""Mutation tests: deliberately broken variants that the canary audits must catch.
 
-Each mutation is applied to the library's own :func:`dpfit.algorithms.dp_gd` by
-monkeypatching one name in its module, so the broken code path is the real one; none of them
-changes what the ledger claims (the same entries, the same total rho), which is why only an
-audit of the *outputs* can see them. The broken variants live here, never in ``src``.
+Each mutation is applied to the library's own algorithm by monkeypatching one name in the
+module that uses it, so the broken code path is the real one; none of them changes what
+the ledger claims (the same entries and total rho), which is why only an audit of the
+*outputs* can see them. The broken variants live here, never in ``src``.
 
-Sizes: M = 2000 runs per side of a T = 10, n = 50 run (about 1.5 CPU-s per scenario).
+Sizes: M = 2000 runs per side for DP-GD (T = 10, n = 50; about 1.5 CPU-s per scenario),
+M = 1000 for the other targets (1-3 CPU-s each).
 """
 
 import importlib
@@ -20,15 +21,24 @@ from dpfit.mechanisms import gaussian as real_gaussian
 from dpfit.privacy import mean_sensitivity as real_mean_sensitivity
 
 DP_GD = importlib.import_module("dpfit.algorithms.dp_gd")
-RUNS, SEED = 2000, 20240901
+LOSS_QUERIES = importlib.import_module("dpfit.algorithms._loss_queries")
+NOISY_GD = importlib.import_module("dpfit.algorithms.noisy_gd")
+TWO_STAGE = importlib.import_module("dpfit.algorithms._two_stage_core")
+FTRL = importlib.import_module("dpfit.algorithms.ftrl")
+STREAMS = importlib.import_module("dpfit.noise.streams")
+SEED = 20240901
 
 
-def noise_halved(monkeypatch):
-    def gaussian(value, **kw):
-        out = real_gaussian(value, **kw)  # charged as declared ...
-        return value + 0.5 * (out - value)  # ... but only half the noise is released
+def noise_halved(module):
+    def patch(monkeypatch):
+        def gaussian(value, **kw):
+            out = real_gaussian(value, **kw)  # charged as declared ...
+            return value + 0.5 * (out - value)  # ... but only half the noise is released
 
-    monkeypatch.setattr(DP_GD, "gaussian", gaussian)
+        monkeypatch.setattr(module, "gaussian", gaussian)
+
+    patch.__name__ = "noise_halved"
+    return patch
 
 
 def clip_skipped_for_the_canary(monkeypatch):
@@ -62,38 +72,72 @@ def noise_drawn_once_at_the_first_step(monkeypatch):
     _noise_once(monkeypatch, reuse=False)  # reliability 3.4's "noise added once"
 
 
-def add_remove_calibration_claimed_as_replace_one(monkeypatch):
-    def mean_sensitivity(clip, n, relation="replace-one"):
-        return real_mean_sensitivity(clip, n, "add-remove")  # clip / n, half the truth
+def add_remove_calibration_claimed_as_replace_one(*modules):
+    def patch(monkeypatch):
+        def mean_sensitivity(clip, n, relation="replace-one"):
+            return real_mean_sensitivity(clip, n, "add-remove")  # clip / n, half the truth
 
-    monkeypatch.setattr(DP_GD, "mean_sensitivity", mean_sensitivity)
+        for module in modules:  # every place the sensitivity is computed
+            monkeypatch.setattr(module, "mean_sensitivity", mean_sensitivity)
+
+    patch.__name__ = "add_remove_calibration_claimed_as_replace_one"
+    return patch
 
 
-def test_correct_dp_gd_passes_every_check():
-    res = audit("dp_gd", runs=RUNS, seed=SEED)
+def correlated_noise_halved(monkeypatch):
+    real = STREAMS.NoiseStream.noise
+    monkeypatch.setattr(STREAMS.NoiseStream, "noise", lambda self, t: 0.5 * real(self, t))
+
+
+def multi_participation_sensitivity_counted_once(monkeypatch):
+    # Reliability P8: k participations calibrated as if each record joined one step.
+    real = FTRL._participation
+    monkeypatch.setattr(FTRL, "_participation", lambda *a: (1, *real(*a)[1:]))
+
+
+@pytest.mark.parametrize(
+    "target, options", [("dp_gd", {}), ("dp_gd", {"relation": "add-remove"})], ids=str
+)
+def test_correct_dp_gd_passes_every_check(target, options):
+    res = audit(target, runs=2000, seed=SEED, **options)
     assert res.passed, res.table()
     # reliability 3.4 prototype: eps_lb(1e-5) about 1.0-1.4 for a correct rho = 0.5 run
     assert 0.5 < res.bounds[0].epsilon < res.claimed[1e-5]
 
 
-def test_correct_dp_gd_under_add_remove_passes():
-    res = audit("dp_gd", runs=RUNS, seed=SEED + 1, relation="add-remove")
-    assert res.passed, res.table()
+CASES = [
+    ("dp_gd", {}, noise_halved(DP_GD), {"mu", "null-calibration"}),
+    ("dp_gd", {}, clip_skipped_for_the_canary, {"nonparametric", "mu"}),
+    ("dp_gd", {}, noise_drawn_once_and_reused, {"null-calibration"}),
+    ("dp_gd", {}, noise_drawn_once_at_the_first_step, {"nonparametric", "mu", "null-calibration"}),
+    ("dp_gd", {}, add_remove_calibration_claimed_as_replace_one(DP_GD), {"mu"}),
+    ("noisy_gd", {}, noise_halved(LOSS_QUERIES), {"mu", "null-calibration"}),
+    ("noisy_gd", {}, add_remove_calibration_claimed_as_replace_one(LOSS_QUERIES, NOISY_GD), {"mu"}),
+    ("dp_two_stage_gd", {}, noise_halved(TWO_STAGE), {"mu", "null-calibration"}),
+    (
+        "dp_two_stage_gd",
+        {},
+        add_remove_calibration_claimed_as_replace_one(TWO_STAGE),
+        {"mu"},
+    ),
+    ("dp_second_stage_gd", {}, noise_halved(TWO_STAGE), {"mu", "null-calibration"}),
+    ("dp_ftrl", {"steps_per_epoch": 1}, correlated_noise_halved, {"mu", "null-calibration"}),
+    ("dp_ftrl", {"steps_per_epoch": 1}, multi_participation_sensitivity_counted_once, {"mu"}),
+    ("dp_ftrl", {}, correlated_noise_halved, {"nonparametric"}),
+    ("dp_ftrl", {}, multi_participation_sensitivity_counted_once, {"nonparametric"}),
+    ("dp_sgd", {"steps_per_epoch": 1}, correlated_noise_halved, {"mu", "null-calibration"}),
+    ("dp_sgd", {"steps_per_epoch": 1}, multi_participation_sensitivity_counted_once, {"mu"}),
+]
 
 
 @pytest.mark.parametrize(
-    "mutate, caught_by",
-    [
-        (noise_halved, {"mu", "null-calibration"}),
-        (clip_skipped_for_the_canary, {"nonparametric", "mu"}),
-        (noise_drawn_once_and_reused, {"null-calibration"}),
-        (noise_drawn_once_at_the_first_step, {"nonparametric", "mu", "null-calibration"}),
-        (add_remove_calibration_claimed_as_replace_one, {"mu"}),
-    ],
-    ids=lambda v: getattr(v, "__name__", ""),
+    "target, options, mutate, caught_by",
+    CASES,
+    ids=[f"{c[0]}-{c[2].__name__}-{len(c[1])}" for c in CASES],
 )
-def test_mutation_is_caught(mutate, caught_by, monkeypatch):
+def test_mutation_is_caught(target, options, mutate, caught_by, monkeypatch):
     mutate(monkeypatch)
-    res = audit("dp_gd", runs=RUNS, seed=SEED)
+    runs = 2000 if target == "dp_gd" else 1000
+    res = audit(target, runs=runs, seed=SEED, **options)
     assert not res.passed, res.table()
     assert caught_by <= set(res.failures), res.table()

@@ -14,7 +14,7 @@ from .bounds import (
     clopper_pearson,
     epsilon_lower_bounds,
 )
-from .canary import CanaryData, canary_data
+from .canary import CanaryData, canary_data, canary_iv_data
 from .checks import AuditResult, MuTest, NullCalibration, assess, mu_test, null_calibration
 from .registry import TARGETS, AuditTarget, Scores, get_target, register_target
 from .run import audit
@@ -33,6 +33,7 @@ __all__ = [
     "assess",
     "audit",
     "canary_data",
+    "canary_iv_data",
     "clopper_pearson",
     "epsilon_lower_bounds",
     "get_target",
