@@ -59,7 +59,7 @@ def _slot_means(C: np.ndarray, k: int, b: int, clip: float, sigma: float) -> np.
 
 
 def _run(config: Mapping[str, Any], runs: int, source: NoiseSource, data_rng) -> Scores:
-    from ..algorithms import dp_ftrl
+    from ..algorithms.ftrl import dp_ftrl
     from ..losses import FunctionLoss
     from ..noise import calibrate
 

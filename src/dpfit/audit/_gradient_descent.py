@@ -69,7 +69,7 @@ def _gd_runner(fit: _Fit, label: str):
 
 
 def _fit_dp_gd(X, y, config, n_public, source):
-    from ..algorithms import dp_gd
+    from ..algorithms.dp_gd import dp_gd
 
     return dp_gd(
         X,

@@ -37,7 +37,7 @@ def _response(rho: float, clip: float, n: int, steps: int, eta: float) -> float:
 
 
 def _run_two_stage(config: Mapping[str, Any], runs: int, source: NoiseSource, data_rng) -> Scores:
-    from ..algorithms import dp_two_stage_gd
+    from ..algorithms.two_stage import dp_two_stage_gd
 
     n, steps, eta, clip = (
         config["n"],
@@ -81,7 +81,7 @@ def _run_two_stage(config: Mapping[str, Any], runs: int, source: NoiseSource, da
 def _run_second_stage(
     config: Mapping[str, Any], runs: int, source: NoiseSource, data_rng
 ) -> Scores:
-    from ..algorithms import dp_second_stage_gd
+    from ..algorithms.two_stage import dp_second_stage_gd
 
     n, steps, eta, clip = config["n"], config["steps"], config["step_size"], config["clip"]
     response = _response(config["rho"], clip, n, steps, eta)
