@@ -14,18 +14,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
-from .._validation import check_array, check_int, check_option, check_positive, check_rho
+from .._validation import check_int, check_option, check_positive, check_rho
 from .._validation import check_X_y as _check_X_y
 from ..inference import CONSTRUCTIONS, VARIANTS
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.budget import RELATIVE_TOLERANCE
 from ._linear_methods import LINEAR_METHODS, LinearConfig
+from ._release import ReleasedLinearModel
 from ._scaling import PublicScaling
 from .results import Result
-from .summary import Summary
 
 __all__ = ["DPLinearRegression"]
 
@@ -60,7 +60,7 @@ _CONSTRAINTS: dict[str, Callable[[Any, str], Any]] = {
 }
 
 
-class DPLinearRegression(RegressorMixin, BaseEstimator):
+class DPLinearRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
     """Differentially private linear regression with confidence intervals at no extra cost.
 
     Fits y ~ x by full-batch DP gradient descent (``method="gd"``, Brown et al. 2024,
@@ -301,23 +301,6 @@ default="batched-means"
         self.intercept_ = float(estimate[0]) if config.fit_intercept else 0.0
         self.coef_ = np.array(estimate[int(config.fit_intercept) :])
         return self
-
-    def predict(self, X: Any) -> np.ndarray:
-        """X @ coef_ + intercept_ (post-processing of the release; bounds are not applied)."""
-        check_is_fitted(self)
-        X_arr = check_array(X, "X", ndim=2)
-        validate_data(self, X, reset=False, skip_check_array=True)
-        return X_arr @ self.coef_ + self.intercept_
-
-    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Level 1 - alpha intervals, one row per term (``lower``, ``upper``); see Result."""
-        check_is_fitted(self)
-        return self.result_.conf_int(alpha)
-
-    def summary(self, alpha: float = 0.05, **kwargs: Any) -> Summary:
-        """The statsmodels-like summary of the release (see :meth:`Result.summary`)."""
-        check_is_fitted(self)
-        return self.result_.summary(alpha, **kwargs)
 
 
 def _bounds_text(names: list[str], scaling: PublicScaling) -> dict[str, str]:

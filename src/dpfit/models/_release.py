@@ -1,0 +1,40 @@
+"""The fitted-model methods shared by dpfit's linear estimators (post-processing only).
+
+An estimator whose ``fit`` sets ``coef_``, ``intercept_`` and ``result_`` (a
+:class:`~dpfit.models.Result`) gets ``predict``, ``conf_int`` and ``summary`` from
+:class:`ReleasedLinearModel`; all three read only the release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_array
+from .summary import Summary
+
+__all__ = ["ReleasedLinearModel"]
+
+
+class ReleasedLinearModel:
+    """Mixin: predictions, intervals and the summary of a fitted private linear model."""
+
+    def predict(self, X: Any) -> np.ndarray:
+        """X @ coef_ + intercept_ (post-processing of the release; bounds are not applied)."""
+        check_is_fitted(self)
+        X_arr = check_array(X, "X", ndim=2)
+        validate_data(self, X, reset=False, skip_check_array=True)
+        return X_arr @ self.coef_ + self.intercept_
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Level 1 - alpha intervals, one row per term (``lower``, ``upper``); see Result."""
+        check_is_fitted(self)
+        return self.result_.conf_int(alpha)
+
+    def summary(self, alpha: float = 0.05, **kwargs: Any) -> Summary:
+        """The statsmodels-like summary of the release (see :meth:`Result.summary`)."""
+        check_is_fitted(self)
+        return self.result_.summary(alpha, **kwargs)
