@@ -72,7 +72,9 @@ class LinearMethod:
 
     label: str
     resolve: Callable[[LinearConfig, PublicScaling, int, int], dict[str, Any]]
-    run: Callable[[np.ndarray, np.ndarray, Mapping[str, Any], PrivacyLedger, NoiseSource], Any]
+    run: Callable[
+        [np.ndarray, np.ndarray, Mapping[str, Any], PrivacyLedger, NoiseSource], LinearFit
+    ]
 
 
 # -- DP-GD (Brown et al. 2024) ----------------------------------------------------------------
