@@ -9,7 +9,7 @@ from .exceptions import (
     NonPrivateWarning,
     PrivacyWarning,
 )
-from .models import DPLinearRegression, ols
+from .models import DPIVRegression, DPLinearRegression, iv, ols
 from .optimize import minimize
 from .privacy import Budget, PrivacyLedger
 
@@ -19,6 +19,7 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "DPFitError",
+    "DPIVRegression",
     "DPLinearRegression",
     "InsecureRandomnessWarning",
     "LargeBudgetWarning",
@@ -26,6 +27,7 @@ __all__ = [
     "PrivacyLedger",
     "PrivacyWarning",
     "__version__",
+    "iv",
     "mechanisms",
     "minimize",
     "ols",

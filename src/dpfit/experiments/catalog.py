@@ -1,3 +1,9 @@
 """Imports every experiment module so that it registers itself (one line per module)."""
 
-from . import mechanism_check  # noqa: F401
+from . import (  # noqa: F401
+    liang2025,
+    liang2025_coverage,
+    liang2025_real,
+    liang2025_tuning,
+    mechanism_check,
+)

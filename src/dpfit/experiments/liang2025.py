@@ -1,0 +1,304 @@
+"""Liang et al. (2025), DP two-stage GD for IV regression: Figures 3, 4 and 6 (n, T, Alg. 3).
+
+Settings follow specs/liang2025-dp-iv.md 6 and its decisions in 7 (see
+:mod:`._liang2025_trials`). Figures 7, 8 and 9 (step sizes, clipping, 2S-GD vs 2SLS) are in
+:mod:`.liang2025_tuning`, the real-data Figures 5, 10, 11 and 13 in :mod:`.liang2025_real`.
+Each claim's numbers are means over replicates (the paper's curves).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import _liang2025_analysis as an
+from ._liang2025_trials import synthetic_trial
+from .registry import Claim, ClaimResult, Experiment, register
+
+__all__ = ["EXPERIMENTS", "PAPER", "PRIVACY"]
+
+PAPER = "Liang, Jin, Balasubramanian & Lai 2025, DP two-stage GD for IV regression"
+PRIVACY = (
+    "Each run is a DP-2S-GD release with the paper's noise calibration (Prop. 3.1), which "
+    "spends (rho1 + rho2)/2 zCDP (replace-one); the true spend is recorded as rho_spent. "
+    "Seeded noise; step sizes use the true Theta (non-private), as in the paper."
+)
+SPLITS = [(1.0, 9.0), (5.0, 5.0), (9.0, 1.0)]
+T_GRID = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+#: Largest n of Fig. 3's rate claim: beyond it a fixed gamma = 300 floors the error through
+#: clipping bias (~0.05 at n = 20000, against 2SLS 0.008; docs/liang2025.md).
+PLATEAU_MAX_N = 10_000
+
+
+# -- Figure 3: error vs n ---------------------------------------------------------------------
+
+
+def _fig3_grid(ns5, ns50, clips, splits):
+    base = {"steps": 20}
+    grid = [
+        {**base, "p": 5, "n": n, "clip": c, "rho_theta": r1, "rho_beta": r2}
+        for n in ns5
+        for c in clips
+        for r1, r2 in splits
+    ]
+    return grid + [
+        {**base, "p": 50, "n": n, "clip": 300.0, "rho_theta": r1, "rho_beta": r2}
+        for n in ns50
+        for r1, r2 in splits
+    ]
+
+
+def _fig3_rate(results: pd.DataFrame) -> ClaimResult:
+    checks, numbers = {}, {}
+    for r1, r2 in SPLITS:
+        full = an.curve(results, "n", "error", p=5, clip=300.0, rho_theta=r1)
+        if full.empty:
+            continue
+        err = full[full.index <= PLATEAU_MAX_N]
+        n = err.index.to_numpy(float)
+        s = (err * np.sqrt(n)).to_numpy()
+        checks[f"falls ({r1:g},{r2:g})"] = bool(np.all(np.diff(err.to_numpy()) < 0))
+        checks[f"rate ({r1:g},{r2:g})"] = bool(np.all(np.diff(s) <= 0.1 * s[:-1]))
+        numbers[f"slope n<={PLATEAU_MAX_N} ({r1:g},{r2:g})"] = float(
+            np.polyfit(np.log(n), np.log(err.to_numpy()), 1)[0]
+        )
+        numbers[f"error at n={full.index[-1]} ({r1:g},{r2:g})"] = float(full.iloc[-1])
+    two_sls = an.curve(results, "n", "error_2sls", p=5, clip=300.0)
+    numbers["2SLS error at largest n"] = float(two_sls.iloc[-1])
+    return an.verdict(
+        checks, numbers, f"p = 5, gamma = 300, n <= {PLATEAU_MAX_N}: mean ||beta^(T) - beta||."
+    )
+
+
+def _fig3_p50(results: pd.DataFrame) -> ClaimResult:
+    e5 = an.curve(results, "n", "error", p=5, clip=300.0, rho_theta=5.0)
+    e50 = an.curve(results, "n", "error", p=50, rho_theta=5.0)
+    common = e5.index.intersection(e50.index)
+    ratios = (e50[common] / e5[common]).to_numpy()
+    return an.verdict(
+        {"p=50 at least 3x worse": bool(len(common) and np.all(ratios >= 3))},
+        {f"ratio at n={n}": float(r) for n, r in zip(common, ratios, strict=True)},
+    )
+
+
+def _fig3_plot(results):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, p in zip(axes, (5, 50), strict=True):
+        rows = results[results["p"] == p]
+        if len(rows):
+            an.line_plot(
+                rows,
+                x="n",
+                value="error",
+                series=["clip", "rho_theta"],
+                ax=ax,
+                title=f"Fig. 3: T = 20, p = q = r = {p}",
+                reference="error_2sls",
+            )
+    fig.tight_layout()
+    return [fig]
+
+
+FIG3 = Experiment(
+    name="liang2025-fig3",
+    paper=PAPER,
+    figure="Figure 3",
+    description=(
+        "DP-2S-GD error ||beta^(T) - beta|| against n at T = 20, total rho1 + rho2 = 10 split "
+        "(1,9), (5,5), (9,1); (a) p = q = r = 5 with gamma = 100 (spec A3) and 300 (our "
+        "choice: 100 floors the error by clipping bias beyond n ~ 5000); (b) p = q = r = 50."
+    ),
+    grid=an.scales(
+        _fig3_grid([500, 2000], [], [300.0], [(5.0, 5.0)]),
+        _fig3_grid([500, 1000, 2000, 5000, 10_000, 20_000], [1000, 5000], [100.0, 300.0], SPLITS),
+        _fig3_grid(
+            [500, 1000, 2000, 5000, 10_000, 20_000],
+            [1000, 5000, 20_000, 50_000],
+            [100.0, 300.0],
+            SPLITS,
+        ),
+    ),
+    replicates=an.scales(2, 10, 100),
+    trial=synthetic_trial,
+    plot=_fig3_plot,
+    privacy=PRIVACY,
+    claims=[
+        Claim(
+            name="error-falls-like-1/sqrt(n)",
+            evaluate=_fig3_rate,
+            statement=(
+                "p = 5 (gamma = 300): for every budget split the mean error falls with n, and at "
+                "least at the plateau rate 1/sqrt(n) (error * sqrt(n) never rises by > 10%)."
+            ),
+        ),
+        Claim(
+            name="p50-much-worse",
+            evaluate=_fig3_p50,
+            statement=(
+                "At T = 20, p = q = r = 50 (condition 5 violated) errs at least 3x more than p = 5."
+            ),
+        ),
+    ],
+)
+
+
+# -- Figure 4: error vs T ----------------------------------------------------------------------
+
+
+def _fig4_grid(steps, small):
+    return [
+        {"p": 5, "n": 1000, "steps": T, "rho_theta": a, "rho_beta": b}
+        for r in small
+        for a, b in ((r, 1000.0), (1000.0, r))
+        for T in steps
+    ]
+
+
+def _fig4_claim(results: pd.DataFrame) -> ClaimResult:
+    checks, numbers, argmins, lasts = {}, {}, [], []
+    small = sorted(v for v in results["rho_theta"].unique() if v < 1000)
+    for r in small:
+        a = an.curve(results, "steps", "error", rho_theta=r, rho_beta=1000.0)
+        ok, nums = an.u_shape(a, 2.0)
+        checks[f"(a) rho1={r:g} rises beyond a cutoff"] = ok
+        argmins.append(nums["argmin"])
+        lasts.append(nums["last"])
+        numbers.update({f"(a) rho1={r:g} {k}": v for k, v in nums.items()})
+    checks["(a) cutoff T grows with rho1"] = bool(np.all(np.diff(argmins) >= 0))
+    checks["(a) late error falls with rho1"] = bool(np.all(np.diff(lasts) < 0))
+    b = an.curve(results, "steps", "error", rho_theta=1000.0, rho_beta=small[0])
+    ok, nums = an.u_shape(b, 2.0)
+    checks[f"(b) rho2={small[0]:g} U-shaped"] = ok
+    numbers.update({f"(b) rho2={small[0]:g} {k}": v for k, v in nums.items()})
+    a0 = an.curve(results, "steps", "error", rho_theta=small[0], rho_beta=1000.0)
+    checks["small rho1 hurts more than small rho2 at the largest T"] = bool(
+        a0.iloc[-1] > b.iloc[-1]
+    )
+    return an.verdict(checks, numbers)
+
+
+def _fig4_plot(results):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    an.line_plot(
+        results[results["rho_beta"] == 1000.0],
+        x="steps",
+        value="error",
+        series=["rho_theta"],
+        ax=axes[0],
+        title="Fig. 4(a): rho2 = 1000",
+    )
+    an.line_plot(
+        results[results["rho_theta"] == 1000.0],
+        x="steps",
+        value="error",
+        series=["rho_beta"],
+        ax=axes[1],
+        title="Fig. 4(b): rho1 = 1000",
+    )
+    fig.tight_layout()
+    return [fig]
+
+
+FIG4 = Experiment(
+    name="liang2025-fig4",
+    paper=PAPER,
+    figure="Figure 4",
+    description=(
+        "DP-2S-GD error against T at n = 1000, p = q = r = 5, gamma = 100: (a) rho2 = 1000 "
+        "('large'), rho1 in {0.1, 1, 10}; (b) rho1 = 1000, rho2 in {0.1, 1, 10} (spec A7)."
+    ),
+    grid=an.scales(
+        _fig4_grid([1, 10, 50], [1.0]),
+        _fig4_grid(T_GRID, [0.1, 1.0, 10.0]),
+        _fig4_grid(T_GRID, [0.1, 1.0, 10.0]),
+    ),
+    replicates=an.scales(2, 12, 100),
+    trial=synthetic_trial,
+    plot=_fig4_plot,
+    privacy=PRIVACY,
+    claims=[
+        Claim(
+            name="T-against-rho1-and-rho2",
+            evaluate=_fig4_claim,
+            statement=(
+                "(a) With small rho1 the error rises at least 2x beyond a cutoff T that grows "
+                "with rho1; (b) with small rho2 the curve is U-shaped; a small rho1 hurts more "
+                "at large T."
+            ),
+        )
+    ],
+)
+
+
+# -- Figure 6: Alg. 1 vs Alg. 3 ---------------------------------------------------------------
+
+
+def _fig6_grid(steps):
+    return [
+        {"p": 5, "n": 1000, "steps": T, "rho_theta": 1.0, "rho_beta": r, "algorithm": a}
+        for a in ("dp", "alg3-nondp")
+        for r in (0.1, 1.0, 10.0)
+        for T in steps
+    ]
+
+
+def _fig6_claim(results: pd.DataFrame) -> ClaimResult:
+    checks, numbers = {}, {}
+    for r in (0.1, 1.0, 10.0):
+        a1 = an.curve(results, "steps", "error", algorithm="dp", rho_beta=r)
+        a3 = an.curve(results, "steps", "error", algorithm="alg3-nondp", rho_beta=r)
+        numbers[f"rho2={r:g} Alg1 min"] = float(a1.min())
+        numbers[f"rho2={r:g} Alg1 last"] = float(a1.iloc[-1])
+        numbers[f"rho2={r:g} Alg3 last"] = float(a3.iloc[-1])
+        checks[f"Alg1 degrades (rho2={r:g})"] = bool(a1.iloc[-1] >= 2 * a1.min())
+        if r >= 1.0:
+            checks[f"Alg3 stays below half of Alg1 (rho2={r:g})"] = bool(
+                a3.iloc[-1] <= 0.5 * a1.iloc[-1]
+            )
+    return an.verdict(checks, numbers, "Alg. 3 here fits Theta on the same data: NOT DP.")
+
+
+FIG6 = Experiment(
+    name="liang2025-fig6",
+    paper=PAPER,
+    figure="Figure 6",
+    description=(
+        "Alg. 1 (rho1 = 1) against Alg. 3 (first stage by non-private GD on the same data, as "
+        "the paper runs it: not DP, spec 3.3) over T at n = 1000, p = q = r = 5, rho2 in "
+        "{0.1, 1, 10}."
+    ),
+    grid=an.scales(
+        _fig6_grid([10, 100]),
+        _fig6_grid([10, 30, 100, 300, 1000]),
+        _fig6_grid([10, 30, 100, 300, 1000, 3000, 10_000]),
+    ),
+    replicates=an.scales(2, 8, 100),
+    trial=synthetic_trial,
+    privacy=PRIVACY + " Alg. 3: not DP.",
+    plot=lambda r: [
+        an.line_plot(
+            r,
+            x="steps",
+            value="error",
+            series=["algorithm", "rho_beta"],
+            title="Fig. 6: Alg. 1 (rho1 = 1) vs Alg. 3",
+        ).figure
+    ],
+    claims=[
+        Claim(
+            name="alg1-degrades-alg3-bounded",
+            evaluate=_fig6_claim,
+            statement=(
+                "At large T Alg. 1 with rho1 = 1 degrades (error >= 2x its minimum) for every "
+                "rho2, while Alg. 3 stays below half of Alg. 1's error for rho2 in {1, 10}."
+            ),
+        )
+    ],
+)
+
+
+EXPERIMENTS = [register(e) for e in (FIG3, FIG4, FIG6)]
