@@ -24,6 +24,7 @@ __all__ = [
     "check_array",
     "check_delta",
     "check_epsilon",
+    "check_identified",
     "check_int",
     "check_iv_data",
     "check_option",
@@ -151,13 +152,24 @@ def _reject_sparse(value: Any, name: str) -> None:
         raise TypeError(f"{name} is a scipy.sparse matrix; pass a dense array (X.toarray())")
 
 
+def _reject_dask(value: Any, name: str) -> None:
+    if type(value).__module__.partition(".")[0] == "dask":
+        raise TypeError(
+            f"{name} is a Dask collection, which this function would load into memory; the "
+            "full-batch private algorithms take Dask arrays directly (see docs/dask.md), "
+            "otherwise pass NumPy data"
+        )
+
+
 def check_array(value: Any, name: str, *, ndim: int) -> np.ndarray:
     """Return ``value`` as a C-contiguous float64 array with ``ndim`` dimensions and finite entries.
 
     Integer and low-precision float inputs are up-cast to float64 before any arithmetic, so
     no integer wrap-around or float32 summation error reaches a sensitivity (reliability H.2-H.3).
+    Dask collections are refused rather than silently loaded into memory.
     """
     _reject_sparse(value, name)
+    _reject_dask(value, name)
     arr = np.asarray(value)
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must have a numeric (bool, int or float) dtype, got {arr.dtype}")
@@ -206,10 +218,15 @@ def check_iv_data(
     Z = check_array(Z, z_name, ndim=2)
     if Z.shape[0] != X.shape[0]:
         raise ValueError(f"{z_name} and {x_name} must have the same number of rows")
-    if Z.shape[1] < X.shape[1]:
+    check_identified(X.shape[1], Z.shape[1], x_name=x_name, z_name=z_name)
+    return X, y, Z
+
+
+def check_identified(p: int, q: int, *, x_name: str = "X", z_name: str = "Z") -> None:
+    """Raise unless there are at least as many instrument columns q as regressors p (public)."""
+    if q < p:
         raise ValueError(
-            f"under-identified: {z_name} has {Z.shape[1]} instrument column(s) but {x_name} has "
-            f"{X.shape[1]} regressor column(s); IV needs at least as many instruments as "
+            f"under-identified: {z_name} has {q} instrument column(s) but {x_name} has "
+            f"{p} regressor column(s); IV needs at least as many instruments as "
             "regressors (exogenous regressors count as their own instruments)"
         )
-    return X, y, Z

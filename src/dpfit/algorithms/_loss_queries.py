@@ -17,17 +17,12 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_int, check_rho, check_vector
+from ..distributed import check_dask_rows, is_dask
 from ..exceptions import BudgetExceededError
-from ..losses.base import Loss, check_loss, checked_gradients, finite_factors, split_data
-from ..mechanisms import (
-    NoiseSource,
-    clip_factors,
-    gaussian,
-    make_noise_source,
-    row_norms,
-    scale_rows,
-)
+from ..losses.base import Loss, check_loss, checked_gradients, split_data
+from ..mechanisms import NoiseSource, gaussian, make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation, mean_sensitivity, parse_relation
+from ._kernels import clipped_row_sum, loss_sums
 from .trajectory import Trajectory
 
 __all__ = ["LossQueries", "Run", "check_affordable", "finish", "prepare"]
@@ -39,8 +34,9 @@ class LossQueries:
     Parameters
     ----------
     loss : Loss
-    X, y : ndarray
-        Validated data (``y`` is None for unsupervised losses).
+    X, y : ndarray or dask.array.Array
+        Validated data (``y`` is None for unsupervised losses). On Dask, each query is one
+        distributed reduction (:func:`dpfit.algorithms._kernels.loss_sums`).
     n : int
         The public record count dividing every sum.
     clip : bool
@@ -57,6 +53,7 @@ class LossQueries:
         self.clip, self.ledger, self.source, self.prefix = clip, ledger, source, prefix
         self.max_clipped_fraction = 0.0  # NON-PRIVATE diagnostic
         self._cache: list[tuple[bytes, np.ndarray]] = []
+        self._dask_sums = loss_sums(loss, X, y, clip=clip) if is_dask(X) else None
 
     def grads(self, theta: np.ndarray) -> np.ndarray:
         """Raw per-example gradients at ``theta`` (shape-checked); the last two are cached."""
@@ -68,17 +65,23 @@ class LossQueries:
         self._cache = [*self._cache[-1:], (key, G)]
         return G
 
-    def mean(self, rows: np.ndarray, bound: float) -> np.ndarray:
-        """(1/n) sum_i rows_i: non-finite rows zeroed, the others clipped to ``bound`` when
-        clipping is on (the zero-out and clip rules of :mod:`dpfit.mechanisms.clipping`)."""
-        norms = row_norms(rows)
-        if self.clip:
-            clipped = float(np.mean(norms > bound))
-            self.max_clipped_fraction = max(self.max_clipped_fraction, clipped)
-            factors = clip_factors(norms, bound)
+    def mean(self, thetas: tuple[np.ndarray, ...], bound: float) -> np.ndarray:
+        """(1/n) sum_i of the per-example gradients at ``thetas[0]`` (minus those at
+        ``thetas[1]``): non-finite rows zeroed, the others clipped to ``bound`` when clipping
+        is on (:func:`~dpfit.algorithms._kernels.clipped_row_sum`)."""
+        if self._dask_sums is not None:
+            total, clipped = self._dask_sums(thetas, bound)
+            rows = self.n
         else:
-            factors = finite_factors(norms)
-        return scale_rows(rows, factors).sum(axis=0) / self.n
+            G = self.grads(thetas[0])
+            if len(thetas) == 2:
+                with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are zeroed
+                    G = G - self.grads(thetas[1])
+            total, clipped = clipped_row_sum(G, bound, clip=self.clip)
+            rows = G.shape[0]
+        if self.clip:
+            self.max_clipped_fraction = max(self.max_clipped_fraction, clipped / rows)
+        return total / self.n
 
     def release(self, value: Any, *, bound: float, noise_std: float, label: str) -> np.ndarray:
         """Release a mean of rows clipped to ``bound`` (or a 1-Lipschitz function of one)."""
@@ -93,7 +96,7 @@ class LossQueries:
 
     def gradient(self, theta: np.ndarray) -> np.ndarray:
         """Exact (clipped at L0) mean gradient; **not private** until released."""
-        return self.mean(self.grads(theta), self.loss.lipschitz)
+        return self.mean((theta,), self.loss.lipschitz)
 
     def noisy_gradient(self, theta: np.ndarray, noise_std: float, label: str = "gradient"):
         """The mean gradient at ``theta`` plus N(0, noise_std^2 I); sensitivity from L0."""
@@ -103,9 +106,7 @@ class LossQueries:
 
     def noisy_difference(self, new: np.ndarray, old: np.ndarray, *, bound: float, noise_std):
         """grad F(new) - grad F(old) + noise; per-example differences clipped to ``bound``."""
-        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are zeroed below
-            rows = self.grads(new) - self.grads(old)
-        value = self.mean(rows, bound)
+        value = self.mean((new, old), bound)
         return self.release(value, bound=bound, noise_std=noise_std, label="difference")
 
 
@@ -169,10 +170,15 @@ def prepare(
         raise TypeError(f"clip must be a bool, got {type(clip).__name__}")
     relation = parse_relation(relation)
     ledger = _ledger(ledger, relation, rho)
-    X, y = split_data(loss, (X,) if y is None else (X, y))
-    n, p = X.shape[0], loss.n_params(X.shape[1])
+    if is_dask(X) or is_dask(y):
+        arrays = {"X": (X, 2)} if y is None else {"X": (X, 2), "y": (y, 1)}
+        (X, *rest), n = check_dask_rows(arrays, n_public=n_public, relation=relation)
+        y = rest[0] if rest else None
+    else:
+        X, y = split_data(loss, (X,) if y is None else (X, y))
+        n = _public_n(X.shape[0], n_public, relation)
+    p = loss.n_params(X.shape[1])
     theta0 = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
-    n = _public_n(n, n_public, relation)
     source = make_noise_source(rng)
     queries = LossQueries(loss, X, y, n=n, clip=clip, ledger=ledger, source=source, prefix=prefix)
     return Run(

@@ -3,7 +3,9 @@
 One loop (:func:`iterate`) serves Algorithms 1-3 of Liang et al. (2025); a stage's release
 is either the Gaussian mechanism (:func:`gaussian_release`) or the identity (non-private).
 Per-example clipping uses the rank-1 structure: ||z r^T||_F = ||z|| ||r||, so no
-n x q x p tensor is built (spec 3.0).
+n x q x p tensor is built (spec 3.0). Both stages' clipped sums at (Theta^(t), beta^(t)) come
+from one kernel call (:func:`dpfit.algorithms._kernels.two_stage_sums`: one pass in memory,
+one distributed reduction on Dask).
 """
 
 from __future__ import annotations
@@ -15,13 +17,7 @@ import numpy as np
 
 from .._validation import check_array
 from ..exceptions import BudgetExceededError
-from ..mechanisms import (
-    clip_factors,
-    gaussian,
-    noise_std_for_rho,
-    row_norms,
-    scale_rows,
-)
+from ..mechanisms import gaussian, noise_std_for_rho
 from ..privacy import (
     Budget,
     GaussianEntry,
@@ -30,6 +26,7 @@ from ..privacy import (
     mean_sensitivity,
     parse_relation,
 )
+from ._kernels import two_stage_sums
 from .trajectory import Trajectory
 
 __all__: list[str] = []
@@ -42,30 +39,10 @@ def identity(value: np.ndarray) -> np.ndarray:
     return value
 
 
-def clipped_mean(
-    features: np.ndarray, residuals: np.ndarray, feature_norms: np.ndarray, clip: float | None
-) -> tuple[np.ndarray, float]:
-    """Mean over i of CLIP(f_i r_i^T) = F^T (c * R) / n, and the fraction of rows clipped.
-
-    ``residuals`` is (n, k) or (n,); each per-example gradient is the outer product of a row of
-    ``features`` with a row of ``residuals``, whose Frobenius norm is the product of the norms.
-    """
-    n = features.shape[0]
-    R = residuals if residuals.ndim == 2 else residuals[:, None]
-    if clip is None:
-        grad = features.T @ R / n
-        return (grad if residuals.ndim == 2 else grad[:, 0]), 0.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms = feature_norms * row_norms(R)
-    factors = clip_factors(norms, clip)
-    grad = features.T @ scale_rows(R, factors) / n
-    return (grad if residuals.ndim == 2 else grad[:, 0]), float(np.mean(factors < 1.0))
-
-
 def iterate(
-    X: np.ndarray,
-    y: np.ndarray,
-    Z: np.ndarray,
+    X: Any,
+    y: Any,
+    Z: Any,
     *,
     steps: int,
     step_size_theta: float,
@@ -75,14 +52,19 @@ def iterate(
     release_theta: _Release,
     release_beta: _Release,
     first_stage: np.ndarray | None = None,
+    n: int | None = None,
 ) -> dict[str, np.ndarray]:
     """The shared loop of Algorithms 1-3: one (released) gradient step per stage per iteration.
 
     With ``first_stage`` (shape (steps, q, p)) the Theta used at step t is ``first_stage[t]``
-    and no first-stage gradient is computed (Algorithm 3 with a public first stage).
+    and no first-stage gradient is computed (Algorithm 3 with a public first stage). Sums are
+    divided by the public ``n`` (default: the rows of in-memory data).
     """
     p, q = X.shape[1], Z.shape[1]
-    z_norms = row_norms(Z)
+    n = X.shape[0] if n is None else n
+    sums = two_stage_sums(
+        X, y, Z, clip_theta=clip_theta, clip_beta=clip_beta, first=first_stage is None
+    )
     theta = np.zeros((q, p))
     beta = np.zeros(p)
     thetas = np.empty((steps, q, p))
@@ -90,15 +72,11 @@ def iterate(
     clipped = np.zeros((steps, 2))
     for t in range(steps):
         used = theta if first_stage is None else first_stage[t]
-        W = Z @ used  # w_i = Theta^(t)T z_i
+        g1, c1, g2, c2 = sums(used, beta)  # both at (Theta^(t), beta^(t)) (Jacobi order)
+        clipped[t] = c1 / n, c2 / n
         if first_stage is None:
-            g1, clipped[t, 0] = clipped_mean(Z, W - X, z_norms, clip_theta)
-            theta = theta - step_size_theta * release_theta(g1)
-        with np.errstate(over="ignore", invalid="ignore"):
-            w_norms = row_norms(W)
-            s = W @ beta - y
-        g2, clipped[t, 1] = clipped_mean(W, s, w_norms, clip_beta)
-        beta = beta - step_size_beta * release_beta(g2)
+            theta = theta - step_size_theta * release_theta(g1 / n)
+        beta = beta - step_size_beta * release_beta(g2 / n)
         thetas[t] = theta if first_stage is None else used
         betas[t] = beta
     return {"theta": thetas, "beta": betas, "clipped": clipped}

@@ -15,8 +15,11 @@ m          ``runs``         independent runs (T_total = m * T noisy steps in all
 One step (Alg. 1): r = y - X theta; each per-example gradient g_i = -x_i r_i has norm
 |r_i| * ||x_i||, so the row norms of X are computed once and clipping needs only the
 residual vector. The clipped mean gradient is -(1/n) X^T (r * f) with f = min(1, gamma /
-||g_i||): two passes over X and nothing of size n x p per step. Noise is added to the mean
-gradient through :func:`dpfit.mechanisms.gaussian`, then theta <- theta - eta * (mean + noise).
+||g_i||): two passes over X and nothing of size n x p per step
+(:func:`dpfit.algorithms._kernels.least_squares_sums`, which also runs the sum as one
+distributed reduction per step when X and y are Dask arrays). Noise is added to the mean
+gradient through :func:`dpfit.mechanisms.gaussian`, on the driver, then
+theta <- theta - eta * (mean + noise).
 """
 
 from __future__ import annotations
@@ -29,16 +32,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_positive, check_real, check_rho, check_vector
-from .._validation import check_X_y as _check_X_y
-from ..mechanisms import (
-    clip_factors,
-    gaussian,
-    make_noise_source,
-    noise_std_for_rho,
-    row_norms,
-    scale_rows,
-)
+from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation
+from ._kernels import check_data, least_squares_sums
 from ._ledger import prepare_ledger
 from .trajectory import Trajectory
 
@@ -46,9 +42,6 @@ __all__ = ["dp_gd", "dp_gd_given_noise", "dp_gd_noise_std"]
 
 #: Ledger label of every noisy gradient release.
 LABEL = "dp_gd/gradient"
-
-#: Rows per chunk when computing row norms, so no temporary of the size of X is allocated.
-_CHUNK_ROWS = 8192
 
 
 def dp_gd_noise_std(
@@ -70,42 +63,29 @@ def dp_gd_noise_std(
     return noise_std_for_rho(mean_sensitivity(clip, n, relation), rho / total_steps)
 
 
-def _row_norms_chunked(X: np.ndarray) -> np.ndarray:
-    """||x_i|| for every row, computed in chunks (overflow-safe, see mechanisms.row_norms)."""
-    out = np.empty(X.shape[0])
-    for start in range(0, X.shape[0], _CHUNK_ROWS):
-        out[start : start + _CHUNK_ROWS] = row_norms(X[start : start + _CHUNK_ROWS])
-    return out
-
-
 def _descend(
-    X: np.ndarray,
-    y: np.ndarray,
+    X: Any,
+    y: Any,
     theta0: np.ndarray,
     *,
     steps: int,
     step_size: float,
-    clip: float,
     normaliser: float,
     perturb: Callable[[np.ndarray, int], np.ndarray],
-    x_norms: np.ndarray | None,
+    sums: Callable[[np.ndarray], tuple[np.ndarray, int]],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run Alg. 1's loop; returns the iterates (steps x p) and the clipped count per step.
 
-    ``perturb(mean_gradient, t)`` returns the noisy mean gradient; ``clip = inf`` (only from
-    :func:`dp_gd_given_noise`) skips clipping. The clipped counts are non-private.
+    ``sums(theta)`` is the clipped gradient sum of (X, y) and its clipped count
+    (:func:`~dpfit.algorithms._kernels.least_squares_sums`); ``perturb(mean_gradient, t)``
+    returns the noisy mean gradient. The clipped counts are non-private.
     """
     iterates = np.empty((steps, X.shape[1]))
     clipped = np.zeros(steps, dtype=np.int64)
     theta = theta0
     for t in range(steps):
-        residual = y - X @ theta
-        if x_norms is not None:
-            factors = clip_factors(np.abs(residual) * x_norms, clip)
-            clipped[t] = np.count_nonzero(factors < 1.0)
-            residual = scale_rows(residual, factors)
-        gradient = (X.T @ residual) / -normaliser
-        theta = theta - step_size * perturb(gradient, t)
+        total, clipped[t] = sums(theta)
+        theta = theta - step_size * perturb(total / normaliser, t)
         iterates[t] = theta
     return iterates, clipped
 
@@ -153,10 +133,12 @@ def dp_gd(
 
     Parameters
     ----------
-    X : array-like of shape (n, p)
+    X : array-like or dask.array.Array of shape (n, p)
         Design matrix (private). Not standardised or centred: add an intercept column
-        yourself, and choose ``clip`` for the scale of your data from public knowledge.
-    y : array-like of shape (n,)
+        yourself, and choose ``clip`` for the scale of your data from public knowledge. A
+        Dask array (with a Dask ``y``) runs each step as one distributed reduction
+        (``docs/dask.md``); ``n_public`` is then required.
+    y : array-like or dask.array.Array of shape (n,)
         Response (private).
     rho : float
         zCDP cost of the whole procedure (all ``runs * steps`` releases), finite and > 0.
@@ -176,8 +158,9 @@ def dp_gd(
     relation : {"replace-one", "add-remove"}, default="replace-one"
         Neighbouring relation of the guarantee.
     n_public : int, optional
-        Public record count that divides the clipped sum. Required under add/remove; under
-        replace-one n is public and this must be omitted or equal ``len(X)``.
+        Public record count that divides the clipped sum. Required under add/remove and for
+        Dask inputs; under replace-one n is public and this must be omitted or equal
+        ``len(X)`` (for Dask, checked when the row chunk sizes are known).
     ledger : PrivacyLedger, optional
         Where the releases are charged (its relation must equal ``relation``); by default a
         new ledger with a :class:`~dpfit.privacy.Budget` of ``rho``.
@@ -226,8 +209,8 @@ def dp_gd(
     relation = parse_relation(relation)
     ledger = prepare_ledger(ledger, relation, rho, name="dp_gd")
     source = make_noise_source(rng)
-    X, y = _check_X_y(X, y)
-    n, p = X.shape
+    X, y, n = check_data(X, y, n_public=n_public, relation=relation)
+    p = X.shape[1]
     theta0 = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
     normaliser = _normaliser(n, n_public, relation)
 
@@ -245,7 +228,7 @@ def dp_gd(
             label=LABEL,
         )
 
-    x_norms = _row_norms_chunked(X)
+    sums = least_squares_sums(X, y, clip)
     runs_out = [
         _descend(
             X,
@@ -253,10 +236,9 @@ def dp_gd(
             theta0,
             steps=steps,
             step_size=step_size,
-            clip=clip,
             normaliser=normaliser,
             perturb=perturb,
-            x_norms=x_norms,
+            sums=sums,
         )
         for _ in range(runs)
     ]
@@ -327,8 +309,8 @@ def dp_gd_given_noise(
     numpy.ndarray of shape (steps, p)
         The iterates theta_1..theta_T.
     """
-    X, y = _check_X_y(X, y)
-    n, p = X.shape
+    X, y, n = check_data(X, y)
+    p = X.shape[1]
     noise = np.asarray(noise, dtype=np.float64)
     if noise.ndim != 2 or noise.shape[1] != p or not np.isfinite(noise).all():
         raise ValueError(f"noise must be a finite array of shape (steps, {p})")
@@ -341,9 +323,8 @@ def dp_gd_given_noise(
         theta0,
         steps=noise.shape[0],
         step_size=step_size,
-        clip=clip,
         normaliser=n,
         perturb=lambda gradient, t: gradient + noise[t],
-        x_norms=None if math.isinf(clip) else _row_norms_chunked(X),
+        sums=least_squares_sums(X, y, None if math.isinf(clip) else clip),
     )
     return iterates

@@ -39,6 +39,7 @@ from .._validation import check_int, check_iv_data, check_option, check_positive
 from ..mechanisms import make_noise_source
 from ..privacy import PrivacyLedger, Relation
 from . import _two_stage_core as core
+from ._kernels import check_iv
 from .trajectory import Trajectory
 
 __all__ = ["NOISE_CALIBRATIONS", "dp_second_stage_gd", "dp_two_stage_gd", "two_stage_gd"]
@@ -63,6 +64,7 @@ def dp_two_stage_gd(
     noise_calibration: str = "exact",
     runs: int = 1,
     relation: str | Relation = "replace-one",
+    n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
 ) -> Trajectory:
@@ -75,9 +77,11 @@ def dp_two_stage_gd(
 
     Parameters
     ----------
-    X : array-like of shape (n, p)
+    X : array-like or dask.array.Array of shape (n, p)
         Regressors (endogenous and exogenous). Centre and scale with public constants first:
-        the gradients, hence the clipping and the noise, grow with the data scale.
+        the gradients, hence the clipping and the noise, grow with the data scale. With Dask
+        arrays for X, y and Z each iteration's two clipped sums are one distributed
+        reduction (``docs/dask.md``) and ``n_public`` is required.
     y : array-like of shape (n,)
         Response.
     Z : array-like of shape (n, q)
@@ -100,6 +104,10 @@ def dp_two_stage_gd(
         :func:`dpfit.inference.confidence_interval`).
     relation : {"replace-one"}, default="replace-one"
         Neighbouring relation (n is public); add/remove is refused.
+    n_public : int, optional
+        The public number of records dividing the sums: required for Dask inputs (checked
+        against their row count when it is known without computing), else it must be
+        omitted or equal ``len(X)``.
     ledger : PrivacyLedger, optional
         Where the 2T releases are charged (default: a new ledger with budget
         rho_theta + rho_beta).
@@ -156,10 +164,9 @@ def dp_two_stage_gd(
     step_size_beta = check_positive(step_size_beta, "step_size_beta")
     calibration = check_option(noise_calibration, "noise_calibration", NOISE_CALIBRATIONS)
     runs = check_int(runs, "runs", low=1)
-    X, y, Z = check_iv_data(X, y, Z)
+    X, y, Z, n = check_iv(X, y, Z, n_public=n_public)
     ledger = core.make_ledger(ledger, relation, rho_theta + rho_beta)
     source = make_noise_source(rng)
-    n = X.shape[0]
     common = {"n": n, "releases": runs * steps, "calibration": calibration, "ledger": ledger}
     rel_theta, std_theta, all_theta = core.gaussian_release(
         clip=clip_theta, rho=rho_theta, source=source, label="two_stage/theta-gradient", **common
@@ -181,6 +188,7 @@ def dp_two_stage_gd(
                 clip_beta=clip_beta,
                 release_theta=rel_theta,
                 release_beta=rel_beta,
+                n=n,
             )
             for _ in range(runs)
         ],
@@ -289,6 +297,7 @@ def dp_second_stage_gd(
     step_size: float,
     noise_calibration: str = "exact",
     relation: str | Relation = "replace-one",
+    n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
 ) -> Trajectory:
@@ -296,7 +305,7 @@ def dp_second_stage_gd(
 
     Parameters
     ----------
-    X, y, Z, steps, noise_calibration, relation, ledger, rng
+    X, y, Z, steps, noise_calibration, relation, n_public, ledger, rng
         As in :func:`dp_two_stage_gd`.
     first_stage : array-like of shape (q, p) or (steps, q, p)
         Theta, or the Theta^(t) used at steps t = 0..T-1. It must not depend on the private
@@ -325,11 +334,10 @@ def dp_second_stage_gd(
     steps = check_int(steps, "steps", low=1)
     step_size = check_positive(step_size, "step_size")
     calibration = check_option(noise_calibration, "noise_calibration", NOISE_CALIBRATIONS)
-    X, y, Z = check_iv_data(X, y, Z)
+    X, y, Z, n = check_iv(X, y, Z, n_public=n_public)
     first_stage = core.check_first_stage(first_stage, steps, Z.shape[1], X.shape[1])
     ledger = core.make_ledger(ledger, relation, rho)
     source = make_noise_source(rng)
-    n = X.shape[0]
     release, noise_std, entry = core.gaussian_release(
         clip=clip,
         n=n,
@@ -353,6 +361,7 @@ def dp_second_stage_gd(
         release_theta=core.identity,
         release_beta=release,
         first_stage=first_stage,
+        n=n,
     )
     config = {
         "algorithm": "dp_second_stage_gd",

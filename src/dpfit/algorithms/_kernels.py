@@ -1,0 +1,241 @@
+"""Per-step kernels: the clipped sums of the full-batch algorithms, in memory or on Dask.
+
+Each step of DP-GD, DP-2S-GD, noisy GD (and the per-block gradient of DP-AMBSSGD) needs
+sums over the records of per-example quantities clipped to a public bound. Each kernel's
+per-record arithmetic is written once, as a NumPy *block function* returning one flat
+vector (the sums, then the number of clipped records); the kernel runs it
+
+* in memory: once, on the whole arrays (exactly the arithmetic the algorithms always did);
+* on Dask: on every row block, on the workers, through
+  :func:`dpfit.distributed.row_block_sum`; only the block results travel to the driver,
+  where they are added.
+
+The two paths differ only in the order in which block sums are added (floating-point
+summation order). The caller divides by its public n and adds the noise on the driver.
+
+Notation: r_i = x_i.theta - y_i (least squares), c_i = min(1, clip / ||g_i||) the clip
+factor of the per-example gradient g_i (0 for a non-finite g_i, see
+:func:`dpfit.mechanisms.clip_factors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_identified, check_int, check_iv_data
+from .._validation import check_X_y as _check_X_y
+from ..distributed import check_dask_rows, is_dask, row_block_sum
+from ..losses.base import checked_gradients, finite_factors
+from ..mechanisms import clip_factors, row_norms, scale_rows
+from ..privacy import Relation
+
+__all__ = [
+    "check_data",
+    "check_iv",
+    "clipped_outer_sum",
+    "clipped_row_sum",
+    "least_squares_sums",
+    "level_counts",
+    "loss_sums",
+    "two_stage_sums",
+]
+
+#: Rows per chunk when computing row norms in memory (no temporary of the size of X).
+_CHUNK_ROWS = 8192
+
+
+# -- data checks: in memory (values) or on Dask (metadata only) ---------------------------------
+def check_data(
+    X: Any, y: Any, *, n_public: Any = None, relation: Relation = Relation.REPLACE_ONE
+) -> tuple[Any, Any, int]:
+    """Validated ``(X, y, n)``: NumPy arrays and their row count, or aligned Dask arrays and the
+    declared ``n_public`` (required for Dask; :mod:`dpfit.distributed.arrays`)."""
+    if is_dask(X) or is_dask(y):
+        (X, y), n = check_dask_rows(
+            {"X": (X, 2), "y": (y, 1)}, n_public=n_public, relation=relation
+        )
+        return X, y, n
+    X, y = _check_X_y(X, y)
+    return X, y, X.shape[0]
+
+
+def check_iv(X: Any, y: Any, Z: Any, *, n_public: Any = None) -> tuple[Any, Any, Any, int]:
+    """:func:`check_data` for IV data (replace-one): ``(X, y, Z, n)``, q >= p checked."""
+    if is_dask(X) or is_dask(y) or is_dask(Z):
+        (X, y, Z), n = check_dask_rows(
+            {"X": (X, 2), "y": (y, 1), "Z": (Z, 2)},
+            n_public=n_public,
+            relation=Relation.REPLACE_ONE,
+        )
+        check_identified(X.shape[1], Z.shape[1])
+        return X, y, Z, n
+    X, y, Z = check_iv_data(X, y, Z)
+    if n_public is not None and check_int(n_public, "n_public", low=1) != X.shape[0]:
+        raise ValueError("n_public must equal len(X): n is public under replace-one")
+    return X, y, Z, X.shape[0]
+
+
+def _row_norms_chunked(X: np.ndarray) -> np.ndarray:
+    """||x_i|| for every row, computed in chunks (overflow-safe, see mechanisms.row_norms)."""
+    out = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], _CHUNK_ROWS):
+        out[start : start + _CHUNK_ROWS] = row_norms(X[start : start + _CHUNK_ROWS])
+    return out
+
+
+def _run(block_fn: Callable[..., np.ndarray], arrays: tuple, args: tuple, width: int):
+    """The block function on whole NumPy arrays, or summed over the row blocks on Dask."""
+    if is_dask(arrays[0]):
+        return row_block_sum(block_fn, arrays, args, width=width)
+    return block_fn(*arrays, *args)
+
+
+# -- least squares (DP-GD, the gradient of DP-AMBSSGD) ----------------------------------------
+def least_squares_block(
+    X: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: float | None, x_norms=None
+) -> np.ndarray:
+    """[sum_i c_i r_i x_i, #{c_i < 1}] with r_i = x_i.theta - y_i; ``clip=None``: c_i = 1.
+
+    ||g_i|| = |r_i| ||x_i||, so clipping needs the row norms of X (computed here unless
+    given) and the residuals only: two passes over X and nothing of size n x p.
+    """
+    r = X @ theta - y
+    if clip is None:
+        return np.append(X.T @ r, 0.0)
+    if x_norms is None:
+        x_norms = row_norms(X)
+    factors = clip_factors(np.abs(r) * x_norms, clip)
+    return np.append(X.T @ scale_rows(r, factors), np.count_nonzero(factors < 1.0))
+
+
+def least_squares_sums(
+    X: Any, y: Any, clip: float | None
+) -> Callable[[np.ndarray], tuple[np.ndarray, int]]:
+    """``sums(theta) -> (sum_i c_i (x_i.theta - y_i) x_i, number clipped)`` for X in memory
+    (row norms computed once) or on Dask (one reduction per call)."""
+    p = X.shape[1]
+    x_norms = () if is_dask(X) or clip is None else (_row_norms_chunked(X),)
+
+    def sums(theta: np.ndarray) -> tuple[np.ndarray, int]:
+        out = _run(least_squares_block, (X, y), (theta, clip, *x_norms), p + 1)
+        return out[:p], int(out[p])
+
+    return sums
+
+
+def level_counts(X: Any, y: Any, theta: np.ndarray, search: Any) -> np.ndarray:
+    """``search.count(|X theta - y|)``: DP-STAT's exact per-level counts of the residuals
+    (:class:`dpfit.mechanisms.DoublingSearch`), summed over row blocks on Dask."""
+    return _run(_level_block, (X, y), (theta, search), search.n_queries).astype(np.int64)
+
+
+def _level_block(X: np.ndarray, y: np.ndarray, theta: np.ndarray, search: Any) -> np.ndarray:
+    return np.asarray(search.count(np.abs(X @ theta - y)), dtype=np.float64)
+
+
+# -- two-stage least squares (DP-2S-GD) -------------------------------------------------------
+def clipped_outer_sum(
+    features: np.ndarray, residuals: np.ndarray, feature_norms: np.ndarray, clip: float | None
+) -> tuple[np.ndarray, int]:
+    """sum_i CLIP(f_i r_i^T) = F^T (c * R) and the number of rows clipped.
+
+    ``residuals`` is (n, k) or (n,); each per-example gradient is the outer product of a row of
+    ``features`` with a row of ``residuals``, whose Frobenius norm is the product of the norms.
+    """
+    R = residuals if residuals.ndim == 2 else residuals[:, None]
+    if clip is None:
+        grad = features.T @ R
+        return (grad if residuals.ndim == 2 else grad[:, 0]), 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = feature_norms * row_norms(R)
+    factors = clip_factors(norms, clip)
+    grad = features.T @ scale_rows(R, factors)
+    return (grad if residuals.ndim == 2 else grad[:, 0]), int(np.count_nonzero(factors < 1.0))
+
+
+def two_stage_block(
+    X: np.ndarray,
+    y: np.ndarray,
+    Z: np.ndarray,
+    theta: np.ndarray,
+    beta: np.ndarray,
+    clip_theta: float | None,
+    clip_beta: float | None,
+    first: bool,
+    z_norms=None,
+) -> np.ndarray:
+    """[G1 (q*p), #clipped1, g2 (p), #clipped2]: both stages' clipped sums at (Theta, beta).
+
+    G1 = sum_i CLIP(z_i (Theta^T z_i - x_i)^T) (skipped, zeros, when ``first`` is False) and
+    g2 = sum_i CLIP(w_i (w_i.beta - y_i)) with w_i = Theta^T z_i (Liang et al. 2025, Alg. 1).
+    """
+    W = Z @ theta  # w_i = Theta^T z_i
+    if first:
+        z_norms = row_norms(Z) if z_norms is None else z_norms
+        g1, c1 = clipped_outer_sum(Z, W - X, z_norms, clip_theta)
+    else:
+        g1, c1 = np.zeros(theta.shape), 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        w_norms = row_norms(W)
+        s = W @ beta - y
+    g2, c2 = clipped_outer_sum(W, s, w_norms, clip_beta)
+    return np.concatenate([g1.ravel(), [c1], g2, [c2]])
+
+
+def two_stage_sums(X: Any, y: Any, Z: Any, *, clip_theta, clip_beta, first: bool):
+    """``sums(Theta, beta) -> (G1, clipped1, g2, clipped2)`` in memory or on Dask."""
+    p, q = X.shape[1], Z.shape[1]
+    z_norms = () if is_dask(Z) else (row_norms(Z),)
+
+    def sums(theta: np.ndarray, beta: np.ndarray):
+        args = (theta, beta, clip_theta, clip_beta, first, *z_norms)
+        out = _run(two_stage_block, (X, y, Z), args, q * p + p + 2)
+        k = q * p
+        return out[:k].reshape(q, p), int(out[k]), out[k + 1 : k + 1 + p], int(out[-1])
+
+    return sums
+
+
+# -- per-example losses (noisy GD and the KL methods) -----------------------------------------
+def clipped_row_sum(rows: np.ndarray, bound: float, *, clip: bool) -> tuple[np.ndarray, int]:
+    """sum_i of the rows, each clipped to ``bound`` (``clip``) or kept, non-finite rows zeroed
+    (the rules of :mod:`dpfit.mechanisms.clipping`); and #{||row|| > bound}."""
+    norms = row_norms(rows)
+    factors = clip_factors(norms, bound) if clip else finite_factors(norms)
+    return scale_rows(rows, factors).sum(axis=0), int(np.count_nonzero(norms > bound))
+
+
+def _loss_rows_sum(X, y, loss, thetas, bound: float, clip: bool) -> np.ndarray:
+    """[clipped sum, #clipped] of per-example gradients at ``thetas[0]`` (minus those at
+    ``thetas[1]`` when two are given)."""
+    rows = checked_gradients(loss, thetas[0], X, y)
+    if len(thetas) == 2:
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are zeroed
+            rows = rows - checked_gradients(loss, thetas[1], X, y)
+    total, clipped = clipped_row_sum(rows, bound, clip=clip)
+    return np.append(total, clipped)
+
+
+def _supervised_block(X: np.ndarray, y: np.ndarray, *args) -> np.ndarray:
+    return _loss_rows_sum(X, y, *args)
+
+
+def _unsupervised_block(X: np.ndarray, *args) -> np.ndarray:
+    return _loss_rows_sum(X, None, *args)
+
+
+def loss_sums(loss: Any, X: Any, y: Any, *, clip: bool):
+    """``sums(thetas, bound) -> (sum, clipped)`` over Dask row blocks (one reduction); the
+    in-memory path of :class:`~dpfit.algorithms._loss_queries.LossQueries` caches gradients
+    and calls :func:`clipped_row_sum` directly."""
+    block, arrays = (_unsupervised_block, (X,)) if y is None else (_supervised_block, (X, y))
+
+    def sums(thetas: tuple[np.ndarray, ...], bound: float) -> tuple[np.ndarray, int]:
+        p = thetas[0].shape[0]
+        out = row_block_sum(block, arrays, (loss, thetas, bound, clip), width=p + 1)
+        return out[:p], int(out[p])
+
+    return sums

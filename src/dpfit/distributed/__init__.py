@@ -1,0 +1,20 @@
+"""Data larger than memory: the full-batch private algorithms on Dask (extra ``dpfit[dask]``).
+
+The private algorithms accept ``dask.array`` inputs (and :func:`dpfit.ols` a Dask DataFrame);
+each step's clipped sums are one distributed reduction (:func:`row_block_sum`) and the noise
+is added once, on the driver, through :func:`dpfit.mechanisms.gaussian`. The number of
+records is always declared (``n_public``), never counted (:mod:`dpfit.distributed.arrays`).
+See ``docs/dask.md``.
+"""
+
+from .arrays import check_dask_rows, is_dask, map_rows, require_dask
+from .reduce import row_block_sum, zero_nonfinite_records
+
+__all__ = [
+    "check_dask_rows",
+    "is_dask",
+    "map_rows",
+    "require_dask",
+    "row_block_sum",
+    "zero_nonfinite_records",
+]

@@ -1,0 +1,152 @@
+"""Dask inputs: detection, shape-only validation, the public-n rule and row-wise maps.
+
+Nothing here reads a value of the data: every check uses metadata that Dask knows without
+computing (dtype, number of dimensions and columns, and the row chunk sizes when they are
+known), so every check runs before any charge or draw, like the in-memory checks.
+
+The public-n rule
+-----------------
+A full-batch algorithm divides each clipped sum by the number of records n, so n must be
+public (reliability R6, pitfall P2). For Dask inputs the caller **must declare it**
+(``n_public``); dpfit never counts the rows. The declared n is compared with the array's row
+count only when that count is known without computing (all row chunk sizes known, e.g. a
+Zarr or NumPy-backed array) and only under ``relation="replace-one"``, where n is public by
+definition of the neighbouring relation: a mismatch is then an error before anything is
+charged. Under add/remove the row count is private, so it is never compared. With unknown
+chunk sizes (a Dask DataFrame converted without lengths) the declared n is used as is.
+
+Why this is safe: whatever n is declared, one record moves the clipped *sum* by at most
+2 * clip (replace-one) or clip (add/remove), so the sum divided by the declared n has the
+declared sensitivity. A wrong n only rescales the gradient (like another step size); it
+never weakens the guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_int
+from ..privacy import Relation
+
+__all__ = ["check_dask_rows", "is_dask", "map_rows", "require_dask"]
+
+
+def is_dask(obj: Any) -> bool:
+    """Whether ``obj`` is a Dask collection (array or data frame); never imports Dask."""
+    return type(obj).__module__.partition(".")[0] == "dask"
+
+
+def require_dask() -> Any:
+    """Return ``dask.array``, or raise ImportError naming the optional extra."""
+    try:
+        import dask.array as da
+    except ImportError as exc:  # pragma: no cover - depends on the optional extra
+        raise ImportError("Dask inputs need the optional extra: pip install 'dpfit[dask]'") from exc
+    return da
+
+
+def _known_rows(array: Any) -> int | None:
+    """The number of rows when every row chunk size is known (metadata only), else None."""
+    sizes = array.chunks[0]
+    if any(math.isnan(size) for size in sizes):
+        return None
+    return int(sum(sizes))
+
+
+def _check_one(name: str, array: Any, ndim: int) -> Any:
+    da = require_dask()
+    if not isinstance(array, da.Array):
+        raise TypeError(
+            f"{name} must be a dask.array.Array when the data are on Dask, got "
+            f"{type(array).__name__} (a Dask DataFrame goes through dpfit.ols, or convert it "
+            "with .to_dask_array())"
+        )
+    if np.dtype(array.dtype).kind not in "biuf":
+        raise TypeError(f"{name} must have a numeric (bool, int or float) dtype, got {array.dtype}")
+    if array.ndim != ndim:
+        hint = " (use y.ravel())" if ndim == 1 and array.ndim == 2 else ""
+        raise ValueError(f"{name} must be {ndim}-dimensional, got {array.ndim} dimensions{hint}")
+    if ndim == 2:
+        columns = array.shape[1]
+        if math.isnan(columns) or columns == 0:
+            raise ValueError(f"{name} must have a known, non-zero number of columns")
+        if array.numblocks[1] > 1:
+            array = array.rechunk({1: -1})  # one column block: a row block holds whole records
+    return array
+
+
+def check_dask_rows(
+    arrays: dict[str, tuple[Any, int]], *, n_public: Any, relation: Relation
+) -> tuple[list[Any], int]:
+    """Validate Dask arrays that share their rows and return them aligned, with the public n.
+
+    Parameters
+    ----------
+    arrays : dict
+        ``name -> (array, ndim)`` in order; the first array's row chunks are the reference.
+    n_public : int
+        The declared, public number of records (required; see the module docstring).
+    relation : Relation
+        Under replace-one, n_public is checked against row counts known without computing.
+
+    Returns
+    -------
+    arrays : list of dask.array.Array
+        Each with a single column block and the row chunks of the first one.
+    n : int
+        ``n_public``.
+
+    Raises
+    ------
+    TypeError
+        A non-Dask or non-numeric array, or ``n_public`` missing.
+    ValueError
+        Wrong dimensions, mismatched row counts, or n_public contradicting a known row count
+        under replace-one.
+    """
+    checked = [(name, _check_one(name, a, ndim)) for name, (a, ndim) in arrays.items()]
+    if n_public is None:
+        raise TypeError(
+            "n_public is required for Dask inputs: the number of records that divides the "
+            "clipped sums is a declared public input and is never counted from the data"
+        )
+    n = check_int(n_public, "n_public", low=1)
+    (first_name, first), rest = checked[0], checked[1:]
+    rows = _known_rows(first)
+    aligned = [first]
+    for name, array in rest:
+        other = _known_rows(array)
+        if rows is not None and other is not None:
+            if other != rows:
+                raise ValueError(f"{first_name} and {name} must have the same number of rows")
+            if array.chunks[0] != first.chunks[0]:
+                array = array.rechunk({0: first.chunks[0]})
+        elif array.numblocks[0] != first.numblocks[0]:
+            raise ValueError(
+                f"{first_name} and {name} have unknown row chunk sizes and different numbers of "
+                "row blocks: build them from the same partitions (or compute their chunk sizes)"
+            )
+        aligned.append(array)
+    if relation is Relation.REPLACE_ONE and rows is not None and rows != n:
+        raise ValueError(
+            f"n_public={n} does not match the {rows} rows of {first_name}; under "
+            "relation='replace-one' the number of records is public and must be declared exactly"
+        )
+    return aligned, n
+
+
+def map_rows(func: Any, array: Any, *, columns: int | None) -> Any:
+    """Apply a row-wise NumPy map to every row block: lazily on Dask, directly otherwise.
+
+    ``func`` must transform each row on its own (e.g. clipping into public bounds), so the
+    result equals ``func`` applied to the whole array. ``columns`` is the output width
+    (None for a 1-D output).
+    """
+    if not is_dask(array):
+        return func(array)
+    chunks = (array.chunks[0],) if columns is None else (array.chunks[0], (columns,))
+    drop = None if columns is not None or array.ndim == 1 else 1
+    return array.map_blocks(func, chunks=chunks, drop_axis=drop, dtype=np.float64)
