@@ -8,6 +8,7 @@ full (STYLE 2.7). Pass it at call time, e.g. ``fit(X, y, budget=b)``.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from .._validation import check_int, check_positive
 from ..exceptions import BudgetExceededError
@@ -17,6 +18,7 @@ __all__ = ["RELATIVE_TOLERANCE", "Budget"]
 #: Charges may exceed the total by this relative amount, absorbing float rounding of sums of
 #: shares (3 * 0.1 > 0.3 in float64; reliability pitfall P10).
 RELATIVE_TOLERANCE = 1e-12
+_SLACK = 1 + Fraction(RELATIVE_TOLERANCE)
 
 
 class Budget:
@@ -41,7 +43,7 @@ class Budget:
 
     def __init__(self, *, rho: float) -> None:
         self._total = check_positive(rho, "rho")
-        self._spent: list[float] = []
+        self._spent = Fraction(0)  # exact running sum of the charges (O(1) per charge)
 
     @property
     def total(self) -> float:
@@ -50,8 +52,8 @@ class Budget:
 
     @property
     def spent(self) -> float:
-        """The rho spent so far (exact float sum of the charges, ``math.fsum``)."""
-        return math.fsum(self._spent)
+        """The rho spent so far (the exact sum of the charges, rounded once to float)."""
+        return float(self._spent)
 
     @property
     def remaining(self) -> float:
@@ -60,7 +62,7 @@ class Budget:
 
     def can_afford(self, rho: float) -> bool:
         """Whether ``spend(rho)`` would succeed."""
-        return math.fsum([*self._spent, rho]) <= self._total * (1.0 + RELATIVE_TOLERANCE)
+        return self._spent + Fraction(rho) <= Fraction(self._total) * _SLACK
 
     def spend(self, rho: float) -> None:
         """Charge ``rho``; on failure raise :class:`BudgetExceededError` and change nothing."""
@@ -70,7 +72,7 @@ class Budget:
                 f"charge of rho={rho:.6g} exceeds the remaining budget {self.remaining:.6g} "
                 f"(total {self._total:.6g}); nothing was charged or drawn"
             )
-        self._spent.append(rho)
+        self._spent += Fraction(rho)
 
     def split(self, k: int) -> list[Budget]:
         """Spend the whole remaining budget on ``k`` equal child budgets whose totals sum to it."""
@@ -81,7 +83,7 @@ class Budget:
         share = rest / k
         while math.fsum([share] * k) > rest:  # exact shares: never sum above what was left
             share = math.nextafter(share, 0.0)
-        self._spent.append(math.fsum([share] * k))
+        self._spent += Fraction(share) * k
         return [Budget(rho=share) for _ in range(k)]
 
     def __repr__(self) -> str:

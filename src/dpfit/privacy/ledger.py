@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from .._validation import check_int, check_positive
@@ -116,6 +117,7 @@ class PrivacyLedger:
             raise TypeError(f"budget must be a dpfit.privacy.Budget, got {type(budget).__name__}")
         self._budget = budget
         self._entries: list[GaussianEntry | ParallelEntry] = []
+        self._rho = Fraction(0)  # exact running sum of the entries' rho (O(1) per charge)
 
     @property
     def relation(self) -> Relation:
@@ -147,6 +149,7 @@ class PrivacyLedger:
         if self._budget is not None:
             self._budget.spend(entry.rho)
         self._entries.append(entry)
+        self._rho += Fraction(entry.rho)
 
     def parallel(self, label: str, *, rho_per_block: float) -> ParallelComposition:
         """Open a parallel composition over disjoint blocks of records.
@@ -167,11 +170,12 @@ class PrivacyLedger:
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
             )
         self._entries.append(entry)
+        self._rho += Fraction(entry.rho)
 
     @property
     def rho(self) -> float:
-        """Total zCDP cost: the exact float sum of the entries' rho."""
-        return math.fsum(e.rho for e in self._entries)
+        """Total zCDP cost: the exact sum of the entries' rho, rounded once to float."""
+        return float(self._rho)
 
     @property
     def is_gaussian_only(self) -> bool:
