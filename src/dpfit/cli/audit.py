@@ -107,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
         deltas=tuple(args.deltas) if args.deltas else DEFAULT_DELTAS,
         **_options(args),
     )
-    config = " ".join(f"{k}={v}" for k, v in result.config.items())
+    config = " ".join(
+        f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.config.items()
+    )
     print(f"configuration: {config}")
     print(result.table())
     return 0 if result.passed else 1
