@@ -29,6 +29,15 @@ def test_correct_target_passes(target, options):
     assert res.config["noise_backend"] == "fast" and res.runs == (1000, 1000)
 
 
+@pytest.mark.parametrize("accounting, mu", [("parallel", 1.0), ("paper", 0.5**0.5)])
+def test_ambssgd_gradient_release_has_the_claimed_shift(accounting, mu):
+    # parallel accounting is tight (mu = 1 / alpha = sqrt(2 rho)); the paper's charges the
+    # gradient release half the claim (mu = sqrt(rho)). SE of mu_hat at M = 400 is 0.075.
+    res = audit("dp_ambssgd", runs=400, seed=SEED, accounting=accounting)
+    assert res.passed, res.table()
+    assert abs(res.mu.mu_hat - mu) < 4 * res.mu.se
+
+
 def test_exact_null_targets_recover_the_claimed_mu():
     # dp_ftrl with b = 1 is exactly tight: mu = 2 clip |C 1| / sigma = sqrt(2 rho) = 1
     # (SE of mu_hat at M = 1000 is 0.047).
