@@ -31,15 +31,14 @@ from .._validation import check_int, check_option, check_positive, check_real, c
 from ..exceptions import SideConditionWarning
 from ..mechanisms import (
     DoublingSearch,
-    clip_factors,
     gaussian,
     literal_threshold,
     make_noise_source,
     margin_threshold,
-    row_norms,
 )
 from ..privacy import Relation, mean_sensitivity, parse_relation
 from ..theory.ambssgd import ambssgd_schedule
+from ._kernels import least_squares_sums, level_counts
 from ._ledger import prepare_ledger
 from .onepass import one_pass_data, tail_average
 from .trajectory import Trajectory
@@ -249,19 +248,22 @@ def dp_ambssgd(
     counts = np.empty((T, n_queries))
     clipped, max_residual = np.full(T, np.nan), np.full(T, np.nan)
     with ledger.parallel("dp_ambssgd", rho_per_block=rho) as blocks:
-        parts = data.segments([s, b] * T, source.generator)
+        parts = data.segments([s, b] * T, source.generator, lazy=True)
         for t in range(T):
-            Xs, ys = next(parts)
+            Xs, ys = next(parts)  # on Dask: unevaluated selections, reduced on the workers
             Xb, yb = next(parts)
             stat_ledger = blocks.block()
-            residuals = np.abs(Xs @ w - ys)
-            found = search.run(
-                residuals, ledger=stat_ledger, rng=source, label="dp_ambssgd/dp_stat"
+            found = search.release(
+                level_counts(Xs, ys, w, search),  # counts of |<x, w> - y| per level
+                ledger=stat_ledger,
+                rng=source,
+                label="dp_ambssgd/dp_stat",
             )
+            if diagnostics:  # NON-PRIVATE: the true largest DP-STAT residual at w_t
+                max_residual[t] = float(np.abs(Xs @ w - ys).max())
             zeta = multiplier * found.value
-            r = Xb @ w - yb
-            factors = clip_factors(row_norms(Xb) * np.abs(r), zeta)
-            mean = Xb.T @ np.where(factors > 0, r * factors, 0.0) / b
+            total, n_clipped = least_squares_sums(Xb, yb, zeta)(w)
+            mean = total / b
             sens = mean_sensitivity(zeta, b, relation)
             noisy = gaussian(
                 mean,
@@ -274,8 +276,7 @@ def dp_ambssgd(
             w = w - eta * noisy
             iterates[t], gammas[t], clips[t], counts[t] = w, found.value, zeta, found.noisy_counts
             if diagnostics:
-                clipped[t] = float(np.mean(factors < 1.0))
-                max_residual[t] = float(residuals.max())
+                clipped[t] = n_clipped / b
     config = {
         "n": data.n,
         "d": d,

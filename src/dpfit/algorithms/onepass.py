@@ -8,7 +8,9 @@ consecutive segments of a data-independent order. :func:`one_pass_data` accepts
 * lazy arrays (``numpy.memmap``, or array objects such as a Dask or Zarr array, with
   ``shape``, ``ndim``, ``dtype`` and slicing): only the shapes are checked up front, segments
   are read on demand (the permutation's indices sorted per segment), so data larger than
-  memory work;
+  memory work. Dask arrays need the public ``n`` declared and known chunk sizes; an
+  algorithm that asks for ``lazy`` segments gets them as unevaluated Dask selections and
+  reduces them on the workers (:mod:`dpfit.algorithms._kernels`);
 * a stream: an iterator of ``(X_chunk, y_chunk)`` pairs of any sizes, with ``y=None`` and the
   public number of records ``n`` declared. It is read in its own order (a stream cannot be
   shuffled), so that order must not depend on the records' values.
@@ -29,6 +31,8 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_int, check_X_y
+from ..distributed import check_dask_rows, is_dask, zero_nonfinite_records
+from ..privacy import Relation
 
 __all__ = ["OnePassData", "one_pass_data", "tail_average"]
 
@@ -63,15 +67,6 @@ def _check_chunk(X: Any, y: Any, d: int | None) -> tuple[np.ndarray, np.ndarray]
     return X.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
 
 
-def _zero_nonfinite(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Replace records with a NaN or infinite value by the zero record (on a copy)."""
-    bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
-    if bad.any():
-        X, y = X.copy(), y.copy()
-        X[bad], y[bad] = 0.0, 0.0
-    return X, y
-
-
 class OnePassData:
     """A validated dataset to be read once, in segments; build it with :func:`one_pass_data`."""
 
@@ -85,12 +80,13 @@ class OnePassData:
         self._used = False
 
     def segments(
-        self, sizes: Sequence[int], rng: np.random.Generator
-    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        self, sizes: Sequence[int], rng: np.random.Generator, *, lazy: bool = False
+    ) -> Iterator[tuple[Any, Any]]:
         """Yield ``(X_seg, y_seg)`` float64 arrays of the given sizes, consecutive in the order.
 
         ``rng`` draws the permutation (non-privacy randomness) when ``shuffle`` is set. Each
-        dataset can be passed over once (a stream cannot be rewound).
+        dataset can be passed over once (a stream cannot be rewound). With ``lazy=True``, a
+        Dask dataset yields unevaluated Dask selections (nothing is read on the driver).
         """
         if sum(sizes) > self.n:
             raise ValueError("segments ask for more records than n")
@@ -100,11 +96,11 @@ class OnePassData:
         if self.kind == "stream":
             return self._stream_segments(sizes)
         order = rng.permutation(self.n) if self.shuffle else None
-        return self._array_segments(sizes, order)
+        return self._array_segments(sizes, order, lazy and self.kind == "dask")
 
     def _array_segments(
-        self, sizes: Sequence[int], order: np.ndarray | None
-    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        self, sizes: Sequence[int], order: np.ndarray | None, lazy: bool
+    ) -> Iterator[tuple[Any, Any]]:
         start = 0
         for size in sizes:
             if order is None:
@@ -112,9 +108,12 @@ class OnePassData:
             else:
                 rows = np.sort(order[start : start + size])
             start += size
+            if lazy:
+                yield self._X[rows], self._y[rows]
+                continue
             X = np.asarray(self._X[rows], dtype=np.float64)
             y = np.asarray(self._y[rows], dtype=np.float64)
-            yield _zero_nonfinite(X, y) if self.kind == "lazy" else (X, y)
+            yield tuple(zero_nonfinite_records(X, y)) if self.kind != "array" else (X, y)
 
     def _stream_segments(self, sizes: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         buf_X: list[np.ndarray] = []
@@ -138,7 +137,7 @@ class OnePassData:
                 have += Xc.shape[0]
             X, y = np.concatenate(buf_X), np.concatenate(buf_y)
             buf_X, buf_y, have = [X[size:]], [y[size:]], have - size
-            yield _zero_nonfinite(X[:size], y[:size])
+            yield tuple(zero_nonfinite_records(X[:size], y[:size]))
 
 
 def one_pass_data(
@@ -153,7 +152,8 @@ def one_pass_data(
     y : array-like of shape (n,), lazy array, or None
         The responses; None for a stream.
     n : int, optional
-        The public number of records: required for a stream, checked against arrays.
+        The public number of records: required for a stream and for Dask arrays (whose
+        chunk sizes must be known), checked against arrays.
     shuffle : bool, optional
         Read in the order of a uniformly random permutation. Default: True for arrays,
         False for a stream (which cannot be shuffled; ``shuffle=True`` is an error).
@@ -187,6 +187,17 @@ def one_pass_data(
         return data
     if y is None:
         raise TypeError("y is required unless X is a stream of (X, y) chunks")
+    if is_dask(X) or is_dask(y):
+        (X, y), n = check_dask_rows(
+            {"X": (X, 2), "y": (y, 1)}, n_public=n, relation=Relation.REPLACE_ONE
+        )
+        if any(np.isnan(X.chunks[0])):
+            raise ValueError(
+                "a one-pass algorithm selects records by position: the Dask arrays need known "
+                "chunk sizes (e.g. X.compute_chunk_sizes(); n is public under replace-one)"
+            )
+        shuffle = True if shuffle is None else shuffle
+        return OnePassData(X=X, y=y, n=n, d=int(X.shape[1]), kind="dask", shuffle=shuffle)
     if _is_lazy(X):
         if X.ndim != 2 or y.ndim != 1:
             raise ValueError("a lazy X must be 2-dimensional and y 1-dimensional")

@@ -225,8 +225,24 @@ class DoublingSearch:
         sensitivity 1, charged to ``ledger`` before its noise is drawn; the counts come from
         one sort and a binary search per level (O(s log s + K)).
         """
+        return self.release(self.count(values), ledger=ledger, rng=rng, label=label)
+
+    def count(self, values: ArrayLike) -> np.ndarray:
+        """Exact counts #{j : values_j <= level} per level (**not private**; NaN never counted).
+
+        Counts add over disjoint parts of the values, so data split in blocks (e.g. on Dask)
+        can be counted block by block and the sums passed to :meth:`release`.
+        """
         ordered = np.sort(np.asarray(values, dtype=np.float64).ravel())
-        counts = np.searchsorted(ordered, self.levels, side="right")
+        return np.searchsorted(ordered, self.levels, side="right")
+
+    def release(
+        self, counts: ArrayLike, *, ledger: PrivacyLedger, rng: NoiseSource, label: str
+    ) -> SearchResult:
+        """The search on exact per-level ``counts`` (from :meth:`count`): all released."""
+        counts = np.asarray(counts)
+        if counts.shape != (self.n_queries,):
+            raise ValueError(f"counts must have shape ({self.n_queries},), got {counts.shape}")
         noisy = np.array(
             [
                 gaussian(
