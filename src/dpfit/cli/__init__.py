@@ -19,6 +19,7 @@ COMMANDS = {
     "reproduce": "reproduce",
     "audit": "audit",
     "fit": "fit",
+    "iv": "iv",
     "demo": "demo",
 }
 

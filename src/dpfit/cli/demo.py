@@ -31,6 +31,7 @@ from ..baselines import ols as nonprivate_ols
 from ..datasets import load_card
 from ..models import design_matrices, ols
 from ..models.plotting import coefficient_frame, plot_coefficients
+from ._iv_demo import iv_demo
 
 __all__ = ["DEMO_PARTS", "add_parser", "run"]
 
@@ -135,7 +136,7 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
 
 
 #: The demo's parts, run in order; each takes the parsed arguments and the output directory.
-DEMO_PARTS: list[Callable[[argparse.Namespace, Path], None]] = [wage_equation]
+DEMO_PARTS: list[Callable[[argparse.Namespace, Path], None]] = [wage_equation, iv_demo]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,9 +41,11 @@ from ..exceptions import LargeBudgetWarning
 from ..inference import VARIANTS, interval_estimates
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger
-from ._iv_scaling import Standardization, release_moments
+from ._iv_release import Back, interval_text, notes, settings_from, shown
+from ._iv_scaling import release_moments
 from ._scaling import check_bounds
 from .formula import iv_matrices
+from .linear import _check_bool, _optional
 from .results import Result
 from .summary import Summary
 
@@ -55,22 +57,6 @@ IV_INTERVALS = ("independent-runs", "batched-means")
 #: (docs/liang2025.md; ``dpfit reproduce liang2025-coverage --scale quick``): the noise in
 #: the first stage biases beta towards zero, which the intervals do not account for.
 EXPERIMENTAL_INTERVALS: frozenset[str] = frozenset({"batched-means", "independent-runs"})
-
-_TARGET = (
-    "They cover the 2SLS estimate on these data (approximately: the fixed point of the "
-    "clipped two-stage iteration), i.e. they reflect the privacy noise only, not sampling "
-    "error; they are not confidence intervals for the population beta."
-)
-
-
-def _optional(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
-    return lambda value, name: None if value is None else check(value, name)
-
-
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return bool(value)
 
 
 def _scalar_or_pair(value: Any, name: str) -> tuple[float, float]:
@@ -274,7 +260,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         z_names = _names(Z, "z", q)
         y_name = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
         columns, bounds = self._bounds(x_names, z_names, y_name)
-        settings = _settings(cfg, p + cfg["fit_intercept"], q + cfg["fit_intercept"])
+        settings = settings_from(cfg, p + cfg["fit_intercept"], q + cfg["fit_intercept"])
         if budget is not None:
             budget.spend(cfg["rho"])  # the whole fit, reserved before anything is drawn
         ledger = PrivacyLedger()
@@ -312,7 +298,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
                 rng=source,
                 **settings["algorithm"],
             )
-        back = _Back(std, columns, x_names, y_name, cfg["fit_intercept"])
+        back = Back(std, columns, x_names, y_name, cfg["fit_intercept"])
         estimates = None
         if cfg["interval"] is not None:
             estimates = back(
@@ -333,7 +319,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
             names=(["Intercept"] if cfg["fit_intercept"] else []) + x_names,
             estimate=estimate,
             interval_estimates=estimates,
-            interval_method=_interval_text(cfg, settings),
+            interval_method=interval_text(cfg, settings),
             n=n,
             ledger=ledger,
             model="DP IV regression",
@@ -341,8 +327,8 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
             response=y_name,
             noise_backend=traj.noise_backend,
             seeded=traj.seeded,
-            config=_shown(cfg, settings, traj, bounds, columns),
-            notes=_notes(std, cfg),
+            config=shown(cfg, settings, traj, bounds, columns),
+            notes=notes(std, cfg),
             experimental=cfg["interval"] in EXPERIMENTAL_INTERVALS,
             diagnostics={k: float(np.mean(v)) for k, v in traj.diagnostics.items()},
         )
@@ -389,98 +375,6 @@ def _names(data: Any, prefix: str, k: int) -> list[str]:
     return [f"{prefix}{j}" for j in range(k)]
 
 
-def _settings(cfg: dict[str, Any], p1: int, q1: int) -> dict[str, Any]:
-    """Public defaults (clips, step sizes, runs) from the public shapes only."""
-    clip = cfg["clip"] or (2.0 * np.sqrt(p1 * q1), 2.0 * np.sqrt(p1))
-    eta, alpha = cfg["step_size"] or (1.0, 2.0 / 3.0)
-    runs = cfg["m"] if cfg["interval"] == "independent-runs" else 1
-    burn_in = cfg["burn_in"]
-    if burn_in is None and cfg["interval_variant"] == "experimental":
-        burn_in = 20 if cfg["interval"] == "batched-means" else min(20, cfg["steps"] // 2)
-    return {
-        "algorithm": {
-            "clip_theta": float(clip[0]),
-            "clip_beta": float(clip[1]),
-            "steps": cfg["steps"],
-            "step_size_theta": float(eta),
-            "step_size_beta": float(alpha),
-            "runs": runs,
-        },
-        "burn_in": burn_in,
-    }
-
-
-class _Back:
-    """Map coefficient rows [b0', b'] of the standardised fit back to original units (exact)."""
-
-    def __init__(self, std: Standardization | None, columns, x_names, y_name, intercept: bool):
-        self.std, self.intercept = std, intercept
-        if std is not None:
-            index = {c: j for j, c in enumerate(columns)}
-            self.mx = std.mean[[index[c] for c in x_names]]
-            self.sx = std.sd[[index[c] for c in x_names]]
-            self.my, self.sy = std.mean[index[y_name]], std.sd[index[y_name]]
-
-    def __call__(self, rows: np.ndarray) -> np.ndarray:
-        if self.std is None:
-            return np.asarray(rows, dtype=np.float64)
-        b = rows[:, int(self.intercept) :]
-        coef = self.sy * b / self.sx
-        if not self.intercept:  # the fit had no constant: keep the map linear (no shift)
-            return coef
-        intercept = self.my + self.sy * rows[:, 0] - coef @ self.mx
-        return np.column_stack([intercept, coef])
-
-
-def _interval_text(cfg: dict[str, Any], settings: dict[str, Any]) -> str:
-    if cfg["interval"] is None:
-        return "No interval was requested (interval=None); the estimate is the final iterate."
-    how = {
-        "independent-runs": f"{cfg['m']} independent DP-2S-GD runs ({cfg['interval_variant']}: "
-        + ("final iterates)" if cfg["interval_variant"] == "formal" else "post-burn-in means)"),
-        "batched-means": f"{cfg['m']} batch means of one run (burn-in {settings['burn_in']})",
-    }[cfg["interval"]]
-    return f"Student-t intervals from {how}, mapped to the original units. {_TARGET}"
-
-
-def _shown(cfg, settings, traj, bounds, columns) -> dict[str, Any]:
-    alg = settings["algorithm"]
-    shown = {
-        "rho split (theta : beta)": f"{cfg['rho_split']:g} : {1 - cfg['rho_split']:g}",
-        "clip (theta, beta)": f"{alg['clip_theta']:.4g}, {alg['clip_beta']:.4g}",
-        "step sizes (eta, alpha)": f"{alg['step_size_theta']:.4g}, {alg['step_size_beta']:.4g}",
-        "steps x runs": f"{alg['steps']} x {alg['runs']}",
-        "noise calibration": cfg["noise_calibration"],
-        "noise std (theta, beta)": (
-            f"{traj.config['noise_std_theta']:.4g}, {traj.config['noise_std_beta']:.4g}"
-        ),
-    }
-    if bounds is not None:
-        shown["bounds"] = ", ".join(
-            f"{c} [{lo:g}, {hi:g}]" for c, (lo, hi) in zip(columns, bounds, strict=True)
-        )
-        shown["standardisation share of rho"] = f"{cfg['scale_fraction']:g}"
-    return shown
-
-
-def _notes(std: Standardization | None, cfg: dict[str, Any]) -> list[str]:
-    notes = [
-        "Clipping and noise act in standardised units; n, bounds and all settings are "
-        "public inputs."
-    ]
-    if std is None:
-        notes.append(
-            "No bounds were given: the data were used as passed (they should be "
-            "centred and scaled with public constants)."
-        )
-    else:
-        notes.append(
-            f"Every column was clipped into its public bounds and standardised with privately "
-            f"released means and standard deviations ({cfg['scale_fraction']:g} of rho)."
-        )
-    return notes
-
-
 def iv(
     formula: str, data: pd.DataFrame, *, rho: float, budget: Budget | None = None, **params: Any
 ) -> Result:
@@ -507,6 +401,9 @@ def iv(
     """
     if "fit_intercept" in params:
         raise TypeError("iv: the intercept is set by the formula ('0 +' removes it)")
+    with warnings.catch_warnings():  # public parameters first; fit() warns about a large rho
+        warnings.simplefilter("ignore", LargeBudgetWarning)
+        DPIVRegression(rho=rho, **params)._config()
     mats = iv_matrices(formula, data)
     exog = mats.exog.drop(columns=["Intercept"], errors="ignore")
     X = pd.concat([exog, mats.endog], axis=1)

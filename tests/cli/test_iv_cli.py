@@ -1,0 +1,56 @@
+"""``dpfit iv``: a private IV fit from the shell, with the non-private 2SLS beside it."""
+
+from __future__ import annotations
+
+from dpfit.cli import main
+from dpfit.cli._iv_demo import IV_BOUNDS, IV_FORMULA
+
+BOUND_ARGS = [a for k, (lo, hi) in IV_BOUNDS.items() for a in ("--bound", f"{k}={lo},{hi}")]
+
+
+def test_iv_on_card(capsys):
+    argv = [
+        "iv",
+        "card",
+        "--sample",
+        "liang2025",
+        "--formula",
+        IV_FORMULA,
+        "--rho",
+        "1",
+        "--seed",
+        "0",
+        "--compare-2sls",
+        *BOUND_ARGS,
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for piece in [
+        "DP IV regression results",
+        "2191 (public)",
+        "rho = 1",
+        "EXPERIMENTAL",
+        "NON-PRIVATE 2SLS",
+        "educ                         0.0744",
+    ]:
+        assert piece in out, piece
+
+
+def test_iv_errors_are_one_line(capsys):
+    assert main(["iv", "card", "--formula", "lwage ~ [educ + exper ~ nearc4]", "--rho", "1"]) == 2
+    assert "under-identified" in capsys.readouterr().err
+    argv = [
+        "iv",
+        "card",
+        "--sample",
+        "liang2025",
+        "--formula",
+        IV_FORMULA,
+        "--rho",
+        "1",
+        *BOUND_ARGS[:-2],
+    ]
+    assert main(argv) == 2
+    assert "missing ['lwage']" in capsys.readouterr().err
+    assert main(["iv", "card", "--formula", IV_FORMULA, "--rho", "0"]) == 2  # before the NaNs
+    assert "rho" in capsys.readouterr().err
