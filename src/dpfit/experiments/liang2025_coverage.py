@@ -150,7 +150,11 @@ def _claim(results: pd.DataFrame) -> ClaimResult:
             construction in EXPERIMENTAL_INTERVALS
         )
         for _, r in rows.iterrows():
-            numbers[f"{r['design']} {construction} rho={r['rho']:g}"] = float(r["coverage"])
+            cell = f"{r['design']} {construction} rho={r['rho']:g}"
+            numbers[f"{cell} coverage"] = float(r["coverage"])
+            numbers[f"{cell} coverage of beta"] = float(r["coverage_beta"])
+            numbers[f"{cell} mean width"] = float(r["width"])
+            numbers[f"{cell} mean bias"] = float(r["bias"])
     return an.verdict(checks, numbers, "coverage of the 2SLS estimate by nominal 95% intervals.")
 
 
