@@ -7,6 +7,7 @@ from .kl_spider import kl_spider
 from .noisy_gd import noisy_gd
 from .proximal import proximal_point
 from .trajectory import Trajectory
+from .two_stage import dp_second_stage_gd, dp_two_stage_gd, two_stage_gd
 
 __all__ = [
     "Trajectory",
@@ -15,8 +16,11 @@ __all__ = [
     "dp_gd",
     "dp_gd_given_noise",
     "dp_gd_noise_std",
+    "dp_second_stage_gd",
+    "dp_two_stage_gd",
     "kl_spider",
     "linear_cooldown",
     "noisy_gd",
     "proximal_point",
+    "two_stage_gd",
 ]
