@@ -1,0 +1,56 @@
+"""Choquette-Choo et al. (2024) experiments: smoke trials here, quick-scale claims when slow."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from dpfit.experiments import choquettechoo2024 as cc
+from dpfit.experiments import names
+
+
+def test_registered_in_the_catalog():
+    assert {e.name for e in cc.EXPERIMENTS} <= set(names())
+
+
+@pytest.mark.parametrize("exp", cc.EXPERIMENTS, ids=lambda e: e.name)
+def test_smoke_trials_are_finite_and_plot(exp):
+    rows = [
+        {**p, "replicate": r, "seed": 7 + r, **exp.trial(p, 7 + r)} for p, r in exp.tasks("smoke")
+    ]
+    df = pd.DataFrame(rows)
+    metrics = [
+        c
+        for c in df.columns
+        if c not in exp.tasks("smoke")[0][0] and c not in ("replicate", "seed")
+    ]
+    assert metrics and all(math.isfinite(v) for c in metrics for v in df[c].dropna())
+    assert len(exp.plot(df)) >= 1
+
+
+def test_fig4_trials_are_deterministic_in_the_seed():
+    exp = cc.EXPERIMENTS[3]
+    params, _ = exp.tasks("smoke")[0]
+    assert exp.trial(params, 3) == exp.trial(params, 3)
+
+
+@pytest.mark.slow
+def test_quick_scale_claims_hold(tmp_path):
+    """Runs every experiment at quick scale (about 5 CPU-minutes on an idle 2-core machine)."""
+    from dpfit.experiments import runner
+
+    res = runner.run(
+        list(cc.EXPERIMENTS),
+        scale="quick",
+        store_path=tmp_path / "s.sqlite",
+        jobs=2,
+        progress=False,
+    )
+    failures = []
+    for exp in cc.EXPERIMENTS:
+        for claim in exp.claims:
+            verdict = claim.evaluate(res.results[exp.name])
+            print(exp.name, claim.name, verdict.passed, dict(verdict.numbers))
+            if not verdict.passed:
+                failures.append(f"{exp.name}:{claim.name} {dict(verdict.numbers)}")
+    assert not failures, failures
