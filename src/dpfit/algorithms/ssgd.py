@@ -143,7 +143,9 @@ def dp_ssgd(
     else:
         shuffled = data.shuffle and data.kind != "stream"
         alpha, accountant = ssgd_noise_multiplier(epsilon, delta, N, shuffled=shuffled)
-    stride = check_int(iterate_stride, "iterate_stride") if iterate_stride else -(-N // 1000)
+    stride = (
+        -(-N // 1000) if iterate_stride is None else check_int(iterate_stride, "iterate_stride")
+    )
     sens = sum_sensitivity(zeta, relation)
     noise_std = alpha * sens
     if not (math.isfinite(noise_std) and noise_std > 0):

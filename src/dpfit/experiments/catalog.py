@@ -7,4 +7,5 @@ from . import (  # noqa: F401
     liang2025_real,
     liang2025_tuning,
     mechanism_check,
+    varshney2022,
 )

@@ -1,0 +1,136 @@
+"""DP-AMBSSGD experiments: smoke trials, claim evaluators that can fail, quick-scale claims."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfit.exceptions import InsecureRandomnessWarning
+from dpfit.experiments import get, names
+from dpfit.experiments import varshney2022 as v
+
+VARSHNEY = [n for n in names() if n.startswith("varshney2022-")]
+
+
+def _results(exp, scale):
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRandomnessWarning)
+        for k, (params, replicate) in enumerate(exp.tasks(scale)):
+            seed = 1000 + k
+            rows.append({**params, "replicate": replicate, "seed": seed, **exp.trial(params, seed)})
+    return pd.DataFrame(rows)
+
+
+def test_registered():
+    assert VARSHNEY == [f"varshney2022-p{k}" for k in (1, 2, 3, 7)]
+
+
+@pytest.mark.parametrize("name", VARSHNEY)
+def test_smoke_trials_are_finite_deterministic_and_plottable(name):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    exp = get(name)
+    results = _results(exp, "smoke")
+    params, _ = exp.tasks("smoke")[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRandomnessWarning)
+        np.testing.assert_equal(exp.trial(params, 7), exp.trial(params, 7))
+    excess = results.filter(like="excess_")
+    assert np.isfinite(excess.to_numpy()).all() and (excess.to_numpy() >= 0).all()
+    ledger = results.filter(like="ledger_rho_")
+    assert np.allclose(ledger.to_numpy(), results[["rho"]].to_numpy(), rtol=1e-12)
+    for fig in exp.plot(results):
+        plt.close(fig)
+
+
+def _p1(ratio, slope_scale=1.0):
+    n = np.repeat([2**17, 2**18, 2**19, 2**20], 3)
+    rate = 8.0 / n
+    excess = ratio * rate * (n / 2**17) ** (slope_scale - 1.0)
+    return pd.DataFrame({"d": 8, "n": n, "rate": rate, "excess_practical": excess})
+
+
+def test_p1_claims_can_fail():
+    assert v._p1_band(_p1(1.2)).passed and v._p1_slope(_p1(1.2)).passed
+    assert not v._p1_band(_p1(5.0)).passed
+    assert not v._p1_slope(_p1(1.2, slope_scale=0.5)).passed  # error falling like N^-0.5
+
+
+def _p2(a_d, a_n, a_eps):
+    rows = []
+    for d in (8, 32):
+        for n in (2**18, 2**19, 2**20):
+            for eps in (0.5, 1.0):
+                for r in range(3):
+                    priv = 1e3 * d**a_d * n**a_n * eps**a_eps * (1 + 0.01 * r)
+                    rows.append(
+                        dict(
+                            d=d,
+                            n=n,
+                            epsilon=eps,
+                            privacy_excess_paper=priv,
+                            excess_paper=priv + 1e-6,
+                            excess_nonprivate=1e-6,
+                        )
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_p2_claim_can_fail():
+    good = v._p2_exponents(_p2(2.0, -1.8, -2.0))
+    assert good.passed and good.numbers["a_d"] == pytest.approx(2.0, abs=0.01)
+    assert not v._p2_exponents(_p2(3.0, -1.8, -2.0)).passed  # d^3: the SSP-like rate
+    assert not v._p2_exponents(_p2(2.0, -1.0, -2.0)).passed
+    assert not v._p2_exponents(_p2(2.0, -1.8, -1.0)).passed
+
+
+def _p3(baseline_power):
+    rows = []
+    for sigma in (0.0, 1e-3, 1e-2, 1e-1, 1.0):
+        base = 1e-3 * max(sigma, 1e-6) ** baseline_power
+        rows.append(
+            dict(
+                sigma=sigma, excess_paper=1e-4 * sigma**2, excess_fixed_clip=base, excess_ssgd=base
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def test_p3_claim_can_fail():
+    assert v._p3_claim(_p3(0.0)).passed
+    assert not v._p3_claim(_p3(2.0)).passed  # baselines that also scale like sigma^2
+    broken = _p3(0.0).assign(excess_paper=lambda f: 1e-4 * f["sigma"] + 1e-6)
+    assert not v._p3_claim(broken).passed  # slope 1 and a floor at sigma = 0
+
+
+def test_p7_claim_can_fail():
+    n = np.repeat([2**15, 2**17], 4)
+    good = pd.DataFrame(
+        dict(n=n, excess_paper=1e-3, excess_literal=1.0, overshoot_paper=1.0, overshoot_literal=8.0)
+    )
+    assert v._p7_claim(good).passed
+    assert not v._p7_claim(good.assign(excess_literal=2e-3)).passed
+    assert not v._p7_claim(good.assign(overshoot_paper=3.0)).passed
+
+
+@pytest.mark.slow
+def test_quick_scale_claims_hold(tmp_path):
+    from dpfit.experiments.runner import run
+
+    result = run(
+        VARSHNEY, scale="quick", store_path=tmp_path / "store.sqlite", jobs=2, progress=False
+    )
+    failures = []
+    for name in VARSHNEY:
+        exp, frame = get(name), result.results[name]
+        for claim in exp.claims:
+            verdict = claim.evaluate(frame)
+            print(name, claim.name, verdict.passed, verdict.numbers)
+            if not verdict.passed:
+                failures.append((name, claim.name, verdict.numbers))
+    assert not failures, failures
