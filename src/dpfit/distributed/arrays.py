@@ -58,11 +58,12 @@ def _known_rows(array: Any) -> int | None:
 
 def _check_one(name: str, array: Any, ndim: int) -> Any:
     da = require_dask()
+    if is_dask(array) and hasattr(array, "to_dask_array"):
+        array = array.to_dask_array()  # a Dask DataFrame or Series; unknown row chunks
     if not isinstance(array, da.Array):
         raise TypeError(
-            f"{name} must be a dask.array.Array when the data are on Dask, got "
-            f"{type(array).__name__} (a Dask DataFrame goes through dpfit.ols, or convert it "
-            "with .to_dask_array())"
+            f"{name} must be a Dask array, DataFrame or Series when the data are on Dask, "
+            f"got {type(array).__name__}"
         )
     if np.dtype(array.dtype).kind not in "biuf":
         raise TypeError(f"{name} must have a numeric (bool, int or float) dtype, got {array.dtype}")
@@ -87,6 +88,8 @@ def check_dask_rows(
     ----------
     arrays : dict
         ``name -> (array, ndim)`` in order; the first array's row chunks are the reference.
+        Dask DataFrames and Series are converted with ``to_dask_array()`` (no computation;
+        their row chunk sizes are then unknown).
     n_public : int
         The declared, public number of records (required; see the module docstring).
     relation : Relation

@@ -21,7 +21,9 @@ from typing import Any
 import pandas as pd
 from formulaic import model_matrix
 
+from ..distributed import is_dask
 from ..privacy import Budget
+from ._dask import dask_model_matrix
 from .linear import DPLinearRegression
 from .results import Result
 
@@ -37,7 +39,10 @@ def _check_formula(formula: Any) -> str:
 
 
 def _matrix(spec: str, data: pd.DataFrame) -> pd.DataFrame:
-    """formulaic model matrix, refusing missing values instead of dropping rows."""
+    """formulaic model matrix, refusing missing values instead of dropping rows (a lazy
+    Dask DataFrame for Dask data, see :mod:`dpfit.models._dask`)."""
+    if is_dask(data):
+        return dask_model_matrix(spec, data)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
     try:
@@ -94,8 +99,11 @@ def ols(
     ----------
     formula : str
         ``"y ~ x1 + x2"`` (formulaic syntax: ``I(x ** 2)``, ``C(group)``, ``- 1``).
-    data : pandas.DataFrame
-        The (private) data.
+    data : pandas.DataFrame or dask.dataframe.DataFrame
+        The (private) data. A Dask DataFrame is fitted by DP-GD with one distributed
+        reduction per step and needs ``n_public``; its formula variables must be numeric,
+        bool or categorical with declared categories (:mod:`dpfit.models._dask`,
+        ``docs/dask.md``).
     rho : float
         zCDP budget of the fit.
     budget : Budget, optional

@@ -12,16 +12,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
 from .._validation import check_int, check_option, check_positive, check_rho
-from .._validation import check_X_y as _check_X_y
+from ..distributed import map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.budget import RELATIVE_TOLERANCE
+from ._dask import fit_data, frame_columns, response_name
 from ._linear_methods import LINEAR_METHODS, LinearConfig
 from ._release import ReleasedLinearModel
 from ._scaling import PublicScaling
@@ -226,7 +226,9 @@ default="batched-means"
         Parameters
         ----------
         X : array-like of shape (n, n_features)
-            Features (private). Numeric, finite; not standardised.
+            Features (private). Numeric, finite; not standardised. A Dask array or DataFrame
+            (with a Dask ``y``) runs DP-GD with one distributed reduction per step; it needs
+            ``n_public`` (``docs/dask.md``).
         y : array-like of shape (n,)
             Response (private). A column vector is refused (use ``y.ravel()``).
         budget : Budget, optional
@@ -253,9 +255,13 @@ default="batched-means"
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
-        X_arr, y_arr = _check_X_y(X, y)
+        X_arr, y_arr, n = fit_data(
+            X, y, method=config.method, n_public=config.n_public, relation=config.relation
+        )
         validate_data(self, X, y, reset=True, skip_check_array=True)
-        n, p = X_arr.shape
+        if (columns := frame_columns(X)) is not None:
+            self.feature_names_in_ = columns
+        p = X_arr.shape[1]
         names = list(getattr(self, "feature_names_in_", [f"x{j}" for j in range(p)]))
         scaling = PublicScaling.from_bounds(
             self._bounds_array(names if hasattr(self, "feature_names_in_") else None),
@@ -268,7 +274,9 @@ default="batched-means"
         if budget is not None:
             budget.spend(config.rho)  # the whole fit, reserved before anything is drawn
         ledger = PrivacyLedger(relation=config.relation)
-        fit = method.run(scaling.design(X_arr), scaling.response(y_arr), settings, ledger, source)
+        design = map_rows(scaling.design, X_arr, columns=p + int(config.fit_intercept))
+        response = map_rows(scaling.response, y_arr, columns=None)
+        fit = method.run(design, response, settings, ledger, source)
         if not ledger.rho <= config.rho * (1.0 + RELATIVE_TOLERANCE):  # internal invariant
             raise RuntimeError(f"{method.label} spent rho={ledger.rho!r} > {config.rho!r}")
         estimate = scaling.to_original(fit.estimate)
@@ -289,7 +297,7 @@ default="batched-means"
             ledger=ledger,
             model="DP linear regression",
             method=method.label,
-            response=str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y",
+            response=response_name(y),
             noise_backend=fit.noise_backend,
             seeded=fit.seeded,
             config=config_shown,
