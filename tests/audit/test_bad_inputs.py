@@ -68,6 +68,12 @@ ENTRIES = {
         params={"rho": 0.5, "clip": 1.0, "steps": 50, "step_size": 0.5, "random_state": 0},
         names={"clip": "clip", "steps": "steps", "step_size": "step_size", "rng": "random_state"},
     ),
+    "DPIVRegression": Entry(
+        call=lambda d, p, b: dpfit.DPIVRegression(**p).fit(d["X"], d["y"], Z=d["Z"], budget=b),
+        data={"X": X, "y": Y, "Z": Z},
+        params={"rho": 0.5, "steps": 5, "m": 2, "random_state": 0},
+        names={"clip": "clip", "steps": "steps", "step_size": "step_size", "rng": "random_state"},
+    ),
     "minimize": Entry(
         call=lambda d, p, b: dpfit.minimize(
             LSQ, (d["X"], d["y"]), method="noisy-gd", ledger=_ledger(b), **p
@@ -169,6 +175,11 @@ KNOWN_GAPS = {
 }
 
 
+def _iv_bounds(**override):
+    names = ["x0", "x1", "z0", "z1", "z2", "y"]
+    return {k: override.get(k, (-10.0, 10.0)) for k in names}
+
+
 def _cases():
     """(row, entry, data overrides, param overrides (role -> value), exception, fragment)."""
     rows = []
@@ -237,6 +248,10 @@ def _cases():
         (35, "dp_ftrl", {}, {"separation": 5}, ValueError, "separation"),
         (35, "dp_ftrl", {}, {"participations": 1}, ValueError, "participations"),
         (34, "DPLinearRegression", {}, {"secure": True, "random_state": 1}, ValueError, "secure"),
+        (34, "DPIVRegression", {}, {"secure": True, "random_state": 1}, ValueError, "secure"),
+        (24, "DPIVRegression", {}, {"bounds": {"x0": (-1, 1)}}, ValueError, "bounds"),
+        (25, "DPIVRegression", {}, {"bounds": _iv_bounds(x0=(1.0, -1.0))}, ValueError, "bounds"),
+        (25, "DPIVRegression", {}, {"bounds": _iv_bounds(y=(0.0, NAN))}, ValueError, "bounds"),
         (24, "adassp", {}, {"x_bound": None}, ValueError, "x_bound is required"),
         (25, "adassp", {}, {"y_bound": -1.0}, ValueError, "y_bound"),
         (24, "ssp", {}, {"y_bound": None}, ValueError, "y_bound is required"),
@@ -308,6 +323,23 @@ def test_ci_level_outside_zero_one_is_rejected():
     for alpha in (0.0, 1.0, NAN, 1.5):
         with pytest.raises(ValueError, match="alpha"):
             model.conf_int(alpha)
+
+
+def test_iv_formula_rejects_bad_input_before_any_release():
+    frame = pd.DataFrame({"y": Y, "x": X[:, 0], "z1": Z[:, 0], "z2": Z[:, 2]})
+    bad = frame.copy()
+    bad.loc[4, "z1"] = INF
+    cases = [
+        (frame, {"rho": None}, TypeError, "rho"),
+        (frame, {"rho": 0.0}, ValueError, "rho"),
+        (bad, {"rho": 0.5}, ValueError, "z1|infinite|finite"),
+        (frame, {"rho": 0.5, "fit_intercept": False}, TypeError, "intercept"),
+    ]
+    for data, params, exc, fragment in cases:
+        budget = Budget(rho=10)
+        with recording() as rec, pytest.raises(exc, match=fragment):
+            dpfit.iv("y ~ 1 + [x ~ z1 + z2]", data, budget=budget, steps=5, m=2, **params)
+        assert len(rec) == 0 and budget.spent == 0.0
 
 
 def test_formula_api_rejects_bad_rho_and_non_finite_data_before_any_release():

@@ -123,6 +123,12 @@ FTRL_MECHANISMS = {
     "dp-sgd": dpsgd(8),
     "tree": tree_aggregation(8),
 }
+IV_MODEL = (IV[0][:, :1], IV[1], IV[2][:, :2])
+IV_MODEL_NEIGHBOUR = (lambda X, y, Z: (X[:, :1], y, Z[:, :2]))(*_iv_neighbour(*IV))
+IV_BOUNDS = {"x0": (-5, 5), "z0": (-4, 4), "z1": (-4, 4), "y": (-8, 8)}
+IV_FRAME = pd.DataFrame({"y": IV[1], "x": IV[0][:, 0], "z1": IV[2][:, 0], "z2": IV[2][:, 1]})
+IV_FRAME_NEIGHBOUR = IV_FRAME.copy()
+IV_FRAME_NEIGHBOUR.iloc[-1] = [-500.0, 60.0, -40.0, 40.0]
 FRAME = pd.DataFrame({"wage": Y0, "educ": X0[:, 0], "exper": X0[:, 1]})
 FRAME_NEIGHBOUR = FRAME.copy()
 FRAME_NEIGHBOUR.iloc[-1] = [1e3, -30.0, 30.0]
@@ -160,6 +166,20 @@ def _ftrl(name):
         )
 
     return run
+
+
+def _iv_model(**params):
+    def run(X, y, Z):
+        model = dpfit.DPIVRegression(rho=RHO, random_state=8, **params).fit(X, y, Z=Z)
+        return _model(model)
+
+    return run
+
+
+def _iv_formula(frame):
+    bounds = {"x": (-5, 5), "z1": (-4, 4), "z2": (-4, 4), "y": (-8, 8)}
+    res = dpfit.iv("y ~ 1 + [x ~ z1 + z2]", frame, rho=RHO, bounds=bounds, random_state=2)
+    return {"params": res.params, "conf_int": res.conf_int(), "summary": res.summary().as_text()}
 
 
 def _ols(frame):
@@ -255,6 +275,17 @@ CASES = {
         data=IV,
         neighbour=_iv_neighbour(*IV),
     ),
+    "DPIVRegression-bounds": Case(
+        run=_iv_model(bounds=IV_BOUNDS, steps=10, m=3),
+        data=IV_MODEL,
+        neighbour=IV_MODEL_NEIGHBOUR,
+    ),
+    "DPIVRegression-batched-means": Case(
+        run=_iv_model(steps=40, interval="batched-means", m=4, burn_in=0),
+        data=IV_MODEL,
+        neighbour=IV_MODEL_NEIGHBOUR,
+    ),
+    "iv-formula": Case(run=_iv_formula, data=(IV_FRAME,), neighbour=(IV_FRAME_NEIGHBOUR,)),
     **{
         f"dp_ftrl-{name}": Case(
             run=_ftrl(name),
