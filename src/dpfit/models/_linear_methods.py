@@ -27,6 +27,7 @@ from ..inference import interval_estimates
 from ..inference.intervals import DEFAULT_BURN_IN
 from ..mechanisms import NoiseSource
 from ..privacy import PrivacyLedger, Relation
+from ._ambssgd_method import resolve_ambssgd, run_ambssgd
 from ._scaling import PublicScaling
 
 __all__ = ["LINEAR_METHODS", "LinearConfig", "LinearFit", "LinearMethod"]
@@ -263,4 +264,7 @@ def _run_adassp(
 LINEAR_METHODS: dict[str, LinearMethod] = {
     "gd": LinearMethod("DP-GD (Brown et al. 2024, Alg. 1)", _resolve_gd, _run_gd),
     "adassp": LinearMethod("AdaSSP (Wang 2018, Alg. 2), zCDP", _resolve_adassp, _run_adassp),
+    "ambssgd": LinearMethod(
+        "DP-AMBSSGD (Varshney et al. 2022, Alg. 2), one pass", resolve_ambssgd, run_ambssgd
+    ),
 }
