@@ -37,7 +37,10 @@ def test_iv_on_card(capsys):
 
 
 def test_iv_errors_are_one_line(capsys):
-    assert main(["iv", "card", "--formula", "lwage ~ [educ + exper ~ nearc4]", "--rho", "1"]) == 2
+    assert main(["iv", "card", "--formula", IV_FORMULA, "--rho", "1"]) == 2
+    assert "give --bound" in capsys.readouterr().err
+    argv = ["iv", "card", "--formula", "lwage ~ [educ + exper ~ nearc4]", "--rho", "1"]
+    assert main([*argv, "--unscaled"]) == 2
     assert "under-identified" in capsys.readouterr().err
     argv = [
         "iv",
@@ -52,5 +55,5 @@ def test_iv_errors_are_one_line(capsys):
     ]
     assert main(argv) == 2
     assert "missing ['lwage']" in capsys.readouterr().err
-    assert main(["iv", "card", "--formula", IV_FORMULA, "--rho", "0"]) == 2  # before the NaNs
+    assert main(["iv", "card", "--formula", IV_FORMULA, "--rho", "0", "--unscaled"]) == 2
     assert "rho" in capsys.readouterr().err

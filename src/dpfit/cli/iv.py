@@ -2,7 +2,8 @@
 
 DATA is a CSV or parquet file, or a bundled dataset (``card``, ``labsup``, ``mroz``). The
 fit is :func:`dpfit.iv` (DP-2S-GD, Liang et al. 2025); ``--bound`` gives the public bounds of
-every formula column (the response included), which buy a private standardisation. With
+every formula column (the response included), which buy a private standardisation; it is
+required unless ``--unscaled`` says the data are already scaled with public constants. With
 ``--compare-2sls`` the non-private 2SLS fit is printed beside it, labelled as such.
 """
 
@@ -40,6 +41,11 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         metavar="COLUMN=LOW,HIGH",
         help="public bounds of a formula column, response included (repeat; all or none)",
     )
+    p.add_argument(
+        "--unscaled",
+        action="store_true",
+        help="no --bound: the data are already centred and scaled with public constants",
+    )
     p.add_argument("--rho-split", type=float, default=0.75, help="first-stage share (0.75)")
     p.add_argument("--clip", type=float, nargs=2, metavar=("THETA", "BETA"), help="clips")
     p.add_argument("--steps", type=int, default=20, help="steps per run (default 20)")
@@ -66,6 +72,12 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bound is None and not args.unscaled:
+        raise ValueError(
+            "give --bound COLUMN=LOW,HIGH for every formula column (the response too): public "
+            "bounds buy the private standardisation DP-2S-GD needs to converge; use "
+            "--unscaled only for data already centred and scaled with public constants"
+        )
     data = read_data(args.data, args.sample)
     result = iv(
         args.formula,
