@@ -222,7 +222,7 @@ def dp_ftrl(
     >>> import numpy as np
     >>> from dpfit.losses import SquaredLoss
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(200, 3)); y = X @ np.ones(3)
+    >>> X = rng.uniform(-2, 2, size=(200, 3)); y = X @ np.ones(3)
     >>> traj = dp_ftrl(X, y, loss=SquaredLoss(x_bound=3.0, y_bound=6.0, radius=2.0), clip=1.0,
     ...                epochs=5, batch_size=20, step_size=0.5, epsilon=8.0, delta=1e-5, rng=1)
     >>> traj.iterates.shape, traj.config["steps"], round(traj.config["nu"], 4)
