@@ -1,6 +1,6 @@
 """dpfit: differentially private regression and optimisation with honest uncertainty."""
 
-from . import mechanisms, privacy
+from . import mechanisms, noise, privacy
 from .exceptions import (
     BudgetExceededError,
     DPFitError,
@@ -30,6 +30,7 @@ __all__ = [
     "iv",
     "mechanisms",
     "minimize",
+    "noise",
     "ols",
     "privacy",
 ]
