@@ -112,7 +112,8 @@ class GaussianRows:
         """Rows ``z_start .. z_{stop-1}`` as a (stop - start, d) array (read it, don't keep it).
 
         Every call returns the same bits for the same index, whether the row comes from the
-        cache or is regenerated.
+        cache or is regenerated. The rows are the mechanism's secret noise: mechanism code
+        combines them into :meth:`release`'s ``noise``; never log, store or release them.
         """
         if not (0 <= start < stop <= self._rows):
             raise IndexError(f"noise rows [{start}, {stop}) outside [0, {self._rows})")

@@ -92,8 +92,8 @@ class NoiseStream:
         """Dimension d of each gradient."""
         return self._rows.dim
 
-    def noise(self, step: int) -> np.ndarray:
-        """sigma (B z)_step, the correlated noise of ``step`` (a function of public rows only)."""
+    def _noise(self, step: int) -> np.ndarray:
+        """sigma (B z)_step, the secret correlated noise of ``step`` (never expose it)."""
         if self._offline is not None:
             return self._offline[step].copy()
         return self._rows.noise_std * self._mechanism.step_noise(step, self._rows)
@@ -114,7 +114,7 @@ class NoiseStream:
         t = self._rows.step
         if t >= self._rows.steps:
             raise ValueError(f"the stream covers {self._rows.steps} steps; all are used")
-        return self._rows.release(value, self.noise(t))
+        return self._rows.release(value, self._noise(t))
 
 
 def _fft_noise(mechanism: CorrelatedMechanism, rows: GaussianRows) -> np.ndarray:
