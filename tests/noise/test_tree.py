@@ -39,3 +39,24 @@ def test_restart_reduces_the_multi_epoch_sensitivity_of_nu_zero():
     full = fichtenberger(600).sensitivity_squared(20, 30)
     xs = restarted(fichtenberger(30), 20).sensitivity_squared(20, 30)
     assert xs < full / 5
+
+
+@pytest.mark.parametrize(("z", "T", "rho"), [(5, 1024, 0.22), (10, 1023, 0.05), (1, 1000, 5.0)])
+def test_tree_release_charges_bitlen_over_two_z_squared(z, T, rho):
+    """Reliability §4.6 table: rho = bitlen(T) / (2 z^2) per record (zero-out = add/remove)."""
+    from dpfit.mechanisms import make_noise_source
+    from dpfit.noise import correlated_noise
+    from dpfit.privacy import PrivacyLedger
+
+    ledger = PrivacyLedger(relation="add-remove")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LargeBudgetWarning)
+        correlated_noise(
+            tree_aggregation(T),
+            dim=1,
+            clip=1.0,
+            noise_std=float(z),
+            ledger=ledger,
+            rng=make_noise_source(0),
+        )
+    assert ledger.rho == pytest.approx(rho, rel=1e-12)
