@@ -20,6 +20,7 @@ Only DP-GD (``method="gd"``) runs on Dask; the number of records must be declare
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -65,7 +66,8 @@ def response_name(y: Any) -> str:
     return "y"
 
 
-def _check_variables(spec: Any, meta: pd.DataFrame) -> None:
+def _check_variables(spec: Any, data: Any) -> None:
+    meta = data._meta
     if spec.transform_state:
         raise ValueError(
             "stateful formula transforms (center, scale, standardize, ...) learn from the "
@@ -74,7 +76,7 @@ def _check_variables(spec: Any, meta: pd.DataFrame) -> None:
     for name in sorted(v for v in spec.variables if v in meta.columns):
         dtype = meta[name].dtype
         if isinstance(dtype, pd.CategoricalDtype):
-            if len(dtype.categories) == 0:
+            if not data[name].cat.known:
                 raise TypeError(
                     f"column {name!r} is categorical with unknown categories: declare them "
                     "(astype(pandas.CategoricalDtype([...]))); levels are never read off data"
@@ -99,8 +101,10 @@ def dask_model_matrix(formula: str, data: Any) -> Any:
     with it on the workers.
     """
     meta = data._meta
-    spec = model_matrix(formula, meta, na_action="ignore").model_spec
-    _check_variables(spec, meta)
+    with warnings.catch_warnings():  # stateful transforms warn on the empty frame (refused)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        spec = model_matrix(formula, meta, na_action="ignore").model_spec
+    _check_variables(spec, data)
     columns = [str(c) for c in spec.column_names]
     empty = pd.DataFrame({c: pd.Series(dtype=np.float64) for c in columns})
     return data.map_partitions(_partition_matrix, spec, columns, meta=empty)
