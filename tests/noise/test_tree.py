@@ -49,14 +49,12 @@ def test_tree_release_charges_bitlen_over_two_z_squared(z, T, rho):
     from dpfit.privacy import PrivacyLedger
 
     ledger = PrivacyLedger(relation="add-remove")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LargeBudgetWarning)
-        correlated_noise(
-            tree_aggregation(T),
-            dim=1,
-            clip=1.0,
-            noise_std=float(z),
-            ledger=ledger,
-            rng=make_noise_source(0),
-        )
+    correlated_noise(
+        tree_aggregation(T),
+        dim=1,
+        clip=1.0,
+        noise_std=float(z),
+        ledger=ledger,
+        rng=make_noise_source(0),
+    )
     assert ledger.rho == pytest.approx(rho, rel=1e-12)
