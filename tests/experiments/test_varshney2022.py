@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from dpfit.exceptions import InsecureRandomnessWarning
+from dpfit.experiments import _varshney2022_claims as v
 from dpfit.experiments import get, names
-from dpfit.experiments import varshney2022 as v
 
 VARSHNEY = [n for n in names() if n.startswith("varshney2022-")]
 
@@ -56,9 +56,9 @@ def _p1(ratio, slope_scale=1.0):
 
 
 def test_p1_claims_can_fail():
-    assert v._p1_band(_p1(1.2)).passed and v._p1_slope(_p1(1.2)).passed
-    assert not v._p1_band(_p1(5.0)).passed
-    assert not v._p1_slope(_p1(1.2, slope_scale=0.5)).passed  # error falling like N^-0.5
+    assert v.p1_band(_p1(1.2)).passed and v.p1_slope(_p1(1.2)).passed
+    assert not v.p1_band(_p1(5.0)).passed
+    assert not v.p1_slope(_p1(1.2, slope_scale=0.5)).passed  # error falling like N^-0.5
 
 
 def _p2(a_d, a_n, a_eps):
@@ -82,11 +82,11 @@ def _p2(a_d, a_n, a_eps):
 
 
 def test_p2_claim_can_fail():
-    good = v._p2_exponents(_p2(2.0, -1.8, -2.0))
+    good = v.p2_exponents(_p2(2.0, -1.8, -2.0))
     assert good.passed and good.numbers["a_d"] == pytest.approx(2.0, abs=0.01)
-    assert not v._p2_exponents(_p2(3.0, -1.8, -2.0)).passed  # d^3: the SSP-like rate
-    assert not v._p2_exponents(_p2(2.0, -1.0, -2.0)).passed
-    assert not v._p2_exponents(_p2(2.0, -1.8, -1.0)).passed
+    assert not v.p2_exponents(_p2(3.0, -1.8, -2.0)).passed  # d^3: the SSP-like rate
+    assert not v.p2_exponents(_p2(2.0, -1.0, -2.0)).passed
+    assert not v.p2_exponents(_p2(2.0, -1.8, -1.0)).passed
 
 
 def _p3(baseline_power):
@@ -102,10 +102,10 @@ def _p3(baseline_power):
 
 
 def test_p3_claim_can_fail():
-    assert v._p3_claim(_p3(0.0)).passed
-    assert not v._p3_claim(_p3(2.0)).passed  # baselines that also scale like sigma^2
+    assert v.p3_claim(_p3(0.0)).passed
+    assert not v.p3_claim(_p3(2.0)).passed  # baselines that also scale like sigma^2
     broken = _p3(0.0).assign(excess_paper=lambda f: 1e-4 * f["sigma"] + 1e-6)
-    assert not v._p3_claim(broken).passed  # slope 1 and a floor at sigma = 0
+    assert not v.p3_claim(broken).passed  # slope 1 and a floor at sigma = 0
 
 
 def test_p7_claim_can_fail():
@@ -113,9 +113,9 @@ def test_p7_claim_can_fail():
     good = pd.DataFrame(
         dict(n=n, excess_paper=1e-3, excess_literal=1.0, overshoot_paper=1.0, overshoot_literal=8.0)
     )
-    assert v._p7_claim(good).passed
-    assert not v._p7_claim(good.assign(excess_literal=2e-3)).passed
-    assert not v._p7_claim(good.assign(overshoot_paper=3.0)).passed
+    assert v.p7_claim(good).passed
+    assert not v.p7_claim(good.assign(excess_literal=2e-3)).passed
+    assert not v.p7_claim(good.assign(overshoot_paper=3.0)).passed
 
 
 @pytest.mark.slow
