@@ -2,7 +2,7 @@
 
 * every target at M = 5000 runs per side, on three seeds, passes on the correct code;
 * the power and false-alarm table of reliability 3.4 (simulated Gaussian scores, 200 audits
-  per cell): no false alarm at mu x 1, the parametric test rejects mu x 1.25 in >= 95 % of
+  per cell): at most 2 false alarms in 200 at mu x 1, the parametric test rejects mu x 1.25 in >= 95 % of
   audits at M = 1000, the nonparametric test rejects mu x 2 in >= 95 % at M = 2000.
 """
 
@@ -33,6 +33,7 @@ def _rejection_rates(m, factor, audits=200, seed=0):
 
 
 def test_power_and_false_alarm_table():
-    assert _rejection_rates(2000, 1.0) == (0.0, 0.0)
+    # each check has level <= 1e-3, so at most 2 false alarms in 200 (P(>= 3) = 0.0012)
+    assert max(_rejection_rates(2000, 1.0)) <= 2 / 200
     assert _rejection_rates(1000, 1.25)[1] >= 0.95
     assert _rejection_rates(2000, 2.0)[0] >= 0.95
