@@ -11,6 +11,7 @@ import pytest
 
 da = pytest.importorskip("dask.array", reason="dask is not installed (optional extra: dpfit[dask])")
 
+import dpfit  # noqa: E402
 from dpfit.algorithms import dp_gd, dp_second_stage_gd, dp_two_stage_gd, kl_spider, noisy_gd  # noqa: E402
 from dpfit.algorithms._loss_queries import prepare  # noqa: E402
 from dpfit.algorithms.ambssgd import dp_ambssgd  # noqa: E402
@@ -33,10 +34,15 @@ def assert_close(a, b):
 
 
 def assert_same_releases(a, b):
-    """Same ledger: labels, sensitivities, noise stds and total rho (no extra release)."""
-    key = [(e.label, e.sensitivity, e.noise_std) for e in a.ledger]
-    assert [(e.label, e.sensitivity, e.noise_std) for e in b.ledger] == key
-    assert b.ledger.rho == a.ledger.rho
+    """Same ledger: labels, sensitivities, noise stds and total rho (no extra release).
+
+    Noise stds set from earlier releases (adaptive GD) inherit their summation-order error.
+    """
+    assert [(e.label, e.sensitivity) for e in b.ledger] == [
+        (e.label, e.sensitivity) for e in a.ledger
+    ]
+    assert_close([e.noise_std for e in a.ledger], [e.noise_std for e in b.ledger])
+    assert b.ledger.rho == pytest.approx(a.ledger.rho, rel=RTOL)
 
 
 @pytest.mark.parametrize(
@@ -126,6 +132,14 @@ def test_gradient_difference_query_matches_in_memory():
         )  # fmt: skip
         values.append(run.queries.noisy_difference(new, old, bound=0.5, noise_std=0.01))
     assert_close(*values)
+
+
+def test_minimize_takes_dask_data():
+    kw = {"rho": 1.0, "method": "adaptive-gd", "max_steps": 3, "rng": 2}
+    mem = dpfit.minimize(LOSS, (X, Y), **kw)
+    lazy = dpfit.minimize(LOSS, (XD, YD), n_public=N, **kw)
+    assert_close(mem.iterates, lazy.iterates)
+    assert_same_releases(mem, lazy)
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_array, check_X_y
+from ..distributed import is_dask
 from ..mechanisms import clip_rows, row_norms, scale_rows
 
 __all__ = [
@@ -195,7 +196,11 @@ def check_loss(loss: Any) -> Loss:
 
 
 def split_data(loss: Loss, data: Any) -> tuple[np.ndarray, np.ndarray | None]:
-    """Validate ``data`` for ``loss``: ``(X, y)`` when supervised, ``X`` (or ``(X,)``) otherwise."""
+    """Validate ``data`` for ``loss``: ``(X, y)`` when supervised, ``X`` (or ``(X,)``) otherwise.
+
+    Dask arrays are returned unchecked: the private algorithms check their metadata
+    (:func:`dpfit.distributed.check_dask_rows`) without loading them.
+    """
     if isinstance(data, tuple | list) and not isinstance(data, np.ndarray):
         parts = tuple(data)
     else:
@@ -203,10 +208,10 @@ def split_data(loss: Loss, data: Any) -> tuple[np.ndarray, np.ndarray | None]:
     if loss.supervised:
         if len(parts) != 2:
             raise ValueError(f"{type(loss).__name__} needs data (X, y); y is missing")
-        return check_X_y(*parts)
+        return parts if any(map(is_dask, parts)) else check_X_y(*parts)
     if len(parts) != 1:
         raise ValueError(f"data must be X alone for {type(loss).__name__} (it uses no y)")
-    return check_array(parts[0], "X", ndim=2), None
+    return (parts[0] if is_dask(parts[0]) else check_array(parts[0], "X", ndim=2)), None
 
 
 def finite_factors(norms: np.ndarray) -> np.ndarray:
