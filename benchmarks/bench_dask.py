@@ -15,7 +15,8 @@ Prints one JSON line: mode, n, p, steps, seconds per step (wall time of the whol
 divided by ``--steps``; the in-memory figure includes the one-off row-norm pass), the
 driver's peak resident memory (``getrusage(RUSAGE_SELF).ru_maxrss``: the driver process
 only; with ``--workers`` processes the scheduler runs in the driver and the workers in
-child processes), the estimation error against the generator's theta*, and the machine.
+child processes), the estimation error against the generator's theta*, the machine and
+its load average at the end (the machine may be shared).
 
 Usage (after ``benchmarks/make_dask_data.py``)::
 
@@ -131,6 +132,7 @@ def main() -> None:
         "mode": args.mode,
         **result,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}",
+        "load_average_1_5_15": [round(v, 1) for v in os.getloadavg()],
         "command": " ".join(["python", *sys.argv]),
     }
     print(json.dumps(result))
