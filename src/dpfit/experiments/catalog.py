@@ -1,6 +1,7 @@
 """Imports every experiment module so that it registers itself (one line per module)."""
 
 from . import (  # noqa: F401
+    brown2024,
     choquettechoo2024,
     liang2025,
     liang2025_coverage,

@@ -1,0 +1,354 @@
+"""Claims of spec section 5 (Brown et al. 2024), evaluated on an experiment's results table.
+
+Each evaluator returns a :class:`ClaimResult` with the numbers that decided it. Tolerances
+are stated next to each rule; where a rule compares with sampling error, the standard error
+is computed from the replicates themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._brown2024_trials import BURN_IN, M
+from .registry import ClaimResult
+
+__all__: list[str] = []
+
+#: Valid regime of each experimental interval (spec 5, Figs. 5/10 and the pitfalls): batched
+#: means needs batches much longer than the autocorrelation time, checkpoints a spacing of
+#: a few autocorrelation times, independent runs T = total / m > burn-in.
+VALID_TOTAL = {"bm": 500, "cp": 200, "ir": 500, "cp_formal": 200, "ir_formal": 500}
+Z_COVERAGE = 3.0
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of y on x and its standard error."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    A = np.column_stack([np.ones_like(x), x])
+    coef = np.linalg.lstsq(A, y, rcond=None)[0]
+    if len(y) < 3:
+        return float(coef[1]), float("nan")
+    resid = y - A @ coef
+    se = float(np.sqrt(resid @ resid / (len(y) - 2) * np.linalg.inv(A.T @ A)[1, 1]))
+    return float(coef[1]), se
+
+
+def _loglog(table: pd.Series) -> tuple[float, float]:
+    return _slope(np.log(table.index.to_numpy(dtype=float)), np.log(table.to_numpy(dtype=float)))
+
+
+# ---------------------------------------------------------------- Figs. 1/9: error vs p
+
+
+def flat_in_p(results: pd.DataFrame) -> ClaimResult:
+    """|slope| of log error on log p <= 0.05 for DP-GD and OLS (trial-level regression)."""
+    numbers = {}
+    ok = True
+    for col in ("err_dpgd", "err_ols"):
+        slope, se = _slope(np.log(results["p"]), np.log(results[col]))
+        numbers[f"{col} slope"], numbers[f"{col} se"] = slope, se
+        ok &= abs(slope) <= 0.05
+    return ClaimResult(passed=bool(ok), numbers=numbers, detail="log-log slope vs p at n = 100 p")
+
+
+def adassp_grows(results: pd.DataFrame) -> ClaimResult:
+    """AdaSSP's log error grows faster in p than DP-GD's (paired slope > 3 se and > 0.02),
+    and AdaSSP's mean error exceeds DP-GD's at every p."""
+    diff = np.log(results["err_adassp"]) - np.log(results["err_dpgd"])
+    slope, se = _slope(np.log(results["p"]), diff)
+    means = results.groupby("p")[["err_adassp", "err_dpgd"]].mean()
+    above = bool((means["err_adassp"] > means["err_dpgd"]).all())
+    adassp_slope, _ = _slope(np.log(results["p"]), np.log(results["err_adassp"]))
+    return ClaimResult(
+        passed=bool(slope > max(3 * se, 0.02) and above),
+        numbers={
+            "adassp slope": adassp_slope,
+            "adassp - dpgd slope": slope,
+            "se": se,
+            "min adassp / dpgd error": float((means["err_adassp"] / means["err_dpgd"]).min()),
+        },
+        detail="AdaSSP as in the paper (data-derived bounds, Wang's calibration; not private)",
+    )
+
+
+# ---------------------------------------------------------------- Figs. 2/8: cost of privacy
+
+
+def _per_p(results: pd.DataFrame):
+    for p, group in results.groupby("p"):
+        yield int(p), group.groupby("n")[["privacy_error", "sampling_error"]].mean()
+
+
+def _fit(means: pd.Series, power: float) -> tuple[float, float]:
+    """Least squares a / n^power + b (the paper's fitted curves)."""
+    n = means.index.to_numpy(dtype=float)
+    A = np.column_stack([n**-power, np.ones_like(n)])
+    a, b = np.linalg.lstsq(A, means.to_numpy(dtype=float), rcond=None)[0]
+    return float(a), float(b)
+
+
+def privacy_and_sampling_rates(results: pd.DataFrame) -> ClaimResult:
+    """Privacy error ~ 1/n (log-log slope in [-1.15, -0.8]; the bias floor (1 - eta)^T
+    ||theta_hat|| flattens it slightly) and sampling error ~ 1/sqrt(n) (slope in
+    [-0.7, -0.3]), for every p."""
+    numbers: dict[str, float] = {}
+    ok = True
+    for p, means in _per_p(results):
+        priv, _ = _loglog(means["privacy_error"])
+        samp, _ = _loglog(means["sampling_error"])
+        a, b = _fit(means["privacy_error"], 1.0)
+        numbers.update({f"p={p} privacy slope": priv, f"p={p} sampling slope": samp})
+        numbers.update({f"p={p} fit a/n + b: a": a, f"p={p} fit a/n + b: b": b})
+        ok &= -1.15 <= priv <= -0.8 and -0.7 <= samp <= -0.3
+    return ClaimResult(passed=bool(ok), numbers=numbers)
+
+
+def ratio_shrinks(results: pd.DataFrame) -> ClaimResult:
+    """privacy / sampling error decreases in n: slope of its log < 0 by 2 se, for every p."""
+    numbers: dict[str, float] = {}
+    ok = True
+    for p, means in _per_p(results):
+        slope, se = _loglog(means["privacy_error"] / means["sampling_error"])
+        numbers.update({f"p={p} ratio slope": slope, f"p={p} se": se})
+        numbers[f"p={p} ratio at largest n"] = float(
+            means["privacy_error"].iloc[-1] / means["sampling_error"].iloc[-1]
+        )
+        ok &= slope + 2 * se < 0
+    return ClaimResult(passed=bool(ok), numbers=numbers)
+
+
+# ---------------------------------------------------------------- Fig. 3: clipping heatmap
+
+BOUNDARY_LEVEL = 0.05
+
+
+def _boundary(group: pd.DataFrame) -> float:
+    """Smallest clip where the fraction clipped falls to 5% (log-linear interpolation)."""
+    g = group.sort_values("clip")
+    clip, frac = g["clip"].to_numpy(), np.maximum(g["fraction_clipped"].to_numpy(), 1e-12)
+    below = np.nonzero(frac <= BOUNDARY_LEVEL)[0]
+    if len(below) == 0:
+        return np.nan
+    k = below[0]
+    if k == 0:
+        return float(clip[0])
+    t = (np.log(frac[k - 1]) - np.log(BOUNDARY_LEVEL)) / (np.log(frac[k - 1]) - np.log(frac[k]))
+    return float(clip[k - 1] + t * (clip[k] - clip[k - 1]))
+
+
+def clipping_boundary_sqrt_p(results: pd.DataFrame) -> ClaimResult:
+    """The 5% clipping boundary grows like sqrt(p): log-log slope in [0.35, 0.65]."""
+    bounds = results.groupby("p").apply(_boundary, include_groups=False).dropna()
+    slope, se = _loglog(bounds)
+    scaled = bounds / np.sqrt(bounds.index.to_numpy(dtype=float))
+    return ClaimResult(
+        passed=bool(0.35 <= slope <= 0.65 and len(bounds) >= 3),
+        numbers={
+            "slope": slope,
+            "se": se,
+            "boundary / sqrt(p) min": float(scaled.min()),
+            "boundary / sqrt(p) max": float(scaled.max()),
+        },
+    )
+
+
+def low_clipping_above_3_sqrt_p(results: pd.DataFrame) -> ClaimResult:
+    """At the first grid clip >= 3 sqrt(p), at most 2% of the gradients are clipped."""
+    worst = 0.0
+    checked = 0
+    for p, group in results.groupby("p"):
+        above = group[group["clip"] >= 3 * np.sqrt(p) * (1 - 1e-9)]
+        if len(above):
+            worst = max(worst, float(above.sort_values("clip")["fraction_clipped"].iloc[0]))
+            checked += 1
+    return ClaimResult(
+        passed=bool(checked >= 3 and worst <= 0.02),
+        numbers={"worst fraction clipped": worst, "dimensions checked": float(checked)},
+    )
+
+
+# ---------------------------------------------------------------- Figs. 4/7: clipping trade-off
+
+
+def bias_variance_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (steps, clip): MSE, squared bias, variance against theta_hat, mean error, clip %."""
+    dev_cols = [c for c in results.columns if c.startswith("dev_")]
+    rows = []
+    for (steps, clip), g in results.groupby(["steps", "clip"]):
+        d = g[dev_cols].to_numpy()
+        center = d.mean(axis=0)
+        rows.append(
+            {
+                "steps": steps,
+                "clip": clip,
+                "mse": float(np.mean(np.sum(d**2, axis=1))),
+                "bias2": float(center @ center),
+                "variance": float(np.mean(np.sum((d - center) ** 2, axis=1))),
+                "error": float(g["error"].mean()),
+                "fraction_clipped": float(g["fraction_clipped"].mean()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _u_shape(table: pd.DataFrame, col: str) -> tuple[bool, int]:
+    values = table[col].to_numpy()
+    k = int(np.argmin(values))
+    ok = 0 < k < len(values) - 1 and min(values[0], values[-1]) >= 1.5 * values[k]
+    return bool(ok), k
+
+
+def u_shape_in_clip(results: pd.DataFrame) -> ClaimResult:
+    """For each T: the error is U-shaped in the clip (interior minimum, both ends >= 1.5x it)."""
+    table = bias_variance_table(results)
+    numbers: dict[str, float] = {}
+    ok = True
+    for steps, t in table.groupby("steps"):
+        shaped, k = _u_shape(t, "mse")
+        t = t.reset_index(drop=True)
+        numbers[f"T={steps} best clip"] = float(t["clip"][k])
+        numbers[f"T={steps} clipped at best"] = float(t["fraction_clipped"][k])
+        numbers[f"T={steps} end / min MSE"] = float(min(t["mse"].iloc[[0, -1]]) / t["mse"][k])
+        ok &= shaped
+    return ClaimResult(passed=bool(ok), numbers=numbers)
+
+
+def bias_left_variance_right(results: pd.DataFrame) -> ClaimResult:
+    """Bias dominates at small clips (bias^2 at the smallest clip >= 10x at the best) and the
+    variance grows like clip^2 at large clips (log-log slope over the 4 largest in [1.5, 2.5]);
+    the best clip clips >= 5% of the gradients (substantial clipping)."""
+    table = bias_variance_table(results).reset_index(drop=True)
+    _, k = _u_shape(table, "mse")
+    top = table.tail(4).set_index("clip")["variance"]
+    slope, _ = _loglog(top)
+    bias_ratio = float(table["bias2"].iloc[0] / max(table["bias2"].iloc[k], 1e-300))
+    frac = float(table["fraction_clipped"].iloc[k])
+    return ClaimResult(
+        passed=bool(bias_ratio >= 10 and 1.5 <= slope <= 2.5 and frac >= 0.05),
+        numbers={
+            "bias2 smallest clip / at best": bias_ratio,
+            "variance slope (top 4 clips)": slope,
+            "fraction clipped at best": frac,
+        },
+    )
+
+
+def tolerates_clipping(results: pd.DataFrame) -> ClaimResult:
+    """Error at ~50% clipping <= 2x the minimum for every T; the best clipping fraction at the
+    largest T exceeds that at the smallest T by >= 0.2."""
+    table = bias_variance_table(results)
+    numbers: dict[str, float] = {}
+    ok = True
+    best = {}
+    for steps, t in table.groupby("steps"):
+        t = t.reset_index(drop=True)
+        half = int(np.argmin(np.abs(t["fraction_clipped"] - 0.5)))
+        k = int(np.argmin(t["error"]))
+        ratio = float(t["error"][half] / t["error"][k])
+        best[steps] = float(t["fraction_clipped"][k])
+        numbers[f"T={steps} error at ~50% / min"] = ratio
+        numbers[f"T={steps} best fraction clipped"] = best[steps]
+        ok &= ratio <= 2.0
+    steps = sorted(best)
+    ok &= best[steps[-1]] >= best[steps[0]] + 0.2
+    return ClaimResult(passed=bool(ok), numbers=numbers)
+
+
+# ---------------------------------------------------------------- Figs. 5/6, 10/11: intervals
+
+
+def _cols(results: pd.DataFrame, prefix: str, kind: str) -> list[str]:
+    return [c for c in results.columns if c.startswith(f"{prefix}_{kind}_")]
+
+
+def coverage_table(results: pd.DataFrame, prefix: str, kind: str = "cover") -> pd.DataFrame:
+    """Per total: mean over runs and coordinates, and 2.5/97.5 percentiles over coordinates."""
+    per_coord = results.groupby("total")[_cols(results, prefix, kind)].mean()
+    return pd.DataFrame(
+        {
+            "mean": per_coord.mean(axis=1),
+            "low": per_coord.quantile(0.025, axis=1),
+            "high": per_coord.quantile(0.975, axis=1),
+        }
+    )
+
+
+def coverage_valid(results: pd.DataFrame) -> ClaimResult:
+    """In its valid regime each construction (experimental and formal) covers theta_hat at
+    95% within 3 standard errors (from the per-run mean coverage over coordinates)."""
+    numbers: dict[str, float] = {}
+    ok = True
+    for prefix, start in VALID_TOTAL.items():
+        rows = results[results["total"] >= start][_cols(results, prefix, "cover")].dropna()
+        per_run = rows.mean(axis=1)
+        cover = float(per_run.mean())
+        se = float(per_run.std(ddof=1) / np.sqrt(len(per_run)))
+        numbers[f"{prefix} coverage"], numbers[f"{prefix} se"] = cover, se
+        ok &= len(per_run) >= 2 and abs(cover - 0.95) <= Z_COVERAGE * se
+    return ClaimResult(passed=bool(ok), numbers=numbers, detail=f"valid totals: {VALID_TOTAL}")
+
+
+def short_batches_undercover(results: pd.DataFrame) -> ClaimResult:
+    """Batched means under-covers with short batches: coverage at the smallest total is
+    below its valid-regime coverage by more than 3 standard errors."""
+    smallest = results["total"].min()
+    short = results[results["total"] == smallest][_cols(results, "bm", "cover")].mean(axis=1)
+    valid = results[results["total"] >= VALID_TOTAL["bm"]][_cols(results, "bm", "cover")]
+    gap = float(valid.mean(axis=1).mean() - short.mean())
+    se = float(short.std(ddof=1) / np.sqrt(len(short)))
+    return ClaimResult(
+        passed=bool(gap > 3 * se),
+        numbers={
+            f"coverage at total={smallest}": float(short.mean()),
+            "valid-regime coverage": float(valid.mean(axis=1).mean()),
+            "se": se,
+            "batch length": float((smallest - BURN_IN) // M),
+        },
+    )
+
+
+def _lengths(results: pd.DataFrame, prefix: str) -> pd.Series:
+    return results.groupby("total")[_cols(results, prefix, "len")].mean().mean(axis=1).dropna()
+
+
+def width_behaviour(results: pd.DataFrame) -> ClaimResult:
+    """Fig. 6: independent runs wider than batched means at few iterations (ratio > 1.1) and
+    closer at many; checkpoint length grows like sqrt(total) (slope in [0.4, 0.6] over
+    totals >= 200); batched-means length is flat (max / min <= 1.15 over valid totals)."""
+    bm, cp, ir = (_lengths(results, k) for k in ("bm", "cp", "ir"))
+    ratio = (ir / bm).dropna()
+    cp_slope, _ = _loglog(cp[cp.index >= VALID_TOTAL["cp"]])
+    bm_valid = bm[bm.index >= VALID_TOTAL["bm"]]
+    spread = float(bm_valid.max() / bm_valid.min())
+    ok = (
+        len(ratio) >= 2
+        and ratio.iloc[0] > 1.1
+        and ratio.iloc[-1] < ratio.iloc[0]
+        and 0.4 <= cp_slope <= 0.6
+        and spread <= 1.15
+    )
+    return ClaimResult(
+        passed=bool(ok),
+        numbers={
+            "ir / bm at fewest": float(ratio.iloc[0]) if len(ratio) else np.nan,
+            "ir / bm at most": float(ratio.iloc[-1]) if len(ratio) else np.nan,
+            "checkpoint slope": cp_slope,
+            "bm max / min": spread,
+            "ols length": float(results["ols_len"].mean()),
+        },
+    )
+
+
+def widths_match_theory(results: pd.DataFrame) -> ClaimResult:
+    """Mean lengths of batched means and checkpoints are within 10% of spec 3.2's
+    prediction at every valid total."""
+    numbers: dict[str, float] = {}
+    ok = True
+    for prefix in ("bm", "cp"):
+        measured = _lengths(results, prefix)
+        predicted = results.groupby("total")[f"{prefix}_pred_len"].mean()
+        ratio = (measured / predicted)[measured.index >= VALID_TOTAL[prefix]]
+        numbers[f"{prefix} min ratio"], numbers[f"{prefix} max ratio"] = ratio.min(), ratio.max()
+        ok &= bool(((ratio - 1).abs() <= 0.1).all())
+    return ClaimResult(passed=bool(ok), numbers={k: float(v) for k, v in numbers.items()})

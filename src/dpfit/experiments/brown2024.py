@@ -1,0 +1,270 @@
+"""Brown et al. (2024), "Private gradient descent for linear regression": Figures 1-11.
+
+Settings follow spec section 5 and its decisions (section 6): eta = 0.2 (A1); n = 1000 for
+Figs. 4/7 and n = 10,000 for the interval figures (A2); rho = 0.1 for Fig. 2 (A3); clip =
+5 sqrt(p) (A4); xi ~ N(0, 1) (A5); noise calibrated to every noisy step of a procedure (A6);
+the experimental interval estimates of A7 with burn-in 20 and m = 10 (and the formal ones);
+alpha = 0.05 (A8); a fixed dataset per interval figure and 100 algorithm runs (A9); error
+bars at the 2.5/97.5 percentiles across coordinates (A10); errors against theta* in Figs.
+1/9 (A11); AdaSSP as the paper ran it, with data-derived bounds (A12; not private) and also
+with public bounds. Figures 5 and 6 (10 and 11) come from the same runs and are one
+experiment each. Trials: :mod:`._brown2024_trials`; claims: :mod:`._brown2024_claims`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import _brown2024_claims as claims
+from . import _brown2024_plots as plots
+from . import _brown2024_trials as trials
+from .registry import Claim, Experiment, register
+
+__all__ = ["EXPERIMENTS"]
+
+PAPER = (
+    "Brown, Dvijotham, Evans, Liu, Smith, Thakurta (2024), "
+    "Private gradient descent for linear regression"
+)
+_PRIVACY_DEFAULT = (
+    "DP-GD: rho = {rho}-zCDP per run under replace-one (n public), noise calibrated to all "
+    "noisy steps; seeded noise. Errors, coverage and fraction clipped are non-private "
+    "evaluation diagnostics."
+)
+
+
+def _claim(name: str, evaluate) -> Claim:
+    """A claim whose statement is the first paragraph of its evaluator's docstring."""
+    return Claim(
+        name=name, statement=" ".join(evaluate.__doc__.split("\n\n")[0].split()), evaluate=evaluate
+    )
+
+
+def _grid(base: dict, key: str, values, extra: dict | None = None) -> list[dict]:
+    return [{**base, key: v, **(extra or {})} for v in values]
+
+
+def _dimension(name: str, figure: str, design: str) -> Experiment:
+    base = {"design": design, "n_per_p": 100, "rho": 0.05, "steps": 10, "clip_mult": 5.0}
+    return Experiment(
+        name=name,
+        paper=PAPER,
+        figure=figure,
+        description=(
+            f"Error against theta* vs p at n = 100 p ({design} design): DP-GD (final iterate of "
+            "T = 10 steps, eta = 0.2, clip = 5 sqrt(p), rho = 0.05), OLS, and AdaSSP matched at "
+            "(epsilon, delta) = (1.712, 1e-6) with data-derived bounds as in the paper "
+            "(non-private) and with public bounds."
+        ),
+        grid={
+            "smoke": _grid(base, "p", [5, 10]),
+            "quick": _grid(base, "p", [10, 20, 50, 100, 200]),
+            "paper": _grid(base, "p", [10, 20, 50, 100, 200, 500]),
+        },
+        replicates={"smoke": 2, "quick": 30, "paper": 50},
+        trial=trials.error_vs_dimension,
+        claims=[_claim("flat-in-p", claims.flat_in_p), _claim("adassp-grows", claims.adassp_grows)],
+        plot=plots.error_vs_dimension,
+        privacy=_PRIVACY_DEFAULT.format(rho=0.05)
+        + " The paper's AdaSSP reads its bounds off the data and is not private.",
+    )
+
+
+def _cost_grid(p: int, rho: float, ns) -> list[dict]:
+    base = {"p": p, "rho": rho, "steps": 20, "clip_mult": 5.0}
+    return _grid(base, "n", list(ns))
+
+
+_COST_CLAIMS = [
+    _claim("rates", claims.privacy_and_sampling_rates),
+    _claim("ratio-shrinks", claims.ratio_shrinks),
+]
+
+
+def _cost(name: str, figure: str, grid: dict, replicates: dict, rho_text: str) -> Experiment:
+    return Experiment(
+        name=name,
+        paper=PAPER,
+        figure=figure,
+        description=(
+            "Cost of privacy as n grows at fixed p: privacy error ||theta_T - theta_hat|| and "
+            "sampling error ||theta_hat - theta*|| (T = 20, eta = 0.2, clip = 5 sqrt(p)), with "
+            "fitted a/n + b and a/sqrt(n) + b."
+        ),
+        grid=grid,
+        replicates=replicates,
+        trial=trials.cost_of_privacy,
+        claims=_COST_CLAIMS,
+        plot=plots.cost_of_privacy,
+        privacy=_PRIVACY_DEFAULT.format(rho=rho_text),
+    )
+
+
+def _fixed_base(**kwargs) -> dict:
+    return {"n": 1000, "p": 10, "design": "isotropic", "data_seed": 0, "rho": 0.015, **kwargs}
+
+
+_FIG4_CLIPS = [0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 5 * math.sqrt(10), 25.0, 40.0]
+_FIG7_CLIPS = [0.1, 0.2, 0.3, *_FIG4_CLIPS]
+_FIG3_CLIPS = [
+    float(c)
+    for c in (math.sqrt(5) + k * (3 * math.sqrt(200) - math.sqrt(5)) / 19 for k in range(20))
+]
+
+
+def _intervals(name: str, figure: str, design: str) -> Experiment:
+    base = {"n": 10_000, "p": 10, "design": design, "data_seed": 0, "rho": 0.015}
+    base["clip_mult"] = 5.0
+    return Experiment(
+        name=name,
+        paper=PAPER,
+        figure=figure,
+        description=(
+            f"Confidence intervals for theta_hat ({design} design, n = 10,000, p = 10, fixed "
+            "dataset): coverage and mean length of batched means, checkpoints and independent "
+            "runs (m = 10, burn-in 20; experimental and formal variants) vs the total number "
+            "of noisy steps, each run calibrated to rho = 0.015 for all its steps; theory "
+            "predictions of spec 3.2 and the non-private OLS interval width for comparison."
+        ),
+        grid={
+            "smoke": _grid(base, "total", [100, 500]),
+            "quick": _grid(base, "total", [100, 200, 500, 1000, 2000]),
+            "paper": _grid(base, "total", [100, 200, 500, 1000, 2000, 5000]),
+        },
+        replicates={"smoke": 2, "quick": 100, "paper": 100},
+        trial=trials.intervals,
+        claims=[
+            _claim("coverage", claims.coverage_valid),
+            _claim("short-batches-undercover", claims.short_batches_undercover),
+            _claim("widths", claims.width_behaviour),
+            _claim("widths-match-theory", claims.widths_match_theory),
+        ],
+        plot=plots.intervals,
+        privacy=_PRIVACY_DEFAULT.format(rho=0.015) + " Intervals are post-processing.",
+    )
+
+
+EXPERIMENTS = [
+    register(_dimension("brown2024-fig1", "Figure 1", "isotropic")),
+    register(_dimension("brown2024-fig9", "Figure 9", "anisotropic")),
+    register(
+        _cost(
+            "brown2024-fig2",
+            "Figure 2",
+            grid={
+                "smoke": _cost_grid(10, 0.1, [1000, 2000]),
+                "quick": _cost_grid(10, 0.1, [1000, 1500, 2000, 2500, 3000, 4000, 5000]),
+                "paper": _cost_grid(10, 0.1, range(1000, 5001, 100)),
+            },
+            replicates={"smoke": 2, "quick": 50, "paper": 100},
+            rho_text="0.1",
+        )
+    ),
+    register(
+        _cost(
+            "brown2024-fig8",
+            "Figure 8 (a: p = 10, b: p = 100)",
+            grid={
+                "smoke": _cost_grid(10, 0.015, [2000, 4000]),
+                "quick": _cost_grid(10, 0.015, range(10_000, 35_001, 5000))
+                + _cost_grid(100, 0.015, [10_000, 20_000, 50_000]),
+                "paper": _cost_grid(10, 0.015, range(10_000, 35_001, 1000))
+                + _cost_grid(100, 0.015, range(10_000, 100_001, 10_000)),
+            },
+            replicates={"smoke": 2, "quick": 10, "paper": 20},
+            rho_text="0.015",
+        )
+    ),
+    register(
+        Experiment(
+            name="brown2024-fig3",
+            paper=PAPER,
+            figure="Figure 3",
+            description=(
+                "Fraction of per-example gradients clipped over a (p, clip) grid, n = 100 p, "
+                "T = 20, eta = 0.2, rho = 0.015, clip on 20 points of [sqrt(5), 3 sqrt(200)]."
+            ),
+            grid={
+                "smoke": [
+                    {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20}
+                    for p in (5, 10)
+                    for c in _FIG3_CLIPS[::6]
+                ],
+                "quick": [
+                    {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20}
+                    for p in (5, 10, 20, 50, 100, 200)
+                    for c in _FIG3_CLIPS
+                ],
+                "paper": [
+                    {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20}
+                    for p in range(5, 201, 5)
+                    for c in _FIG3_CLIPS
+                ],
+            },
+            replicates={"smoke": 1, "quick": 1, "paper": 1},
+            trial=trials.clipping_fraction,
+            claims=[
+                _claim("boundary-sqrt-p", claims.clipping_boundary_sqrt_p),
+                _claim("low-clipping", claims.low_clipping_above_3_sqrt_p),
+            ],
+            plot=plots.clipping_heatmap,
+            privacy=_PRIVACY_DEFAULT.format(rho=0.015),
+        )
+    ),
+    register(
+        Experiment(
+            name="brown2024-fig4",
+            paper=PAPER,
+            figure="Figure 4",
+            description=(
+                "Error, squared bias and variance of the final iterate against theta_hat vs "
+                "the clip (n = 1000, p = 10, T = 20, eta = 0.2, rho = 0.015, fixed dataset), "
+                "labelled with the percentage of gradients clipped."
+            ),
+            grid={
+                "smoke": _grid(_fixed_base(steps=20), "clip", [1.0, 5.0, 40.0]),
+                "quick": _grid(_fixed_base(steps=20), "clip", _FIG4_CLIPS),
+                "paper": _grid(_fixed_base(steps=20), "clip", _FIG4_CLIPS),
+            },
+            replicates={"smoke": 2, "quick": 50, "paper": 100},
+            trial=trials.bias_variance,
+            claims=[
+                _claim("u-shape", claims.u_shape_in_clip),
+                _claim("bias-left-variance-right", claims.bias_left_variance_right),
+            ],
+            plot=plots.bias_variance,
+            privacy=_PRIVACY_DEFAULT.format(rho=0.015),
+        )
+    ),
+    register(
+        Experiment(
+            name="brown2024-fig7",
+            paper=PAPER,
+            figure="Figure 7",
+            description=(
+                "Mean error ||theta_T - theta_hat|| vs the fraction of gradients clipped, one "
+                "curve per T in {10, 20, 50, 100} (n = 1000, p = 10, eta = 0.2, rho = 0.015, "
+                "fixed dataset; the clip swept over [0.1, 40])."
+            ),
+            grid={
+                "smoke": [_fixed_base(steps=t, clip=c) for t in (10, 50) for c in (0.5, 5.0)],
+                "quick": [
+                    _fixed_base(steps=t, clip=c) for t in (10, 20, 50, 100) for c in _FIG7_CLIPS
+                ],
+                "paper": [
+                    _fixed_base(steps=t, clip=c) for t in (10, 20, 50, 100) for c in _FIG7_CLIPS
+                ],
+            },
+            replicates={"smoke": 2, "quick": 30, "paper": 50},
+            trial=trials.bias_variance,
+            claims=[
+                _claim("u-shape", claims.u_shape_in_clip),
+                _claim("tolerates-clipping", claims.tolerates_clipping),
+            ],
+            plot=plots.error_vs_clipped,
+            privacy=_PRIVACY_DEFAULT.format(rho=0.015),
+        )
+    ),
+    register(_intervals("brown2024-fig5-6", "Figures 5 and 6", "isotropic")),
+    register(_intervals("brown2024-fig10-11", "Figures 10 and 11", "anisotropic")),
+]

@@ -1,0 +1,117 @@
+"""Brown et al. (2024) reproductions: smoke trials, claim evaluators that can fail, and the
+slow test that runs every experiment at quick scale and asserts its claims."""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfit.exceptions import InsecureRandomnessWarning
+from dpfit.experiments import _brown2024_claims as claims
+from dpfit.experiments import get, names
+
+BROWN = [n for n in names() if n.startswith("brown2024-")]
+
+
+def _results(exp, scale):
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRandomnessWarning)
+        for k, (params, replicate) in enumerate(exp.tasks(scale)):
+            seed = 1000 + k
+            rows.append({**params, "replicate": replicate, "seed": seed, **exp.trial(params, seed)})
+    return pd.DataFrame(rows)
+
+
+def test_all_eleven_figures_are_registered():
+    figures = " ".join(get(n).figure for n in BROWN)
+    for k in range(1, 12):
+        assert f"{k}" in figures.replace("Figures", "Figure"), k
+    assert len(BROWN) == 9
+
+
+@pytest.mark.parametrize("name", BROWN)
+def test_smoke_trials_are_finite_deterministic_and_plottable(name):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    exp = get(name)
+    results = _results(exp, "smoke")
+    params, _ = exp.tasks("smoke")[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRandomnessWarning)
+        np.testing.assert_equal(exp.trial(params, 1000), exp.trial(params, 1000))
+    metrics = results.drop(columns=[*params, "replicate", "seed"])
+    assert metrics.notna().any().all()  # NaN only where a construction is omitted
+    for claim in exp.claims:
+        verdict = claim.evaluate(results)
+        assert isinstance(verdict.passed, bool) and verdict.numbers
+    figures = exp.plot(results)
+    assert figures
+    import matplotlib.pyplot as plt
+
+    for fig in figures:
+        plt.close(fig)
+
+
+def test_rate_claim_fails_when_privacy_error_falls_like_one_over_sqrt_n():
+    n = np.repeat([1000, 2000, 4000, 8000], 3)
+    good = pd.DataFrame(
+        {"p": 10, "n": n, "privacy_error": 300 / n, "sampling_error": 3 / np.sqrt(n)}
+    )
+    assert claims.privacy_and_sampling_rates(good).passed
+    bad = good.assign(privacy_error=10 / np.sqrt(n))
+    assert not claims.privacy_and_sampling_rates(bad).passed
+    assert not claims.ratio_shrinks(bad.assign(sampling_error=20 / np.sqrt(n))).passed
+
+
+def test_coverage_claim_fails_for_undercoverage():
+    rng = np.random.default_rng(0)
+    rows = []
+    for total in (100, 500, 1000):
+        for r in range(200):
+            row = {"total": total, "replicate": r}
+            for prefix in claims.VALID_TOTAL:
+                for j in range(10):
+                    row[f"{prefix}_cover_{j}"] = float(rng.random() < 0.95)
+            rows.append(row)
+    fine = pd.DataFrame(rows)
+    assert claims.coverage_valid(fine).passed
+    low = fine.copy()
+    cols = [c for c in low.columns if c.startswith("bm_cover_")]
+    low[cols] = (rng.random((len(low), len(cols))) < 0.88).astype(float)
+    assert not claims.coverage_valid(low).passed
+
+
+def test_u_shape_claim_fails_for_a_monotone_error():
+    rows = [
+        {"steps": 20, "clip": c, "dev_0": c, "error": c, "fraction_clipped": 1 / c}
+        for c in (1.0, 2.0, 4.0)
+        for _ in range(3)
+    ]
+    assert not claims.u_shape_in_clip(pd.DataFrame(rows)).passed
+
+
+def test_boundary_interpolation():
+    group = pd.DataFrame({"clip": [1.0, 2.0, 3.0], "fraction_clipped": [0.5, 0.1, 0.01]})
+    got = claims._boundary(group)
+    assert 2.0 < got < 3.0
+    assert math.isclose(np.log(0.1) - np.log(0.05), (got - 2.0) * (np.log(0.1) - np.log(0.01)))
+
+
+@pytest.mark.slow
+def test_claims_hold_at_quick_scale(tmp_path):
+    """Runs every brown2024 experiment at quick scale (about 5 minutes on 2 cores)."""
+    from dpfit.experiments.runner import run
+
+    result = run(BROWN, scale="quick", store_path=tmp_path / "quick.sqlite", progress=False)
+    failures = []
+    for name in BROWN:
+        for claim in get(name).claims:
+            verdict = claim.evaluate(result.results[name])
+            print(name, claim.name, verdict.passed, dict(verdict.numbers))
+            if not verdict.passed:
+                failures.append((name, claim.name, dict(verdict.numbers)))
+    assert not failures
