@@ -27,7 +27,7 @@ NOISY_GD = importlib.import_module("dpfit.algorithms.noisy_gd")
 TWO_STAGE = importlib.import_module("dpfit.algorithms._two_stage_core")
 FTRL = importlib.import_module("dpfit.algorithms.ftrl")
 AMBSSGD = importlib.import_module("dpfit.algorithms.ambssgd")
-STREAMS = importlib.import_module("dpfit.noise.streams")
+STREAM_RELEASE = importlib.import_module("dpfit.mechanisms.stream")
 SEED = 20240901
 
 
@@ -87,8 +87,13 @@ def add_remove_calibration_claimed_as_replace_one(*modules):
 
 
 def correlated_noise_halved(monkeypatch):
-    real = STREAMS.NoiseStream.noise
-    monkeypatch.setattr(STREAMS.NoiseStream, "noise", lambda self, t: 0.5 * real(self, t))
+    # the stream's release (charged once as declared) adds only half of each step's noise
+    real = STREAM_RELEASE.GaussianRows.release
+    monkeypatch.setattr(
+        STREAM_RELEASE.GaussianRows,
+        "release",
+        lambda self, value, noise: real(self, value, 0.5 * np.asarray(noise)),
+    )
 
 
 def multi_participation_sensitivity_counted_once(monkeypatch):
