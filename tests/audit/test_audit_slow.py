@@ -2,8 +2,8 @@
 
 * every target at M = 5000 runs per side, on three seeds, passes on the correct code;
 * the power and false-alarm table of reliability 3.4 (simulated Gaussian scores, 200 audits
-  per cell): at most 2 false alarms in 200 at mu x 1, the parametric test rejects mu x 1.25 in >= 95 % of
-  audits at M = 1000, the nonparametric test rejects mu x 2 in >= 95 % at M = 2000.
+  per cell): at most 2 false alarms in 200 at mu x 1, the parametric test rejects mu x 1.25
+  in >= 95 % of audits at M = 1000, the nonparametric one mu x 2 in >= 95 % at M = 2000.
 """
 
 import numpy as np
