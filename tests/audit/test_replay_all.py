@@ -363,13 +363,32 @@ def _run(case: Case, data: tuple) -> dict[str, Any]:
         return case.run(*data)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_record_replay_on_a_worst_case_neighbour(name):
+def _opposite_corner_first(data: tuple) -> tuple | None:
+    """A second neighbour type: the first record replaced by the opposite corner."""
+    X, y = data if len(data) == 2 and isinstance(data[0], np.ndarray) else (None, None)
+    if X is None or X.shape[1] != 3:
+        return None
+    X2, y2 = X.copy(), y.copy()
+    X2[0], y2[0] = [-40.0, 40.0, -40.0], 1e3
+    return X2, y2
+
+
+NEIGHBOURS = [(name, "corner-last") for name in sorted(CASES)] + [
+    (name, "opposite-corner-first")
+    for name in sorted(CASES)
+    if _opposite_corner_first(CASES[name].data) is not None
+    and "add-remove" not in name  # add/remove neighbours add a record instead
+]
+
+
+@pytest.mark.parametrize("name, kind", NEIGHBOURS)
+def test_record_replay_on_a_worst_case_neighbour(name, kind):
     case = CASES[name]
+    neighbour = case.neighbour if kind == "corner-last" else _opposite_corner_first(case.data)
     with recording() as rec:
         out_d = _run(case, case.data)
     with replaying(rec) as rep:  # raises ReplayMismatchError on any change in the calls
-        out_dp = _run(case, case.neighbour)
+        out_dp = _run(case, neighbour)
     assert len(rec) > 0 and rec.entries == rep.entries
     shares = [
         _distance(a, b, case.encoder) / a.entry.sensitivity
