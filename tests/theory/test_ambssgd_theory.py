@@ -19,10 +19,8 @@ from dpfit.theory.ambssgd import (
     noise_multiplier_for_epsilon,
     residual_bound,
     rho_for_epsilon,
-    ssgd_clip,
-    ssgd_risk_bound,
-    ssgd_step_size,
 )
+from dpfit.theory.ssgd import ssgd_clip, ssgd_risk_bound, ssgd_step_size
 
 
 def test_schedule_follows_theorem_3_7_and_the_spec_decisions():

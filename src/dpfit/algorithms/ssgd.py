@@ -80,9 +80,9 @@ def dp_ssgd(
         Data, as for :func:`dpfit.algorithms.dp_ambssgd`.
     clip : float
         zeta, the fixed per-example gradient clip (public; Thm. 3.2's value is
-        :func:`dpfit.theory.ambssgd.ssgd_clip`).
+        :func:`dpfit.theory.ssgd.ssgd_clip`).
     step_size : float
-        eta (public; see :func:`dpfit.theory.ambssgd.ssgd_step_size`).
+        eta (public; see :func:`dpfit.theory.ssgd.ssgd_step_size`).
     rho : float, optional
         zCDP budget: alpha = 1/sqrt(2 rho) by parallel composition. Give either ``rho`` or
         both ``epsilon`` and ``delta``.
