@@ -8,5 +8,7 @@ from . import (  # noqa: F401
     liang2025_real,
     liang2025_tuning,
     mechanism_check,
+    menart2024,
+    menart2024_beyond_pl,
     varshney2022,
 )

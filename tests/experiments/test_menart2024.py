@@ -1,0 +1,105 @@
+"""Menart et al. (2024) benchmarks B0-B7: smoke trials, claim evaluators, quick-scale claims."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfit.datasets import kl_benchmarks as kb
+from dpfit.experiments import _menart2024_claims as mc
+from dpfit.experiments import menart2024, menart2024_beyond_pl
+from dpfit.experiments.registry import names
+from dpfit.experiments.verdicts import evaluate_claims
+
+EXPERIMENTS = menart2024.EXPERIMENTS + menart2024_beyond_pl.EXPERIMENTS
+
+
+def test_all_eight_benchmarks_are_registered():
+    expected = {f"menart2024-b{k}" for k in range(8)}
+    assert {e.name for e in EXPERIMENTS} == expected
+    assert expected <= set(names())
+
+
+@pytest.mark.parametrize("exp", EXPERIMENTS, ids=lambda e: e.name)
+def test_smoke_trials_run_and_respect_the_budget(exp):
+    for params, replicate in exp.tasks("smoke"):
+        metrics = exp.trial(params, 1000 + replicate)
+        assert set(metrics) >= {"excess", "bound", "rho_spent", "iterations", "releases"}
+        assert math.isfinite(metrics["excess"]) and metrics["excess"] >= -1e-9
+        assert metrics["rho_spent"] <= params["rho"] * (1 + 1e-12)
+
+
+def test_benchmark_constants_match_the_spec():
+    b0 = kb.b0_mean(500, 4, 0)
+    assert np.linalg.norm(b0.X, axis=1).max() <= 1.0 and b0.loss.lipschitz == 3.0
+    assert b0.excess(b0.X.mean(axis=0)) == pytest.approx(0.0, abs=1e-15)
+    b1 = kb.b1_karimi(1000, 10, 0)
+    # spec verification 10: mu ~ 0.218 at n = 1000, d = 10 (data-dependent; +-20%)
+    assert 0.17 < b1.mu < 0.27 and b1.excess(np.zeros(10)) > 0
+    b2 = kb.b2_least_squares(400, 5, 0)
+    assert b2.loss.lipschitz == pytest.approx(3.3) and b2.oracle
+    b4 = kb.b4_logistic(400, 5, 0, l2=0.1)
+    assert b4.loss.lipschitz == pytest.approx(1.2) and b4.loss.smoothness == pytest.approx(0.35)
+    assert np.linalg.norm(b4.loss.grad(np.zeros(5) + 0, b4.X, b4.y)) > 0
+    assert b4.excess(np.zeros(5)) > 0
+    b5 = kb.b5_lp(400, 5, 0, p=4.0)
+    assert b5.kappa == pytest.approx(4 / 3) and b5.excess(np.zeros(5)) > 0
+    # gamma from the certificate m_p >= lambda_min^(p/2) is a valid KL constant:
+    # F(w) <= gamma^kappa ||grad F(w)||^kappa at random points (F* = 0)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        w = rng.standard_normal(5)
+        F = b5.loss.value(w, b5.X, b5.y)
+        g = np.linalg.norm(b5.loss.grad(w, b5.X, b5.y))
+        assert F <= (b5.gamma * g) ** b5.kappa * (1 + 1e-9)
+
+
+def _frame(method, sweep, xs, ys, bounds=None, reps=3):
+    rows = []
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        for r in range(reps):
+            row = {"rho": 1.0, "rho_spent": 1.0, "nontrivial": 1.0, "replicate": r}
+            row.update({"method": method, "sweep": sweep, sweep: x})
+            row["excess"] = y * (1 + 0.01 * (r - 1))
+            row["bound"] = np.nan if bounds is None else bounds[i]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_slope_claim_passes_and_fails():
+    xs = np.array([1e3, 1e4, 1e5, 1e6])
+    good = _frame("m", "n", xs, xs**-2.0, bounds=3 * xs**-1.9)
+    bad = _frame("m", "n", xs, xs**-1.0, bounds=3 * xs**-1.9)
+    claim = mc.slope(method="m", sweep="n", x="n", nominal=-2.0)
+    assert claim(good).passed and not claim(bad).passed
+    assert claim(good).numbers["observed slope"] == pytest.approx(-2.0, abs=0.01)
+    banded = mc.slope(method="m", sweep="n", x="n", nominal=-1.5, band=(-2.0, -1.5), tol=0.1)
+    assert banded(good).passed and not banded(bad).passed
+
+
+def test_beats_and_bound_claims_pass_and_fail():
+    xs = [1.0, 10.0, 100.0]
+    a = _frame("a", "rho", xs, [1e-3, 1e-4, 1e-5], bounds=[1.0, 1.0, 1.0])
+    b = _frame("b", "rho", xs, [1e-2, 1e-3, 1e-6], bounds=[1e-9] * 3)
+    df = pd.concat([a, b])
+    assert not mc.beats("a", ["b"], "rho", "rho")(df).passed
+    assert mc.beats("a", ["b"], "rho", "rho")(df[df["rho"] < 50]).passed
+    assert mc.beats("b", ["a"], "rho", "rho", points="last")(df).passed
+    assert mc.bound_validity(["a"])(df).passed and not mc.bound_validity(["b"])(df).passed
+    over = df.assign(rho_spent=np.where(df["method"] == "b", 1.0 + 1e-9, 1.0))
+    assert mc.budget(df).passed and not mc.budget(over).passed
+
+
+@pytest.mark.slow
+def test_quick_scale_claims_hold(tmp_path):
+    """Runs every benchmark at quick scale (about 4 minutes on 2 cores) and checks each claim."""
+    from dpfit.experiments.runner import run
+
+    result = run(EXPERIMENTS, scale="quick", store_path=tmp_path / "s.sqlite", jobs=2)
+    failed = []
+    for exp in EXPERIMENTS:
+        for verdict in evaluate_claims(exp, result.results[exp.name], "quick"):
+            if verdict.status != "PASS":
+                failed.append(f"{exp.name}/{verdict.claim}: {verdict.status} {verdict.numbers}")
+    assert not failed, "\n".join(failed)
