@@ -199,6 +199,13 @@ def test_small_blocks_warn_that_the_private_clip_is_unreliable():
 
 
 @quiet
+def test_a_very_fine_grid_is_warned_against():
+    X, y, _ = make_data(30000, 2, 0.3)
+    with pytest.warns(SideConditionWarning, match="n_levels=100"):
+        run(X, y, n_levels=100, residual_bound=1e3, rho=2.0)
+
+
+@quiet
 def test_budget_too_small_fails_before_any_release():
     X, y, _ = make_data(3000, 2, 0.3)
     ledger = PrivacyLedger(budget=Budget(rho=0.1))
@@ -266,6 +273,7 @@ BAD = [
     (dict(accounting="rdp"), ValueError, "accounting"),
     (dict(threshold="loose"), ValueError, "threshold"),
     (dict(n_levels=0), ValueError, "n_levels"),
+    (dict(n_levels=3987), ValueError, "n_levels"),  # the paper's ceil(200 log2 N) at N = 1e6
     (dict(stat_fraction=1.5), ValueError, "stat_fraction"),
     (dict(stat_failure=1.0), ValueError, "stat_failure"),
     (dict(n=10), ValueError, "does not match"),

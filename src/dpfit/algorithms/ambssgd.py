@@ -49,6 +49,8 @@ __all__ = ["ACCOUNTING_MODES", "THRESHOLDS", "dp_ambssgd", "replace_one_only"]
 ACCOUNTING_MODES = ("paper", "parallel")
 #: DP-STAT thresholds: ``"margin"`` s - Gamma' (spec D3, default) or ``"literal"`` s.
 THRESHOLDS = ("margin", "literal")
+#: Grids finer than this are warned against (spec D4: 24-48 levels are reasonable).
+_MANY_LEVELS = 64
 
 
 def replace_one_only(relation: Any, name: str) -> Relation:
@@ -124,7 +126,8 @@ def dp_ambssgd(
     tail_exponent : float, default=0.5
         a in the default clip multiplier (1/2 for sub-Gaussian data).
     n_levels : int, default=32
-        K: DP-STAT's grid is B 2^(i-K), i = 0..K (spec D4).
+        K: DP-STAT's grid is B 2^(i-K), i = 0..K (spec D4), at most 1074 (float64 range; the
+        paper's K = ceil(200 log2 N) is not representable and is refused); above 64 it warns.
     threshold : {"margin", "literal"}, default="margin"
         DP-STAT's threshold: s - Gamma' (spec D3) or the paper-literal s (kept to reproduce
         its failure; not recommended).
@@ -167,7 +170,8 @@ def dp_ambssgd(
     -----
     SideConditionWarning
         DP-STAT's stat set is smaller than four margins (s < 4 Gamma', spec D7), so the clip
-        is unreliable; or b < 10 R_x^2 / ||H|| (spec section 7), so the step size is small.
+        is unreliable; b < 10 R_x^2 / ||H|| (spec section 7), so the step size is small; or
+        n_levels > 64.
 
     Notes
     -----
@@ -329,6 +333,14 @@ def _check_public_settings(
                 "clip_multiplier * residual_bound * 2**-n_levels gives a clip whose noise is "
                 "not finite and > 0; change residual_bound, n_levels or clip_multiplier"
             )
+    if search.n_levels > _MANY_LEVELS:
+        warnings.warn(
+            f"n_levels={search.n_levels}: each of the n_levels + 1 counts gets noise std "
+            f"sqrt(n_levels + 1) * alpha, so DP-STAT needs many more records; 24-48 levels "
+            "are enough for any practical residual range (spec D4)",
+            SideConditionWarning,
+            stacklevel=3,
+        )
     margin = s - search.threshold if threshold == "margin" else None
     if margin is not None and s < 4.0 * margin:
         warnings.warn(
