@@ -15,7 +15,7 @@ def plot(results: pd.DataFrame) -> list:
     fig, axes = plt.subplots(1, len(sweeps), figsize=(4.2 * len(sweeps), 3.6), squeeze=False)
     for ax, sweep in zip(axes[0], sweeps, strict=True):
         rows = results[results["sweep"] == sweep]
-        x = "extra" if sweep in ("lam", "p") else sweep
+        x = "extra" if sweep == "lam" else sweep.split("-")[0]  # "rho-p3": a rho sweep
         for method, group in rows.groupby("method", sort=False):
             med = group.groupby(x)[["excess", "bound"]].median().sort_index()
             (line,) = ax.plot(med.index, med["excess"], "o-", label=method)
