@@ -18,14 +18,14 @@ import numpy as np
 
 from .._validation import check_int, check_rho, check_vector
 from ..distributed import check_dask_rows, is_dask
-from ..exceptions import BudgetExceededError
 from ..losses.base import Loss, check_loss, checked_gradients, split_data
 from ..mechanisms import NoiseSource, gaussian, make_noise_source
-from ..privacy import Budget, PrivacyLedger, Relation, mean_sensitivity, parse_relation
+from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation
 from ._kernels import clipped_row_sum, loss_sums
+from ._ledger import prepare_ledger
 from .trajectory import Trajectory
 
-__all__ = ["LossQueries", "Run", "check_affordable", "finish", "prepare"]
+__all__ = ["LossQueries", "Run", "finish", "prepare"]
 
 
 class LossQueries:
@@ -125,16 +125,6 @@ class Run:
     queries: LossQueries
 
 
-def _ledger(ledger: Any, relation: Relation, rho: float) -> PrivacyLedger:
-    if ledger is None:
-        return PrivacyLedger(relation=relation, budget=Budget(rho=rho))
-    if not isinstance(ledger, PrivacyLedger):
-        raise TypeError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
-    if ledger.relation is not relation:
-        raise ValueError(f"ledger relation {ledger.relation} does not match relation={relation}")
-    return ledger
-
-
 def _public_n(n: int, n_public: Any, relation: Relation) -> int:
     if n_public is None:
         if relation is Relation.ADD_REMOVE:
@@ -163,13 +153,14 @@ def prepare(
     rng: Any,
     prefix: str,
 ) -> Run:
-    """Validate everything public and the data's shape (no charge, no draw, no data read)."""
+    """Validate everything public and the data's shape, and check that the ledger's budget
+    can afford ``rho`` (no charge, no draw, no data read)."""
     loss: Loss = check_loss(loss)
     rho = check_rho(rho)
     if not isinstance(clip, bool):
         raise TypeError(f"clip must be a bool, got {type(clip).__name__}")
     relation = parse_relation(relation)
-    ledger = _ledger(ledger, relation, rho)
+    ledger = prepare_ledger(ledger, relation, rho, name=prefix)  # budget checked: no draw yet
     if is_dask(X) or is_dask(y):
         arrays = {"X": (X, 2)} if y is None else {"X": (X, 2), "y": (y, 1)}
         (X, *rest), n = check_dask_rows(arrays, n_public=n_public, relation=relation)
@@ -184,16 +175,6 @@ def prepare(
     return Run(
         X=X, y=y, theta0=theta0, n=n, p=p, rho=rho, ledger=ledger, source=source, queries=queries
     )
-
-
-def check_affordable(run: Run, name: str) -> None:
-    """Fail before the first draw when the ledger's budget cannot afford the whole run."""
-    budget = run.ledger.budget
-    if budget is not None and not budget.can_afford(run.rho):
-        raise BudgetExceededError(
-            f"{name} needs rho={run.rho:.6g} but the ledger's budget has "
-            f"{budget.remaining:.6g} left; nothing was charged or drawn"
-        )
 
 
 def finish(

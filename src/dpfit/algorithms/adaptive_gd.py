@@ -21,7 +21,7 @@ from ..losses.base import Loss
 from ..mechanisms import rho_for_noise_std
 from ..privacy import PrivacyLedger, Relation
 from ..theory.kl import adaptive_gd_params
-from ._loss_queries import check_affordable, finish, prepare
+from ._loss_queries import finish, prepare
 from .trajectory import Trajectory
 
 __all__ = ["adaptive_gd"]
@@ -123,7 +123,6 @@ def adaptive_gd(
     )
     max_steps = check_int(max_steps, "max_steps", low=1)
     select = check_option(select, "select", _SELECT)
-    check_affordable(run, "adaptive_gd")
     delta = params.sensitivity
     c_norm = rho_for_noise_std(delta, params.norm_noise)
     c_res = rho_for_noise_std(delta, params.floor_noise)

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation
 from ..theory.kl import spider_schedule
-from ._loss_queries import check_affordable, finish, prepare
+from ._loss_queries import finish, prepare
 from .trajectory import Trajectory
 
 __all__ = ["kl_spider"]
@@ -139,7 +139,6 @@ def kl_spider(
         anchor_share=anchor_share,
         max_steps=max_steps,
     )
-    check_affordable(run, "kl_spider")
     config = {
         "method": "kl-spider",
         "preset": preset,

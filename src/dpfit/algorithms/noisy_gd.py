@@ -17,7 +17,7 @@ from .._validation import check_int, check_positive
 from ..losses.base import Loss
 from ..mechanisms import noise_std_for_rho
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity
-from ._loss_queries import check_affordable, finish, prepare
+from ._loss_queries import finish, prepare
 from .trajectory import Trajectory
 
 __all__ = ["noisy_gd"]
@@ -87,7 +87,6 @@ def noisy_gd(
     eta = check_positive(step_size, "step_size")
     sensitivity = mean_sensitivity(run.queries.loss.lipschitz, run.n, run.ledger.relation)
     noise_std = noise_std_for_rho(sensitivity, run.rho / steps)
-    check_affordable(run, "noisy_gd")
     w = run.theta0.copy()
     iterates = np.empty((steps, run.p))
     for t in range(steps):

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation
 from ..theory.kl import ProximalSchedule, proximal_schedule
-from ._loss_queries import LossQueries, check_affordable, finish, prepare
+from ._loss_queries import LossQueries, finish, prepare
 from .trajectory import Trajectory
 
 __all__ = ["proximal_point"]
@@ -123,7 +123,6 @@ def proximal_point(
         inner_cap=inner_cap,
         max_steps=max_steps,
     )
-    check_affordable(run, "proximal_point")
     config = {
         "method": "proximal-point",
         "gamma": gamma,
