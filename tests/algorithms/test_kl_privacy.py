@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dpfit
-from dpfit.exceptions import BudgetExceededError
+from dpfit.exceptions import BudgetExceededError, SideConditionWarning
 from dpfit.losses import FunctionLoss, SquaredLoss
 from dpfit.mechanisms import recording, replaying
 from dpfit.privacy import Budget, PrivacyLedger, mean_sensitivity
@@ -233,3 +233,18 @@ def test_adaptive_filter_never_exceeds_rho(scales, log_rho, n, reserve):
         max_steps=400,
     )
     assert traj.rho <= rho * (1 + 1e-12)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(method="kl-spider", gamma=1.0, kappa=2.0, loss_bound=1.0),
+        dict(method="proximal-point", gamma=1.0, kappa=3.0, loss_bound=1.0),
+    ],
+)
+def test_trivial_schedule_warns_and_releases_nothing(options):
+    X, y = _dataset(n=50)
+    with recording() as rec, pytest.warns(SideConditionWarning, match="nothing is released"):
+        traj = dpfit.minimize(LOSS, (X, y), rho=0.01, rng=0, **options)
+    assert len(rec) == 0 and traj.rho == 0.0 and not traj.config["is_nontrivial"]
+    np.testing.assert_array_equal(traj.estimate, np.zeros(D))

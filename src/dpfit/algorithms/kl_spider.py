@@ -10,11 +10,13 @@ the only data-dependent control flow is the early stop, a function of released v
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..exceptions import SideConditionWarning
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation
 from ..theory.kl import spider_schedule
@@ -88,7 +90,8 @@ def kl_spider(
         ``iterates``: every normalised step's point (possibly none); ``estimate``: the last
         iterate; ``releases["phase_steps"]``: steps taken per phase; ``config`` holds the
         schedule summary (K, floor, radius, ``is_nontrivial``). When the schedule is trivial
-        (floor >= F0, or n sqrt(rho) too small) nothing is released and ``theta0`` returned.
+        (floor >= F0, or n sqrt(rho) too small) nothing is released, ``theta0`` is returned
+        and a :class:`~dpfit.exceptions.SideConditionWarning` is emitted (spec §8).
 
     Raises
     ------
@@ -153,6 +156,14 @@ def kl_spider(
         "anchor_noise": sched.anchor_noise,
         "is_nontrivial": sched.is_nontrivial,
     }
+    if not sched.is_nontrivial:  # decided by public inputs only, so the warning is no release
+        warnings.warn(
+            f"kl_spider: the schedule is trivial (target floor {sched.floor:.3g} >= F0 = "
+            f"{sched.loss_bound:.3g}; n sqrt(rho) is too small for gamma, L0 and d): nothing is "
+            "released and theta0 is returned; use more data, a larger rho, or adaptive-gd",
+            SideConditionWarning,
+            stacklevel=2,
+        )
     q, w = run.queries, run.theta0.copy()
     iterates: list[np.ndarray] = []
     phase_steps = np.zeros(len(sched.steps), dtype=np.int64)

@@ -10,11 +10,13 @@ Lipschitz and weakly convex (possibly non-smooth); the schedule is public
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..exceptions import SideConditionWarning
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation
 from ..theory.kl import ProximalSchedule, proximal_schedule
@@ -85,7 +87,8 @@ def proximal_point(
     -------
     Trajectory
         ``iterates``: the T outer points w_1..w_T; ``estimate``: w_T; ``config`` holds T,
-        T_in (and the uncapped value), L1w and the deterministic radius T L0/(2 L1w).
+        T_in (and the uncapped value), L1w and the deterministic radius T L0/(2 L1w). With
+        T = 0 nothing is released and a :class:`~dpfit.exceptions.SideConditionWarning` is emitted.
 
     Notes
     -----
@@ -137,6 +140,13 @@ def proximal_point(
         "radius": sched.radius,
         "is_nontrivial": sched.is_nontrivial,
     }
+    if not sched.is_nontrivial:  # decided by public inputs only
+        warnings.warn(
+            "proximal_point: T = 0 (n sqrt(rho) <= gamma L0 sqrt(d) / F0^(1/kappa)): nothing is "
+            "released and theta0 is returned",
+            SideConditionWarning,
+            stacklevel=2,
+        )
     w = run.theta0.copy()
     iterates = np.empty((sched.T, run.p))
     for t in range(sched.T):
