@@ -60,7 +60,9 @@ class SpiderSchedule:
     steps and T_k - 1 difference queries), ``step_lengths`` s_k, ``thresholds``,
     ``difference_noise`` sigma_k (NaN where no difference can be queried). The anchors have
     noise ``anchor_noise`` and cost ``rho_anchor / K`` each; the differences of phase k cost
-    ``rho_difference / (K' (T_k - 1))`` each, so the worst-case total is exactly rho.
+    ``rho_difference / (K' (T_k - 1))`` each, so the worst-case total is exactly rho (less
+    only in the corner case kappa < 2 with every T_k = 1, where the differences' share is
+    unused).
     ``radius`` is B_det = sum_k T_k s_k, the deterministic ball around w0 that holds every
     iterate. ``is_nontrivial`` is False when the target floor reaches F0 (nothing to do).
     """
@@ -228,7 +230,7 @@ def spider_schedule(
         floor=math.exp(log_floor),
         is_nontrivial=nontrivial,
         anchor_noise=anchor_noise,
-        rho_anchor=rho_A if k_diff else rho,
+        rho_anchor=rho_A,
         rho_difference=rho_D if k_diff else 0.0,
         targets=np.exp(log_phi),
         steps=steps.astype(np.int64),
