@@ -147,7 +147,8 @@ def check_option(value: Any, name: str, options: Iterable[str]) -> str:
     return value
 
 
-def _reject_sparse(value: Any, name: str) -> None:
+def reject_sparse(value: Any, name: str) -> None:
+    """Raise TypeError for a scipy.sparse matrix (dense input is required; reliability row 28)."""
     if hasattr(value, "tocsr") and hasattr(value, "nnz"):
         raise TypeError(f"{name} is a scipy.sparse matrix; pass a dense array (X.toarray())")
 
@@ -168,7 +169,7 @@ def check_array(value: Any, name: str, *, ndim: int) -> np.ndarray:
     no integer wrap-around or float32 summation error reaches a sensitivity (reliability H.2-H.3).
     Dask collections are refused rather than silently loaded into memory.
     """
-    _reject_sparse(value, name)
+    reject_sparse(value, name)
     _reject_dask(value, name)
     arr = np.asarray(value)
     if arr.dtype == object or arr.dtype.kind not in "biuf":

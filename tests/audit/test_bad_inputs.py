@@ -167,12 +167,7 @@ def _run(entry: Entry, data=None, params=None, budget_rho=10.0):
 
 #: Rows an entry point does not meet yet: (row, entry) -> reason (strict xfail, so a fix
 #: turns them into failures to be removed from here).
-KNOWN_GAPS = {
-    (28, "dp_ambssgd"): "sparse X is not rejected up front: the one-pass reader fails after "
-    "the budget was charged (src/dpfit/algorithms/onepass.py, issue 5)",
-    (28, "dp_ssgd"): "sparse X is not rejected up front: the one-pass reader fails after the "
-    "budget was charged (src/dpfit/algorithms/onepass.py, issue 5)",
-}
+KNOWN_GAPS: dict = {}
 
 
 def _iv_bounds(**override):

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_int, check_X_y
+from .._validation import check_int, check_X_y, reject_sparse
 from ..distributed import check_dask_rows, is_dask, zero_nonfinite_records
 from ..privacy import Relation
 
@@ -165,6 +165,7 @@ def one_pass_data(
     """
     if shuffle is not None and not isinstance(shuffle, bool):
         raise TypeError(f"shuffle must be a bool or None, got {type(shuffle).__name__}")
+    reject_sparse(X, "X")  # before the lazy-array check, which a sparse matrix would pass
     if isinstance(X, Iterator):
         if y is not None:
             raise TypeError("with a stream of (X, y) chunks, y must be None")
