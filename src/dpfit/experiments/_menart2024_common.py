@@ -7,7 +7,20 @@ from ._menart2024_plots import plot
 from ._menart2024_trials import trial
 from .registry import Claim, Experiment, register
 
-__all__ = ["AD", "AM", "GD", "PP", "SP", "TH", "claim", "experiment"]
+__all__ = [
+    "AD",
+    "AM",
+    "GD",
+    "PP",
+    "SP",
+    "TH",
+    "adaptive_beats",
+    "adaptive_pl_rho_slope",
+    "claim",
+    "experiment",
+    "spider_bound_validity",
+    "spider_slope",
+]
 
 PAPER = (
     "Menart, Ullah, Arora, Bassily, Guzmán (2024), Differentially private non-convex "
@@ -50,4 +63,54 @@ def experiment(bench, title, description, grid, replicates, claims) -> Experimen
             plot=plot,
             privacy=PRIVACY,
         )
+    )
+
+
+def spider_slope(x: str, nominal: float, *, method: str = SP, note: str = "") -> Claim:
+    """KL-Spider's slope in ``x`` (sweep of the same name) between ``nominal`` and the floor's."""
+    preset = "theory preset, paper constants" if method == TH else "practical"
+    suffix = f" {note}" if note else ""
+    return claim(
+        f"spider {x}-slope" + (" (theory preset)" if method == TH else ""),
+        f"KL-Spider ({preset}): slope of excess in {x} between {nominal:+g} and its floor's "
+        f"slope (+-0.2).{suffix}",
+        mc.slope(method=method, sweep=x, x=x, nominal=nominal),
+    )
+
+
+def adaptive_pl_rho_slope() -> Claim:
+    """Adaptive GD's slope in rho for kappa = 2: between -1 and -1/2 (Thm 4's two terms)."""
+    return claim(
+        "adaptive rho-slope",
+        "Adaptive GD: slope in rho between -1 and -1/2 (+-0.15), the two terms of Thm 4 "
+        "(d/(n^2 rho) and 1/(n sqrt rho)).",
+        mc.slope(method=AD, sweep="rho", x="rho", nominal=-0.75, band=(-1.0, -0.5), tol=0.15),
+    )
+
+
+def adaptive_beats(losers: dict[str, str], note: str = "") -> Claim:
+    """Adaptive GD below each ``{sweep: loser method}`` at every point of that sweep."""
+
+    def evaluate(results):
+        verdicts = [mc.beats(AD, [loser], s, s)(results) for s, loser in losers.items()]
+        out = verdicts[0]
+        for v in verdicts[1:]:
+            out = mc.both(out, v)
+        return out
+
+    where = " and ".join(f"every {s} ({m})" for s, m in losers.items())
+    return claim(
+        "adaptive beats spider" if all(m in (SP, TH) for m in losers.values()) else "adaptive wins",
+        f"Adaptive GD has lower median excess than {where}.{' ' + note if note else ''}",
+        evaluate,
+    )
+
+
+def spider_bound_validity(methods=(SP,)) -> Claim:
+    """At least 95% of non-trivial KL-Spider runs end below the schedule's floor."""
+    return claim(
+        "bound validity",
+        "At least 95% of non-trivial KL-Spider runs end below the schedule's floor (Thm 1's "
+        "bound with explicit constants).",
+        mc.bound_validity(list(methods)),
     )

@@ -12,7 +12,18 @@ B3, B5, B6 and B7 (PL*, kappa != 2, no KL) are in :mod:`.menart2024_beyond_pl`.
 from __future__ import annotations
 
 from . import _menart2024_claims as mc
-from ._menart2024_common import AD, GD, SP, TH, claim, experiment
+from ._menart2024_common import (
+    AD,
+    GD,
+    SP,
+    TH,
+    adaptive_beats,
+    adaptive_pl_rho_slope,
+    claim,
+    experiment,
+    spider_bound_validity,
+    spider_slope,
+)
 from ._menart2024_trials import points
 
 __all__ = ["EXPERIMENTS"]
@@ -39,41 +50,18 @@ B0 = experiment(
     },
     replicates={"smoke": 1, "quick": 6, "paper": 20},
     claims=[
-        claim(
-            "spider n-slope",
-            "KL-Spider (practical): slope of excess in n between -2 and its floor's slope "
-            "(+-0.2); the spec's prototype saw -1.71 to -1.78.",
-            mc.slope(method=SP, sweep="n", x="n", nominal=-2.0),
-        ),
+        spider_slope("n", -2.0, note="The spec's prototype saw -1.71 to -1.78."),
         claim(
             "adaptive n-slope",
             "Adaptive GD: slope in n between -2 and -1 (+-0.15): d/(n^2 rho) + 1/(n sqrt rho).",
             mc.slope(method=AD, sweep="n", x="n", nominal=-1.5, band=(-2.0, -1.0), tol=0.15),
         ),
-        claim(
-            "spider rho-slope (theory preset)",
-            "KL-Spider (theory preset, paper constants): slope in rho between -1 and its "
-            "floor's slope (+-0.2).",
-            mc.slope(method=TH, sweep="rho", x="rho", nominal=-1.0),
+        spider_slope("rho", -1.0, method=TH),
+        spider_slope(
+            "d", 1.0, note="The floor grows like (sqrt d + sqrt(2 ln 1/beta'))^2, slower than d."
         ),
-        claim(
-            "spider d-slope",
-            "KL-Spider (practical): slope in d between +1 and its floor's slope (+-0.2); the "
-            "floor grows like (sqrt d + sqrt(2 ln 1/beta'))^2, slower than d at small d.",
-            mc.slope(method=SP, sweep="d", x="d", nominal=1.0),
-        ),
-        claim(
-            "adaptive beats spider",
-            "Adaptive GD has lower median excess than KL-Spider at every n (practical preset) "
-            "and every rho (theory preset); the spec's prototype saw 2-3 orders of magnitude.",
-            lambda r: mc.both(mc.beats(AD, [SP], "n", "n")(r), mc.beats(AD, [TH], "rho", "rho")(r)),
-        ),
-        claim(
-            "bound validity",
-            "At least 95% of non-trivial KL-Spider runs end below the schedule's floor "
-            "(Thm 1's bound with explicit constants).",
-            mc.bound_validity([SP, TH]),
-        ),
+        adaptive_beats({"n": SP, "rho": TH}, "The spec's prototype saw 2-3 orders."),
+        spider_bound_validity((SP, TH)),
     ],
 )
 
@@ -95,21 +83,9 @@ B1 = experiment(
     },
     replicates={"smoke": 1, "quick": 3, "paper": 20},
     claims=[
-        claim(
-            "spider rho-slope",
-            "KL-Spider (practical): slope in rho between -1 and its floor's slope (+-0.2).",
-            mc.slope(method=SP, sweep="rho", x="rho", nominal=-1.0),
-        ),
-        claim(
-            "adaptive rho-slope",
-            "Adaptive GD: slope in rho between -1 and -1/2 (+-0.15), the two terms of Thm 4.",
-            mc.slope(method=AD, sweep="rho", x="rho", nominal=-0.75, band=(-1.0, -0.5), tol=0.15),
-        ),
-        claim(
-            "adaptive beats spider",
-            "Adaptive GD has lower median excess than KL-Spider at every rho.",
-            mc.beats(AD, [SP], "rho", "rho"),
-        ),
+        spider_slope("rho", -1.0),
+        adaptive_pl_rho_slope(),
+        adaptive_beats({"rho": SP}),
     ],
 )
 
@@ -129,21 +105,9 @@ B2 = experiment(
     },
     replicates={"smoke": 1, "quick": 3, "paper": 20},
     claims=[
-        claim(
-            "spider rho-slope",
-            "KL-Spider (practical): slope in rho between -1 and its floor's slope (+-0.2).",
-            mc.slope(method=SP, sweep="rho", x="rho", nominal=-1.0),
-        ),
-        claim(
-            "adaptive rho-slope",
-            "Adaptive GD: slope in rho between -1 and -1/2 (+-0.15).",
-            mc.slope(method=AD, sweep="rho", x="rho", nominal=-0.75, band=(-1.0, -0.5), tol=0.15),
-        ),
-        claim(
-            "adaptive beats spider",
-            "Adaptive GD has lower median excess than KL-Spider at every rho.",
-            mc.beats(AD, [SP], "rho", "rho"),
-        ),
+        spider_slope("rho", -1.0),
+        adaptive_pl_rho_slope(),
+        adaptive_beats({"rho": SP}),
         claim(
             "oracle noisy GD gap",
             "Noisy GD with the oracle step count (L1/mu) ln n beats both KL methods at every rho: "
@@ -178,37 +142,17 @@ B4 = experiment(
     },
     replicates={"smoke": 1, "quick": 3, "paper": 20},
     claims=[
-        claim(
-            "spider rho-slope",
-            "KL-Spider (practical): slope in rho between -1 and its floor's slope (+-0.2).",
-            mc.slope(method=SP, sweep="rho", x="rho", nominal=-1.0),
-        ),
-        claim(
-            "spider n-slope",
-            "KL-Spider (practical): slope in n between -2 and its floor's slope (+-0.2).",
-            mc.slope(method=SP, sweep="n", x="n", nominal=-2.0),
-        ),
-        claim(
-            "spider d-slope",
-            "KL-Spider (practical): slope in d between +1 and its floor's slope (+-0.2).",
-            mc.slope(method=SP, sweep="d", x="d", nominal=1.0),
-        ),
+        spider_slope("rho", -1.0),
+        spider_slope("n", -2.0),
+        spider_slope("d", 1.0),
         claim(
             "spider lam-slope",
             "KL-Spider (practical): slope in lam between -2 (the bound, gamma^2 K ~ 1/lam^2) "
             "and -1 (optimal), +-0.15, as the spec expects.",
             mc.slope(method=SP, sweep="lam", x="extra", nominal=-1.5, band=(-2.0, -1.0), tol=0.15),
         ),
-        claim(
-            "adaptive beats spider",
-            "Adaptive GD has lower median excess than KL-Spider at every rho and every n.",
-            lambda r: mc.both(mc.beats(AD, [SP], "rho", "rho")(r), mc.beats(AD, [SP], "n", "n")(r)),
-        ),
-        claim(
-            "bound validity",
-            "At least 95% of non-trivial KL-Spider runs end below the schedule's floor.",
-            mc.bound_validity([SP]),
-        ),
+        adaptive_beats({"rho": SP, "n": SP}),
+        spider_bound_validity(),
     ],
 )
 

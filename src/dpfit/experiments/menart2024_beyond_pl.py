@@ -8,7 +8,17 @@ adaptive GD without any KL condition (Thm 5). See :mod:`.menart2024` for the con
 from __future__ import annotations
 
 from . import _menart2024_claims as mc
-from ._menart2024_common import AD, AM, GD, PP, SP, TH, claim, experiment
+from ._menart2024_common import (
+    AD,
+    AM,
+    GD,
+    PP,
+    SP,
+    TH,
+    claim,
+    experiment,
+    spider_bound_validity,
+)
 from ._menart2024_trials import INNER_CAP, points
 from .registry import ClaimResult
 
@@ -140,11 +150,7 @@ B5 = experiment(
                 mc.beats(SP, [AD], "rho-p4", "rho", points="last")(r),
             ),
         ),
-        claim(
-            "bound validity",
-            "At least 95% of non-trivial KL-Spider runs end below the schedule's floor.",
-            mc.bound_validity([SP]),
-        ),
+        spider_bound_validity(),
     ],
 )
 
