@@ -111,13 +111,24 @@ def check_epsilon(value: Any, name: str = "epsilon") -> float:
     return check_positive(value, name)
 
 
-def check_delta(value: Any, name: str = "delta") -> float:
-    """Return delta in the open interval (0, 1), with a specific message for delta = 0."""
+def check_delta(value: Any, name: str = "delta", *, n: int | None = None) -> float:
+    """Return delta in the open interval (0, 1), with a specific message for delta = 0.
+
+    With the public dataset size ``n``, warn when delta > 1/n: such a delta allows a
+    mechanism that publishes one whole record (reliability section 6, row 7).
+    """
     v = check_real(value, name)
     if v == 0.0:
         raise ValueError(f"{name} must be > 0: Gaussian noise cannot give delta = 0")
     if not (0.0 < v < 1.0):
         raise ValueError(f"{name} must be in (0, 1), got {v!r}")
+    if n is not None and v > 1.0 / n:
+        warnings.warn(
+            f"{name}={v:g} exceeds 1/n = {1.0 / n:g}: a guarantee this weak allows releasing "
+            "a whole record; use delta < 1/n",
+            LargeBudgetWarning,
+            stacklevel=3,
+        )
     return v
 
 

@@ -352,7 +352,6 @@ def test_formula_api_rejects_bad_rho_and_non_finite_data_before_any_release():
         assert len(rec) == 0 and budget.spent == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="row 7 (delta > 1/n_public warns) is not implemented")
 @pytest.mark.parametrize("name", ["dp_ftrl", "dp_ssgd"])
 def test_delta_above_one_over_n_warns(name):
     entry = ENTRIES[name]

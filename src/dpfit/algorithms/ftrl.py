@@ -28,7 +28,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_option, check_positive, check_real, check_vector
+from .._validation import (
+    check_delta,
+    check_int,
+    check_option,
+    check_positive,
+    check_real,
+    check_vector,
+)
 from .._validation import check_X_y as _check_X_y
 from ..losses import Loss, check_loss, per_example_gradients
 from ..mechanisms import clip_factors, make_noise_source, row_norms, scale_rows
@@ -250,6 +257,8 @@ def dp_ftrl(
     mech, nu = _mechanism(mechanism, nu, steps, k, b, pattern)
     p = loss.n_params(X.shape[1])
     theta = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
+    if delta is not None:
+        check_delta(delta, n=n)  # warns when delta > 1/n (reliability row 7)
     cal = calibrate(
         mech,
         clip=clip,

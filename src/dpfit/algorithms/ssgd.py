@@ -138,6 +138,8 @@ def dp_ssgd(
         raise TypeError("an (epsilon, delta) target needs both epsilon and delta")
     data = one_pass_data(X, y, n=n, shuffle=shuffle)
     N = data.n
+    if delta is not None:
+        check_delta(delta, n=N)  # warns when delta > 1/N (reliability row 7)
     if rho is not None:
         alpha, accountant = 1.0 / math.sqrt(2.0 * rho), "parallel"
     else:
