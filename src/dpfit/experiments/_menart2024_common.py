@@ -49,7 +49,12 @@ def claim(name: str, statement: str, evaluate) -> Claim:
 
 def experiment(bench, title, description, grid, replicates, claims) -> Experiment:
     """Register benchmark ``bench`` as ``menart2024-<bench>``, with the budget claim added."""
-    budget = claim("budget", "Every run spent at most its rho (filter and calibration).", mc.budget)
+    budget = Claim(
+        name="budget",
+        statement="Every run spent at most its rho (filter and calibration).",
+        evaluate=mc.budget,
+        scales=("smoke", "quick", "paper"),
+    )
     return register(
         Experiment(
             name=f"menart2024-{bench}",
