@@ -6,7 +6,8 @@ Modes (one per process, so each records its own driver peak RSS):
     Starts a LocalCluster (``--workers`` processes x ``--threads`` threads), opens X and y
     from the Zarr group lazily (``dask.array.from_zarr``; optionally only the first
     ``--rows`` records) and runs :func:`dpfit.algorithms.dp_gd` with ``n_public`` declared:
-    each step is one distributed reduction over the row chunks, the noise is added on the
+    each step is one distributed reduction over the row chunks (read from disk at every
+    step, or from the workers' memory with ``--persist``), the noise is added on the
     driver. Nothing of size n is ever held by the driver.
 ``memory``
     Reads the first ``--rows`` records into NumPy arrays and runs the same ``dp_gd``.
@@ -52,7 +53,7 @@ def peak_rss_mb() -> float:
 
 def run_dask(args: argparse.Namespace) -> dict:
     import dask.array as da
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client, LocalCluster, wait
 
     X = da.from_zarr(str(args.data), component="X")
     y = da.from_zarr(str(args.data), component="y")
@@ -69,6 +70,9 @@ def run_dask(args: argparse.Namespace) -> dict:
         ) as cluster,
         Client(cluster) as client,
     ):
+        if args.persist:
+            X, y = client.persist([X, y])
+            wait([X, y])
         start = time.perf_counter()
         traj = fit(X, y, n, p, args.steps)
         seconds = time.perf_counter() - start
@@ -77,6 +81,7 @@ def run_dask(args: argparse.Namespace) -> dict:
         "workers": args.workers,
         "threads_per_worker": args.threads,
         "chunk_rows": int(X.chunks[0][0]),
+        "persisted": args.persist,
         "worker_rss_mb_at_end": [round(v / 2**20) for v in worker_rss.values()],
         **summary(traj, n, p, args.steps, seconds),
     }
@@ -126,6 +131,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--worker-memory", default="3GB")
+    parser.add_argument("--persist", action="store_true", help="keep X, y in worker memory")
     args = parser.parse_args()
     result = run_dask(args) if args.mode == "dask" else run_memory(args)
     result = {

@@ -114,9 +114,12 @@ def test_row_block_sum_adds_block_results(client):
 
 
 def test_zero_nonfinite_records_and_map_rows():
-    a, b = zero_nonfinite_records(np.array([[1, 2], [np.nan, 3]]), np.array([1.0, 2.0]))
-    np.testing.assert_array_equal(a, [[1.0, 2.0], [0.0, 0.0]])
-    np.testing.assert_array_equal(b, [1.0, 0.0])
+    big = [1e200, -1e200]  # finite, but its sum of squares overflows: kept
+    a, b = zero_nonfinite_records(
+        np.array([[1, 2], [np.nan, 3], big, [4, 5]]), np.array([1.0, 2.0, 3.0, np.inf])
+    )
+    np.testing.assert_array_equal(a, [[1.0, 2.0], [0.0, 0.0], big, [0.0, 0.0]])
+    np.testing.assert_array_equal(b, [1.0, 0.0, 3.0, 0.0])
     assert a.dtype == np.float64
     with pytest.raises(ValueError, match="not aligned"):
         zero_nonfinite_records(np.ones((2, 2)), np.ones(3))

@@ -26,15 +26,26 @@ from .arrays import require_dask
 __all__ = ["row_block_sum", "zero_nonfinite_records"]
 
 
+def _nonfinite_rows(a: np.ndarray) -> np.ndarray:
+    """Rows of a 2-D array with a NaN or infinite entry: a sum of squares flags candidates
+    (one fast pass; it is also non-finite when finite squares overflow), checked exactly."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = ~np.isfinite(np.einsum("ij,ij->i", a, a))
+    if bad.any():
+        bad[bad] = ~np.isfinite(a[bad]).all(axis=1)
+    return bad
+
+
 def zero_nonfinite_records(*blocks: np.ndarray) -> list[np.ndarray]:
-    """float64 copies of aligned row blocks in which records with a non-finite value are 0."""
+    """float64 arrays (copies where changed) of aligned row blocks in which every record with a
+    non-finite value in any block is zero."""
     arrays = [np.asarray(b, dtype=np.float64) for b in blocks]
     rows = arrays[0].shape[0]
     if any(a.shape[0] != rows for a in arrays):
         raise ValueError("row blocks of the inputs are not aligned (different block lengths)")
     bad = np.zeros(rows, dtype=bool)
     for a in arrays:
-        bad |= ~np.isfinite(a.reshape(rows, -1)).all(axis=1)
+        bad |= _nonfinite_rows(a.reshape(rows, -1))
     if not bad.any():
         return arrays
     out = [a.copy() for a in arrays]
