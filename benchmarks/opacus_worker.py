@@ -19,12 +19,11 @@ import argparse
 import json
 import time
 
+import torch
 from opacus import GradSampleModule
 from opacus.grad_sample import GradSampleModuleFastGradientClipping
 from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping
 from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
-
-import torch
 
 
 def _data(n: int, p: int):

@@ -127,12 +127,24 @@ def test_intervals_from_dp_gd_cover_theta_hat():
     theta_hat = np.linalg.lstsq(data.X, data.y, rcond=None)[0]
     hits = []
     for seed in range(30):
-        one = dp_gd(data.X, data.y, rho=0.05, clip=5 * np.sqrt(3), steps=500, step_size=0.2,
-                    rng=seed)  # fmt: skip
-        ten = dp_gd(data.X, data.y, rho=0.05, clip=5 * np.sqrt(3), steps=50, runs=10,
-                    step_size=0.2, rng=1000 + seed)  # fmt: skip
-        for traj, construction in [(one, "batched-means"), (one, "checkpoints"),
-                                   (ten, "independent-runs")]:  # fmt: skip
+        one = dp_gd(
+            data.X, data.y, rho=0.05, clip=5 * np.sqrt(3), steps=500, step_size=0.2, rng=seed
+        )
+        ten = dp_gd(
+            data.X,
+            data.y,
+            rho=0.05,
+            clip=5 * np.sqrt(3),
+            steps=50,
+            runs=10,
+            step_size=0.2,
+            rng=1000 + seed,
+        )
+        for traj, construction in [
+            (one, "batched-means"),
+            (one, "checkpoints"),
+            (ten, "independent-runs"),
+        ]:
             _, lo, hi = confidence_interval(traj, construction)
             hits.append((lo <= theta_hat) & (theta_hat <= hi))
     # 270 coordinate-intervals at nominal 0.95: SE ~ 0.013 (ignoring correlation).

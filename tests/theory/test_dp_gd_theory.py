@@ -68,8 +68,14 @@ def test_cross_covariance_matches_simulation(runs):
     theory = iterate_cross_covariance(SIGMA, step_size=ETA, noise_std=LAM, s=s, t=t)
     a, b = runs[:, s - 1, :], runs[:, t - 1, :]
     sample = (a - a.mean(0)).T @ (b - b.mean(0)) / (a.shape[0] - 1)
-    var = [np.diag(iterate_law(SIGMA, step_size=ETA, noise_std=LAM, t=k, theta0=np.zeros(3),
-                               theta_hat=THETA_HAT)[1]) for k in (s, t)]  # fmt: skip
+    var = [
+        np.diag(
+            iterate_law(
+                SIGMA, step_size=ETA, noise_std=LAM, t=k, theta0=np.zeros(3), theta_hat=THETA_HAT
+            )[1]
+        )
+        for k in (s, t)
+    ]
     _assert_cov_close(sample, theory, a.shape[0], var[0], var[1])
 
 
@@ -84,9 +90,13 @@ def test_public_dp_gd_has_the_predicted_law():
     )
     noise_std = dp_gd_noise_std(rho=1.0, clip=1e4, n=60, total_steps=steps)
     mean, cov = iterate_law(
-        SIGMA, step_size=ETA, noise_std=noise_std, t=steps, theta0=np.zeros(3),
+        SIGMA,
+        step_size=ETA,
+        noise_std=noise_std,
+        t=steps,
+        theta0=np.zeros(3),
         theta_hat=THETA_HAT,
-    )  # fmt: skip
+    )
     assert np.all(np.abs(finals.mean(0) - mean) <= Z * np.sqrt(np.diag(cov) / reps))
     _assert_cov_close(np.cov(finals.T), cov, reps, np.diag(cov), np.diag(cov))
 
@@ -169,9 +179,13 @@ def test_c4_and_interval_length_golden_values():
 def test_final_iterate_error_isotropic_formula():
     theta_hat = np.array([0.6, 0.8])
     got = final_iterate_error(
-        np.eye(2), step_size=0.2, noise_std=0.5, steps=10, theta0=np.zeros(2),
+        np.eye(2),
+        step_size=0.2,
+        noise_std=0.5,
+        steps=10,
+        theta0=np.zeros(2),
         theta_hat=theta_hat,
-    )  # fmt: skip
+    )
     decay = 0.8**20
     assert got == pytest.approx(decay + 0.2 * 0.25 * 2 * (1 - decay) / 1.8, rel=1e-12)
 
@@ -185,9 +199,13 @@ def test_recommendation_predicts_the_exact_error_and_minimises_it():
     def error(T):
         lam = dp_gd_noise_std(rho=0.015, clip=rec.clip, n=10_000, total_steps=T)
         return final_iterate_error(
-            np.eye(10), step_size=0.25, noise_std=lam, steps=T, theta0=np.zeros(10),
+            np.eye(10),
+            step_size=0.25,
+            noise_std=lam,
+            steps=T,
+            theta0=np.zeros(10),
             theta_hat=theta_hat,
-        )  # fmt: skip
+        )
 
     assert rec.predicted_error**2 == pytest.approx(error(rec.steps), rel=1e-10)
     assert error(rec.steps) < min(error(rec.steps - 1), error(rec.steps + 1))
