@@ -14,7 +14,7 @@ from dpfit.baselines import two_sls
 from dpfit.datasets import draw_iv_design
 from dpfit.inference import confidence_interval
 from dpfit.mechanisms import recording, replaying
-from dpfit.privacy import Budget, PrivacyLedger
+from dpfit.privacy import Budget, PrivacyLedger, mean_sensitivity
 
 KW = {
     "rho_theta": 1.0,
@@ -79,15 +79,16 @@ def test_accounting(data, calibration, factor):
     assert traj.rho == pytest.approx(factor * 2.0, rel=1e-12)
     assert len(traj.ledger) == 2 * T
     k = 1.0 if calibration == "exact" else math.sqrt(2.0)  # paper: (2 g / n) sqrt(T / rho)
-    assert traj.config["noise_std_theta"] == pytest.approx(
-        k * KW["clip_theta"] / n * math.sqrt(2 * T / KW["rho_theta"]), rel=1e-12
-    )
-    assert traj.config["noise_std_beta"] == pytest.approx(
-        k * KW["clip_beta"] / n * math.sqrt(2 * T / KW["rho_beta"]), rel=1e-12
-    )
+    # Delta = mean_sensitivity(g, n): 2 g / n plus the float-rounding relaxation (~1e-12 here).
+    for stage in ("theta", "beta"):
+        delta = mean_sensitivity(KW[f"clip_{stage}"], n)
+        assert delta == pytest.approx(2 * KW[f"clip_{stage}"] / n, rel=1e-9)
+        assert traj.config[f"noise_std_{stage}"] == pytest.approx(
+            k * delta * math.sqrt(T / (2 * KW[f"rho_{stage}"])), rel=1e-12
+        )
     for e in traj.ledger:
         clip = KW["clip_theta"] if "theta" in e.label else KW["clip_beta"]
-        assert e.sensitivity == pytest.approx(2 * clip / n, rel=1e-15)
+        assert e.sensitivity == mean_sensitivity(clip, n)
 
 
 def _neighbour(X, y, Z, z_val, x_val, y_val):

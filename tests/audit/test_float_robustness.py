@@ -78,24 +78,20 @@ SUMS = {
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 256))
 @settings(max_examples=40)
 def test_computed_queries_move_by_at_most_the_declared_sensitivity(name, seed, n):
-    assert _excess(SUMS[name], n, seed) <= 1e-12
+    # The declared sensitivity includes the float64 rounding relaxation (float_sum_excess).
+    assert _excess(SUMS[name], n, seed) <= 0.0
 
 
 @pytest.mark.parametrize("name", sorted(SUMS))
-def test_large_n_excess_is_within_the_sequential_summation_relaxation(name):
-    # n = 1e5: worst case relaxation n^2 2^-52 = 2.2e-6; measured excess is ~1e-12.
-    n = 100_000
-    assert max(_excess(SUMS[name], n, seed) for seed in range(3)) <= n**2 * 2.0**-52
+def test_large_n_computed_queries_stay_within_the_declared_sensitivity(name):
+    # n = 1e5: the relaxation is ~1.1e-6 relative; measured rounding excess is ~1e-12.
+    assert max(_excess(SUMS[name], 100_000, seed) for seed in range(3)) <= 0.0
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="float64 summation of 1e6 saturated gradients exceeds the declared 2 C / n by "
-    "~5e-11 relative; the declared sensitivity carries no float relaxation (threat model)",
-)
-def test_declared_sensitivity_is_exact_at_a_million_records():
-    assert max(_excess(SUMS["dp_gd"], 1_000_000, seed) for seed in range(5)) <= 1e-12
+def test_declared_sensitivity_covers_a_million_records():
+    # Before the relaxation, 1e6 saturated gradients exceeded 2 C / n by ~5e-11 relative.
+    assert max(_excess(SUMS["dp_gd"], 1_000_000, seed) for seed in range(5)) <= 0.0
 
 
 BIG = 2**33  # (2^33)^2 = 2^66 wraps in int64

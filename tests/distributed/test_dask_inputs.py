@@ -13,6 +13,7 @@ from dpfit.algorithms import dp_gd, dp_two_stage_gd, two_stage_gd  # noqa: E402
 from dpfit.baselines import adassp  # noqa: E402
 from dpfit.distributed import map_rows, row_block_sum, zero_nonfinite_records  # noqa: E402
 from dpfit.mechanisms import recording  # noqa: E402
+from dpfit.privacy import mean_sensitivity  # noqa: E402
 
 N, P = 600, 3
 RNG = np.random.default_rng(7)
@@ -57,7 +58,7 @@ def test_declared_n_divides_the_sums_when_row_counts_are_unknown_or_private(clie
     # Add/remove: the row count is private and never compared; n_public normalises (P2).
     ar = dp_gd(XD, YD, **FIT, relation="add-remove", n_public=N - 100)
     assert ar.config["n"] == N - 100
-    assert {e.sensitivity for e in ar.ledger} == {2.0 / (N - 100)}
+    assert {e.sensitivity for e in ar.ledger} == {mean_sensitivity(2.0, N - 100, "add-remove")}
 
 
 def test_nonfinite_records_become_zero_records(client):

@@ -155,7 +155,14 @@ def test_relations_and_sensitivities():
         parse_relation("swap")
     assert sum_sensitivity(1.5) == 3.0
     assert sum_sensitivity(1.5, "add-remove") == 1.5
-    assert mean_sensitivity(1.0, 200) == 0.01
-    assert mean_sensitivity(1.0, 200, Relation.ADD_REMOVE) == 0.005
+    # Exact value plus the float64 rounding relaxation 2 gamma_{n-1} n C + 2 u n C.
+    u = 2.0**-53
+    excess = 2 * (199 * u / (1 - 199 * u)) * 200 + 2 * u * 200
+    assert mean_sensitivity(1.0, 200) == pytest.approx((2.0 + excess) / 200, rel=1e-15)
+    assert mean_sensitivity(1.0, 200, Relation.ADD_REMOVE) == pytest.approx(
+        (1.0 + excess) / 200, rel=1e-15
+    )
+    assert mean_sensitivity(1.0, 200) > 0.01
+    assert sum_sensitivity(1.0, n=10**6) == pytest.approx(2.0 * (1 + 1.1102e-4), rel=1e-6)
     with pytest.raises(TypeError, match="n"):
         mean_sensitivity(1.0, 200.0)

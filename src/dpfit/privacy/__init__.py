@@ -16,7 +16,13 @@ from .conversions import (
 )
 from .ledger import GaussianEntry, PrivacyLedger
 from .parallel import ParallelComposition, ParallelEntry
-from .relations import Relation, mean_sensitivity, parse_relation, sum_sensitivity
+from .relations import (
+    Relation,
+    float_sum_excess,
+    mean_sensitivity,
+    parse_relation,
+    sum_sensitivity,
+)
 from .statement import privacy_statement
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "cks_delta",
     "cks_epsilon",
     "cks_rho",
+    "float_sum_excess",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_mu",

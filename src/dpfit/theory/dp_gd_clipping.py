@@ -22,6 +22,7 @@ import numpy as np
 
 from .._validation import check_int, check_positive, check_real, check_rho, check_X_y
 from ..mechanisms import clip_factors, row_norms
+from ..privacy import mean_sensitivity
 
 __all__ = [
     "DPGDRecommendation",
@@ -253,7 +254,9 @@ def recommend_dp_gd(
     rate = step_size * mu_min
     T = np.arange(1, max_steps + 1)
     contraction = (1.0 - rate) ** (2 * T)
-    noise_var = step_size**2 * 2.0 * T * clip**2 / (rho * n**2)  # eta^2 lambda_T^2
+    # eta^2 lambda_T^2 with lambda_T^2 = T Delta^2 / (2 rho), Delta = mean_sensitivity (2 clip / n
+    # plus its float-rounding relaxation), the calibration dp_gd itself uses.
+    noise_var = step_size**2 * T * mean_sensitivity(clip, n) ** 2 / (2.0 * rho)
     noise = noise_var * p * (1.0 - contraction) / (rate * (2.0 - rate))
     bias = contraction * theta_norm**2
     best = int(np.argmin(bias + noise))
