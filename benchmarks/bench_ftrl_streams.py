@@ -13,6 +13,8 @@ sens_{k,b}^2 x ||A B||_F^2 against exact nu-DP-FTRL at the CIFAR-10 geometry
 (T = 2000, k = 20, b = 100) and nu = select_nu (spec §2.6-2.7).
 
 Run:  python benchmarks/bench_ftrl_streams.py  [--dim 1000000] [--json out.json]
+      python benchmarks/bench_ftrl_streams.py --modes regenerate --probes 1,64,512,1999
+      (measures step t = 1999, the last step of T = 2000, directly in O(d) memory)
 """
 
 from __future__ import annotations
@@ -115,6 +117,11 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=1_000_000)
     parser.add_argument("--probes", default="1,4,16,32,64")
     parser.add_argument("--fft-steps", type=int, default=32)
+    parser.add_argument(
+        "--modes",
+        default="regenerate,buffered",
+        help="stream modes to probe; buffered needs t x d floats of memory at probe t",
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # seeded-source warnings: this is a benchmark
@@ -123,7 +130,7 @@ def main() -> None:
     report = {"dim": d, "T_target": T_TARGET, "machine": platform.processor() or platform.machine()}
     indep = step_costs(lambda n: dpsgd(n), d, "regenerate", probes[:2])
     report["independent_per_step_s"] = float(np.mean(list(indep.values())))
-    for mode in ("regenerate", "buffered"):
+    for mode in args.modes.split(","):
         costs = step_costs(lambda n: nu_dpftrl(0.01, steps=n), d, mode, probes)
         a, b = fit_linear(costs)
         report[mode] = {
