@@ -35,7 +35,8 @@ def _scaled_row_norms(G: np.ndarray) -> np.ndarray:
         scale = np.max(np.abs(G), axis=1)
         finite = np.isfinite(scale) & (scale > 0)
         safe = np.where(finite, scale, 1.0)
-        norms = safe * np.sqrt(np.einsum("ij,ij->i", G / safe[:, None], G / safe[:, None]))
+        scaled = G / safe[:, None]
+        norms = safe * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
     return np.where(finite, norms, np.where(scale == 0, 0.0, np.inf))
 
 
