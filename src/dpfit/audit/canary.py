@@ -92,6 +92,7 @@ def canary_data(
     d = check_int(d, "d", low=1)
     response = check_positive(response, "response")
     relation = parse_relation(relation)
+    # Not privacy noise: the audit's synthetic background dataset D0.
     X0 = feature_scale * rng.standard_normal((n - 1, d))
     y0 = X0 @ np.full(d, 1 / np.sqrt(d)) + 0.5 * rng.standard_normal(n - 1)
     X0 = np.hstack([X0, np.zeros((n - 1, 1))])
@@ -134,6 +135,7 @@ def canary_iv_data(
     n = check_int(n, "n", low=2)
     response = check_positive(response, "response")
     regressor = check_positive(regressor, "regressor")
+    # Not privacy noise: the audit's synthetic IV background dataset D0.
     z = rng.standard_normal(n - 1)
     u = rng.standard_normal(n - 1)
     x = z + u + rng.standard_normal(n - 1)

@@ -88,6 +88,8 @@ def calibrate_mixture_llr(
     a1 = check_array(means_alt, "means_alt", ndim=2)
 
     def simulate(a: np.ndarray) -> np.ndarray:
+        # Not privacy noise: a Monte-Carlo simulation of the *claimed* mechanism, to fix the
+        # audit's thresholds before the audited runs are looked at.
         u = a[rng.integers(0, a.shape[0], size=draws)] + rng.standard_normal((draws, a.shape[1]))
         return mixture_llr(u, a0, a1)
 
