@@ -410,12 +410,12 @@ def test_record_replay_on_a_worst_case_neighbour(name, kind):
             assert total == pytest.approx(charged, rel=1e-12)
 
 
-DP_GD_MODULE = __import__("dpfit.algorithms.dp_gd", fromlist=["_normaliser"])
+DP_GD_MODULE = __import__("dpfit.algorithms.dp_gd", fromlist=["public_n"])
 
 
 def _actual_n_normaliser(monkeypatch):
     # Pitfall P2: divide the clipped sum by the private n instead of the public count.
-    monkeypatch.setattr(DP_GD_MODULE, "_normaliser", lambda n, n_public, relation: n)
+    monkeypatch.setattr(DP_GD_MODULE, "public_n", lambda n, n_public, relation: n)
 
 
 def _half_sensitivity(monkeypatch):

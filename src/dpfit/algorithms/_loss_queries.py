@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_int, check_rho, check_vector
+from .._validation import check_rho, check_vector
 from ..distributed import check_dask_rows, is_dask
 from ..losses.base import Loss, check_loss, checked_gradients, split_data
 from ..mechanisms import NoiseSource, gaussian, make_noise_source
-from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation
+from ..privacy import PrivacyLedger, mean_sensitivity, parse_relation, public_n
 from ._kernels import clipped_row_sum, loss_sums
 from ._ledger import prepare_ledger
 from .trajectory import Trajectory
@@ -125,20 +125,6 @@ class Run:
     queries: LossQueries
 
 
-def _public_n(n: int, n_public: Any, relation: Relation) -> int:
-    if n_public is None:
-        if relation is Relation.ADD_REMOVE:
-            raise ValueError(
-                "n_public is required under relation='add-remove': sums are divided by a "
-                "public record count, never by the private n"
-            )
-        return n
-    n_public = check_int(n_public, "n_public", low=1)
-    if relation is Relation.REPLACE_ONE and n_public != n:
-        raise ValueError("n_public must equal len(X) under relation='replace-one'")
-    return n_public
-
-
 def prepare(
     loss: Any,
     X: Any,
@@ -167,7 +153,7 @@ def prepare(
         y = rest[0] if rest else None
     else:
         X, y = split_data(loss, (X,) if y is None else (X, y))
-        n = _public_n(X.shape[0], n_public, relation)
+        n = public_n(X.shape[0], n_public, relation)
     p = loss.n_params(X.shape[1])
     theta0 = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
     source = make_noise_source(rng)

@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_positive, check_real, check_rho, check_vector
 from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
-from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation
+from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation, public_n
 from ._kernels import check_data, least_squares_sums
 from ._ledger import prepare_ledger
 from .trajectory import Trajectory
@@ -88,24 +88,6 @@ def _descend(
         theta = theta - step_size * perturb(total / normaliser, t)
         iterates[t] = theta
     return iterates, clipped
-
-
-def _normaliser(n: int, n_public: Any, relation: Relation) -> int:
-    """The public n dividing the clipped sum (pitfall P2: never the actual n under add/remove)."""
-    if n_public is None:
-        if relation is Relation.ADD_REMOVE:
-            raise ValueError(
-                "n_public is required under relation='add-remove': the mean must divide by a "
-                "public record count, not the private n"
-            )
-        return n
-    n_public = check_int(n_public, "n_public", low=1)
-    if relation is Relation.REPLACE_ONE and n_public != n:
-        raise ValueError(
-            "n_public must equal the number of rows of X under relation='replace-one' "
-            "(n is public under replace-one)"
-        )
-    return n_public
 
 
 def dp_gd(
@@ -212,7 +194,7 @@ def dp_gd(
     X, y, n = check_data(X, y, n_public=n_public, relation=relation)
     p = X.shape[1]
     theta0 = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
-    normaliser = _normaliser(n, n_public, relation)
+    normaliser = public_n(n, n_public, relation)
 
     total = runs * steps
     sensitivity = mean_sensitivity(clip, normaliser, relation)

@@ -21,6 +21,7 @@ from .relations import (
     float_sum_excess,
     mean_sensitivity,
     parse_relation,
+    public_n,
     sum_sensitivity,
 )
 from .statement import privacy_statement
@@ -46,6 +47,7 @@ __all__ = [
     "mean_sensitivity",
     "parse_relation",
     "privacy_statement",
+    "public_n",
     "sum_sensitivity",
     "zcdp_to_approx_dp",
 ]

@@ -24,6 +24,7 @@ __all__ = [
     "float_sum_excess",
     "mean_sensitivity",
     "parse_relation",
+    "public_n",
     "sum_sensitivity",
 ]
 
@@ -98,3 +99,27 @@ def mean_sensitivity(clip: float, n: int, relation: Relation | str = Relation.RE
     """
     n = check_int(n, "n", low=1)
     return sum_sensitivity(clip, relation, n=n) / n
+
+
+def public_n(rows: int, n_public: int | None, relation: Relation | str) -> int:
+    """The public record count that divides a clipped sum (reliability pitfall P2).
+
+    Under replace-one n is public: ``n_public`` may be omitted and, if given, must equal
+    ``rows``. Under add/remove the actual count is private, so ``n_public`` is required and
+    is never compared with ``rows``.
+    """
+    relation = parse_relation(relation)
+    if n_public is None:
+        if relation is Relation.ADD_REMOVE:
+            raise ValueError(
+                "n_public is required under relation='add-remove': sums are divided by a "
+                "public record count, never by the private n"
+            )
+        return rows
+    n_public = check_int(n_public, "n_public", low=1)
+    if relation is Relation.REPLACE_ONE and n_public != rows:
+        raise ValueError(
+            "n_public must equal the number of rows of X under relation='replace-one' "
+            "(n is public under replace-one)"
+        )
+    return n_public
