@@ -4,19 +4,25 @@ DP-AMBSSGD, DP-SSGD and their non-private twin read every record at most once, i
 consecutive segments of a data-independent order. :func:`one_pass_data` accepts
 
 * in-memory arrays ``X`` (n, d) and ``y`` (n,): validated up front (shape, dtype, finite)
-  and, by default, read in the order of one uniformly random permutation;
+  and, by default, read in the order of one uniformly random permutation of all n records;
 * lazy arrays (``numpy.memmap``, or array objects such as a Dask or Zarr array, with
   ``shape``, ``ndim``, ``dtype`` and slicing): only the shapes are checked up front, segments
-  are read on demand (the permutation's indices sorted per segment), so data larger than
-  memory work. Dask arrays need the public ``n`` declared and known chunk sizes; an
-  algorithm that asks for ``lazy`` segments gets them as unevaluated Dask selections and
-  reduces them on the workers (:mod:`dpfit.algorithms._kernels`);
+  are read on demand, so data larger than memory work. Each segment is read with its indices
+  sorted (sequential I/O) and put back into the permutation's order in memory, so a lazy
+  array yields exactly the records, in exactly the order, of the same array in memory. Dask
+  arrays need the public ``n`` declared and known chunk sizes; an algorithm that only sums
+  over each segment may ask for ``lazy`` segments: unevaluated Dask selections of the
+  segment's records (in index order, which a sum does not see), reduced on the workers
+  (:mod:`dpfit.algorithms._kernels`);
 * a stream: an iterator of ``(X_chunk, y_chunk)`` pairs of any sizes, with ``y=None`` and the
   public number of records ``n`` declared. It is read in its own order (a stream cannot be
   shuffled), so that order must not depend on the records' values.
 
 Privacy. Neighbouring datasets replace one record at one position of this order; the
-permutation is drawn from the noise source's generator, independent of the data. For lazy
+permutation is drawn from the noise source's generator, independent of the data, and the
+records are processed in its order: record i is the pi(i)-th record read, with pi uniform
+over all n! orders (not only over the segment it falls in). Amplification by shuffling
+(:mod:`dpfit.privacy.shuffling`) relies on exactly this. For lazy
 arrays and streams, whose values cannot be checked before the pass, a record with a NaN or
 infinite value is replaced by the zero record (x = 0, y = 0): a fixed per-record map, so
 neighbours stay neighbours (reliability H.1 zero-out rule). Records after the last segment
@@ -67,6 +73,16 @@ def _check_chunk(X: Any, y: Any, d: int | None) -> tuple[np.ndarray, np.ndarray]
     return X.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
 
 
+def _read_in_order(X: Any, y: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``rows`` of a lazy X and y, in that order: read sorted, reordered in memory."""
+    sorter = np.argsort(rows, kind="stable")
+    Xs = np.asarray(X[rows[sorter]], dtype=np.float64)
+    ys = np.asarray(y[rows[sorter]], dtype=np.float64)
+    Xo, yo = np.empty_like(Xs), np.empty_like(ys)
+    Xo[sorter], yo[sorter] = Xs, ys  # the j-th smallest index sits at position sorter[j]
+    return Xo, yo
+
+
 class OnePassData:
     """A validated dataset to be read once, in segments; build it with :func:`one_pass_data`."""
 
@@ -84,9 +100,12 @@ class OnePassData:
     ) -> Iterator[tuple[Any, Any]]:
         """Yield ``(X_seg, y_seg)`` float64 arrays of the given sizes, consecutive in the order.
 
-        ``rng`` draws the permutation (non-privacy randomness) when ``shuffle`` is set. Each
-        dataset can be passed over once (a stream cannot be rewound). With ``lazy=True``, a
-        Dask dataset yields unevaluated Dask selections (nothing is read on the driver).
+        ``rng`` draws the permutation of all n records when ``shuffle`` is set (the noise
+        source's generator, so the order is independent of the data); the rows of every
+        segment come in that order. Each dataset can be passed over once (a stream cannot be
+        rewound). With ``lazy=True``, a Dask dataset yields unevaluated Dask selections of each
+        segment's records in index order (for callers that only sum over a segment; nothing
+        is read on the driver).
         """
         if sum(sizes) > self.n:
             raise ValueError("segments ask for more records than n")
@@ -101,19 +120,20 @@ class OnePassData:
     def _array_segments(
         self, sizes: Sequence[int], order: np.ndarray | None, lazy: bool
     ) -> Iterator[tuple[Any, Any]]:
-        start = 0
+        stop = 0
         for size in sizes:
-            if order is None:
-                rows: Any = slice(start, start + size)
-            else:
-                rows = np.sort(order[start : start + size])
-            start += size
-            if lazy:
+            start, stop = stop, stop + size
+            rows: Any = slice(start, stop) if order is None else order[start:stop]
+            if lazy:  # Dask, unevaluated; index order is enough for a sum over the segment
+                rows = rows if order is None else np.sort(rows)
                 yield self._X[rows], self._y[rows]
-                continue
-            X = np.asarray(self._X[rows], dtype=np.float64)
-            y = np.asarray(self._y[rows], dtype=np.float64)
-            yield tuple(zero_nonfinite_records(X, y)) if self.kind != "array" else (X, y)
+            elif order is None:  # in memory: views (validated float64); lazy: one read
+                X, y = self._X[rows], self._y[rows]
+                yield (X, y) if self.kind == "array" else tuple(zero_nonfinite_records(X, y))
+            elif self.kind == "array":  # one gather each, in the permutation's order
+                yield np.take(self._X, rows, axis=0), np.take(self._y, rows)
+            else:
+                yield tuple(zero_nonfinite_records(*_read_in_order(self._X, self._y, rows)))
 
     def _stream_segments(self, sizes: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         buf_X: list[np.ndarray] = []
