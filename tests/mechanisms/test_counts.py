@@ -8,6 +8,7 @@ from scipy import stats
 
 from dpfit.mechanisms import (
     DoublingSearch,
+    gaussian,
     literal_threshold,
     make_noise_source,
     margin_threshold,
@@ -32,16 +33,39 @@ def test_grid_is_exact_powers_of_two_of_the_ceiling():
 
 
 def test_one_search_costs_one_over_two_alpha_squared():
-    # Fix D2: variance n_q alpha^2 per count, n_q = K + 1 counts -> 1/(2 alpha^2) exactly.
+    # Fix D2: variance n_q alpha^2 per count, n_q = K + 1 counts of sensitivity 1 each, i.e.
+    # one vector of L2 sensitivity sqrt(n_q) -> 1/(2 alpha^2) exactly, in one charge.
     search = _search(alpha=3.0)
     ledger = PrivacyLedger()
     with recording() as rec:
         search.run(np.ones(200), ledger=ledger, rng=make_noise_source(0), label="s")
-    assert len(rec) == search.n_queries  # all counts are released (break = post-processing)
-    for release in rec.releases:
-        assert release.entry.sensitivity == 1.0
-        assert release.entry.noise_std == pytest.approx(math.sqrt(17) * 3.0, rel=1e-15)
+    (release,) = rec.releases  # all counts, one release (the break is post-processing)
+    assert release.value.shape == (search.n_queries,)
+    assert release.entry.sensitivity == pytest.approx(math.sqrt(17), rel=1e-15)
+    assert release.entry.noise_std == pytest.approx(math.sqrt(17) * 3.0, rel=1e-15)
+    assert len(ledger.entries) == 1
     assert ledger.rho == pytest.approx(1.0 / (2 * 3.0**2), rel=1e-14)
+
+
+def test_vector_release_draws_the_same_noise_as_one_count_at_a_time():
+    # The one-charge release is the same mechanism as n_q scalar releases of sensitivity 1 and
+    # std sqrt(n_q) alpha: same noise stream, so the same noisy counts for the same seed.
+    search = _search(alpha=3.0)
+    values = np.abs(np.random.default_rng(4).standard_normal(200))  # test data
+    res = search.run(values, ledger=PrivacyLedger(), rng=make_noise_source(5), label="s")
+    src = make_noise_source(5)
+    scalar = [
+        gaussian(
+            float(c),
+            sensitivity=1.0,
+            noise_std=search.count_noise_std,
+            ledger=PrivacyLedger(),
+            rng=src,
+            label="c",
+        )
+        for c in search.count(values)
+    ]
+    assert np.array_equal(res.noisy_counts, np.array(scalar))
 
 
 def test_counts_have_sensitivity_one_on_neighbouring_data():
@@ -56,9 +80,10 @@ def test_counts_have_sensitivity_one_on_neighbouring_data():
         again = search.run(worst, ledger=PrivacyLedger(), rng=make_noise_source(3), label="s")
     assert again.value == first.value
     assert np.array_equal(again.noisy_counts, first.noisy_counts)
-    pairs = zip(rec.releases, rep.releases, strict=True)
-    diffs = [abs(float(a.value) - float(b.value)) for a, b in pairs]
-    assert max(diffs) == 1.0 and all(d <= 1.0 for d in diffs)
+    ((old, new),) = zip(rec.releases, rep.releases, strict=True)
+    moved = np.abs(old.value - new.value)
+    assert moved.max() == 1.0  # each count moves by at most 1 ...
+    assert np.linalg.norm(moved) <= old.entry.sensitivity  # ... so the vector by sqrt(n_q)
 
 
 def test_exact_counts_are_the_number_of_values_at_or_below_each_level():
@@ -66,7 +91,7 @@ def test_exact_counts_are_the_number_of_values_at_or_below_each_level():
     search = DoublingSearch(ceiling=4.0, noise_multiplier=1.0, threshold=1.0, n_levels=3)
     with recording() as rec:
         search.run(values, ledger=PrivacyLedger(), rng=make_noise_source(0), label="s")
-    exact = [float(r.value) for r in rec.releases]  # levels 0.5, 1, 2, 4
+    exact = rec.releases[0].value.tolist()  # levels 0.5, 1, 2, 4
     assert exact == [2.0, 4.0, 4.0, 5.0]  # NaN and inf are never counted
 
 

@@ -20,9 +20,13 @@ Fixes of the paper that this module makes (spec ``varshney2022-dp-ambssgd.md``, 
   times ``B`` so nothing over- or underflows silently.
 * D5: when no noisy count reaches the threshold, the search returns ``B``.
 
-All ``n_q`` counts are always released: the early break of Alg. 3 is post-processing of
-them, so releasing all keeps the sequence of mechanism calls independent of the data and
-charges exactly the maximum number of queries, as the privacy proof assumes.
+All ``n_q`` counts are always released, as one vector: the early break of Alg. 3 is
+post-processing of them, so releasing all keeps the sequence of mechanism calls independent
+of the data and charges exactly the maximum number of queries, as the privacy proof assumes.
+Replacing one value moves each count by at most 1, so the count vector has L2 sensitivity
+sqrt(n_q); with noise std sqrt(n_q) alpha per count it is one Gaussian release of cost
+n_q / (2 n_q alpha^2) = 1/(2 alpha^2), the same as n_q scalar releases of sensitivity 1
+composed (Lemma 3.10), charged once.
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special
 
 from .._validation import check_int, check_positive, check_real
 from ..privacy.ledger import PrivacyLedger
@@ -115,6 +118,8 @@ def margin_threshold(
     alpha = check_positive(noise_multiplier, "noise_multiplier")
     searches = check_int(searches, "searches", low=1)
     beta = check_real(failure_prob, "failure_prob", low=0.0, high=1.0)
+    from scipy import special  # lazily: scipy.special alone costs ~3x import numpy
+
     z = float(special.ndtri(1.0 - beta / (2.0 * n_queries * searches)))
     return size - z * math.sqrt(n_queries) * alpha
 
@@ -151,8 +156,9 @@ class DoublingSearch:
         B, the largest level and the answer when no count reaches the threshold (public,
         finite, > 0).
     noise_multiplier : float
-        alpha: each count's noise std is ``sqrt(n_queries) * alpha``, so one search is
-        ``1 / (2 alpha^2)``-zCDP (Lemma 3.10 with fix D2).
+        alpha: each count's noise std is ``sqrt(n_queries) * alpha`` and the vector of counts
+        has L2 sensitivity ``sqrt(n_queries)``, so one search is ``1 / (2 alpha^2)``-zCDP
+        (Lemma 3.10 with fix D2).
     threshold : float
         theta, public (see :func:`margin_threshold`, :func:`literal_threshold`).
     n_levels : int, default=32
@@ -202,6 +208,11 @@ class DoublingSearch:
         return self.n_levels + 1
 
     @property
+    def count_sensitivity(self) -> float:
+        """L2 sensitivity of the vector of n_q counts, sqrt(n_q) (each moves by at most 1)."""
+        return math.sqrt(self.n_queries)
+
+    @property
     def count_noise_std(self) -> float:
         """Noise std of each count, sqrt(n_q) * alpha."""
         return math.sqrt(self.n_queries) * self.noise_multiplier
@@ -221,9 +232,9 @@ class DoublingSearch:
     ) -> SearchResult:
         """Search privately over ``values`` (one per record, >= 0; NaN counts as above B).
 
-        Every count is released through :func:`dpfit.mechanisms.gaussian` with L2
-        sensitivity 1, charged to ``ledger`` before its noise is drawn; the counts come from
-        one sort and a binary search per level (O(s log s + K)).
+        The n_q counts are one release through :func:`dpfit.mechanisms.gaussian` with L2
+        sensitivity sqrt(n_q), charged to ``ledger`` before the noise is drawn; the counts
+        come from one sort and a binary search per level (O(s log s + K)).
         """
         return self.release(self.count(values), ledger=ledger, rng=rng, label=label)
 
@@ -239,22 +250,17 @@ class DoublingSearch:
     def release(
         self, counts: ArrayLike, *, ledger: PrivacyLedger, rng: NoiseSource, label: str
     ) -> SearchResult:
-        """The search on exact per-level ``counts`` (from :meth:`count`): all released."""
-        counts = np.asarray(counts)
+        """The search on exact per-level ``counts`` (from :meth:`count`): all released at once."""
+        counts = np.asarray(counts, dtype=np.float64)
         if counts.shape != (self.n_queries,):
             raise ValueError(f"counts must have shape ({self.n_queries},), got {counts.shape}")
-        noisy = np.array(
-            [
-                gaussian(
-                    float(c),
-                    sensitivity=1.0,
-                    noise_std=self.count_noise_std,
-                    ledger=ledger,
-                    rng=rng,
-                    label=label,
-                )
-                for c in counts
-            ]
+        noisy = gaussian(
+            counts,
+            sensitivity=self.count_sensitivity,
+            noise_std=self.count_noise_std,
+            ledger=ledger,
+            rng=rng,
+            label=label,
         )
         hits = np.flatnonzero(noisy >= self.threshold)
         crossed = hits.size > 0
