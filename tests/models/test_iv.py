@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,6 +12,7 @@ from sklearn.base import clone
 import dpfit
 from dpfit import Budget, BudgetExceededError, DPIVRegression
 from dpfit.baselines import two_sls
+from dpfit.exceptions import InsecureRandomnessWarning
 from dpfit.mechanisms import recording, replaying
 
 N = 3000
@@ -184,3 +187,21 @@ def test_sklearn_contract(frame):
         pred, fitted.intercept_ + frame[["w", "x"]].to_numpy() @ fitted.coef_
     )
     assert not hasattr(fitted, "budget")
+
+
+@pytest.mark.parametrize("value", [1.7e308, -1.7e308])
+def test_extreme_finite_record_without_bounds_neither_fails_nor_warns(value):
+    # Without bounds nothing clips z, so w = Theta^T z overflows for this finite record: the
+    # fit used to raise after releases were charged (and to warn), revealing the record.
+    rng = np.random.default_rng(4)
+    Z = rng.standard_normal((500, 1))
+    X = 3.0 * Z + rng.standard_normal((500, 1))
+    y = 2.0 * X[:, 0] + rng.standard_normal(500)
+    Z[0, 0] = value
+    budget = Budget(rho=1.0)
+    with recording() as rec, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", InsecureRandomnessWarning)  # seeded on purpose
+        model = DPIVRegression(rho=1.0, steps=10, m=2, random_state=0).fit(X, y, Z=Z, budget=budget)
+    assert len(rec) == 2 * 2 * 10 and model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
+    assert np.isfinite(model.coef_).all() and np.isfinite(model.conf_int().to_numpy()).all()

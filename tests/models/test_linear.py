@@ -2,6 +2,7 @@
 
 import copy
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -11,6 +12,7 @@ from sklearn.base import clone
 from dpfit import Budget, BudgetExceededError, DPLinearRegression, LargeBudgetWarning
 from dpfit.baselines import adassp
 from dpfit.baselines import ols as nonprivate_ols
+from dpfit.exceptions import InsecureRandomnessWarning
 from dpfit.mechanisms import recording
 
 N, P = 2000, 3
@@ -281,3 +283,17 @@ def test_error_messages_never_echo_data(data):
     with pytest.raises(ValueError) as info:
         _model().fit(Xn, y)
     assert str(X[1, 1])[:6] not in str(info.value) and "row" not in str(info.value)
+
+
+@pytest.mark.parametrize("record", [[1.7e308, 1.0, 1.0], [-1.7e308, 1.7e308, 1e-308]])
+def test_extreme_finite_record_neither_fails_nor_warns(data, record):
+    # Without bounds, x_i . theta overflows for this finite record: its gradient is zeroed
+    # silently (a numpy RuntimeWarning would depend on the record and reveal it).
+    X, y = data[0].copy(), data[1]
+    X[0] = record
+    with recording() as rec, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", InsecureRandomnessWarning)  # seeded on purpose
+        model = _model(steps=40, m=10, burn_in=0).fit(X, y)
+    assert len(rec) == 40 and model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
+    assert np.isfinite(model.coef_).all() and np.isfinite(model.conf_int().to_numpy()).all()

@@ -102,12 +102,15 @@ def least_squares_block(
     ||g_i|| = |r_i| ||x_i||, so clipping needs the row norms of X (computed here unless
     given) and the residuals only: two passes over X and nothing of size n x p.
     """
-    r = X @ theta - y
+    with np.errstate(over="ignore", invalid="ignore"):  # overflowing rows get factor 0 below
+        r = X @ theta - y
     if clip is None:
         return np.append(X.T @ r, 0.0)
     if x_norms is None:
         x_norms = row_norms(X)
-    factors = clip_factors(np.abs(r) * x_norms, clip)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.abs(r) * x_norms
+    factors = clip_factors(norms, clip)
     return np.append(X.T @ scale_rows(r, factors), np.count_nonzero(factors < 1.0))
 
 
@@ -144,6 +147,9 @@ def clipped_outer_sum(
 
     ``residuals`` is (n, k) or (n,); each per-example gradient is the outer product of a row of
     ``features`` with a row of ``residuals``, whose Frobenius norm is the product of the norms.
+    A row whose norm is not finite (a non-finite feature or residual, or a product of norms
+    beyond float64) gets factor 0 and contributes exactly 0: its feature row is zeroed too, as
+    ``inf * 0`` would be NaN (the zero rule of :mod:`dpfit.mechanisms.clipping`).
     """
     R = residuals if residuals.ndim == 2 else residuals[:, None]
     if clip is None:
@@ -152,6 +158,8 @@ def clipped_outer_sum(
     with np.errstate(over="ignore", invalid="ignore"):
         norms = feature_norms * row_norms(R)
     factors = clip_factors(norms, clip)
+    if not factors.all():  # some row is zeroed: zero its features as well
+        features = scale_rows(features, factors > 0)
     grad = features.T @ scale_rows(R, factors)
     return (grad if residuals.ndim == 2 else grad[:, 0]), int(np.count_nonzero(factors < 1.0))
 
@@ -172,15 +180,16 @@ def two_stage_block(
     G1 = sum_i CLIP(z_i (Theta^T z_i - x_i)^T) (skipped, zeros, when ``first`` is False) and
     g2 = sum_i CLIP(w_i (w_i.beta - y_i)) with w_i = Theta^T z_i (Liang et al. 2025, Alg. 1).
     """
-    W = Z @ theta  # w_i = Theta^T z_i
-    if first:
-        z_norms = row_norms(Z) if z_norms is None else z_norms
-        g1, c1 = clipped_outer_sum(Z, W - X, z_norms, clip_theta)
-    else:
-        g1, c1 = np.zeros(theta.shape), 0
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # overflowing rows get factor 0 below
+        W = Z @ theta  # w_i = Theta^T z_i
+        R1 = W - X if first else None
         w_norms = row_norms(W)
         s = W @ beta - y
+    if first:
+        z_norms = row_norms(Z) if z_norms is None else z_norms
+        g1, c1 = clipped_outer_sum(Z, R1, z_norms, clip_theta)
+    else:
+        g1, c1 = np.zeros(theta.shape), 0
     g2, c2 = clipped_outer_sum(W, s, w_norms, clip_beta)
     return np.concatenate([g1.ravel(), [c1], g2, [c2]])
 

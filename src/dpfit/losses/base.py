@@ -220,8 +220,13 @@ def finite_factors(norms: np.ndarray) -> np.ndarray:
 
 
 def checked_gradients(loss: Loss, theta: np.ndarray, X: np.ndarray, y: np.ndarray | None):
-    """``loss.per_example_grads`` as float64, or ``ValueError`` unless its shape is (n, p)."""
-    G = np.asarray(loss.per_example_grads(theta, X, y), dtype=np.float64)
+    """``loss.per_example_grads`` as float64, or ``ValueError`` unless its shape is (n, p).
+
+    Floating-point overflow or invalid operations on one record are silent: they give
+    non-finite rows, which every caller zeroes, and a warning would depend on that record.
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        G = np.asarray(loss.per_example_grads(theta, X, y), dtype=np.float64)
     expected = (X.shape[0], theta.shape[0])
     if G.shape != expected:
         raise ValueError(
