@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..datasets import load_card
-from ..models import iv
 from .iv import nonprivate_2sls_text
 
 __all__ = ["IV_BOUNDS", "IV_FORMULA", "IV_RHO", "iv_demo"]
@@ -36,6 +34,9 @@ IV_RHO = 1.0
 
 def iv_demo(args: argparse.Namespace, out: Path) -> None:
     """Private IV regression on Card's data and the non-private 2SLS beside it."""
+    from ..datasets import load_card
+    from ..models import iv
+
     data = load_card(sample="liang2025")
     print()
     print("=" * 78)

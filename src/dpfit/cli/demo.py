@@ -23,14 +23,6 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from .._validation import check_int, check_rho
-from ..baselines import ols as nonprivate_ols
-from ..datasets import load_card
-from ..models import design_matrices, ols
-from ..models.plotting import coefficient_frame, plot_coefficients
 from ._iv_demo import iv_demo
 
 __all__ = ["DEMO_PARTS", "add_parser", "run"]
@@ -75,6 +67,15 @@ def _interval_text(coef: float, lower: float, upper: float) -> str:
 
 def wage_equation(args: argparse.Namespace, out: Path) -> None:
     """Private wage equation on Card's data, the non-private OLS beside it, and the plot."""
+    import numpy as np
+    import pandas as pd
+
+    from .._validation import check_int, check_rho
+    from ..baselines import ols as nonprivate_ols
+    from ..datasets import load_card
+    from ..models import design_matrices, ols
+    from ..models.plotting import coefficient_frame, plot_coefficients
+
     rho = check_rho(args.rho)
     steps = check_int(args.steps, "steps", low=20)
     data = load_card()

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
-from ..datasets.real import DATASETS, load_dataset
-from ..models import ols
-from ..models.plotting import coefficient_frame, plot_coefficients
+__all__ = ["BUNDLED", "add_parser", "read_data", "run"]
 
-__all__ = ["add_parser", "read_data", "run"]
-
-_READERS = {".csv": pd.read_csv, ".parquet": pd.read_parquet, ".pq": pd.read_parquet}
+#: Names of the bundled datasets (``dpfit.datasets.DATASETS``; kept here so that ``--help``
+#: does not import pandas, and tested to agree).
+BUNDLED = ("card", "diabetes", "labsup", "mroz")
+_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
 def _pair(text: str) -> tuple[float, float]:
@@ -46,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         help="fit a private linear regression (DP-GD with intervals, or AdaSSP)",
         description=(
             "Fit FORMULA on DATA (a .csv or .parquet file, or a bundled dataset: "
-            f"{', '.join(sorted(DATASETS))}) under rho-zCDP and print the summary. All "
+            f"{', '.join(BUNDLED)}) under rho-zCDP and print the summary. All "
             "hyperparameters and bounds are public: choose them without looking at the data."
         ),
     )
@@ -91,21 +92,29 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
 
 def read_data(spec: str, sample: str | None = None) -> pd.DataFrame:
     """A data frame from a CSV/parquet path or a bundled dataset name."""
+    import pandas as pd
+
     path = Path(spec)
-    if path.suffix.lower() in _READERS:
+    if path.suffix.lower() in _SUFFIXES:
         if not path.is_file():
             raise ValueError(f"DATA file not found: {spec}")
         if sample is not None:
             raise ValueError("--sample applies to bundled datasets only")
-        return _READERS[path.suffix.lower()](path)
-    if spec in DATASETS:
+        kind = _SUFFIXES[path.suffix.lower()]
+        return pd.read_csv(path) if kind == "csv" else pd.read_parquet(path)
+    if spec in BUNDLED:
+        from ..datasets.real import load_dataset
+
         return load_dataset(spec, **({} if sample is None else {"sample": sample}))
     raise ValueError(
-        f"DATA must be a .csv or .parquet file or one of {sorted(DATASETS)}, got {spec!r}"
+        f"DATA must be a .csv or .parquet file or one of {list(BUNDLED)}, got {spec!r}"
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..models import ols
+    from ..models.plotting import coefficient_frame, plot_coefficients
+
     data = read_data(args.data, args.sample)
     bounds = None if args.bound is None else dict(args.bound)
     interval = args.interval or ("batched-means" if args.method == "gd" else "none")

@@ -11,11 +11,6 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
-from ..baselines import two_sls
-from ..models import iv
-from ..models.formula import iv_matrices
 from .fit import _named_pair, read_data
 
 __all__ = ["add_parser", "run"]
@@ -72,6 +67,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..models import iv
+
     if args.bound is None and not args.unscaled:
         raise ValueError(
             "give --bound COLUMN=LOW,HIGH for every formula column (the response too): public "
@@ -106,6 +103,11 @@ def run(args: argparse.Namespace) -> int:
 
 def nonprivate_2sls_text(formula: str, data, names: list[str], alpha: float = 0.05) -> str:
     """The non-private 2SLS fit of ``formula`` as a small table (for comparison only)."""
+    import numpy as np
+
+    from ..baselines import two_sls
+    from ..models.formula import iv_matrices
+
     mats = iv_matrices(formula, data)
     exog = mats.exog.drop(columns=["Intercept"], errors="ignore")
     one = [np.ones((len(exog), 1))] if "Intercept" in mats.exog.columns else []

@@ -5,15 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 
-from .._validation import check_delta, check_epsilon, check_rho
-from ..mechanisms import noise_std_for_rho
-from ..privacy import (
-    approx_dp_to_zcdp,
-    gaussian_epsilon,
-    gaussian_mu,
-    zcdp_to_approx_dp,
-)
-
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
@@ -36,6 +27,10 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
 
 
 def _rows_from_rho(rho: float, delta: float, sens: float) -> list[tuple[str, str]]:
+    from .._validation import check_delta, check_rho
+    from ..mechanisms.gaussian import noise_std_for_rho
+    from ..privacy.conversions import gaussian_epsilon, zcdp_to_approx_dp
+
     rho, delta = check_rho(rho), check_delta(delta)
     mu = math.sqrt(2.0 * rho)
     return [
@@ -57,6 +52,10 @@ def _rows_from_rho(rho: float, delta: float, sens: float) -> list[tuple[str, str
 
 
 def _rows_from_epsilon(eps: float, delta: float, sens: float) -> list[tuple[str, str]]:
+    from .._validation import check_delta, check_epsilon
+    from ..mechanisms.gaussian import noise_std_for_rho
+    from ..privacy.conversions import approx_dp_to_zcdp, gaussian_mu
+
     eps, delta = check_epsilon(eps), check_delta(delta)
     rho_cks = approx_dp_to_zcdp(eps, delta)
     rho_bs = approx_dp_to_zcdp(eps, delta, method="bun-steinke")

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import math
 
-from scipy import optimize, special
-
 from .._validation import check_delta, check_option, check_positive, check_real
+from ._scalar import brentq, log_ndtr
 
 __all__ = [
     "approx_dp_to_zcdp",
@@ -48,7 +47,7 @@ _RTOL = 4 * 2.220446049250313e-16  # brentq's smallest allowed rtol
 
 def _root(fun, lo: float, hi: float) -> float:
     """Brent's method on a sign-changing bracket, to full double precision."""
-    return optimize.brentq(fun, lo, hi, xtol=_XTOL, rtol=_RTOL, maxiter=500)
+    return brentq(fun, lo, hi, xtol=_XTOL, rtol=_RTOL, maxiter=500)
 
 
 # ---------------------------------------------------------------- CKS (optimal zCDP)
@@ -163,8 +162,8 @@ def _gdp_log_delta(mu: float, eps: float) -> float:
     # the ratio e^eps Phi(b)/Phi(a) < 1 stays away from 1 by Mills' ratio.
     a = -eps / mu + mu / 2.0
     b = -eps / mu - mu / 2.0
-    log_pa = float(special.log_ndtr(a))
-    log_ratio = eps + float(special.log_ndtr(b)) - log_pa
+    log_pa = log_ndtr(a)
+    log_ratio = eps + log_ndtr(b) - log_pa
     if log_ratio >= 0.0:
         return -math.inf
     return log_pa + math.log(-math.expm1(log_ratio))
