@@ -5,6 +5,7 @@ import pytest
 
 from dpfit.baselines.fixed_clip_sgd import fixed_clip_sgd
 from dpfit.mechanisms import recording, replaying
+from dpfit.privacy import sum_sensitivity
 
 
 def make_data(n, seed=0):
@@ -29,7 +30,9 @@ def test_record_replay_full_cost_and_sensitivity():
     assert len(rec) == 20
     moved = 0
     for old, new in zip(rec.releases, rep.releases, strict=True):
-        assert old.entry.sensitivity == 4.0 and old.entry.subsampled
+        # 2C plus the float64 allowance of a sum of at most n = 2000 clipped gradients
+        assert sum_sensitivity(2.0) < old.entry.sensitivity < sum_sensitivity(2.0, n=2000)
+        assert old.entry.subsampled
         assert old.entry.rho == pytest.approx(0.5 / 20, rel=1e-12)  # no amplification claimed
         diff = float(np.linalg.norm(old.value - new.value))
         assert diff <= 4.0 * (1 + 1e-12)
@@ -38,6 +41,18 @@ def test_record_replay_full_cost_and_sensitivity():
     assert np.array_equal(first.estimate, second.estimate)
     assert first.ledger.rho == pytest.approx(0.5, rel=1e-12)
     assert first.ledger.gaussian_epsilon(1e-6) is None  # subsampled: no exact GDP claim
+
+
+def test_sensitivity_includes_the_rounding_allowance_of_the_batch_sum():
+    # sampling_rate = 1: every batch is all n records, so each step sums n clipped gradients.
+    X, y = make_data(3000)
+    with recording() as rec:
+        traj = run(X, y, sampling_rate=1.0, steps=3)
+    expected = sum_sensitivity(2.0, n=3000)  # 2C + float_sum_excess(C, n) (Casacuberta 2022)
+    for release in rec.releases:
+        assert release.entry.sensitivity == expected
+        assert release.entry.noise_std == traj.config["noise_multiplier"] * expected
+    assert traj.ledger.rho == pytest.approx(0.5, rel=1e-12)
 
 
 def test_converges_with_a_generous_budget():

@@ -3,16 +3,17 @@
 The records are read once, in a data-independent (by default uniformly random) order; step
 t releases the clipped gradient of record t plus Gaussian noise of std ``alpha * 2 clip``
 (its replacement sensitivity times alpha), then w_{t+1} = w_t - eta * (noisy gradient). The
-estimate is the tail average of w_{N/2+1..N} (spec D16), kept as a running sum.
+estimate is the tail average of w_{N/2+1..N}, kept as a running sum.
 
-Two privacy analyses, each used only where its preconditions hold (spec 2.1, D19):
+Two privacy analyses, each used only where its preconditions hold:
 
 * parallel composition (always valid, any epsilon, any order, also for streams): each record
   is read by one step only, so the run is 1/(2 alpha^2)-zCDP;
 * amplification by shuffling (:mod:`dpfit.privacy.shuffling`, Feldman et al. 2021): only
-  for a target (epsilon, delta), when the data are shuffled by a uniformly random permutation
-  that stays secret, and when the theorem's precondition on eps0 holds. It typically needs
-  epsilon of order sqrt(ln(N/delta)/N) to beat parallel composition.
+  for a target (epsilon, delta), when the records are processed in the order of a uniformly
+  random permutation of all N that stays secret (:mod:`dpfit.algorithms.onepass`; never for
+  a stream or ``shuffle=False``), and when the theorem's precondition on eps0 holds. It
+  typically needs epsilon of order sqrt(ln(N/delta)/N) to beat parallel composition.
 """
 
 from __future__ import annotations
@@ -106,12 +107,14 @@ def dp_ssgd(
 
     Notes
     -----
-    Privacy (replace-one, public n; Thm. 3.1, spec D19). Given the past releases, step t's
-    clipped gradient has sensitivity 2 zeta and noise std 2 zeta alpha: 1/(2 alpha^2)-zCDP,
-    and each record is read by one step only. The ledger records this parallel composition,
-    whose zCDP cost holds in every case. When the shuffle analysis was used, the run is in
-    addition (epsilon, delta)-DP for the target, with the permutation kept secret; that
-    statement is in ``config`` (the zCDP ledger cannot express it).
+    Privacy (replace-one, public n; Thm. 3.1). Given the past releases, step t's clipped
+    gradient has sensitivity 2 zeta (:func:`dpfit.privacy.sum_sensitivity` of a batch of one,
+    whose float64 rounding allowance, 2^-52 zeta, is below the resolution of 2 zeta) and noise
+    std alpha times that: 1/(2 alpha^2)-zCDP, and each record is read by one step only. The ledger
+    records this parallel composition, whose zCDP cost holds in every case. When the shuffle
+    analysis was used, the run is in addition (epsilon, delta)-DP for the target: the records
+    are processed in the order of a uniform permutation of all N, drawn from the noise source
+    and kept secret; that statement is in ``config`` (the zCDP ledger cannot express it).
 
     Examples
     --------
@@ -139,7 +142,7 @@ def dp_ssgd(
     data = one_pass_data(X, y, n=n, shuffle=shuffle)
     N = data.n
     if delta is not None:
-        check_delta(delta, n=N)  # warns when delta > 1/N (reliability row 7)
+        check_delta(delta, n=N)  # warns when delta > 1/N
     if rho is not None:
         alpha, accountant = 1.0 / math.sqrt(2.0 * rho), "parallel"
     else:
@@ -148,7 +151,7 @@ def dp_ssgd(
     stride = (
         -(-N // 1000) if iterate_stride is None else check_int(iterate_stride, "iterate_stride")
     )
-    sens = sum_sensitivity(zeta, relation)
+    sens = sum_sensitivity(zeta, relation, n=1)  # a batch of one, with its rounding allowance
     noise_std = alpha * sens
     if not (math.isfinite(noise_std) and noise_std > 0):
         raise ValueError("noise scale not finite: clip and the privacy target give no valid noise")

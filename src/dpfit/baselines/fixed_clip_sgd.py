@@ -9,8 +9,11 @@ size q n, and w moves by ``step_size`` times that. The estimate is the tail aver
 last half of the iterates.
 
 Privacy (replace-one, public n). The clipped sum has L2 sensitivity 2C whether or not the
-replaced record was sampled, so each step is a Gaussian mechanism of cost rho / steps and
-the run is rho-zCDP by composition. The sampling is real Poisson sampling, so an RDP or PLD
+replaced record was sampled, plus the float64 rounding allowance of a sum of m terms
+(Casacuberta et al. 2022; :func:`dpfit.privacy.sum_sensitivity` with ``n=m``), where m is the
+step's batch size: drawn independently of the data and the same for neighbours, so the noise
+std may follow it. Each step is a Gaussian mechanism of cost rho / steps and the run is
+rho-zCDP by composition. The sampling is real Poisson sampling, so an RDP or PLD
 accountant could claim amplification; dpfit's zCDP ledger does not (zCDP does not amplify
 under subsampling, reliability 4.5): this baseline pays the full cost, and its ledger entries
 are flagged ``subsampled``.
@@ -18,6 +21,7 @@ are flagged ``subsampled``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -95,8 +99,9 @@ def fixed_clip_sgd(
     q = check_real(sampling_rate, "sampling_rate", low=0.0, high=1.0, high_open=False)
     X, y = check_X_y(X, y)
     n, d = X.shape
-    sens = sum_sensitivity(clip, relation)
-    noise_std = noise_std_for_rho(sens, rho / steps)
+    multiplier = noise_std_for_rho(1.0, rho / steps)  # noise std / sensitivity, every step
+    if not math.isfinite(multiplier * sum_sensitivity(clip, relation, n=n)):  # largest batch
+        raise ValueError("noise scale not finite: rho is too small for this clip")
     source = make_noise_source(rng)
     sampler = source.spawn(1)[0].generator  # batches: independent of the data and the noise
     ledger = prepare_ledger(ledger, relation, rho, name="fixed_clip_sgd")
@@ -106,14 +111,15 @@ def fixed_clip_sgd(
     iterates = np.empty((steps, d))
     for t in range(steps):
         rows = np.flatnonzero(sampler.random(n) < q)
-        Xb = X[rows]
-        r = Xb @ w - y[rows]
-        factors = clip_factors(norms[rows] * np.abs(r), clip)
+        Xb = np.take(X, rows, axis=0)
+        r = Xb @ w - np.take(y, rows)
+        factors = clip_factors(np.take(norms, rows) * np.abs(r), clip)
         total = Xb.T @ np.where(factors > 0, r * factors, 0.0)
+        sens = sum_sensitivity(clip, relation, n=max(rows.size, 1))  # rows.size terms summed
         noisy = gaussian(
             total,
             sensitivity=sens,
-            noise_std=noise_std,
+            noise_std=multiplier * sens,
             ledger=ledger,
             rng=source,
             label="fixed_clip_sgd/gradient_sum",
@@ -128,7 +134,7 @@ def fixed_clip_sgd(
         "steps": steps,
         "step_size": eta,
         "sampling_rate": q,
-        "noise_std": noise_std,
+        "noise_multiplier": multiplier,
         "relation": relation.value,
         "rho": rho,
     }
