@@ -22,6 +22,7 @@ __all__ = [
     "check_X_y",
     "check_alpha",
     "check_array",
+    "check_bounds_layout",
     "check_delta",
     "check_epsilon",
     "check_identified",
@@ -109,6 +110,32 @@ def check_rho(value: Any, name: str = "rho") -> float:
 def check_epsilon(value: Any, name: str = "epsilon") -> float:
     """Return a target epsilon: finite and > 0."""
     return check_positive(value, name)
+
+
+def check_bounds_layout(value: Any, name: str, *, size: int) -> None:
+    """Refuse bounds laid out as diffprivlib's ``(lower, upper)`` arrays, with a hint.
+
+    dpfit takes one (low, high) pair per column (or a mapping from column name to its pair);
+    diffprivlib's estimators take ``bounds=(lower, upper)``, two arrays of length p. A tuple
+    of two lists or arrays, or an array of shape (2, p) when p != 2, is that layout: read
+    as pairs it would silently bound the wrong columns. A tuple of two tuples stays a pair
+    per column.
+    """
+    hint = (
+        f"{name} looks like diffprivlib's (lower, upper) arrays; dpfit takes one (low, high) "
+        f"pair per column: {name}=list(zip(lower, upper)), or a mapping "
+        "{column: (low, high)}"
+    )
+    if (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(isinstance(part, list | np.ndarray) for part in value)
+        and all(np.ndim(part) == 1 and len(part) == size for part in value)
+    ):
+        raise ValueError(hint)
+    shape = np.shape(value) if not isinstance(value, dict) else ()
+    if size != 2 and shape == (2, size):
+        raise ValueError(hint)
 
 
 def check_delta(value: Any, name: str = "delta", *, n: int | None = None) -> float:

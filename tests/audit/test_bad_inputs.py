@@ -170,8 +170,12 @@ def _run(entry: Entry, data=None, params=None, budget_rho=10.0):
 KNOWN_GAPS: dict = {}
 
 
+#: Public bounds of an IV response (the response is bounded by y_bounds, never in bounds).
+Y10 = (-10.0, 10.0)
+
+
 def _iv_bounds(**override):
-    names = ["x0", "x1", "z0", "z1", "z2", "y"]
+    names = ["x0", "x1", "z0", "z1", "z2"]
     return {k: override.get(k, (-10.0, 10.0)) for k in names}
 
 
@@ -244,9 +248,31 @@ def _cases():
         (35, "dp_ftrl", {}, {"participations": 1}, ValueError, "participations"),
         (34, "DPLinearRegression", {}, {"secure": True, "random_state": 1}, ValueError, "secure"),
         (34, "DPIVRegression", {}, {"secure": True, "random_state": 1}, ValueError, "secure"),
-        (24, "DPIVRegression", {}, {"bounds": {"x0": (-1, 1)}}, ValueError, "bounds"),
-        (25, "DPIVRegression", {}, {"bounds": _iv_bounds(x0=(1.0, -1.0))}, ValueError, "bounds"),
-        (25, "DPIVRegression", {}, {"bounds": _iv_bounds(y=(0.0, NAN))}, ValueError, "bounds"),
+        (
+            24,
+            "DPIVRegression",
+            {},
+            {"bounds": {"x0": (-1, 1)}, "y_bounds": Y10},
+            ValueError,
+            "miss",
+        ),
+        (24, "DPIVRegression", {}, {"bounds": _iv_bounds()}, ValueError, "y_bounds is required"),
+        (
+            25,
+            "DPIVRegression",
+            {},
+            {"bounds": _iv_bounds(x0=(1.0, -1.0)), "y_bounds": Y10},
+            ValueError,
+            "low must",
+        ),
+        (
+            25,
+            "DPIVRegression",
+            {},
+            {"bounds": _iv_bounds(), "y_bounds": (0.0, NAN)},
+            ValueError,
+            "y_bounds",
+        ),
         (24, "adassp", {}, {"x_bound": None}, ValueError, "x_bound is required"),
         (25, "adassp", {}, {"y_bound": -1.0}, ValueError, "y_bound"),
         (24, "ssp", {}, {"y_bound": None}, ValueError, "y_bound is required"),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dpfit.cli import main
-from dpfit.cli._iv_demo import IV_BOUNDS, IV_FORMULA
+from dpfit.cli._iv_demo import IV_BOUNDS, IV_FORMULA, IV_Y_BOUNDS
 
 BOUND_ARGS = [a for k, (lo, hi) in IV_BOUNDS.items() for a in ("--bound", f"{k}={lo},{hi}")]
+BOUND_ARGS += ["--y-bounds", "{},{}".format(*IV_Y_BOUNDS)]
 
 
 def test_iv_on_card(capsys):
@@ -39,6 +40,8 @@ def test_iv_on_card(capsys):
 def test_iv_errors_are_one_line(capsys):
     assert main(["iv", "card", "--formula", IV_FORMULA, "--rho", "1"]) == 2
     assert "give --bound" in capsys.readouterr().err
+    assert main(["iv", "card", "--formula", IV_FORMULA, "--rho", "1", "--bound", "lwage=4,8"]) == 2
+    assert "--y-bounds" in capsys.readouterr().err
     argv = ["iv", "card", "--formula", "lwage ~ [educ + exper ~ nearc4]", "--rho", "1"]
     assert main([*argv, "--unscaled"]) == 2
     assert "under-identified" in capsys.readouterr().err
@@ -51,9 +54,9 @@ def test_iv_errors_are_one_line(capsys):
         IV_FORMULA,
         "--rho",
         "1",
-        *BOUND_ARGS[:-2],
+        *BOUND_ARGS[2:],
     ]
     assert main(argv) == 2
-    assert "missing ['lwage']" in capsys.readouterr().err
+    assert "missing ['educ']" in capsys.readouterr().err
     assert main(["iv", "card", "--formula", IV_FORMULA, "--rho", "0", "--unscaled"]) == 2
     assert "rho" in capsys.readouterr().err

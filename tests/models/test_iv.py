@@ -16,7 +16,8 @@ from dpfit.exceptions import InsecureRandomnessWarning
 from dpfit.mechanisms import recording, replaying
 
 N = 3000
-BOUNDS = {"x": (-8, 11), "w": (-4, 4), "z": (0, 1), "y": (-10, 14)}
+BOUNDS = {"x": (-8, 11), "w": (-4, 4), "z": (0, 1)}
+Y_BOUNDS = (-10, 14)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def frame():
 
 
 def _fit(frame, **kw):
-    params = {"rho": 2.0, "bounds": BOUNDS, "random_state": 0, **kw}
+    params = {"rho": 2.0, "bounds": BOUNDS, "y_bounds": Y_BOUNDS, "random_state": 0, **kw}
     model = DPIVRegression(**params)
     return model.fit(frame[["w", "x"]], frame["y"], Z=frame[["w", "z"]])
 
@@ -61,11 +62,15 @@ def test_fit_is_close_to_2sls_and_spends_exactly_rho(frame):
 
 
 def test_formula_matches_the_estimator(frame):
-    res = dpfit.iv("y ~ w + [x ~ z]", frame, rho=2.0, bounds=BOUNDS, random_state=0)
+    res = dpfit.iv(
+        "y ~ w + [x ~ z]", frame, rho=2.0, bounds=BOUNDS, y_bounds=Y_BOUNDS, random_state=0
+    )
     model = _fit(frame)
     assert list(res.params.index) == ["Intercept", "w", "x"]
     np.testing.assert_array_equal(res.estimate, model.result_.estimate)
-    no_const = dpfit.iv("y ~ 0 + w + [x ~ z]", frame, rho=2.0, bounds=BOUNDS, random_state=0)
+    no_const = dpfit.iv(
+        "y ~ 0 + w + [x ~ z]", frame, rho=2.0, bounds=BOUNDS, y_bounds=Y_BOUNDS, random_state=0
+    )
     assert list(no_const.params.index) == ["w", "x"]
 
 
@@ -107,7 +112,7 @@ def test_shared_budget(frame):
     )
     assert budget.spent == pytest.approx(2.0)
     with recording() as rec, pytest.raises(BudgetExceededError):
-        DPIVRegression(rho=2.0, bounds=BOUNDS).fit(
+        DPIVRegression(rho=2.0, bounds=BOUNDS, y_bounds=Y_BOUNDS).fit(
             frame[["w", "x"]], frame["y"], Z=frame[["w", "z"]], budget=budget
         )
     assert len(rec) == 0 and budget.spent == pytest.approx(2.0)
@@ -144,7 +149,9 @@ def test_record_replay_through_the_model(frame):
         ({"burn_in": 5}, ValueError, "burn_in"),
         ({"bounds": [(0, 1)]}, TypeError, "bounds must be a mapping"),
         ({"bounds": {**BOUNDS, "extra": (0, 1)}}, ValueError, "unknown \\['extra'\\]"),
-        ({"bounds": {k: v for k, v in BOUNDS.items() if k != "y"}}, ValueError, "missing"),
+        ({"bounds": {k: v for k, v in BOUNDS.items() if k != "x"}}, ValueError, "missing"),
+        ({"bounds": {**BOUNDS, "y": Y_BOUNDS}}, ValueError, "give its bounds as y_bounds"),
+        ({"y_bounds": None}, ValueError, "y_bounds is required with bounds"),
         ({"bounds": {**BOUNDS, "x": (3, 1)}}, ValueError, "low must be < its high"),
         ({"random_state": "seed"}, TypeError, "rng"),
     ],
@@ -179,7 +186,7 @@ def test_bad_data_gives_clear_errors_before_any_noise(frame):
 
 
 def test_sklearn_contract(frame):
-    model = DPIVRegression(rho=1.0, bounds=BOUNDS, m=5)
+    model = DPIVRegression(rho=1.0, bounds=BOUNDS, y_bounds=Y_BOUNDS, m=5)
     assert clone(model).get_params() == model.get_params()
     fitted = _fit(frame)
     pred = fitted.predict(frame[["w", "x"]])

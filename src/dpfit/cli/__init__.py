@@ -1,15 +1,19 @@
 """The ``dpfit`` command line: one module per subcommand, each with ``add_parser`` and ``run``.
 
-Errors in user input (``TypeError``/``ValueError``) are printed as one line and exit with
-status 2, without a traceback.
+Every mistake in user input ends the command with exit status 2 and one line on standard
+error that names the culprit and says what to do, without a traceback and before anything
+is charged (``docs/user-guide.md``, "Command line"). Warnings are one line each, shown once.
+Subcommand modules import nothing heavy at module level, so ``dpfit --help`` is fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 __all__ = ["main"]
 
@@ -23,14 +27,25 @@ COMMANDS = {
     "demo": "demo",
 }
 
+#: A value such as ``-1,5`` or ``-0.5,2``, which argparse would take for an option.
+_NEGATIVE_LIST = re.compile(r"^-\.?\d[^=]*,")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``dpfit fit: error: ... (see dpfit fit --help)``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every registered subcommand."""
     from .._version import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dpfit",
         description="Differentially private regression and optimisation with honest uncertainty.",
+        epilog="Run dpfit COMMAND --help for a command's options and examples.",
     )
     parser.add_argument("--version", action="version", version=f"dpfit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -41,15 +56,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--y-bounds -1,5`` -> ``--y-bounds=-1,5`` (argparse reads ``-1,5`` as an option)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if (
+            token.startswith("--")
+            and "=" not in token
+            and i + 1 < len(argv)
+            and _NEGATIVE_LIST.match(argv[i + 1])
+        ):
+            out.append(f"{token}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpfit`` console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args._run(args) or 0)
-    except (TypeError, ValueError) as exc:
-        print(f"dpfit {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    from ._console import tidy_warnings
+    from ._errors import user_message
+
+    argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
+    args = build_parser().parse_args(argv)
+    with tidy_warnings(args.command):
+        try:
+            return int(args._run(args) or 0)
+        except KeyboardInterrupt:
+            print(f"dpfit {args.command}: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:
+            message = user_message(exc, args, columns=getattr(args, "columns", ()))
+            if message is None:
+                raise
+            print(f"dpfit {args.command}: error: {message}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

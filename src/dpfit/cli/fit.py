@@ -2,43 +2,36 @@
 
 DATA is a CSV or parquet file, or the name of a bundled dataset (``card``, ``labsup``,
 ``mroz``, ``diabetes``). The summary goes to standard output (text, HTML or LaTeX); with
-``--plot`` a coefficient plot of the private intervals is written too.
+``--plot`` a coefficient plot of the private intervals is written too. Every argument is
+checked before the budget is charged.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
+from ._args import (
+    add_release_options,
+    check_release_options,
+    examples,
+    named_pair,
+    pair,
+)
+from ._data import BUNDLED, read_data
 
-__all__ = ["BUNDLED", "add_parser", "read_data", "run"]
+__all__ = ["BUNDLED", "add_parser", "bounds_mapping", "read_data", "run"]
 
-#: Names of the bundled datasets (``dpfit.datasets.DATASETS``; kept here so that ``--help``
-#: does not import pandas, and tested to agree).
-BUNDLED = ("card", "diabetes", "labsup", "mroz")
-_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+# Kept for modules that imported the helpers from here.
+_pair, _named_pair = pair, named_pair
 
-
-def _pair(text: str) -> tuple[float, float]:
-    """'LOW,HIGH' -> (LOW, HIGH)."""
-    parts = text.split(",")
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"expected LOW,HIGH, got {text!r}")
-    try:
-        return float(parts[0]), float(parts[1])
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected two numbers LOW,HIGH, got {text!r}") from None
-
-
-def _named_pair(text: str) -> tuple[str, tuple[float, float]]:
-    """'NAME=LOW,HIGH' -> (NAME, (LOW, HIGH))."""
-    name, sep, rest = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=LOW,HIGH, got {text!r}")
-    return name, _pair(rest)
+EXAMPLES = examples(
+    "dpfit fit card --formula 'lwage ~ educ + exper' --rho 0.25 \\",
+    "    --bound educ=0,18 --bound exper=0,28 --y-bounds 4.6,8 --steps 20000",
+    "dpfit fit data.csv --formula 'y ~ x' --rho 0.5 --bound x=0,10 --y-bounds -5,15 \\",
+    "    --plot out/coef.png --budget-store budget.sqlite",
+    "dpfit fit data.csv --sep ';' --formula 'y ~ x' --rho 0.5 --clip 5 --method gd",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
@@ -50,6 +43,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             f"{', '.join(BUNDLED)}) under rho-zCDP and print the summary. All "
             "hyperparameters and bounds are public: choose them without looking at the data."
         ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("data", metavar="DATA", help="CSV/parquet path or bundled dataset name")
     p.add_argument("--formula", required=True, help="e.g. 'lwage ~ educ + exper'")
@@ -66,90 +61,95 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument("--burn-in", type=int, help="iterates dropped first (default 20)")
     p.add_argument(
         "--bound",
-        type=_named_pair,
+        type=named_pair,
         action="append",
         metavar="TERM=LOW,HIGH",
         help="public bounds of a design column (repeat for each; all columns or none)",
     )
     p.add_argument(
         "--y-bounds",
-        type=_pair,
+        type=pair,
         metavar="LOW,HIGH",
-        help="public bounds of the response (write --y-bounds=-5,5 for a negative LOW)",
+        help="public bounds of the response, e.g. --y-bounds -5,5",
     )
     p.add_argument("--relation", default="replace-one", help="replace-one or add-remove")
-    p.add_argument("--alpha", type=float, default=0.05, help="1 - interval level (0.05)")
-    p.add_argument("--delta", type=float, help="delta for the reported epsilon")
-    p.add_argument("--seed", type=int, help="seed the noise (reproducible, not for release)")
-    p.add_argument("--secure", action="store_true", help="OpenDP discrete Gaussian noise")
-    p.add_argument("--sample", help="sample option of a bundled dataset (e.g. liang2025)")
-    p.add_argument(
-        "--format", default="text", choices=("text", "html", "latex"), help="summary format"
-    )
     p.add_argument("--plot", type=Path, metavar="PNG", help="write a coefficient plot here")
+    add_release_options(p)
     return p
 
 
-def read_data(spec: str, sample: str | None = None) -> pd.DataFrame:
-    """A data frame from a CSV/parquet path or a bundled dataset name."""
-    import pandas as pd
-
-    path = Path(spec)
-    if path.suffix.lower() in _SUFFIXES:
-        if not path.is_file():
-            raise ValueError(f"DATA file not found: {spec}")
-        if sample is not None:
-            raise ValueError("--sample applies to bundled datasets only")
-        kind = _SUFFIXES[path.suffix.lower()]
-        return pd.read_csv(path) if kind == "csv" else pd.read_parquet(path)
-    if spec in BUNDLED:
-        from ..datasets.real import load_dataset
-
-        return load_dataset(spec, **({} if sample is None else {"sample": sample}))
-    raise ValueError(
-        f"DATA must be a .csv or .parquet file or one of {list(BUNDLED)}, got {spec!r}"
-    )
+def bounds_mapping(
+    items: list[tuple[str, tuple[float, float]]] | None, formula: str
+) -> dict | None:
+    """The ``--bound`` pairs as a mapping; a term given twice, or the response, is refused."""
+    if items is None:
+        return None
+    response = formula.partition("~")[0].strip() if isinstance(formula, str) else ""
+    bounds: dict[str, tuple[float, float]] = {}
+    for term, low_high in items:
+        if term in bounds:
+            raise ValueError(f"--bound {term} is given twice: give each term once")
+        if term == response:
+            raise ValueError(
+                f"--bound {term}: {term!r} is the response; give its bounds with "
+                f"--y-bounds LOW,HIGH (dpfit's one convention: --bound for the design "
+                "columns, --y-bounds for the response)"
+            )
+        bounds[term] = low_high
+    return bounds
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..models import ols
-    from ..models.plotting import coefficient_frame, plot_coefficients
+    from ._console import progress_wanted, release_progress
 
-    data = read_data(args.data, args.sample)
-    bounds = None if args.bound is None else dict(args.bound)
+    check_release_options(args)
     interval = args.interval or ("batched-means" if args.method == "gd" else "none")
-    interval = None if interval == "none" else interval
-    result = ols(
-        args.formula,
-        data,
-        rho=args.rho,
-        method=args.method,
-        clip=args.clip,
-        steps=args.steps,
-        step_size=args.step_size,
-        interval=interval,
-        m=args.m,
-        burn_in=args.burn_in,
-        bounds=bounds,
-        y_bounds=args.y_bounds,
-        relation=args.relation,
-        random_state=args.seed,
-        secure=args.secure,
-    )
+    if args.plot is not None and interval == "none":
+        raise ValueError("--plot needs intervals: use --method gd with an --interval")
+    bounds = bounds_mapping(args.bound, args.formula)
+    data = read_data(args.data, args.sample, sep=args.sep)
+    args.columns = list(data.columns)  # public schema, for error messages
+
+    from ..models import ols
+
+    with release_progress(
+        progress_wanted(args.progress) and args.method == "gd", total=args.steps, desc="dpfit fit"
+    ):
+        result = ols(
+            args.formula,
+            data,
+            rho=args.rho,
+            method=args.method,
+            clip=args.clip,
+            steps=args.steps,
+            step_size=args.step_size,
+            interval=None if interval == "none" else interval,
+            m=args.m,
+            burn_in=args.burn_in,
+            bounds=bounds,
+            y_bounds=args.y_bounds,
+            relation=args.relation,
+            random_state=args.seed,
+            secure=args.secure,
+        )
     summary = result.summary(args.alpha, delta=args.delta)
     print(
         {"text": summary.as_text, "html": summary.as_html, "latex": summary.as_latex}[args.format]()
     )
     if args.plot is not None:
-        if result.interval_estimates is None:
-            raise ValueError("--plot needs an interval (the method released none)")
-        level = f"{100 * (1 - args.alpha):g}%"
-        figure = plot_coefficients(
-            {f"{result.method}, rho = {result.rho:g}": coefficient_frame(result, args.alpha)},
-            title=f"{args.formula} (n = {result.n})",
-            level=level,
-        )
-        args.plot.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(args.plot, dpi=120)
-        print(f"\nWrote the coefficient plot to {args.plot}")
+        _plot(result, args)
     return 0
+
+
+def _plot(result, args: argparse.Namespace) -> None:
+    from ..models.plotting import coefficient_frame, plot_coefficients
+
+    level = f"{100 * (1 - args.alpha):g}%"
+    figure = plot_coefficients(
+        {f"{result.method}, rho = {result.rho:g}": coefficient_frame(result, args.alpha)},
+        title=f"{args.formula} (n = {result.n})",
+        level=level,
+    )
+    args.plot.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(args.plot, dpi=120)
+    print(f"\nWrote the coefficient plot to {args.plot}")

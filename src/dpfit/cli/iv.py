@@ -2,18 +2,29 @@
 
 DATA is a CSV or parquet file, or a bundled dataset (``card``, ``labsup``, ``mroz``). The
 fit is :func:`dpfit.iv` (DP-2S-GD, Liang et al. 2025); ``--bound`` gives the public bounds of
-every formula column (the response included), which buy a private standardisation; it is
-required unless ``--unscaled`` says the data are already scaled with public constants. With
-``--compare-2sls`` the non-private 2SLS fit is printed beside it, labelled as such.
+every design column and ``--y-bounds`` those of the response (the same convention as
+``dpfit fit``); they buy a private standardisation and are required unless ``--unscaled``
+says the data are already scaled with public constants. With ``--compare-2sls`` the
+non-private 2SLS fit is printed beside it, labelled as such.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from .fit import _named_pair, read_data
+from ._args import add_release_options, check_release_options, examples, named_pair, pair
+from ._data import read_data
+from .fit import bounds_mapping
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "nonprivate_2sls_text", "run"]
+
+EXAMPLES = examples(
+    "dpfit iv card --sample liang2025 --rho 1 \\",
+    "    --formula 'lwage ~ 1 + [educ ~ nearc2 + nearc4 + fatheduc + motheduc]' \\",
+    "    --bound educ=0,18 --bound nearc2=0,1 --bound nearc4=0,1 \\",
+    "    --bound fatheduc=0,18 --bound motheduc=0,18 --y-bounds 4.6,8 --compare-2sls",
+    "dpfit iv scaled.csv --formula 'y ~ [x ~ z]' --rho 0.5 --unscaled",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
@@ -25,21 +36,29 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "DP-2S-GD and print the summary. Bounds and hyperparameters are public: choose "
             "them without looking at the data."
         ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("data", metavar="DATA", help="CSV/parquet path or bundled dataset name")
     p.add_argument("--formula", required=True, help="e.g. 'lwage ~ exper + [educ ~ nearc4]'")
     p.add_argument("--rho", type=float, required=True, help="zCDP budget of the fit")
     p.add_argument(
         "--bound",
-        type=_named_pair,
+        type=named_pair,
         action="append",
         metavar="COLUMN=LOW,HIGH",
-        help="public bounds of a formula column, response included (repeat; all or none)",
+        help="public bounds of a regressor or instrument column (repeat; all or none)",
+    )
+    p.add_argument(
+        "--y-bounds",
+        type=pair,
+        metavar="LOW,HIGH",
+        help="public bounds of the response, e.g. --y-bounds 4.6,8 (with --bound)",
     )
     p.add_argument(
         "--unscaled",
         action="store_true",
-        help="no --bound: the data are already centred and scaled with public constants",
+        help="no bounds: the data are already centred and scaled with public constants",
     )
     p.add_argument("--rho-split", type=float, default=0.75, help="first-stage share (0.75)")
     p.add_argument("--clip", type=float, nargs=2, metavar=("THETA", "BETA"), help="clips")
@@ -52,45 +71,52 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument(
         "--noise-calibration", default="exact", help="exact (default) or paper (Prop. 3.1)"
     )
-    p.add_argument("--alpha", type=float, default=0.05, help="1 - interval level (0.05)")
-    p.add_argument("--delta", type=float, help="delta for the reported epsilon")
-    p.add_argument("--seed", type=int, help="seed the noise (reproducible, not for release)")
-    p.add_argument("--secure", action="store_true", help="OpenDP discrete Gaussian noise")
-    p.add_argument("--sample", help="sample option of a bundled dataset (e.g. liang2025)")
     p.add_argument(
         "--compare-2sls", action="store_true", help="also print the NON-PRIVATE 2SLS fit"
     )
-    p.add_argument(
-        "--format", default="text", choices=("text", "html", "latex"), help="summary format"
-    )
+    add_release_options(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    from ._console import progress_wanted, release_progress
+
+    check_release_options(args)
+    if args.bound is None and args.y_bounds is None and not args.unscaled:
+        raise ValueError(
+            "give --bound COLUMN=LOW,HIGH for every regressor and instrument and --y-bounds "
+            "for the response: public bounds buy the private standardisation DP-2S-GD needs "
+            "to converge; use --unscaled only for data already centred and scaled with public "
+            "constants"
+        )
+    if args.unscaled and (args.bound is not None or args.y_bounds is not None):
+        raise ValueError("--unscaled means no bounds: drop --bound and --y-bounds, or --unscaled")
+    bounds = bounds_mapping(args.bound, args.formula)
+    data = read_data(args.data, args.sample, sep=args.sep)
+    args.columns = list(data.columns)  # public schema, for error messages
+
     from ..models import iv
 
-    if args.bound is None and not args.unscaled:
-        raise ValueError(
-            "give --bound COLUMN=LOW,HIGH for every formula column (the response too): public "
-            "bounds buy the private standardisation DP-2S-GD needs to converge; use "
-            "--unscaled only for data already centred and scaled with public constants"
+    runs = args.m if args.interval == "independent-runs" else 1
+    with release_progress(
+        progress_wanted(args.progress), total=2 * args.steps * runs, desc="dpfit iv"
+    ):
+        result = iv(
+            args.formula,
+            data,
+            rho=args.rho,
+            bounds=bounds,
+            y_bounds=args.y_bounds,
+            rho_split=args.rho_split,
+            clip=None if args.clip is None else tuple(args.clip),
+            steps=args.steps,
+            step_size=None if args.step_size is None else tuple(args.step_size),
+            interval=None if args.interval == "none" else args.interval,
+            m=args.m,
+            noise_calibration=args.noise_calibration,
+            random_state=args.seed,
+            secure=args.secure,
         )
-    data = read_data(args.data, args.sample)
-    result = iv(
-        args.formula,
-        data,
-        rho=args.rho,
-        bounds=None if args.bound is None else dict(args.bound),
-        rho_split=args.rho_split,
-        clip=None if args.clip is None else tuple(args.clip),
-        steps=args.steps,
-        step_size=None if args.step_size is None else tuple(args.step_size),
-        interval=None if args.interval == "none" else args.interval,
-        m=args.m,
-        noise_calibration=args.noise_calibration,
-        random_state=args.seed,
-        secure=args.secure,
-    )
     summary = result.summary(args.alpha, delta=args.delta)
     print(
         {"text": summary.as_text, "html": summary.as_html, "latex": summary.as_latex}[args.format]()

@@ -107,7 +107,8 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     X, Z, y, bounds, target, truth = _data(str(params["design"]))
     model = DPIVRegression(
         rho=float(params["rho"]),
-        bounds=bounds,
+        bounds={k: v for k, v in bounds.items() if k != y.name},  # the response: y_bounds
+        y_bounds=bounds[y.name],
         random_state=seed,
         **CONSTRUCTIONS[str(params["construction"])],
     )

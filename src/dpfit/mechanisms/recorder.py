@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..privacy.ledger import GaussianEntry
 
-__all__ = ["Recording", "Release", "ReplayMismatchError", "recording", "replaying"]
+__all__ = ["Recording", "Release", "ReplayMismatchError", "observing", "recording", "replaying"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,24 @@ class ReplayMismatchError(AssertionError):
 _ACTIVE: contextvars.ContextVar[Recording | None] = contextvars.ContextVar(
     "dpfit_recording", default=None
 )
+
+
+_OBSERVERS: contextvars.ContextVar[tuple[Callable[[GaussianEntry], None], ...]] = (
+    contextvars.ContextVar("dpfit_observers", default=())
+)
+
+
+@contextlib.contextmanager
+def observing(callback: Callable[[GaussianEntry], None]) -> Iterator[None]:
+    """Call ``callback(entry)`` after every release in this context (e.g. a progress bar).
+
+    The callback sees the public ledger entry only, never the query value or the output.
+    """
+    token = _OBSERVERS.set((*_OBSERVERS.get(), callback))
+    try:
+        yield
+    finally:
+        _OBSERVERS.reset(token)
 
 
 @contextlib.contextmanager
@@ -116,7 +134,9 @@ def open_stream(
 
 
 def notify(entry: GaussianEntry, value: np.ndarray, output: np.ndarray) -> None:
-    """Append a release to the active recording, if any (mechanism-internal)."""
+    """Append a release to the active recording, if any, and tell the observers."""
     rec = _ACTIVE.get()
     if rec is not None:
         rec.releases.append(Release(entry, np.array(value, copy=True), np.array(output, copy=True)))
+    for callback in _OBSERVERS.get():
+        callback(entry)

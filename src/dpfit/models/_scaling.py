@@ -21,11 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_bounds_layout
+
 __all__ = ["PublicScaling", "check_bounds"]
 
 
 def check_bounds(value: Any, name: str, *, size: int) -> np.ndarray:
     """Return public bounds as a float array of shape (size, 2) with low < high, finite."""
+    check_bounds_layout(value, name, size=size)
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -36,6 +39,12 @@ def check_bounds(value: Any, name: str, *, size: int) -> np.ndarray:
         raise ValueError(f"{name} must have shape ({size}, 2): one (low, high) pair per column")
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite")
+    if (arr[:, 0] == arr[:, 1]).any():
+        where = int(np.flatnonzero(arr[:, 0] == arr[:, 1])[0])
+        raise ValueError(
+            f"{name}: column {where} has low == high, a constant column that is collinear with "
+            "the intercept: drop it from the model (its coefficient is not identified)"
+        )
     if not (arr[:, 0] < arr[:, 1]).all():
         raise ValueError(f"{name}: every low must be < its high")
     return arr

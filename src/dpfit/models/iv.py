@@ -110,11 +110,15 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         regressors: it inflates Theta^T Z^T Z Theta), second-stage noise only adds
         variance, so the first stage gets more.
     bounds : mapping, optional
-        Public (low, high) bounds of **every** column of X, Z and y, keyed by name (array
-        columns are named x0.., z0.., y). Values are clipped into them, and
+        Public (low, high) bounds of **every** column of X and Z, keyed by name (array
+        columns are named x0.., z0..). Values are clipped into them, and
         ``scale_fraction * rho`` buys private means and standard deviations to standardise
         each column (strongly recommended: without it the data must already be centred and
         scaled with public constants). Never derive bounds from the data.
+    y_bounds : (float, float), optional
+        Public (low, high) bounds of the response, required with ``bounds`` (the same
+        convention as :class:`~dpfit.DPLinearRegression`: the response is never a key of
+        ``bounds``).
     scale_fraction : float, default=0.1
         Share of rho spent on the standardisation (only with ``bounds``).
     clip : float or (float, float), optional
@@ -174,8 +178,8 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
     >>> z = rng.integers(0, 2, 20_000).astype(float); u = rng.normal(size=20_000)
     >>> x = np.clip(2 + 2 * z + u + rng.normal(size=20_000), -3, 9)
     >>> y = np.clip(1 + 0.5 * x + u + rng.normal(size=20_000), -8, 12)
-    >>> bounds = {"x0": (-3, 9), "z0": (0, 1), "y": (-8, 12)}
-    >>> model = DPIVRegression(rho=1.0, bounds=bounds, random_state=1)
+    >>> bounds = {"x0": (-3, 9), "z0": (0, 1)}
+    >>> model = DPIVRegression(rho=1.0, bounds=bounds, y_bounds=(-8, 12), random_state=1)
     >>> model = model.fit(x[:, None], y, Z=z[:, None])
     >>> bool(abs(model.coef_[0] - 0.5) < 0.1), round(model.privacy_.rho, 9)
     (True, 1.0)
@@ -187,6 +191,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         rho: float | None = None,
         rho_split: float = 0.75,
         bounds: Mapping[str, Any] | None = None,
+        y_bounds: Any = None,
         scale_fraction: float = 0.1,
         clip: Any = None,
         steps: int = 20,
@@ -203,6 +208,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         self.rho = rho
         self.rho_split = rho_split
         self.bounds = bounds
+        self.y_bounds = y_bounds
         self.scale_fraction = scale_fraction
         self.clip = clip
         self.steps = steps
@@ -338,17 +344,34 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         return self
 
     def _bounds(self, x_names, z_names, y_name) -> tuple[list[str], np.ndarray | None]:
-        columns = list(dict.fromkeys([*x_names, *z_names, y_name]))
-        if self.bounds is None:
+        design = list(dict.fromkeys([*x_names, *z_names]))
+        columns = [*design, y_name]
+        if self.bounds is None and self.y_bounds is None:
             return columns, None
-        missing = [c for c in columns if c not in self.bounds]
-        unknown = [c for c in self.bounds if c not in columns]
+        if self.bounds is None or self.y_bounds is None:
+            given, needed = (
+                ("bounds", "y_bounds") if self.y_bounds is None else ("y_bounds", "bounds")
+            )
+            raise ValueError(
+                f"{needed} is required with {given}: the private standardisation needs public "
+                "bounds of every column of X and Z (bounds) and of the response (y_bounds)"
+            )
+        if y_name in self.bounds and y_name not in design:
+            raise ValueError(
+                f"bounds has the response {y_name!r}: give its bounds as y_bounds=(low, high) "
+                "(dpfit's one convention: bounds for the design, y_bounds for the response)"
+            )
+        missing = [c for c in design if c not in self.bounds]
+        unknown = [c for c in self.bounds if c not in design]
         if missing or unknown:
             raise ValueError(
-                f"bounds must give one (low, high) pair for every column of X, Z and y: "
+                f"bounds must give one (low, high) pair for every column of X and Z: "
                 f"missing {missing}, unknown {unknown}"
             )
-        pairs = [self.bounds[c] for c in columns]
+        pairs = [
+            *(self.bounds[c] for c in design),
+            check_bounds(self.y_bounds, "y_bounds", size=1)[0],
+        ]
         return columns, check_bounds(pairs, "bounds", size=len(columns))
 
     def predict(self, X: Any) -> np.ndarray:
@@ -393,7 +416,7 @@ def iv(
         Shared budget to spend ``rho`` from.
     **params
         Any other parameter of :class:`DPIVRegression`; ``bounds`` is keyed by design-column
-        name (e.g. ``"I(exper ** 2)"``) and must include the response.
+        name (e.g. ``"I(exper ** 2)"``) and ``y_bounds`` bounds the response.
 
     Returns
     -------

@@ -1,0 +1,97 @@
+"""Arguments shared by the subcommands, and their checks before anything is charged.
+
+Every argument is validated before DATA is read and before the budget is charged, so a
+mistake such as ``--alpha 2`` or an unwritable ``--plot`` path costs no privacy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+__all__ = [
+    "add_release_options",
+    "check_plot_path",
+    "check_release_options",
+    "examples",
+    "named_pair",
+    "pair",
+]
+
+
+def examples(*lines: str) -> str:
+    """An ``Examples`` section for a subcommand's ``--help`` (one command per line)."""
+    return "Examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def pair(text: str) -> tuple[float, float]:
+    """'LOW,HIGH' -> (LOW, HIGH)."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected LOW,HIGH, got {text!r}")
+    try:
+        return float(parts[0]), float(parts[1])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected two numbers LOW,HIGH, got {text!r}") from None
+
+
+def named_pair(text: str) -> tuple[str, tuple[float, float]]:
+    """'NAME=LOW,HIGH' -> (NAME, (LOW, HIGH))."""
+    name, sep, rest = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=LOW,HIGH, got {text!r}")
+    return name.strip(), pair(rest)
+
+
+def add_release_options(p: argparse.ArgumentParser) -> None:
+    """Options of every fitting subcommand: reporting, noise, data format, progress."""
+    p.add_argument("--alpha", type=float, default=0.05, help="1 - interval level (0.05)")
+    p.add_argument("--delta", type=float, help="delta for the reported epsilon")
+    p.add_argument("--seed", type=int, help="seed the noise (reproducible, not for release)")
+    p.add_argument("--secure", action="store_true", help="OpenDP discrete Gaussian noise")
+    p.add_argument("--sample", help="sample option of a bundled dataset (e.g. liang2025)")
+    p.add_argument("--sep", default=",", help="CSV field separator (default ',')")
+    p.add_argument(
+        "--format", default="text", choices=("text", "html", "latex"), help="summary format"
+    )
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show a progress bar (default: only when standard error is a terminal)",
+    )
+
+
+def check_plot_path(path: Path) -> None:
+    """Refuse a plot path that cannot be written, before anything is charged."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in kinds:
+        raise ValueError(
+            f"--plot must end in one of {', '.join('.' + k for k in sorted(kinds))}, got {path}"
+        )
+    if path.is_dir():
+        raise ValueError(f"--plot {path} is a directory: give a file name such as {path}/fit.png")
+    parent = path.parent
+    existing = parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise ValueError(f"--plot: cannot write into {existing} (not a writable directory)")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"--plot: {path} exists and is not writable")
+
+
+def check_release_options(args: argparse.Namespace) -> None:
+    """Check the reporting options (``--alpha``, ``--delta``, ``--plot``) before any charge."""
+    from .._validation import check_alpha, check_delta
+
+    check_alpha(args.alpha, "alpha")
+    if args.delta is not None:
+        check_delta(args.delta)
+    if getattr(args, "plot", None) is not None:
+        check_plot_path(args.plot)
+    if not isinstance(args.sep, str) or len(args.sep) != 1:
+        raise ValueError(f"--sep must be one character, got {args.sep!r}")

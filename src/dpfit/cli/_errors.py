@@ -1,0 +1,116 @@
+"""Errors in user input as one line that names the culprit and says what to do.
+
+dpfit's own messages name the parameter and never quote data (STYLE 2.11), so they are shown
+as they are. Errors raised by other libraries are translated where dpfit knows them
+(formulaic's syntax and evaluation errors, file-system errors) and otherwise named with
+their text withheld: a third-party message may quote a data value ("could not convert string
+to float: '...'"). Anything that is not a user error (a bug) is left to propagate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sqlite3
+from collections.abc import Sequence
+
+__all__ = ["user_message"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
+_FACTOR = re.compile(r"Unable to evaluate factor `(?P<term>[^`]*)`")
+_MISSING = re.compile(r"`(?P<name>[^`]*)` is not present in the dataset")
+_UNDEFINED = re.compile(r"name '(?P<name>[^']*)' is not defined")
+_QUOTED_VALUE = re.compile(
+    r"(could not convert string to float|invalid literal for \w+\(\)[^:]*):.*"
+)
+_TEXT_COLUMN = re.compile(r"column '[^']*' has dtype (object|string|str)\b")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_ANSI.sub("", str(text)).split())
+
+
+def _origin(exc: BaseException) -> str:
+    """The module of the innermost Python frame that raised ``exc``."""
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(tb.tb_frame.f_globals.get("__name__", ""))
+
+
+def _suggest(name: str, columns: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, [str(c) for c in columns], n=3, cutoff=0.6)
+    if close:
+        return f"did you mean {' or '.join(repr(c) for c in close)}?"
+    shown = ", ".join(repr(str(c)) for c in list(columns)[:12])
+    more = ", ..." if len(columns) > 12 else ""
+    return f"DATA's columns are {shown}{more}"
+
+
+def _formulaic(exc: Exception, columns: Sequence[str]) -> str:
+    from formulaic.errors import FactorEvaluationError, FormulaSyntaxError
+
+    text = _one_line(exc)
+    if isinstance(exc, FormulaSyntaxError):
+        first = _one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
+        return f"--formula: syntax error: {first.replace('insuffient', 'insufficient')}"
+    if isinstance(exc, FactorEvaluationError) and (match := _FACTOR.search(text)):
+        term = match.group("term")
+        name = _MISSING.search(text) or _UNDEFINED.search(text)
+        if name is not None:
+            missing = name.group("name")
+            return (
+                f"--formula: term {term!r}: {missing!r} is not a column of DATA nor a known "
+                f"function; {_suggest(missing, columns)}"
+            )
+        return (
+            f"--formula: term {term!r} cannot be evaluated on DATA (details withheld: they may "
+            "quote data values); check the column's type and the function's arguments"
+        )
+    return f"--formula: {type(exc).__name__} (details withheld); check the formula's syntax"
+
+
+def _cli_name(message: str, args: argparse.Namespace) -> str:
+    """Prefix ``argument --step-size:`` when the message starts with a parameter's name."""
+    match = re.match(r"(?P<name>[a-z][a-z_]*)\b", message)
+    if match and match.group("name") in vars(args) and not match.group("name") == "data":
+        option = "--" + match.group("name").replace("_", "-")
+        return f"argument {option}: {message}"
+    return message
+
+
+def user_message(
+    exc: BaseException, args: argparse.Namespace, *, columns: Sequence[str] = ()
+) -> str | None:
+    """One line for a user error, or None when ``exc`` is not one (a bug: let it propagate).
+
+    ``columns`` are DATA's column names (public: the schema) for suggestions.
+    """
+    origin = _origin(exc)
+    if origin.startswith("formulaic") or type(exc).__module__.startswith("formulaic"):
+        return _formulaic(exc, columns)  # type: ignore[arg-type]
+    if isinstance(exc, sqlite3.Error):
+        return f"the budget store could not be used ({type(exc).__name__}); see dpfit budget --help"
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or type(exc).__name__}{where}"
+    if isinstance(exc, ImportError):  # a missing optional package: no data in the message
+        return _one_line(exc)
+    if not isinstance(exc, TypeError | ValueError):
+        return None
+    if origin.startswith("dpfit"):
+        message = _QUOTED_VALUE.sub(r"\1 (value withheld)", _one_line(exc))
+        if _TEXT_COLUMN.search(message):
+            message += (
+                "; in a CSV file this means some entries of that column are not numbers: fix "
+                "them, or declare the column categorical"
+            )
+        return _cli_name(message, args)
+    library = origin.partition(".")[0] or "a library"
+    return (
+        f"{type(exc).__name__} from {library} (details withheld: they may quote data values); "
+        "check DATA's column types and the formula"
+    )
