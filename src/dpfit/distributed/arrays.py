@@ -141,15 +141,38 @@ def check_dask_rows(
     return aligned, n
 
 
+def _finite_or_nan(block: Any) -> np.ndarray:
+    """float64 ``block`` with every non-finite entry NaN (so no map can make it finite)."""
+    block = np.asarray(block, dtype=np.float64)
+    return np.where(np.isfinite(block), block, np.nan)
+
+
+def _map_block(block: Any, row_map: Any) -> np.ndarray:
+    return np.asarray(row_map(_finite_or_nan(block)), dtype=np.float64)
+
+
 def map_rows(func: Any, array: Any, *, columns: int | None) -> Any:
     """Apply a row-wise NumPy map to every row block: lazily on Dask, directly otherwise.
 
     ``func`` must transform each row on its own (e.g. clipping into public bounds), so the
     result equals ``func`` applied to the whole array. ``columns`` is the output width
     (None for a 1-D output).
+
+    The zero-record rule: a row with a non-finite entry is sent to ``func`` with that entry
+    NaN, so ``func`` cannot turn it into a finite row (clipping would map +inf to the upper
+    bound); it stays non-finite and the reduction makes the record the zero record
+    (:func:`~dpfit.distributed.zero_nonfinite_records`). In memory, where only a formula's
+    zero records can be non-finite (other data were refused), such output rows are zeroed
+    here.
     """
     if not is_dask(array):
-        return func(array)
+        out = _map_block(array, func)
+        bad = ~np.isfinite(out) if out.ndim == 1 else ~np.isfinite(out).all(axis=1)
+        if bad.any():
+            out[bad] = 0.0
+        return out
     chunks = (array.chunks[0],) if columns is None else (array.chunks[0], (columns,))
     drop = None if columns is not None or array.ndim == 1 else 1
-    return array.map_blocks(func, chunks=chunks, drop_axis=drop, dtype=np.float64)
+    return array.map_blocks(
+        _map_block, row_map=func, chunks=chunks, drop_axis=drop, dtype=np.float64
+    )

@@ -1,11 +1,16 @@
 """Formula interface: ``dpfit.ols("y ~ x1 + x2", data, rho=...)`` and the IV formula grammar.
 
 Design matrices come from `formulaic <https://matthewwardrop.github.io/formulaic/>`_, so
-term names (``"Intercept"``, ``"I(exper ** 2)"``, ``"C(region)[T.2]"``) label the output.
-Rows with missing values are an error, never dropped silently: dropping them would change n
-as a function of the private data (STYLE 2.6). The design's columns, including the levels
-of categorical variables, are treated as public; declare the levels explicitly
-(``C(region, levels=[...])``) when their presence in the data could itself be private.
+term names (``"Intercept"``, ``"I(exper ** 2)"``, ``"C(region, levels=['N', 'S'])[T.S]"``)
+label the output. Every formula, in memory and on Dask, goes through one check
+(:mod:`dpfit.models._design`): each term must be row-wise (stateful transforms such as
+``scale`` or ``poly`` are refused), the design is specified on the frame's dtypes only, and
+categorical variables need declared levels (``C(region, levels=[...])`` or a declared
+``pandas.CategoricalDtype``). A record whose categorical value is not a declared level becomes
+the zero record; indicator columns of treatment-coded categorical terms get the public bounds
+[0, 1] when ``bounds`` is given as a mapping. Rows with missing numeric values are an error
+in memory, never dropped silently: dropping them would change n as a function of the private
+data (STYLE 2.6).
 
 IV formulas use the linearmodels grammar ``y ~ exog + [endog ~ instruments]``;
 :func:`parse_iv_formula` splits one into its four parts and :func:`iv_matrices` builds the
@@ -14,20 +19,29 @@ matrices (the exogenous regressors, intercept included, serve as their own instr
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
-from formulaic import model_matrix
 
 from ..distributed import is_dask
 from ..privacy import Budget
 from ._dask import dask_model_matrix
+from ._design import NULL_RECORDS, Design, design_spec, materialise
 from .linear import DPLinearRegression
 from .results import Result
 
-__all__ = ["IVFormula", "IVMatrices", "design_matrices", "iv_matrices", "ols", "parse_iv_formula"]
+__all__ = [
+    "IVFormula",
+    "IVMatrices",
+    "design_matrices",
+    "iv_matrices",
+    "ols",
+    "parse_iv_formula",
+    "with_indicator_bounds",
+]
 
 _INTERCEPT = "Intercept"
 
@@ -38,23 +52,47 @@ def _check_formula(formula: Any) -> str:
     return formula
 
 
-def _matrix(spec: str, data: pd.DataFrame) -> pd.DataFrame:
-    """formulaic model matrix, refusing missing values instead of dropping rows (a lazy
-    Dask DataFrame for Dask data, see :mod:`dpfit.models._dask`)."""
+def _matrix(spec: str, data: Any) -> tuple[Any, Design]:
+    """One side's design (a lazy Dask DataFrame for Dask data, see
+    :mod:`dpfit.models._dask`) and its checked :class:`~dpfit.models._design.Design`."""
     if is_dask(data):
         return dask_model_matrix(spec, data)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-    try:
-        return pd.DataFrame(model_matrix(spec, data, na_action="raise"))
-    except ValueError as exc:
-        if "null values" in str(exc):
-            raise ValueError(
-                "data has missing values in a formula variable; dpfit does not drop rows (that "
-                "would make n depend on the data): remove them first and treat the row count "
-                "after removal as public"
-            ) from None
-        raise
+    design = design_spec(spec, data.iloc[:0])
+    return materialise(design, data, refuse_missing=True), design
+
+
+def _mark_null_records(y: Any, designs: list[Design]) -> Any:
+    """Tag an in-memory response whose designs may hold zero records (NaN rows)."""
+    if isinstance(y, pd.Series) and any(d.categoricals for d in designs):
+        y.attrs[NULL_RECORDS] = True
+    return y
+
+
+def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
+    """``bounds`` with (0, 1) added for indicator columns it lacks, when it is a mapping.
+
+    The indicators of a treatment-coded categorical term take values in {0, 1} by
+    construction (public), so their bounds need not be written out.
+    """
+    if not isinstance(bounds, Mapping) or not indicators:
+        return bounds
+    return {**dict.fromkeys(indicators, (0.0, 1.0)), **bounds}
+
+
+def _design_matrices(formula: str, data: Any) -> tuple[Any, Any, bool, tuple[str, ...]]:
+    lhs, rhs = _check_formula(formula).split("~", 1)
+    if not lhs.strip():
+        raise ValueError("formula needs a response on the left of '~'")
+    y, _ = _matrix(lhs, data)
+    y = y.drop(columns=[_INTERCEPT], errors="ignore")
+    if y.shape[1] != 1:
+        raise ValueError("formula must have exactly one response on the left of '~'")
+    X, design = _matrix(rhs, data)
+    has_intercept = _INTERCEPT in X.columns
+    y = _mark_null_records(y.iloc[:, 0], [design])
+    return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design.indicators
 
 
 def design_matrices(formula: str, data: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame, bool]:
@@ -63,7 +101,9 @@ def design_matrices(formula: str, data: pd.DataFrame) -> tuple[pd.Series, pd.Dat
     Parameters
     ----------
     formula : str
-        Wilkinson formula ``"y ~ x1 + x2"``; ``- 1`` or ``0 +`` drops the intercept.
+        Wilkinson formula ``"y ~ x1 + x2"``; ``- 1`` or ``0 +`` drops the intercept. Every
+        term must be row-wise and categorical variables need declared levels
+        (:mod:`dpfit.models._design`).
     data : pandas.DataFrame
 
     Returns
@@ -71,18 +111,19 @@ def design_matrices(formula: str, data: pd.DataFrame) -> tuple[pd.Series, pd.Dat
     y : pandas.Series
         The response, named after the formula's left-hand side.
     X : pandas.DataFrame
-        One column per term other than the intercept.
+        One column per term other than the intercept; the row of a record whose categorical
+        value is not a declared level is NaN (a zero record when fitted).
     has_intercept : bool
+
+    Raises
+    ------
+    ValueError
+        A term that is not row-wise, or missing numeric values.
+    TypeError
+        A categorical variable without declared levels.
     """
-    lhs, rhs = _check_formula(formula).split("~", 1)
-    if not lhs.strip():
-        raise ValueError("formula needs a response on the left of '~'")
-    y = _matrix(lhs, data).drop(columns=[_INTERCEPT], errors="ignore")
-    if y.shape[1] != 1:
-        raise ValueError("formula must have exactly one response on the left of '~'")
-    X = _matrix(rhs, data)
-    has_intercept = _INTERCEPT in X.columns
-    return y.iloc[:, 0], X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept
+    y, X, has_intercept, _ = _design_matrices(formula, data)
+    return y, X, has_intercept
 
 
 def ols(
@@ -98,12 +139,15 @@ def ols(
     Parameters
     ----------
     formula : str
-        ``"y ~ x1 + x2"`` (formulaic syntax: ``I(x ** 2)``, ``C(group)``, ``- 1``).
+        ``"y ~ x1 + x2"`` (formulaic syntax: ``I(x ** 2)``, ``np.log(x)``,
+        ``C(group, levels=["a", "b"])``, ``- 1``). Stateful transforms (``scale``,
+        ``center``, ``standardize``, ``poly``, ``bs``, ...) are refused.
     data : pandas.DataFrame or dask.dataframe.DataFrame
-        The (private) data. A Dask DataFrame is fitted by DP-GD with one distributed
-        reduction per step and needs ``n_public``; its formula variables must be numeric,
-        bool or categorical with declared categories (:mod:`dpfit.models._dask`,
-        ``docs/dask.md``).
+        The (private) data. Formula variables must be numeric, bool, or categorical with
+        declared levels (``C(region, levels=[...])``); a record whose categorical value is
+        not a declared level becomes the zero record. A Dask DataFrame is fitted by DP-GD
+        with one distributed reduction per step and needs ``n_public``
+        (:mod:`dpfit.models._dask`, ``docs/dask.md``).
     rho : float
         zCDP budget of the fit.
     budget : Budget, optional
@@ -111,7 +155,8 @@ def ols(
     **params
         Any other parameter of :class:`~dpfit.DPLinearRegression` (``clip``, ``steps``,
         ``interval``, ``random_state``, ...). ``bounds`` is a mapping from design-column name
-        (as in the result, e.g. ``"I(exper ** 2)"``) to its public (low, high).
+        (as in the result, e.g. ``"I(exper ** 2)"``) to its public (low, high); indicator
+        columns of categorical terms default to (0, 1).
 
     Returns
     -------
@@ -134,13 +179,35 @@ def ols(
     """
     if "fit_intercept" in params:
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
-    y, X, has_intercept = design_matrices(formula, data)
+    y, X, has_intercept, indicators = _design_matrices(formula, data)
+    if "bounds" in params:
+        params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
     model = DPLinearRegression(rho=rho, fit_intercept=has_intercept, **params)
     return model.fit(X, y, budget=budget).result_
 
 
 # -- IV grammar -------------------------------------------------------------------------------
-_BRACKET = re.compile(r"\[([^\[\]]*)\]")
+def _bracket_blocks(text: str) -> list[tuple[int, int]]:
+    """Spans ``(start, end)`` of the outermost ``[...]`` blocks outside parentheses and
+    quotes (so the ``levels=[...]`` of ``C()`` is not one)."""
+    blocks, depth, parens, quote, start = [], 0, 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "({":
+            parens += 1
+        elif ch in ")}":
+            parens -= 1
+        elif ch == "[" and parens == 0:
+            depth += 1
+            start = i if depth == 1 else start
+        elif ch == "]" and parens == 0 and depth:
+            depth -= 1
+            if depth == 0:
+                blocks.append((start, i + 1))
+    return blocks
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,18 +233,18 @@ def parse_iv_formula(formula: str) -> IVFormula:
     ('lwage', '1 + exper', '0 + educ', '0 + nearc4 + nearc2')
     """
     lhs, rhs = _check_formula(formula).split("~", 1)
-    matches = list(_BRACKET.finditer(rhs))
-    if len(matches) != 1 or matches[0].group(1).count("~") != 1:
+    blocks = [span for span in _bracket_blocks(rhs) if "~" in rhs[span[0] : span[1]]]
+    if len(blocks) != 1 or rhs[blocks[0][0] : blocks[0][1]].count("~") != 1:
         raise ValueError(
             "IV formula must contain exactly one block [endog ~ instruments], as in "
             "'y ~ 1 + exog + [endog ~ instruments]'"
         )
-    match = matches[0]
-    endog, instruments = (part.strip() for part in match.group(1).split("~"))
+    start, end = blocks[0]
+    endog, instruments = (part.strip() for part in rhs[start + 1 : end - 1].split("~"))
     if not endog or not instruments:
         raise ValueError("IV formula: both sides of [endog ~ instruments] must be non-empty")
-    before = rhs[: match.start()].strip().rstrip("+").strip()
-    after = rhs[match.end() :].strip().lstrip("+").strip()
+    before = rhs[:start].strip().rstrip("+").strip()
+    after = rhs[end:].strip().lstrip("+").strip()
     exog = " + ".join(part for part in (before, after) if part) or "1"
     return IVFormula(
         dependent=lhs.strip(), exog=exog, endog=f"0 + {endog}", instruments=f"0 + {instruments}"
@@ -192,19 +259,32 @@ class IVMatrices:
     exog: pd.DataFrame
     endog: pd.DataFrame
     instruments: pd.DataFrame
+    indicators: tuple[str, ...] = ()
 
 
 def iv_matrices(formula: str, data: pd.DataFrame) -> IVMatrices:
     """Build the matrices of ``y ~ exog + [endog ~ instruments]`` from ``data`` (formulaic).
 
-    The intercept, when present, is an ``"Intercept"`` column of ``exog``. Missing values in
-    any formula variable are an error.
+    The intercept, when present, is an ``"Intercept"`` column of ``exog``. Missing numeric
+    values are an error; the rows of a record whose categorical value is not a declared
+    level are NaN in every matrix (a zero record when fitted). ``indicators`` lists the
+    {0, 1} indicator columns.
     """
     parts = parse_iv_formula(formula)
-    y, _, _ = design_matrices(f"{parts.dependent} ~ 1", data)
+    y, _, _, _ = _design_matrices(f"{parts.dependent} ~ 1", data)
+    names = ("exog", "endog", "instruments")
+    sides = {name: _matrix(getattr(parts, name), data) for name in names}
+    designs = [design for _, design in sides.values()]
+    mats = {name: matrix for name, (matrix, _) in sides.items()}
+    if not is_dask(data) and any(d.categoricals for d in designs):
+        null = np.zeros(len(y), dtype=bool)  # a zero record in one part is one in every part
+        for matrix, design in sides.values():
+            if design.categoricals:
+                null |= matrix.isna().all(axis=1).to_numpy()
+        for matrix in mats.values():
+            matrix.loc[null] = np.nan
     return IVMatrices(
-        y=y,
-        exog=_matrix(parts.exog, data),
-        endog=_matrix(parts.endog, data),
-        instruments=_matrix(parts.instruments, data),
+        y=_mark_null_records(y, designs),
+        **mats,
+        indicators=tuple(dict.fromkeys(c for d in designs for c in d.indicators)),
     )

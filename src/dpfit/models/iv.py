@@ -36,15 +36,17 @@ from .._validation import (
     check_real,
     check_rho,
 )
+from ..algorithms._ledger import prepare_ledger
 from ..algorithms.two_stage import NOISE_CALIBRATIONS, dp_two_stage_gd
 from ..exceptions import LargeBudgetWarning
 from ..inference import VARIANTS, interval_estimates
 from ..mechanisms import make_noise_source
-from ..privacy import Budget, PrivacyLedger
+from ..privacy import Budget, PrivacyLedger, Relation
+from ._design import take_null_records
 from ._iv_release import Back, interval_text, notes, settings_from, shown
 from ._iv_scaling import release_moments
 from ._scaling import check_bounds
-from .formula import iv_matrices
+from .formula import iv_matrices, with_indicator_bounds
 from .linear import _check_bool, _optional
 from .results import Result
 from .summary import Summary
@@ -241,7 +243,8 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         Z : array-like of shape (n, q)
             All instruments, q >= p.
         budget : Budget, optional
-            Shared budget; ``rho`` is reserved from it before any draw.
+            Shared budget: checked before any draw, then each release is spent from it as it
+            is charged (a fit that fails part-way keeps only what it drew).
 
         Returns
         -------
@@ -259,6 +262,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         if budget is not None and not isinstance(budget, Budget):
             raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
         source = make_noise_source(self.random_state, secure=cfg["secure"])
+        null, (X, Z) = take_null_records(y, X, Z)  # dpfit.iv: undeclared categorical levels
         X_arr, y_arr, Z_arr = check_iv_data(X, y, Z)
         validate_data(self, X, y, reset=True, skip_check_array=True)
         (n, p), q = X_arr.shape, Z_arr.shape[1]
@@ -267,9 +271,11 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         y_name = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
         columns, bounds = self._bounds(x_names, z_names, y_name)
         settings = settings_from(cfg, p + cfg["fit_intercept"], q + cfg["fit_intercept"])
-        if budget is not None:
-            budget.spend(cfg["rho"])  # the whole fit, reserved before anything is drawn
-        ledger = PrivacyLedger()
+        # Checked now; each release is then spent from the budget as it is charged, so a fit
+        # that fails part-way keeps only what it drew.
+        ledger = prepare_ledger(
+            PrivacyLedger(budget=budget), Relation.REPLACE_ONE, cfg["rho"], name="DPIVRegression"
+        )
         rho_fit = cfg["rho"]
         std = None
         if bounds is not None:
@@ -280,6 +286,8 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
                 y_name: y_arr,
             }
             V = np.column_stack([frame[c] for c in columns])
+            if null is not None:  # the zero record: u = 0, it adds nothing to the moments
+                V[null] = bounds.mean(axis=1)
             std = release_moments(V, bounds, rho=rho_scale, ledger=ledger, rng=source)
             V = std.apply(V)
             cols = {c: V[:, j] for j, c in enumerate(columns)}
@@ -290,6 +298,9 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         if cfg["fit_intercept"]:
             X_arr = np.column_stack([np.ones(n), X_arr])
             Z_arr = np.column_stack([np.ones(n), Z_arr])
+        if null is not None:  # zero records add nothing to any clipped sum
+            X_arr, Z_arr = (np.where(null[:, None], 0.0, a) for a in (X_arr, Z_arr))
+            y_arr = np.where(null, 0.0, y_arr)
         rho_theta = cfg["rho_split"] * rho_fit
         with warnings.catch_warnings():  # rho was checked (and warned about) above
             warnings.simplefilter("ignore", LargeBudgetWarning)
@@ -428,6 +439,8 @@ def iv(
         warnings.simplefilter("ignore", LargeBudgetWarning)
         DPIVRegression(rho=rho, **params)._config()
     mats = iv_matrices(formula, data)
+    if "bounds" in params:
+        params["bounds"] = with_indicator_bounds(params["bounds"], mats.indicators)
     exog = mats.exog.drop(columns=["Intercept"], errors="ignore")
     X = pd.concat([exog, mats.endog], axis=1)
     Z = pd.concat([exog, mats.instruments], axis=1)

@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
 from .._validation import check_int, check_option, check_positive, check_rho
+from ..algorithms._ledger import prepare_ledger
 from ..distributed import map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
 from ..mechanisms import make_noise_source
@@ -232,9 +233,10 @@ default="batched-means"
         y : array-like of shape (n,)
             Response (private). A column vector is refused (use ``y.ravel()``).
         budget : Budget, optional
-            A shared budget to spend ``rho`` from. The whole ``rho`` is reserved atomically
-            before anything is computed from the data, so a budget that cannot afford it
-            raises and nothing is drawn; the fit's own ledger then records each release.
+            A shared budget to spend ``rho`` from. A budget that cannot afford ``rho`` raises
+            before anything is computed from the data or drawn; each release is then spent
+            from it as it is charged, so a fit that fails part-way (e.g. its Dask workers are
+            lost) leaves spent exactly what it drew and the rest available.
 
         Returns
         -------
@@ -271,9 +273,14 @@ default="batched-means"
         )
         method = LINEAR_METHODS[config.method]
         settings = method.resolve(config, scaling, n, p)
-        if budget is not None:
-            budget.spend(config.rho)  # the whole fit, reserved before anything is drawn
-        ledger = PrivacyLedger(relation=config.relation)
+        # Checked now, before anything is drawn; each release is then spent from the budget
+        # as it is charged, so a fit that fails part-way keeps only what it drew.
+        ledger = prepare_ledger(
+            PrivacyLedger(relation=config.relation, budget=budget),
+            config.relation,
+            config.rho,
+            name=type(self).__name__,
+        )
         design = map_rows(scaling.design, X_arr, columns=p + int(config.fit_intercept))
         response = map_rows(scaling.response, y_arr, columns=None)
         fit = method.run(design, response, settings, ledger, source)

@@ -1,0 +1,357 @@
+"""Formula designs in which each row depends on its own record only: one check for every path.
+
+A formula's design matrix is private data transformed row by row, and the privacy of a fit
+rests on that: the clipped-sum sensitivity 2C/n (Brown et al. 2024, Lemma 2.1) holds because
+replacing one record changes one row. formulaic would break it in two ways, so both
+:func:`dpfit.ols` and :func:`dpfit.iv`, in memory and on Dask, build their designs here:
+
+* **Stateful transforms** (``scale``, ``center``, ``standardize``, ``poly``, ``bs``, ...) learn
+  the private mean, sd or quantiles, so every row depends on every record; ``lag`` makes a row
+  depend on another record; a method call such as ``x.mean()`` reads the whole column. Every
+  python term is checked against an allow-list of row-wise operations *before* any data is
+  read: arithmetic, comparisons, ``I()``, ``Q()``, NumPy ufuncs (``np.log``, ``np.sqrt``, ...),
+  ``np.clip``, ``np.where``, formulaic's ``log``/``exp`` and ``C(column, levels=[...])``.
+* **Levels read off the data**: the levels of a string or categorical variable, hence the
+  released term names and the dimension, come from the data. The design is therefore specified
+  on the frame's *empty* version (Dask's ``_meta``; ``data.iloc[:0]`` in memory), so its
+  columns depend only on the formula and the dtypes, and a categorical variable must have
+  declared levels: ``C(region, levels=["north", "south"])``, or a column whose dtype is a
+  ``pandas.CategoricalDtype`` with the categories written out by the analyst.
+
+**Values outside the declared levels** (a missing categorical value included): the record
+becomes the *zero record* (every design column, the intercept and the response are 0, so it
+adds nothing to any clipped sum), the same fixed per-record rule as for non-finite values on
+Dask (``docs/dask.md``). The rule is identical in memory and on Dask; refusing instead would
+make an error depend on one record (reliability pitfall P12). Such rows are NaN in the built
+design (the representation :mod:`dpfit.models._dask` and the estimators turn into zero
+records); indicator columns of a treatment-coded categorical term get the public bounds
+[0, 1] (:attr:`Design.indicators`).
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from formulaic import Formula, model_matrix
+from formulaic.parser.types import Factor
+from formulaic.transforms.contrasts import TreatmentContrasts
+
+__all__ = ["NULL_RECORDS", "Design", "design_spec", "materialise", "take_null_records"]
+
+#: ``Series.attrs`` key of a response built here: rows of NaN in the design are zero records.
+NULL_RECORDS = "dpfit_null_records"
+
+#: Stateful or cross-row transforms of formulaic, and why each is refused.
+_REFUSED = {
+    **dict.fromkeys(
+        ("center", "scale", "standardize", "poly", "bs", "cs", "cc", "cr", "te"),
+        "is a stateful transform that learns from the data (mean, sd, quantiles), so every row "
+        "would depend on every record; use I() with public constants, e.g. I((x - 40) / 10)",
+    ),
+    "lag": "shifts rows, so a row would depend on another record",
+    "hashed": "is not supported; declare the levels with C(column, levels=[...])",
+}
+#: Row-wise functions callable by name: formulaic's stateless transforms and ``abs``.
+_ROW_WISE = frozenset({"log", "log10", "log2", "exp", "exp10", "exp2", "abs", "I"})
+_NUMPY_EXTRA = frozenset({"clip", "where"})
+_CONTRASTS = frozenset({"Treatment", "Sum", "Helmert", "Diff", "Poly"})
+_ALLOWED_HINT = (
+    "allowed: arithmetic, comparisons, I(), Q(), NumPy ufuncs such as np.log, np.clip, "
+    "np.where, log/exp, and C(column, levels=[...]) at the top of a term"
+)
+
+
+def _refuse(term: str, why: str) -> ValueError:
+    return ValueError(f"formula term {term!r}: {why}")
+
+
+def _is_constant(node: ast.AST) -> bool:
+    """A literal (number, string, bool, None), possibly negated, or a list/tuple of them."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return _is_constant(node.operand)
+    if isinstance(node, ast.List | ast.Tuple):
+        return all(_is_constant(e) for e in node.elts)
+    return False
+
+
+def _callee(node: ast.Call) -> str:
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return ast.unparse(func)
+
+
+def _check_contrasts(term: str, node: ast.AST) -> None:
+    """``contr.treatment('b')``, ``contr.sum``, ``Treatment(base='b')`` with literal arguments."""
+    target = node.func if isinstance(node, ast.Call) else node
+    ok = (isinstance(target, ast.Name) and target.id in _CONTRASTS) or (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "contr"
+    )
+    if isinstance(node, ast.Call):
+        ok = ok and all(_is_constant(a) for a in node.args)
+        ok = ok and all(_is_constant(k.value) for k in node.keywords)
+    if not ok:
+        raise _refuse(term, "the contrasts of C() must be contr.<name>(...) with literal arguments")
+
+
+def column_of(node: ast.AST) -> str | None:
+    """The column a factor names: ``x``, ``Q("x y")``; else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if (
+        isinstance(node, ast.Call)
+        and _callee(node) == "Q"
+        and len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return node.args[0].value
+    return None
+
+
+def _check_categorical(term: str, node: ast.Call) -> None:
+    """``C(column, [contrasts], levels=[...], spans_intercept=...)``."""
+    if not node.args or column_of(node.args[0]) is None:
+        raise _refuse(term, "C() must wrap a column name; create derived columns first")
+    if len(node.args) > 2:
+        raise _refuse(term, "C() takes a column and optional contrasts")
+    if len(node.args) == 2:
+        _check_contrasts(term, node.args[1])
+    for keyword in node.keywords:
+        if keyword.arg == "contrasts":
+            _check_contrasts(term, keyword.value)
+        elif keyword.arg in ("levels", "spans_intercept"):
+            if not _is_constant(keyword.value):
+                raise _refuse(term, f"C(..., {keyword.arg}=...) must be a literal")
+        else:
+            raise _refuse(term, f"C() has no argument {keyword.arg!r}")
+
+
+def _check_row_wise(term: str, node: ast.AST) -> None:
+    """Refuse anything in a python factor that is not a row-wise operation."""
+    if isinstance(node, ast.Constant | ast.Name):
+        return
+    if isinstance(node, ast.BinOp):
+        _check_row_wise(term, node.left)
+        _check_row_wise(term, node.right)
+    elif isinstance(node, ast.UnaryOp):
+        _check_row_wise(term, node.operand)
+    elif isinstance(node, ast.Compare):
+        for child in (node.left, *node.comparators):
+            _check_row_wise(term, child)
+    elif isinstance(node, ast.Call):
+        name = _callee(node)
+        base = name.rpartition(".")[2]
+        if name == "Q":
+            if column_of(node) is None:
+                raise _refuse(term, 'Q() takes one column name, e.g. Q("my column")')
+            return
+        if name == "C":
+            raise _refuse(term, "C() must be the whole term, e.g. C(region, levels=[...])")
+        if name in _REFUSED:
+            raise _refuse(term, f"{name}() {_REFUSED[name]}")
+        numpy_ok = name.partition(".")[0] in ("np", "numpy") and (
+            isinstance(getattr(np, base, None), np.ufunc) or base in _NUMPY_EXTRA
+        )
+        if not (numpy_ok or name in _ROW_WISE):
+            raise _refuse(
+                term, f"{name}() is not a row-wise transform dpfit allows ({_ALLOWED_HINT})"
+            )
+        for child in (*node.args, *(k.value for k in node.keywords)):
+            _check_row_wise(term, child)
+    else:
+        raise _refuse(
+            term,
+            f"{ast.unparse(node)!r} is not a row-wise operation dpfit allows ({_ALLOWED_HINT})",
+        )
+
+
+def _python_factor(factor: Factor) -> ast.AST:
+    try:
+        return ast.parse(factor.expr, mode="eval").body
+    except SyntaxError as exc:
+        raise _refuse(factor.expr, "not a valid Python expression") from exc
+
+
+def check_terms(side: str) -> None:
+    """Refuse a formula side with a term that is not row-wise (module docstring); no data."""
+    for term in Formula(side):
+        for factor in term.factors:
+            if factor.eval_method is not Factor.EvalMethod.PYTHON:
+                continue
+            node = _python_factor(factor)
+            if isinstance(node, ast.Call) and _callee(node) == "C":
+                _check_categorical(factor.expr, node)
+            else:
+                _check_row_wise(factor.expr, node)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Design:
+    """A checked formula side: the formulaic spec built on metadata and its public facts.
+
+    ``categoricals`` maps each categorical factor's column to its declared levels;
+    ``indicators`` lists the design columns in {0, 1} (treatment-coded categorical terms).
+    """
+
+    spec: Any
+    columns: tuple[str, ...]
+    categoricals: tuple[tuple[str, tuple[Any, ...]], ...]
+    indicators: tuple[str, ...]
+
+
+def _levels_hint(expr: str, column: str | None) -> str:
+    name = column if column is not None else "column"
+    return (
+        f"formula term {expr!r}: the levels of a categorical variable must be declared, never "
+        f"read off the data: write C({name}, levels=[...]) listing every level, or give the "
+        f"column a pandas.CategoricalDtype([...]) with its categories written out"
+    )
+
+
+def _factor_column(expr: str) -> str | None:
+    node = ast.parse(expr, mode="eval").body
+    if isinstance(node, ast.Call) and _callee(node) == "C" and node.args:
+        return column_of(node.args[0])
+    return column_of(node)
+
+
+def _declared_column(expr: str) -> str | None:
+    """The column of ``C(column, levels=[...])``, whose dtype may be anything."""
+    node = ast.parse(expr, mode="eval").body
+    if isinstance(node, ast.Call) and _callee(node) == "C":
+        if any(k.arg == "levels" for k in node.keywords):
+            return column_of(node.args[0])
+    return None
+
+
+def design_spec(side: str, meta: pd.DataFrame) -> Design:
+    """Check ``side`` and build its formulaic spec on ``meta`` (an empty frame: dtypes only).
+
+    Raises
+    ------
+    ValueError
+        A term that is not row-wise (before anything is built).
+    TypeError
+        A categorical variable without declared levels, or a non-numeric column used as a
+        number.
+    """
+    check_terms(side)
+    with warnings.catch_warnings():  # formulaic warns about empty or undeclared data
+        warnings.simplefilter("ignore")
+        spec = model_matrix(side, meta, na_action="ignore").model_spec
+    if spec.transform_state:  # a backstop: check_terms refuses every stateful transform
+        raise _refuse(side, "stateful formula transforms learn from the data")
+    categoricals: dict[str, tuple[Any, ...]] = {}
+    categorical_factors = set()
+    declared = set()
+    for expr, (kind, state) in spec.encoder_state.items():
+        if kind.value != "categorical":
+            continue
+        column = _factor_column(expr)
+        levels = tuple(state.get("categories") or ())
+        if column is None or column not in meta.columns:
+            raise _refuse(expr, "a categorical term must name a column of the data")
+        if "__UNKNOWN_CATEGORIES__" in levels:  # Dask's placeholder: categories not known
+            raise TypeError(
+                f"column {column!r} is categorical with unknown categories: declare them "
+                "(astype(pandas.CategoricalDtype([...]))); levels are never read off data"
+            )
+        if not levels:
+            raise TypeError(_levels_hint(expr, column))
+        if categoricals.setdefault(column, levels) != levels:
+            raise _refuse(expr, f"column {column!r} is used with two different sets of levels")
+        categorical_factors.add(expr)
+        if _declared_column(expr) == column:
+            declared.add(column)
+    for name in sorted(v for v in spec.variables if v in meta.columns):
+        dtype = meta[name].dtype
+        numeric = pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+        if not (numeric or isinstance(dtype, pd.CategoricalDtype) or name in declared):
+            raise TypeError(
+                f"column {name!r} has dtype {dtype}: a formula variable must be numeric, bool, "
+                f"or categorical with declared levels (C({name}, levels=[...]))"
+            )
+    indicators: list[str] = []
+    for term in spec.terms:
+        factors = [str(f.expr) for f in term.factors]
+        if factors and all(f in categorical_factors for f in factors):
+            if all(
+                isinstance(spec.encoder_state[f][1]["contrasts"].contrasts, TreatmentContrasts)
+                for f in factors
+            ):
+                indicators += [spec.column_names[i] for i in spec.term_indices[term]]
+    return Design(
+        spec=spec,
+        columns=tuple(str(c) for c in spec.column_names),
+        categoricals=tuple(categoricals.items()),
+        indicators=tuple(indicators),
+    )
+
+
+def outside_levels(design: Design, frame: pd.DataFrame) -> np.ndarray:
+    """Records with a categorical value that is not a declared level (missing included)."""
+    out = np.zeros(len(frame), dtype=bool)
+    for column, levels in design.categoricals:
+        values = frame[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            values = values.astype(object)
+        out |= ~values.isin(list(levels)).to_numpy(dtype=bool)
+    return out
+
+
+def materialise(design: Design, frame: pd.DataFrame, *, refuse_missing: bool) -> pd.DataFrame:
+    """The float64 design of ``frame``; rows of records outside the declared levels are NaN.
+
+    A missing numeric value is refused (``refuse_missing``, in memory: dropping the row would
+    make n depend on the data) or kept as NaN (on Dask, where it makes the record the zero
+    record).
+    """
+    with warnings.catch_warnings():  # undeclared values: handled by the zero-record rule
+        warnings.simplefilter("ignore")
+        matrix = pd.DataFrame(design.spec.get_model_matrix(frame, na_action="ignore"))
+    matrix = matrix.astype(np.float64).reindex(columns=list(design.columns))
+    if refuse_missing and matrix.isna().to_numpy().any():
+        raise ValueError(
+            "data has missing values in a formula variable; dpfit does not drop rows (that "
+            "would make n depend on the data): remove them first and treat the row count "
+            "after removal as public"
+        )
+    if design.categoricals:
+        matrix.loc[outside_levels(design, frame)] = np.nan
+    return matrix
+
+
+def take_null_records(y: Any, X: Any, *others: Any) -> tuple[np.ndarray | None, list[Any]]:
+    """The zero records of data built here, and the design frames with their rows set to 0.
+
+    Only for a response tagged by the formula layer (``y.attrs[NULL_RECORDS]``): a zero record
+    is an all-NaN row of ``X``; its rows in ``X`` and ``others`` become 0 (placeholders, so
+    that every other value is validated as usual) and the caller zeroes the record after any
+    public rescaling. Returns ``(None, [X, *others])`` for any other data.
+    """
+    frames = [X, *others]
+    tagged = isinstance(y, pd.Series) and bool(y.attrs.get(NULL_RECORDS, False))
+    if not (tagged and all(isinstance(f, pd.DataFrame) for f in frames) and X.shape[1] > 0):
+        return None, frames
+    null = X.isna().all(axis=1).to_numpy()
+    if not null.any():
+        return None, frames
+    filled = []
+    for frame in frames:
+        frame = frame.copy()
+        frame.loc[null] = 0.0
+        filled.append(frame)
+    return null, filled
