@@ -221,9 +221,18 @@ def check_array(value: Any, name: str, *, ndim: int) -> np.ndarray:
         raise ValueError(f"{name} has no rows (n = 0)")
     if ndim == 2 and arr.shape[1] == 0:
         raise ValueError(f"{name} has no columns")
-    if not np.isfinite(arr).all():
+    if not _all_finite(arr):
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
+
+
+def _all_finite(arr: np.ndarray) -> bool:
+    """Whether every entry is finite. A finite sum proves it (NaN and inf propagate through any
+    summation order) in one pass with no temporary; a non-finite sum (a non-finite entry, or
+    overflow on finite data) is settled by the exact elementwise check."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(arr, axis=None)
+    return bool(np.isfinite(total)) or bool(np.isfinite(arr).all())
 
 
 def check_X_y(  # noqa: N802 - scikit-learn spelling

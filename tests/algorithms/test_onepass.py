@@ -124,3 +124,17 @@ def test_dp_ssgd_claims_amplification_only_for_a_shuffled_order():
     assert shuffled.config["accountant"] == "shuffle" and shuffled.config["shuffle"]
     assert fixed.config["accountant"] == "parallel"
     assert fixed.config["noise_multiplier"] > shuffled.config["noise_multiplier"]
+
+
+@pytest.mark.parametrize("bad", [None, np.nan, np.inf, -np.inf])
+def test_finiteness_check_is_exact_also_when_the_sum_overflows(bad):
+    # The check sums X first (a finite sum proves every entry finite), then checks exactly.
+    X, y = np.full((10, 2), 1e308), np.zeros(10)  # finite, but the sum overflows
+    if bad is None:
+        assert one_pass_data(X, y).n == 10
+        return
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        one_pass_data(X, y)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        one_pass_data(np.ones((10, 2)), np.where(np.arange(10) == 4, bad, 0.0))
