@@ -29,7 +29,10 @@ SPIDER = dict(method="kl-spider", gamma=1.0, kappa=2.0, loss_bound=1.0)
         (dict(rho=1.0, theta0=np.zeros(2)), ValueError, "theta0 must have length 3"),
         (dict(rho=1.0, theta0=np.array([0.0, np.nan, 0.0])), ValueError, "theta0"),
         (dict(rho=1.0, relation="swap"), ValueError, "relation must be one of"),
-        (dict(rho=1.0, rng="seed"), TypeError, "rng must be"),
+        (dict(rho=1.0, random_state="seed"), TypeError, "rng must be"),
+        (dict(rho=1.0, random_state=0, rng=0), TypeError, "give random_state only"),
+        (dict(rho=1.0, budget=0.5), TypeError, "budget must be a dpfit.Budget"),
+        (dict(rho=1.0, budget=dpfit.Budget(rho=1.0), ledger=None), TypeError, "not both"),
         (dict(rho=1.0, clip=1.0), TypeError, "clip must be a bool"),
         (dict(rho=1.0, method="bfgs"), ValueError, "method must be one of"),
         (dict(rho=1.0, steps=10), TypeError, "does not accept"),
@@ -78,19 +81,24 @@ def test_non_loss_and_non_smooth_loss_are_refused():
 
 def test_large_rho_warns():
     with pytest.warns(LargeBudgetWarning, match="rho=10"):
-        dpfit.minimize(LOSS, (X, Y), rho=10.0, method="noisy-gd", steps=2, rng=0)
+        dpfit.minimize(LOSS, (X, Y), rho=10.0, method="noisy-gd", steps=2, random_state=0)
 
 
 def test_float32_and_int_inputs_are_upcast():
     traj = dpfit.minimize(
-        SquaredDistanceLoss(), (X * 0).astype(np.int32), rho=1.0, method="noisy-gd", steps=2, rng=0
+        SquaredDistanceLoss(),
+        (X * 0).astype(np.int32),
+        rho=1.0,
+        method="noisy-gd",
+        steps=2,
+        random_state=0,
     )
     assert traj.estimate.dtype == np.float64
 
 
 def test_seeded_runs_are_bit_identical_and_report_provenance():
-    a = dpfit.minimize(LOSS, (X, Y), rho=1.0, rng=3)
-    b = dpfit.minimize(LOSS, (X, Y), rho=1.0, rng=3)
+    a = dpfit.minimize(LOSS, (X, Y), rho=1.0, random_state=3)
+    b = dpfit.minimize(LOSS, (X, Y), rho=1.0, random_state=3)
     np.testing.assert_array_equal(a.iterates, b.iterates)
     assert a.seeded and a.noise_backend == "fast" and a.config["method"] == "adaptive-gd"
     assert a.ledger.relation.value == "replace-one"
@@ -114,7 +122,7 @@ def test_large_budget_recovers_the_regularised_logistic_minimiser(method):
         ),
     }[method]
     with pytest.warns(LargeBudgetWarning):
-        traj = dpfit.minimize(loss, (X, y), rho=1e6, method=method, rng=1, **kw)
+        traj = dpfit.minimize(loss, (X, y), rho=1e6, method=method, random_state=1, **kw)
     excess = loss.value(traj.estimate, X, y) - loss.value(ref, X, y)
     assert 0 <= excess + 1e-12 and excess < 1e-4
     assert traj.rho <= 1e6 * (1 + 1e-12)
@@ -157,7 +165,25 @@ def test_extreme_finite_record_neither_fails_nor_warns(method, loss_name, record
         warnings.simplefilter("error")
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # seeded on purpose
         traj = dpfit.minimize(
-            loss, (X2, y2), rho=1.0, method=method, rng=3, **_EXTREME_OPTIONS[method]
+            loss, (X2, y2), rho=1.0, method=method, random_state=3, **_EXTREME_OPTIONS[method]
         )
     assert len(rec) > 0 and all(np.isfinite(r.value).all() for r in rec.releases)
     assert np.isfinite(traj.estimate).all() and np.isfinite(traj.iterates).all()
+
+
+def test_rng_is_a_deprecated_spelling_of_random_state():
+    with pytest.warns(DeprecationWarning, match="use random_state"):
+        old = dpfit.minimize(LOSS, (X, Y), rho=1.0, method="noisy-gd", steps=3, rng=5)
+    new = dpfit.minimize(LOSS, (X, Y), rho=1.0, method="noisy-gd", steps=3, random_state=5)
+    np.testing.assert_array_equal(old.estimate, new.estimate)
+
+
+def test_minimize_spends_from_a_shared_budget():
+    budget = dpfit.Budget(rho=1.5)
+    traj = dpfit.minimize(
+        LOSS, (X, Y), rho=1.0, method="noisy-gd", steps=3, random_state=0, budget=budget
+    )
+    assert budget.spent == pytest.approx(traj.ledger.rho) and budget.spent <= 1.0 + 1e-12
+    with recording() as rec, pytest.raises(dpfit.BudgetExceededError):
+        dpfit.minimize(LOSS, (X, Y), rho=1.0, method="noisy-gd", steps=3, budget=budget)
+    assert len(rec) == 0 and budget.spent == pytest.approx(traj.ledger.rho)

@@ -8,6 +8,7 @@ Like :func:`scipy.optimize.minimize`, it dispatches on ``method`` to an implemen
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +38,8 @@ def minimize(
     rho: float,
     method: str = "adaptive-gd",
     theta0: Any = None,
-    rng: Any = None,
+    random_state: Any = None,
+    budget: Any = None,
     **options: Any,
 ) -> Trajectory:
     """Privately minimise the empirical loss (1/n) sum_i loss(theta; x_i, y_i).
@@ -60,8 +62,13 @@ def minimize(
         * ``"noisy-gd"``: fixed ``steps`` (baseline).
     theta0 : array-like, optional
         Public starting point (zeros by default).
-    rng : None, int, Generator or NoiseSource, optional
-        Noise source.
+    random_state : None, int, Generator or NoiseSource, optional
+        The noise source, spelt as everywhere in dpfit: None for real releases (fresh OS
+        entropy), an int or Generator for reproducible runs. (``rng=`` is deprecated.)
+    budget : Budget, optional
+        A shared budget: every release of the run is charged to it, and a budget that
+        cannot afford ``rho`` raises before anything is drawn. Give ``budget`` or a
+        ``ledger`` option, not both.
     **options
         Keyword options of the chosen method (``relation``, ``ledger``, ``clip``, ``gamma``,
         ``kappa``, ``loss_bound``, ``steps``, ...).
@@ -75,17 +82,29 @@ def minimize(
     ------
     TypeError
         An option the method does not accept, or a non-Loss ``loss``.
+    BudgetExceededError
+        ``budget`` cannot afford ``rho``; nothing was charged or drawn.
 
     Examples
     --------
     >>> import numpy as np, dpfit
     >>> from dpfit.losses import SquaredDistanceLoss
     >>> X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(5000, 3))
-    >>> res = dpfit.minimize(SquaredDistanceLoss(), X, rho=0.5, rng=1)
+    >>> res = dpfit.minimize(SquaredDistanceLoss(), X, rho=0.5, random_state=1)
     >>> round(res.rho, 9) <= 0.5, res.estimate.shape
     (True, (3,))
     """
     method = check_option(method, "method", METHODS)
+    if "rng" in options:
+        if random_state is not None:
+            raise TypeError("give random_state only (rng is its deprecated spelling)")
+        warnings.warn(
+            "minimize(rng=...) is deprecated: use random_state=..., dpfit's one name for the "
+            "noise source",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        random_state = options.pop("rng")
     func = METHODS[method]
     accepted = {
         name
@@ -97,5 +116,14 @@ def minimize(
         raise TypeError(
             f"method {method!r} does not accept {sorted(unknown)}; options: {sorted(accepted)}"
         )
+    if budget is not None:
+        if "ledger" in options:
+            raise TypeError("give budget or ledger, not both (a ledger may carry a budget)")
+        from .privacy import Budget, PrivacyLedger
+
+        if not isinstance(budget, Budget):
+            raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
+        relation = options.get("relation", "replace-one")
+        options["ledger"] = PrivacyLedger(relation=relation, budget=budget)
     X, y = split_data(check_loss(loss), data)
-    return func(loss, X, y, rho=rho, theta0=theta0, rng=rng, **options)
+    return func(loss, X, y, rho=rho, theta0=theta0, rng=random_state, **options)

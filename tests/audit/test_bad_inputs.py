@@ -79,8 +79,13 @@ ENTRIES = {
             LSQ, (d["X"], d["y"]), method="noisy-gd", ledger=_ledger(b), **p
         ),
         data={"X": X, "y": Y},
-        params={"rho": 0.5, "steps": 5, "step_size": 0.5, "rng": 0},
-        names={"steps": "steps", "step_size": "step_size", "theta0": "theta0"},
+        params={"rho": 0.5, "steps": 5, "step_size": 0.5, "random_state": 0},
+        names={
+            "steps": "steps",
+            "step_size": "step_size",
+            "theta0": "theta0",
+            "rng": "random_state",
+        },
     ),
     "dp_two_stage_gd": Entry(
         call=lambda d, p, b: dp_two_stage_gd(d["X"], d["y"], d["Z"], ledger=_ledger(b), **p),

@@ -69,7 +69,7 @@ def _excess(run, n, seed):
 SUMS = {
     "dp_gd": lambda X, y: dp_gd(X, y, rho=1.0, clip=1.0, steps=1, rng=0),
     "noisy_gd": lambda X, y: dpfit.minimize(
-        LSQ, (X, y), rho=1.0, method="noisy-gd", steps=1, step_size=0.1, rng=0
+        LSQ, (X, y), rho=1.0, method="noisy-gd", steps=1, step_size=0.1, random_state=0
     ),
 }
 
@@ -139,10 +139,10 @@ def _finite_outputs(out) -> bool:
 ENTRY_POINTS = {
     "dp_gd": lambda X, y, Z: dp_gd(X, y, rho=1.0, clip=1.0, steps=3, rng=0),
     "noisy_gd": lambda X, y, Z: dpfit.minimize(
-        LSQ, (X, y), rho=1.0, method="noisy-gd", steps=3, step_size=0.5, rng=0
+        LSQ, (X, y), rho=1.0, method="noisy-gd", steps=3, step_size=0.5, random_state=0
     ),
     "adaptive_gd": lambda X, y, Z: dpfit.minimize(
-        LSQ, (X, y), rho=1.0, method="adaptive-gd", step_size=0.5, rng=0
+        LSQ, (X, y), rho=1.0, method="adaptive-gd", step_size=0.5, random_state=0
     ),
     "dp_two_stage_gd": lambda X, y, Z: dp_two_stage_gd(
         X,

@@ -144,7 +144,7 @@ def _dpfit_fit(**params):
 
 def _minimize(**options):
     def run(X, y):
-        return _traj(dpfit.minimize(KL_LOSS, (X, y), rho=RHO, rng=11, **options))
+        return _traj(dpfit.minimize(KL_LOSS, (X, y), rho=RHO, random_state=11, **options))
 
     return run
 

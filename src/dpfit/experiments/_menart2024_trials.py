@@ -151,7 +151,11 @@ def trial(params: dict[str, Any], seed: int) -> dict[str, float]:
         # a trivial schedule is recorded in the "nontrivial" metric instead
         warnings.simplefilter("ignore", SideConditionWarning)
         traj = minimize(
-            b.loss, b.data, rho=rho, rng=seed, **_options(b, method, int(params.get("steps", 0)))
+            b.loss,
+            b.data,
+            rho=rho,
+            random_state=seed,
+            **_options(b, method, int(params.get("steps", 0))),
         )
     ledger = traj.ledger  # a new ledger with a Budget of rho: an overspend would have raised
     if bench == "b7":
