@@ -96,3 +96,16 @@ def test_adassp_paper_is_opt_in_and_labelled_non_private():
     assert eps == pytest.approx(1.7123, abs=1e-4)
     scale = math.sqrt(math.log(6e6)) / (eps / 3)
     assert traj.config["noise_std_xtx"] == pytest.approx(scale * traj.config["x_bound"] ** 2)
+
+
+@pytest.mark.parametrize("fit", [ssp, adassp])
+def test_add_remove_needs_a_public_n_and_never_reports_the_private_one(fit):
+    """Under add/remove the row count is private (issue 13, finding 4): n is declared."""
+    with recording() as rec, pytest.raises(ValueError, match="n_public is required"):
+        fit(X, Y, rho=0.3, relation="add-remove", rng=1, **BOUNDS)
+    assert len(rec) == 0
+    traj = fit(X, Y, rho=0.3, relation="add-remove", n_public=2500, rng=1, **BOUNDS)
+    assert traj.config["n"] == 2500  # never len(X) = 3000
+    with pytest.raises(ValueError, match="must equal the number of rows"):
+        fit(X, Y, rho=0.3, n_public=2500, rng=1, **BOUNDS)  # replace-one: n is public
+    assert fit(X, Y, rho=0.3, rng=1, **BOUNDS).config["n"] == 3000

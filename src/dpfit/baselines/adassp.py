@@ -32,7 +32,7 @@ from ..algorithms._ledger import prepare_ledger
 from ..algorithms.trajectory import Trajectory
 from ..exceptions import NonPrivateWarning
 from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho
-from ..privacy import PrivacyLedger, Relation, bun_steinke_epsilon, parse_relation
+from ..privacy import PrivacyLedger, Relation, bun_steinke_epsilon, parse_relation, public_n
 from ._sufficient_statistics import (
     check_bound,
     clip_to_bounds,
@@ -60,9 +60,10 @@ def _adassp(
     ledger: PrivacyLedger,
     source: NoiseSource,
     config: dict[str, Any],
+    n: int,
 ) -> Trajectory:
-    """The three releases and the ridge solve (module docstring)."""
-    n, p = X.shape
+    """The three releases and the ridge solve (module docstring); ``n`` is the public count."""
+    p = X.shape[1]
     sens = sensitivities(x_bound, y_bound, ledger.relation)
     Xc, yc, counts = clip_to_bounds(X, y, x_bound, y_bound)
     gram = Xc.T @ Xc
@@ -119,6 +120,7 @@ def adassp(
     y_bound: float,
     failure_prob: float = 0.05,
     relation: Relation | str = "replace-one",
+    n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
 ) -> Trajectory:
@@ -137,6 +139,10 @@ def adassp(
     failure_prob : float, default=0.05
         varrho in (0, 1): the probability allowed for the ridge to be too small.
     relation : {"replace-one", "add-remove"}, default="replace-one"
+    n_public : int, optional
+        The public record count reported in ``config["n"]``: required under add/remove,
+        where the actual count is private; under replace-one it must equal len(X)
+        (:func:`dpfit.privacy.public_n`). The releases themselves are sums and need no n.
     ledger : PrivacyLedger, optional
         Defaults to a new ledger with a budget of ``rho``.
     rng : None, int, numpy.random.Generator or NoiseSource, optional
@@ -170,6 +176,7 @@ def adassp(
     ledger = prepare_ledger(ledger, relation, rho, name="adassp")
     source = make_noise_source(rng)
     X, y = check_X_y(X, y)
+    n = public_n(X.shape[0], n_public, relation)
     sens = sensitivities(x_bound, y_bound, relation)
     stds = {key: noise_std_for_rho(value, rho / 3.0) for key, value in sens.items()}
     shift = stds["lambda_min"] * math.sqrt(2.0 * math.log(3.0 / failure_prob))
@@ -184,6 +191,7 @@ def adassp(
         ledger=ledger,
         source=source,
         config={"algorithm": "adassp", "rho": rho, "calibration": "zcdp", "private": True},
+        n=n,
     )
 
 
@@ -268,4 +276,5 @@ def adassp_paper(
             "calibration": "wang2018-data-bounds",
             "private": False,
         },
+        n=X.shape[0],  # replace-one: n is public
     )

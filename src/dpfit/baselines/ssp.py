@@ -14,7 +14,7 @@ from .._validation import check_real, check_rho, check_X_y
 from ..algorithms._ledger import prepare_ledger
 from ..algorithms.trajectory import Trajectory
 from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
-from ..privacy import PrivacyLedger, Relation, parse_relation
+from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ._sufficient_statistics import (
     check_bound,
     clip_to_bounds,
@@ -35,6 +35,7 @@ def ssp(
     y_bound: float,
     ridge: float = 0.0,
     relation: Relation | str = "replace-one",
+    n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
 ) -> Trajectory:
@@ -53,6 +54,9 @@ def ssp(
     ridge : float, default=0.0
         Public ridge added to the noisy X^T X before solving (>= 0).
     relation : {"replace-one", "add-remove"}, default="replace-one"
+    n_public : int, optional
+        The public record count reported in ``config["n"]``; required under add/remove (see
+        :func:`~dpfit.baselines.adassp`).
     ledger : PrivacyLedger, optional
         Defaults to a new ledger with a budget of ``rho``.
     rng : None, int, numpy.random.Generator or NoiseSource, optional
@@ -86,6 +90,7 @@ def ssp(
     ledger = prepare_ledger(ledger, relation, rho, name="ssp")
     source = make_noise_source(rng)
     X, y = check_X_y(X, y)
+    n = public_n(X.shape[0], n_public, relation)
     sens = sensitivities(x_bound, y_bound, relation)
     stds = {key: noise_std_for_rho(sens[key], rho / 2.0) for key in ("xtx", "xty")}
 
@@ -109,7 +114,7 @@ def ssp(
             "y_bound": y_bound,
             "ridge": ridge,
             "relation": relation.value,
-            "n": X.shape[0],
+            "n": n,
             "p": X.shape[1],
             "noise_std_xtx": stds["xtx"],
             "noise_std_xty": stds["xty"],

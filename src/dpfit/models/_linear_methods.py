@@ -230,7 +230,12 @@ def _resolve_adassp(config: LinearConfig, scaling: PublicScaling, n: int, p: int
     for name in ("clip", "step_size", "burn_in"):
         if getattr(config, name) is not None:
             raise ValueError(f"{name} does not apply to method='adassp'; leave it None")
-    return {"rho": config.rho, "relation": config.relation, "x_bound": scaling.max_row_norm}
+    return {
+        "rho": config.rho,
+        "relation": config.relation,
+        "n_public": config.n_public,
+        "x_bound": scaling.max_row_norm,
+    }
 
 
 def _run_adassp(
@@ -247,6 +252,7 @@ def _run_adassp(
         x_bound=settings["x_bound"],
         y_bound=1.0,  # the response was mapped into [-1, 1] by its public bounds
         relation=settings["relation"],
+        n_public=settings["n_public"],
         ledger=ledger,
         rng=source,
     )
