@@ -9,7 +9,8 @@ Re:cord-play (Cebere et al.; ``specs/reliability.md`` 3.3):
 
 1. run on D while recording every mechanism call (:func:`dpfit.mechanisms.recording`);
 2. run on D' with the same seed: every component is compared with numbers masked
-   (:func:`mask_numbers`), except the ledger entries, which are compared exactly;
+   (:func:`mask_numbers`), except the privacy claim (total rho and epsilon), which must not
+   depend on the data even through the releases;
 3. run on D' again, replaying D's mechanism outputs (:func:`dpfit.mechanisms.replaying`):
    the same sequence of mechanism calls, every query within its declared sensitivity, and
    every component **bit-identical** (all of it is post-processing of the frozen releases).
@@ -77,6 +78,9 @@ __all__ = [
 
 #: A number that is not part of a name (``x0``, ``C(g)[T.3]`` keep their digits).
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w])")
+#: The component compared exactly even on the same-seed run: the claimed guarantee (total rho
+#: and epsilon) must be a function of public inputs, whatever was released.
+CLAIM = "privacy claim"
 _BLANKS = re.compile(r"[ \t]+")
 _WHITESPACE = re.compile(r"\s+")
 _CODE = (
@@ -115,8 +119,9 @@ def describe(obj: Any, *, skip: Collection[str] = ()) -> str:
     """Everything an object holds, as indented text (what a pickle of it would store).
 
     Walks dataclass fields, ``__getstate__``/``__dict__``/slots, mappings and sequences;
-    arrays and frames print every value. Attributes named in ``skip`` are left out (e.g. the
-    documented NON-PRIVATE ``diagnostics`` of a :class:`~dpfit.algorithms.Trajectory`).
+    arrays and frames print every value. Attributes named in ``skip``, as ``"name"`` or
+    ``"TypeName.name"``, are left out (e.g. ``"Trajectory.diagnostics"``, the documented
+    NON-PRIVATE field of :class:`~dpfit.algorithms.Trajectory`).
     """
     lines: list[str] = []
     _walk(obj, "", lines, set(), frozenset(skip), 0)
@@ -168,7 +173,12 @@ def _walk(obj: Any, pad: str, out: list[str], seen: set[int], skip: frozenset, d
             items = ((f"[{i}]", v) for i, v in enumerate(seq))
             out.append(f"{pad}{type(obj).__name__}[{len(obj)}]:")
         else:
-            items = ((str(k), v) for k, v in _state(obj) if str(k) not in skip)
+            kind = type(obj).__name__
+            items = (
+                (str(k), v)
+                for k, v in _state(obj)
+                if str(k) not in skip and f"{kind}.{k}" not in skip
+            )
             out.append(f"{pad}{type(obj).__module__}.{type(obj).__qualname__}:")
         for key, value in items:
             out.append(f"{pad}  {key} =")
@@ -189,7 +199,7 @@ def _ledgers(obj: Any) -> list[PrivacyLedger]:
 def _try(func: Callable[[], Any]) -> str:
     try:
         value = func()
-    except Exception as exc:  # noqa: BLE001 - an exception is an output like any other
+    except Exception as exc:  # an exception is an output like any other
         return f"raised {type(exc).__name__}: {exc}"
     return value if isinstance(value, str) else describe(value)
 
@@ -225,7 +235,7 @@ class Observation:
 def _pickled(obj: Any, skip: Collection[str]) -> str:
     try:
         restored = pickle.loads(pickle.dumps(obj))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"not picklable ({type(exc).__name__}: {exc})\n" + describe(obj, skip=skip)
     return describe(restored, skip=skip)
 
@@ -235,13 +245,14 @@ def observe(
     *args: Any,
     replay: Recording | None = None,
     views: Callable[[Any], Mapping[str, str]] = default_views,
-    skip: Collection[str] = ("diagnostics",),
+    skip: Collection[str] = ("Trajectory.diagnostics",),
 ) -> Observation:
     """Run ``run(*args)`` (replaying ``replay``'s releases if given) and record what it shows.
 
     Components: ``outcome`` (the result's type, or the exception and its message),
     ``warnings`` (category and message of each, in order, including those of the views),
-    ``ledger`` (every mechanism call's ledger entry and the result's ledgers), ``pickled
+    ``ledger`` (every mechanism call's ledger entry and the result's ledgers), ``privacy
+    claim`` (the result's ``rho``, its ledgers' total rho and epsilon at delta = 1e-5), ``pickled
     state`` (:func:`describe` of the result after a pickle round trip, without ``skip``) and
     one component per view (summary, intervals, epsilon, statement, repr).
     """
@@ -253,7 +264,7 @@ def observe(
         try:
             with context as rec:
                 value = run(*args)
-        except Exception as exc:  # noqa: BLE001 - an exception is an output like any other
+        except Exception as exc:  # an exception is an output like any other
             comps["outcome"] = f"raised {type(exc).__name__}: {exc}"
         else:
             comps["outcome"] = f"returned {type(value).__module__}.{type(value).__qualname__}"
@@ -263,6 +274,10 @@ def observe(
     entries = [repr(r.entry) for r in rec.releases]
     entries += [describe(ledger.entries) for ledger in _ledgers(value)]
     comps["ledger"] = "\n".join(entries)
+    claims = [("rho", getattr(value, "rho", None))]
+    for ledger in _ledgers(value):
+        claims += [("ledger rho", ledger.rho), ("ledger epsilon(1e-5)", ledger.epsilon(1e-5))]
+    comps[CLAIM] = "\n".join(f"{k} = {v!r}" for k, v in claims if isinstance(v, float))
     return Observation(components=comps, recording=rec, value=value)
 
 
@@ -271,15 +286,16 @@ def compare(
 ) -> list[str]:
     """Readable diffs of the components that differ (numbers masked unless ``exact``).
 
-    The ``ledger`` component is always compared exactly: sensitivities, noise and rho are
-    public.
+    Without ``exact`` the ledger is masked too (an adaptive algorithm may set a release's
+    noise from earlier noised releases; replaying them makes it exact again), but not the
+    privacy claim: the total rho and epsilon must not depend on what was released.
     """
     diffs = []
     for key in sorted(set(a.components) | set(b.components)):
         if key in ignore:
             continue
         x, y = a.components.get(key, "<absent>"), b.components.get(key, "<absent>")
-        masked = not (exact or key == "ledger")
+        masked = not exact and key != CLAIM
         if masked:
             x, y = mask_numbers(x), mask_numbers(y)
         if (_WHITESPACE.sub("", x) != _WHITESPACE.sub("", y)) if masked else x != y:
@@ -329,7 +345,7 @@ def check_neighbours(
     *,
     encoders: Sequence[np.ndarray] = (),
     ignore: Collection[str] = (),
-    skip: Collection[str] = ("diagnostics",),
+    skip: Collection[str] = ("Trajectory.diagnostics",),
     views: Callable[[Any], Mapping[str, str]] = default_views,
     tolerance: float = 1e-12,
 ) -> NeighbourReport:
