@@ -148,3 +148,21 @@ def test_html_and_latex_escape_names():
     res = _result(names=["Intercept", "I(x ** 2) & <b>_"])
     assert "&lt;b&gt;" in res.summary().as_html()
     assert r"I(x ** 2) \& <b>\_" in res.summary().as_latex()
+
+
+def test_snapshot_keeps_parallel_and_filter_entries():
+    # A Result snapshots a ledger that has a budget; compositions used to break the copy.
+    from dpfit.mechanisms import gaussian, make_noise_source
+    from dpfit.privacy import privacy_filter
+
+    ledger = PrivacyLedger(budget=dpfit.Budget(rho=3.0))
+    src = make_noise_source(0)
+    with ledger.parallel("par", rho_per_block=1.0) as blocks:
+        gaussian(np.zeros(1), sensitivity=1.0, noise_std=1.0, ledger=blocks.block(), rng=src,
+                 label="par/q")  # fmt: skip
+    with privacy_filter(ledger, label="filt", rho=1.0) as filt:
+        gaussian(np.zeros(1), sensitivity=1.0, noise_std=2.0, ledger=filt.ledger, rng=src,
+                 label="filt/q")  # fmt: skip
+    res = _result(ledger=ledger)
+    assert res.ledger.budget is None and res.ledger.entries == ledger.entries
+    assert res.rho == ledger.rho == 1.5  # the parallel block's 0.5 and the filter's bound 1.0

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from ..exceptions import SideConditionWarning
 from ..losses.base import Loss
-from ..privacy import PrivacyLedger, Relation
+from ..privacy import PrivacyLedger, Relation, privacy_filter
 from ..theory.kl import spider_schedule
 from ._loss_queries import finish, prepare
 from .trajectory import Trajectory
@@ -57,7 +57,9 @@ def kl_spider(
     y : array-like of shape (n,), optional
         Private responses (omit for losses without a response).
     rho : float
-        zCDP cost of the whole run (exact in the worst case; early stops spend less).
+        zCDP budget of the whole run. The guarantee is the public schedule's worst case (no
+        early stop), rho itself unless no phase queries a difference; early stops spend
+        less, but only on some datasets, so that is no guarantee.
     gamma, kappa : float
         Public KL parameters, F - F* <= gamma^kappa ||grad F||^kappa, kappa in [1, 2]
         (PL with constant mu: kappa = 2, gamma = 1/sqrt(2 mu)). Never estimate them from
@@ -89,7 +91,10 @@ def kl_spider(
     Trajectory
         ``iterates``: every normalised step's point (possibly none); ``estimate``: the last
         iterate; ``releases["phase_steps"]``: steps taken per phase; ``config`` holds the
-        schedule summary (K, floor, radius, ``is_nontrivial``). When the schedule is trivial
+        schedule summary (K, floor, radius, ``is_nontrivial``). The ledger holds one
+        :class:`~dpfit.privacy.FilterEntry`: ``Trajectory.rho`` is the worst-case bound (the
+        guarantee), ``Trajectory.rho_spent`` the realised spend (data-dependent, a function
+        of ``phase_steps``; not a guarantee). When the schedule is trivial
         (floor >= F0, or n sqrt(rho) too small) nothing is released, ``theta0`` is returned
         and a :class:`~dpfit.exceptions.SideConditionWarning` is emitted (spec §8).
 
@@ -156,6 +161,9 @@ def kl_spider(
         "anchor_noise": sched.anchor_noise,
         "is_nontrivial": sched.is_nontrivial,
     }
+    q, w = run.queries, run.theta0.copy()
+    iterates: list[np.ndarray] = []
+    phase_steps = np.zeros(len(sched.steps), dtype=np.int64)
     if not sched.is_nontrivial:  # decided by public inputs only, so the warning is no release
         warnings.warn(
             f"kl_spider: the schedule is trivial (target floor {sched.floor:.3g} >= F0 = "
@@ -164,24 +172,28 @@ def kl_spider(
             SideConditionWarning,
             stacklevel=2,
         )
-    q, w = run.queries, run.theta0.copy()
-    iterates: list[np.ndarray] = []
-    phase_steps = np.zeros(len(sched.steps), dtype=np.int64)
+        return finish(run, iterates, w, config=config, releases={"phase_steps": phase_steps})
+    # Early stops make the releases data-dependent: the guarantee is the worst case of the
+    # public schedule (no phase stops early), enforced and stated by a privacy filter.
+    bound = sched.rho_anchor + sched.rho_difference
     phases = zip(sched.steps, sched.step_lengths, sched.thresholds, strict=True)
-    for k, (T_k, s_k, thr) in enumerate(phases):
-        g = q.noisy_gradient(w, sched.anchor_noise, label="anchor")
-        t = 0
-        while t < T_k:
-            norm = float(np.linalg.norm(g))
-            if not norm >= thr:
-                break
-            w_new = w - s_k * (g / norm)
-            t += 1
-            if t < T_k:
-                g = g + q.noisy_difference(
-                    w_new, w, bound=L1 * s_k, noise_std=sched.difference_noise[k]
-                )
-            w = w_new
-            iterates.append(w)
-        phase_steps[k] = t
+    q.gradient(w)  # not released: a malformed loss fails here, before the filter reserves
+    with privacy_filter(run.ledger, label="kl_spider", rho=bound) as filt:
+        q.ledger = filt.ledger  # every release below is charged inside the filter
+        for k, (T_k, s_k, thr) in enumerate(phases):
+            g = q.noisy_gradient(w, sched.anchor_noise, label="anchor")
+            t = 0
+            while t < T_k:
+                norm = float(np.linalg.norm(g))
+                if not norm >= thr:
+                    break
+                w_new = w - s_k * (g / norm)
+                t += 1
+                if t < T_k:
+                    g = g + q.noisy_difference(
+                        w_new, w, bound=L1 * s_k, noise_std=sched.difference_noise[k]
+                    )
+                w = w_new
+                iterates.append(w)
+            phase_steps[k] = t
     return finish(run, iterates, w, config=config, releases={"phase_steps": phase_steps})

@@ -8,6 +8,7 @@ must never feed a private output.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -70,5 +71,15 @@ class Trajectory:
 
     @property
     def rho(self) -> float:
-        """Total zCDP cost of the run."""
+        """The zCDP guarantee of the ledger: every entry's rho, a privacy filter at its bound."""
         return self.ledger.rho
+
+    @property
+    def rho_spent(self) -> float:
+        """Realised spend: the rho of the releases actually charged, summed.
+
+        Equal to :attr:`rho` unless a privacy filter stopped early
+        (:mod:`dpfit.privacy.filter`). Then it is data-dependent (a function of the released
+        values, so no extra privacy cost) and **not a guarantee**: report :attr:`rho`.
+        """
+        return math.fsum(getattr(e, "rho_spent", e.rho) for e in self.ledger)

@@ -28,7 +28,7 @@ import pandas as pd
 from .._validation import check_alpha, check_delta
 from ..exceptions import LargeBudgetWarning
 from ..inference import t_interval
-from ..privacy import PrivacyLedger
+from ..privacy import GaussianEntry, PrivacyLedger
 from .summary import Summary
 
 __all__ = ["Result", "snapshot_ledger"]
@@ -54,7 +54,10 @@ def snapshot_ledger(ledger: PrivacyLedger) -> PrivacyLedger:
     """
     copy = PrivacyLedger(relation=ledger.relation)
     for entry in ledger.entries:
-        copy.charge(entry)
+        if isinstance(entry, GaussianEntry):
+            copy.charge(entry)
+        else:  # a parallel composition or a privacy filter: recorded as it is
+            copy._record_reserved(entry)
     return copy
 
 

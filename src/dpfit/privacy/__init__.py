@@ -14,6 +14,7 @@ from .conversions import (
     gaussian_mu,
     zcdp_to_approx_dp,
 )
+from .filter import FilterEntry, PrivacyFilter, privacy_filter
 from .ledger import GaussianEntry, PrivacyLedger
 from .parallel import ParallelComposition, ParallelEntry
 from .relations import (
@@ -29,9 +30,11 @@ from .statement import privacy_statement
 __all__ = [
     "Budget",
     "BudgetExceededError",
+    "FilterEntry",
     "GaussianEntry",
     "ParallelComposition",
     "ParallelEntry",
+    "PrivacyFilter",
     "PrivacyLedger",
     "Relation",
     "approx_dp_to_zcdp",
@@ -46,6 +49,7 @@ __all__ = [
     "gaussian_mu",
     "mean_sensitivity",
     "parse_relation",
+    "privacy_filter",
     "privacy_statement",
     "public_n",
     "sum_sensitivity",

@@ -10,6 +10,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from .._validation import check_delta
+from .filter import FilterEntry
 from .parallel import ParallelEntry
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
         if isinstance(e, ParallelEntry):
             parallel_lines.append(_parallel_line(e))
             continue
+        if isinstance(e, FilterEntry):
+            parallel_lines.append(_filter_line(e))
+            continue
         groups[(e.label, e.sensitivity, e.noise_std, e.subsampled)] += e.count
     lines = [
         f"Privacy: {ledger.rho:.6g}-zCDP with respect to {_RELATION_TEXT[ledger.relation.value]}.",
@@ -52,9 +56,15 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
     )
     exact = ledger.gaussian_epsilon(delta)
     if exact is not None:
+        filtered = any(isinstance(e, FilterEntry) for e in ledger)
         lines.append(
             f"All releases are un-subsampled Gaussians, so the exact Gaussian-DP curve gives "
-            f"({exact:.4g}, {delta:.3g})-DP."
+            f"({exact:.4g}, {delta:.3g})-DP"
+            + (
+                " (for a privacy filter by the Gaussian-DP filter of Smith and Thakurta 2022)."
+                if filtered
+                else "."
+            )
         )
     lines.append(
         "Every released quantity (and anything computed from them) is covered; the "
@@ -70,4 +80,18 @@ def _parallel_line(entry: ParallelEntry) -> str:
         f"  - {entry.label}: parallel composition over {entry.n_blocks} disjoint blocks of "
         f"records ({counts} Gaussian releases in all); each record is read by one block only, "
         f"so it costs the largest block's rho, {entry.rho:.6g}, not the sum"
+    )
+
+
+def _filter_line(entry: FilterEntry) -> str:
+    """One statement line for a privacy filter: the bound is the guarantee, the spend is not."""
+    counts = ", ".join(f"{n} x {label}" for label, n in entry.counts.items())
+    stds = [e.noise_std for e in entry.entries]
+    noise = f"; noise std {min(stds):.4g} to {max(stds):.4g}" if stds else ""
+    return (
+        f"  - {entry.label}: privacy filter of bound rho = {entry.rho:.6g}, fixed before the "
+        f"first release (fully adaptive composition): {entry.count} Gaussian release(s) "
+        f"({counts or 'none'}){noise}. The guarantee is the bound. Realised spend "
+        f"{entry.rho_spent:.6g} (data-dependent, not a guarantee; a function of the released "
+        "values)"
     )
