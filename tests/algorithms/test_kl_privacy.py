@@ -63,9 +63,9 @@ EXACT = {"noisy-gd", "proximal-point"}  # these always spend exactly rho
 
 def _record_and_replay(config, D1, D2, **extra):
     with recording() as rec:
-        t1 = dpfit.minimize(LOSS, D1, rho=RHO, rng=11, **config, **extra)
+        t1 = dpfit.minimize(LOSS, D1, rho=RHO, random_state=11, **config, **extra)
     with replaying(rec) as rep:
-        t2 = dpfit.minimize(LOSS, D2, rho=RHO, rng=11, **config, **extra)
+        t2 = dpfit.minimize(LOSS, D2, rho=RHO, random_state=11, **config, **extra)
     return rec, rep, t1, t2
 
 
@@ -102,7 +102,7 @@ def test_replay_on_neighbour(name):
 def test_kl_spider_spends_exactly_rho_when_no_phase_stops_early():
     D1 = _dataset()
     config = dict(CONFIGS["kl-spider-kappa-1.5"], loss_bound=0.5)
-    traj = dpfit.minimize(LOSS, D1, rho=RHO, rng=3, **config)
+    traj = dpfit.minimize(LOSS, D1, rho=RHO, random_state=3, **config)
     schedule = dpfit.theory.spider_schedule(
         n=N,
         dim=D,
@@ -129,9 +129,9 @@ def test_adaptive_gd_step_count_is_random_but_replayed():
     counts = set()
     for seed in range(6):
         with recording() as rec:
-            t1 = dpfit.minimize(LOSS, D1, rho=RHO, rng=seed, method="adaptive-gd")
+            t1 = dpfit.minimize(LOSS, D1, rho=RHO, random_state=seed, method="adaptive-gd")
         with replaying(rec):
-            t2 = dpfit.minimize(LOSS, D2, rho=RHO, rng=seed, method="adaptive-gd")
+            t2 = dpfit.minimize(LOSS, D2, rho=RHO, random_state=seed, method="adaptive-gd")
         assert len(t1.iterates) == len(t2.iterates)
         counts.add(len(t1.iterates))
     assert len(counts) > 1  # the count depends on noisy releases, and replay still matches
@@ -144,9 +144,13 @@ def test_replay_under_add_remove_with_public_n(method):
     yp = np.append(y, 1e3)
     config = CONFIGS[method]
     with recording() as rec:
-        dpfit.minimize(LOSS, (X, y), rho=RHO, rng=5, relation="add-remove", n_public=N, **config)
+        dpfit.minimize(
+            LOSS, (X, y), rho=RHO, random_state=5, relation="add-remove", n_public=N, **config
+        )
     with replaying(rec) as rep:
-        dpfit.minimize(LOSS, (Xp, yp), rho=RHO, rng=5, relation="add-remove", n_public=N, **config)
+        dpfit.minimize(
+            LOSS, (Xp, yp), rho=RHO, random_state=5, relation="add-remove", n_public=N, **config
+        )
     assert rec.entries == rep.entries
     for a, b in zip(rec.releases, rep.releases, strict=True):
         moved = np.linalg.norm(np.atleast_1d(a.value - b.value))
@@ -188,7 +192,7 @@ def test_non_finite_per_example_gradient_is_zeroed_not_raised(name):
 
     nan_loss = FunctionLoss(grads=grads, lipschitz=3.0, smoothness=1.0, weak_convexity=0.0)
     with recording() as rec:
-        traj = dpfit.minimize(nan_loss, (X, y), rho=RHO, rng=2, **CONFIGS[name])
+        traj = dpfit.minimize(nan_loss, (X, y), rho=RHO, random_state=2, **CONFIGS[name])
     assert np.isfinite(traj.estimate).all() and len(rec) > 0
     # the first query is the mean gradient at theta0 with rows 0 and 1 set to 0
     G0 = LOSS.per_example_grads(np.zeros(D), X, y)
@@ -254,7 +258,7 @@ def test_adaptive_filter_never_exceeds_rho(scales, log_rho, n, reserve):
 def test_trivial_schedule_warns_and_releases_nothing(options):
     X, y = _dataset(n=50)
     with recording() as rec, pytest.warns(SideConditionWarning, match="nothing is released"):
-        traj = dpfit.minimize(LOSS, (X, y), rho=0.01, rng=0, **options)
+        traj = dpfit.minimize(LOSS, (X, y), rho=0.01, random_state=0, **options)
     assert len(rec) == 0 and traj.rho == 0.0 and not traj.config["is_nontrivial"]
     np.testing.assert_array_equal(traj.estimate, np.zeros(D))
 
