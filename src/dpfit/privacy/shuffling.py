@@ -86,7 +86,7 @@ def shuffled_gaussian_noise_multiplier(epsilon: float, delta: float, n: int) -> 
     limit = shuffle_local_epsilon_limit(n, half)
 
     def slack(log_alpha: float) -> float:  # > 0 when alpha = e^log_alpha meets the target
-        eps0 = gaussian_epsilon(math.exp(-log_alpha), delta0)
+        eps0 = gaussian_epsilon(1.0 / math.exp(log_alpha), delta0)  # mu = 1/alpha, as returned
         if eps0 > limit:
             return -1.0
         amplified = shuffle_amplified_epsilon(eps0, n, half) if eps0 > 0 else 0.0
