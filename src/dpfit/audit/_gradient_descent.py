@@ -80,7 +80,7 @@ def _fit_dp_gd(X, y, config, n_public, source):
         step_size=config["step_size"],
         relation=config["relation"],
         n_public=n_public,
-        random_state=source,
+        rng=source,
     )
 
 
@@ -102,7 +102,7 @@ def _fit_noisy_gd(X, y, config, n_public, source):
         step_size=config["step_size"],
         relation=config["relation"],
         n_public=n_public,
-        rng=source,
+        random_state=source,
     )
 
 

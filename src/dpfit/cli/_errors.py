@@ -24,6 +24,10 @@ _UNDEFINED = re.compile(r"name '(?P<name>[^']*)' is not defined")
 _QUOTED_VALUE = re.compile(
     r"(could not convert string to float|invalid literal for \w+\(\)[^:]*):.*"
 )
+#: A TypeError about a call's own signature is a bug in dpfit, never a user's mistake.
+_SIGNATURE_BUG = re.compile(
+    r"unexpected keyword argument|required (keyword-only |positional )?argument"
+)
 _TEXT_COLUMN = re.compile(r"column '[^']*' has dtype (object|string|str)\b")
 
 
@@ -99,7 +103,7 @@ def user_message(
         return f"{exc.strerror or type(exc).__name__}{where}"
     if isinstance(exc, ImportError):  # a missing optional package: no data in the message
         return _one_line(exc)
-    if not isinstance(exc, TypeError | ValueError):
+    if not isinstance(exc, TypeError | ValueError) or _SIGNATURE_BUG.search(str(exc)):
         return None
     if origin.startswith("dpfit"):
         message = _QUOTED_VALUE.sub(r"\1 (value withheld)", _one_line(exc))

@@ -11,6 +11,14 @@ from __future__ import annotations
 
 import argparse
 
+from ._args import examples
+
+EXAMPLES = examples(
+    "dpfit audit --list                          # the targets and their defaults",
+    "dpfit audit dp_gd --runs 2000 --rho 0.5     # empirical epsilon lower bounds",
+    "dpfit audit dp_two_stage_gd --set rho_beta=0.2 --seed 0 --progress",
+)
+
 __all__ = ["add_parser", "run"]
 
 #: Shortcut flags -> target option names (any other option goes through --set).
@@ -35,6 +43,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "claimed epsilon. An audit can refute a privacy claim, never prove it. "
             "Options not given keep the target's defaults (see --list)."
         ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("target", nargs="?", metavar="TARGET", help="what to audit, e.g. dp_gd")
     p.add_argument("--list", action="store_true", help="list the targets and their defaults")
@@ -42,6 +52,11 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument("--seed", type=int, help="seed for a reproducible audit (default: fresh)")
     p.add_argument("--secure", action="store_true", help="draw noise with the OpenDP backend")
     p.add_argument("--alpha", type=float, default=1e-3, help="false-alarm level per check")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show a progress bar (default: only when standard error is a terminal)",
+    )
     p.add_argument(
         "--delta",
         type=float,
@@ -92,21 +107,25 @@ def _list_targets() -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..audit import DEFAULT_DELTAS, audit
+    from ._console import progress_wanted, release_progress
 
     if args.list:
         _list_targets()
         return 0
     if args.target is None:
         raise ValueError("TARGET is required (see dpfit audit --list)")
-    result = audit(
-        args.target,
-        runs=args.runs,
-        seed=args.seed,
-        secure=args.secure,
-        alpha=args.alpha,
-        deltas=tuple(args.deltas) if args.deltas else DEFAULT_DELTAS,
-        **_options(args),
-    )
+    with release_progress(
+        progress_wanted(args.progress), total=None, desc="dpfit audit", unit="release"
+    ):
+        result = audit(
+            args.target,
+            runs=args.runs,
+            seed=args.seed,
+            secure=args.secure,
+            alpha=args.alpha,
+            deltas=tuple(args.deltas) if args.deltas else DEFAULT_DELTAS,
+            **_options(args),
+        )
     config = " ".join(
         f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.config.items()
     )

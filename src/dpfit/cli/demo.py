@@ -23,6 +23,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from ._args import examples
 from ._iv_demo import iv_demo
 
 __all__ = ["DEMO_PARTS", "add_parser", "run"]
@@ -51,6 +52,11 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "(n = 3010, bundled) with DP-GD at the given rho, prints the summary next to the "
             "non-private OLS fit, and writes a coefficient plot."
         ),
+        epilog=examples(
+            "dpfit demo                       # rho = 0.25, plot in out/demo",
+            "dpfit demo --rho 1 --seed 0 --out /tmp/demo",
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--rho", type=float, default=0.25, help="zCDP budget (default 0.25)")
     p.add_argument(

@@ -89,6 +89,13 @@ def bounds_mapping(
     for term, low_high in items:
         if term in bounds:
             raise ValueError(f"--bound {term} is given twice: give each term once")
+        low, high = low_high
+        if not low < high:
+            why = "a constant column is collinear with the intercept" if low == high else ""
+            raise ValueError(
+                f"--bound {term}={low:g},{high:g}: LOW must be < HIGH"
+                + (f" ({why}: drop the term)" if why else "")
+            )
         if term == response:
             raise ValueError(
                 f"--bound {term}: {term!r} is the response; give its bounds with "

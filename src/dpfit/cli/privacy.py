@@ -5,6 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 
+from ._args import examples
+
+EXAMPLES = examples(
+    "dpfit privacy --rho 0.5                  # epsilon at delta = 1e-5 (three curves)",
+    "dpfit privacy --epsilon 1 --delta 1e-6   # the largest rho that meets (1, 1e-6)",
+    "dpfit privacy --rho 0.25 --sensitivity 2 # noise std for a query of sensitivity 2",
+)
+
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
@@ -15,6 +23,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "rho (and Gaussian mu) that meets it. The noise std for a query of the given L2 "
             "sensitivity is printed for each."
         ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--rho", type=float, help="zCDP parameter rho > 0")

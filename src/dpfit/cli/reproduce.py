@@ -12,6 +12,14 @@ import argparse
 import importlib
 import sys
 
+from ._args import examples
+
+EXAMPLES = examples(
+    "dpfit reproduce --list",
+    "dpfit reproduce --scale smoke --out out/smoke            # every experiment, seconds",
+    "dpfit reproduce brown2024 --scale quick --out out/brown --jobs 2",
+)
+
 __all__ = ["add_parser", "run"]
 
 
@@ -24,6 +32,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "resuming from the store, then write OUT/index.html (figures, tables, every claim "
             "with its verdict and numbers, privacy parameters, run time) and OUT/summary.md."
         ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("names", nargs="*", metavar="NAME", help="experiment names (default: all)")
     p.add_argument("--list", action="store_true", help="list the registered experiments and exit")
@@ -54,7 +64,12 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         help="import MODULE first (it registers extra experiments); repeatable",
     )
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even when a claim fails")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show a progress bar (default: only when standard error is a terminal)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     return p
 
 
@@ -84,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from ..experiments.report import write_report
     from ..experiments.runner import TrialError
     from ..experiments.runner import run as run_trials
+    from ._console import progress_wanted
 
     out = Path(args.out)
     store = Path(args.store) if args.store else out / "results.sqlite"
@@ -93,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             scale=args.scale,
             store_path=store,
             jobs=args.jobs,
-            progress=not args.no_progress,
+            progress=progress_wanted(args.progress) and not args.no_progress,
             version=args.code_version,
         )
     except TrialError as exc:

@@ -46,7 +46,8 @@ def check_bounds(value: Any, name: str, *, size: int) -> np.ndarray:
             "the intercept: drop it from the model (its coefficient is not identified)"
         )
     if not (arr[:, 0] < arr[:, 1]).all():
-        raise ValueError(f"{name}: every low must be < its high")
+        where = int(np.flatnonzero(~(arr[:, 0] < arr[:, 1]))[0])
+        raise ValueError(f"{name}: every low must be < its high (column {where} is not)")
     return arr
 
 

@@ -1,0 +1,248 @@
+"""A battery of user mistakes, through the command line and the API.
+
+Each row asserts the exit status (CLI) or the exception type (API), a one-line message that
+names the culprit, no traceback, and that nothing was charged or drawn: the mechanism
+recorder sees no release and a shared budget is unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpfit
+from dpfit.cli import main
+from dpfit.mechanisms import recording
+
+N = 300
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mistakes")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.uniform(0, 10, N), "z": rng.integers(0, 2, N)})
+    frame["y"] = 1.0 + 0.4 * frame["x"] - frame["z"] + rng.normal(0, 1, N)
+    frame["w"] = rng.uniform(0, 1, N)
+    paths = {"good": root / "good.csv", "semi": root / "semi.csv", "header": root / "header.csv"}
+    frame.to_csv(paths["good"], index=False)
+    frame.to_csv(paths["semi"], index=False, sep=";")
+    paths["header"].write_text("x,z,y\n")
+    paths["empty"] = root / "empty.csv"
+    paths["empty"].write_text("")
+    text = frame.astype({"x": object})
+    text.loc[7, "x"] = "n/a (refused)"
+    paths["text"] = root / "text.csv"
+    text.to_csv(paths["text"], index=False)
+    paths["ragged"] = root / "ragged.csv"
+    paths["ragged"].write_text("x,z,y\n1,0,1\n2,1,2,9\n")
+    paths["file_as_dir"] = root / "good.csv" / "plot.png"
+    return {k: str(v) for k, v in paths.items()}
+
+
+FIT = ["--formula", "y ~ x + z", "--rho", "0.5", "--steps", "50"]
+BOUNDS = ["--bound", "x=0,10", "--bound", "z=0,1", "--y-bounds", "-5,10"]
+IV = ["--formula", "y ~ x + [z ~ w]", "--rho", "0.5", "--steps", "5"]
+
+#: id -> (argv with {good}/{semi}/... file placeholders, fragments the message must contain)
+CLI_MISTAKES = {
+    "misspelt variable": (["fit", "{good}", "--formula", "y ~ xx + z", "--rho", "0.5"], ["xx"]),
+    "misspelt: suggestion": (["fit", "{good}", "--formula", "y ~ xx", "--rho", "1"], ["'x'"]),
+    "formula syntax": (["fit", "{good}", "--formula", "y ~ x +", "--rho", "0.5"], ["syntax"]),
+    "formula without ~": (["fit", "{good}", "--formula", "y x", "--rho", "0.5"], ["formula"]),
+    "semicolon CSV": (["fit", "{semi}", *FIT, *BOUNDS], ["semicolon", "--sep"]),
+    "text in a numeric column": (["fit", "{text}", *FIT, *BOUNDS], ["'x'"]),
+    "header-only CSV": (["fit", "{header}", *FIT, *BOUNDS], ["no rows"]),
+    "empty CSV": (["fit", "{empty}", *FIT, *BOUNDS], ["empty"]),
+    "ragged CSV": (["fit", "{ragged}", *FIT, *BOUNDS], ["--sep"]),
+    "missing file": (["fit", "missing.csv", *FIT], ["not found"]),
+    "unknown dataset": (["fit", "cardd", *FIT], ["DATA"]),
+    "alpha 2": (["fit", "{good}", *FIT, *BOUNDS, "--alpha", "2"], ["--alpha"]),
+    "delta 0": (["fit", "{good}", *FIT, *BOUNDS, "--delta", "0"], ["delta"]),
+    "plot suffix": (["fit", "{good}", *FIT, *BOUNDS, "--plot", "out.xyz"], ["--plot"]),
+    "plot under a file": (["fit", "{good}", *FIT, *BOUNDS, "--plot", "{file_as_dir}"], ["--plot"]),
+    "plot without intervals": (
+        ["fit", "{good}", *FIT, *BOUNDS, "--method", "adassp", "--plot", "p.png"],
+        ["--plot"],
+    ),
+    "rho negative": (["fit", "{good}", *FIT, *BOUNDS, "--rho", "-1"], ["rho"]),
+    "rho zero": (["fit", "{good}", *FIT, *BOUNDS, "--rho", "0"], ["rho"]),
+    "rho not a number": (["fit", "{good}", *FIT, "--rho", "abc"], ["--rho"]),
+    "unknown method": (["fit", "{good}", *FIT, *BOUNDS, "--method", "magic"], ["method"]),
+    "clip zero": (["fit", "{good}", *FIT, *BOUNDS, "--clip", "0"], ["clip"]),
+    "steps zero": (["fit", "{good}", *FIT, *BOUNDS, "--steps", "0"], ["steps"]),
+    "unknown interval": (["fit", "{good}", *FIT, *BOUNDS, "--interval", "boot"], ["interval"]),
+    "m too small": (["fit", "{good}", *FIT, *BOUNDS, "--m", "1"], ["--m"]),
+    "unknown relation": (["fit", "{good}", *FIT, *BOUNDS, "--relation", "swap"], ["relation"]),
+    "bound missing a term": (["fit", "{good}", *FIT, "--bound", "x=0,10"], ["missing", "z"]),
+    "bound of an unknown term": (
+        ["fit", "{good}", *FIT, *BOUNDS, "--bound", "q=0,1"],
+        ["unknown", "q"],
+    ),
+    "bound low > high": (
+        ["fit", "{good}", *FIT, "--bound", "x=10,0", "--bound", "z=0,1"],
+        ["--bound x", "LOW"],
+    ),
+    "bound constant": (
+        ["fit", "{good}", *FIT, "--bound", "x=3,3", "--bound", "z=0,1"],
+        ["constant"],
+    ),
+    "bound malformed": (["fit", "{good}", *FIT, "--bound", "x=0"], ["--bound"]),
+    "bound of the response": (["fit", "{good}", *FIT, *BOUNDS, "--bound", "y=0,1"], ["--y-bounds"]),
+    "bound twice": (["fit", "{good}", *FIT, *BOUNDS, "--bound", "x=0,5"], ["twice", "x"]),
+    "y-bounds malformed": (["fit", "{good}", *FIT, "--y-bounds", "5"], ["--y-bounds"]),
+    "separator too long": (["fit", "{good}", *FIT, *BOUNDS, "--sep", ";;"], ["--sep"]),
+    "sample of a file": (["fit", "{good}", *FIT, *BOUNDS, "--sample", "x"], ["--sample"]),
+    "unknown format": (["fit", "{good}", *FIT, "--format", "pdf"], ["--format"]),
+    "unknown option": (["fit", "{good}", *FIT, "--rhoo", "1"], ["--rhoo"]),
+    "iv under-identified": (
+        ["iv", "{good}", "--formula", "y ~ [x + z ~ w]", "--rho", "1", "--unscaled"],
+        ["under-identified"],
+    ),
+    "iv without bounds": (["iv", "{good}", *IV], ["--bound"]),
+    "iv unscaled and bounds": (["iv", "{good}", *IV, "--unscaled", "--bound", "x=0,1"], ["--"]),
+    "iv formula without block": (
+        ["iv", "{good}", *IV[2:], "--formula", "y ~ x", "--unscaled"],
+        ["["],
+    ),
+    "iv response in bounds": (["iv", "{good}", *IV, "--bound", "y=0,1"], ["--y-bounds"]),
+    "privacy delta 2": (["privacy", "--rho", "1", "--delta", "2"], ["delta"]),
+    "privacy rho and epsilon": (["privacy", "--rho", "1", "--epsilon", "1"], ["--epsilon"]),
+    "audit unknown target": (["audit", "dp_gdd", "--runs", "10"], ["dp_gdd"]),
+    "no command": ([], ["COMMAND"]),
+}
+
+
+@pytest.mark.parametrize("argv, fragments", CLI_MISTAKES.values(), ids=CLI_MISTAKES.keys())
+def test_cli_mistake(files, capsys, argv, fragments):
+    argv = [a.format(**files) for a in argv]
+    with recording() as rec:
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # argparse's own errors
+            status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert len(rec) == 0, "a release was made before the error"
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith("dpfit"), err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+
+
+def test_cli_messages_quote_no_data_value(files, capsys):
+    """The text column's offending entry never appears in the message."""
+    main(["fit", files["text"], *FIT, *BOUNDS])
+    assert "n/a (refused)" not in capsys.readouterr().err
+
+
+def test_negative_y_bounds_are_accepted(files, capsys):
+    argv = ["fit", files["good"], *FIT, "--bound", "x=0,10", "--bound", "z=0,1"]
+    assert main([*argv, "--y-bounds", "-5,10"]) == 0
+    assert "y_bounds" in capsys.readouterr().out
+
+
+# -- API ---------------------------------------------------------------------------------------
+RNG = np.random.default_rng(3)
+FRAME = pd.DataFrame({"x": RNG.uniform(0, 10, N), "z": RNG.integers(0, 2, N).astype(float)})
+FRAME["y"] = FRAME["x"] - FRAME["z"] + RNG.normal(0, 1, N)
+FRAME["w"] = RNG.uniform(0, 1, N)
+X2 = FRAME[["x", "z"]].to_numpy()
+Y = FRAME["y"].to_numpy()
+GOOD = {"bounds": {"x": (0, 10), "z": (0, 1)}, "y_bounds": (-5, 15), "steps": 20, "interval": None}
+
+
+def _ols(**kw):
+    return lambda budget: dpfit.ols("y ~ x + z", FRAME, budget=budget, **{"rho": 0.5, **kw})
+
+
+def _lin(**kw):
+    return lambda budget: dpfit.DPLinearRegression(**{"rho": 0.5, "steps": 20, **kw}).fit(
+        X2, Y, budget=budget
+    )
+
+
+def _iv(**kw):
+    params = {"rho": 0.5, "steps": 5, "m": 2, "bounds": {"x": (0, 10), "w": (0, 1)}}
+    params["y_bounds"] = (-5, 15)
+    return lambda budget: dpfit.iv("y ~ [x ~ w]", FRAME, budget=budget, **{**params, **kw})
+
+
+#: id -> (call taking a budget, exception type, fragments of the message)
+API_MISTAKES = {
+    "ols rho negative": (_ols(rho=-1.0, **GOOD), ValueError, ["rho"]),
+    "ols steps float": (_ols(**{**GOOD, "steps": 2.5}), TypeError, ["steps"]),
+    "ols response in bounds": (
+        _ols(bounds={"x": (0, 10), "z": (0, 1), "y": (-5, 15)}, y_bounds=None),
+        ValueError,
+        ["'y'"],
+    ),
+    "ols constant bounds": (
+        _ols(bounds={"x": (3, 3), "z": (0, 1)}, y_bounds=(-5, 15)),
+        ValueError,
+        ["constant"],
+    ),
+    "ols data not a frame": (
+        lambda budget: dpfit.ols("y ~ x", FRAME.to_numpy(), rho=0.5, budget=budget),
+        TypeError,
+        ["data"],
+    ),
+    "ols budget not a Budget": (
+        lambda budget: dpfit.ols("y ~ x", FRAME, rho=0.5, budget=0.5, **GOOD),
+        TypeError,
+        ["budget"],
+    ),
+    "estimator diffprivlib bounds": (
+        _lin(bounds=([0, 0], [10, 1]), y_bounds=(-5, 15)),
+        ValueError,
+        ["diffprivlib", "zip(lower, upper)"],
+    ),
+    "estimator (2, p) bounds": (
+        lambda budget: dpfit.DPLinearRegression(
+            rho=0.5, bounds=np.array([[0, 0, 0], [10, 1, 1]]), y_bounds=(-5, 15)
+        ).fit(FRAME[["x", "z", "w"]].to_numpy(), Y, budget=budget),
+        ValueError,
+        ["diffprivlib"],
+    ),
+    "estimator y_bounds scalar": (_lin(y_bounds=5.0, clip=1.0), ValueError, ["y_bounds"]),
+    "estimator random_state": (_lin(clip=1.0, random_state="seed"), TypeError, ["rng"]),
+    "iv response in bounds": (
+        _iv(bounds={"x": (0, 10), "w": (0, 1), "y": (-5, 15)}),
+        ValueError,
+        ["y_bounds"],
+    ),
+    "iv y_bounds missing": (_iv(y_bounds=None), ValueError, ["y_bounds is required"]),
+    "iv rho_split": (_iv(rho_split=1.5), ValueError, ["rho_split"]),
+    "minimize both rng spellings": (
+        lambda budget: dpfit.minimize(
+            dpfit.losses.SquaredLoss(radius=1.0),
+            (X2 / 10, Y / 20),
+            rho=0.5,
+            budget=budget,
+            random_state=0,
+            rng=0,
+        ),
+        TypeError,
+        ["random_state"],
+    ),
+}
+
+
+@pytest.mark.parametrize("call, exc, fragments", API_MISTAKES.values(), ids=API_MISTAKES.keys())
+def test_api_mistake(call, exc, fragments):
+    budget = dpfit.Budget(rho=2.0)
+    with recording() as rec, pytest.raises(exc) as info:
+        call(budget)
+    message = str(info.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    assert len(rec) == 0 and budget.spent == 0.0
+
+
+def test_api_good_call_spends():
+    """The battery's baseline: the same calls without the mistake do spend."""
+    budget = dpfit.Budget(rho=2.0)
+    _ols(random_state=0, **GOOD)(budget)
+    assert budget.spent == pytest.approx(0.5)
