@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 import warnings
 
 import numpy as np
@@ -212,3 +214,28 @@ def test_extreme_finite_record_without_bounds_neither_fails_nor_warns(value):
         model = DPIVRegression(rho=1.0, steps=10, m=2, random_state=0).fit(X, y, Z=Z, budget=budget)
     assert len(rec) == 2 * 2 * 10 and model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
     assert np.isfinite(model.coef_).all() and np.isfinite(model.conf_int().to_numpy()).all()
+
+
+def test_pickle_of_a_fit_holds_no_non_private_diagnostic():
+    # The clipped fractions of both stages are computed from the raw data: they must not
+    # travel in a pickle. On neighbours whose clipped fractions differ, the pickles agree on
+    # every non-noised field.
+    rng = np.random.default_rng(6)
+    Z = rng.standard_normal((800, 1))
+    X = Z + rng.standard_normal((800, 1))
+    y = 0.5 * X[:, 0] + rng.standard_normal(800)
+    X2, y2, Z2 = X.copy(), y.copy(), Z.copy()
+    X2[0], y2[0], Z2[0] = 40.0, -300.0, -40.0  # clipped in both stages
+    fits = [
+        DPIVRegression(rho=1.0, steps=10, m=2, random_state=0).fit(a, b, Z=c)
+        for a, b, c in ((X, y, Z), (X2, y2, Z2))
+    ]
+    assert fits[0].result_.diagnostics != fits[1].result_.diagnostics  # in memory only
+    public = []
+    for model in (pickle.loads(pickle.dumps(m)) for m in fits):
+        res = model.result_
+        fields = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
+        for noised in ("estimate", "interval_estimates", "ledger"):
+            fields.pop(noised)
+        public.append((fields, res.ledger.entries, model.privacy_.entries))
+    assert public[0] == public[1] and public[0][0]["diagnostics"] == {}

@@ -1,6 +1,7 @@
 """DPLinearRegression: fitting, intervals, budgets, clone/pickle, validation before any release."""
 
 import copy
+import dataclasses
 import pickle
 import warnings
 
@@ -297,3 +298,27 @@ def test_extreme_finite_record_neither_fails_nor_warns(data, record):
         model = _model(steps=40, m=10, burn_in=0).fit(X, y)
     assert len(rec) == 40 and model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
     assert np.isfinite(model.coef_).all() and np.isfinite(model.conf_int().to_numpy()).all()
+
+
+def _public_fields(model) -> dict:
+    """Everything a fitted model holds except its noised values (coefficients, intervals)."""
+    res = model.result_
+    noised = {"estimate", "interval_estimates", "ledger"}
+    out = {f.name: getattr(res, f.name) for f in dataclasses.fields(res) if f.name not in noised}
+    out["ledger"], out["privacy_"] = res.ledger.entries, model.privacy_.entries
+    kept = {k: v for k, v in vars(model).items() if k not in {"coef_", "intercept_", "result_"}}
+    return {**out, **{k: v for k, v in kept.items() if k != "privacy_"}}
+
+
+def test_pickle_of_a_fit_holds_no_non_private_diagnostic(data):
+    # The fraction of clipped gradients is computed from the raw data: it must not travel in
+    # a pickle. On neighbours whose clipped fraction differs, the pickles agree on every
+    # non-noised field.
+    X, y = data
+    X2, y2 = X.copy(), y.copy()
+    X2[0], y2[0] = [50.0, -50.0, 50.0], -1e3  # clipped at every step
+    fits = [_model(steps=40, m=10, burn_in=0).fit(*d) for d in ((X, y), (X2, y2))]
+    assert fits[0].result_.diagnostics != fits[1].result_.diagnostics  # in memory only
+    a, b = (_public_fields(pickle.loads(pickle.dumps(m))) for m in fits)
+    assert a == b and a["diagnostics"] == {}
+    assert _public_fields(copy.deepcopy(fits[0]))["diagnostics"] == {}

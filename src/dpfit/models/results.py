@@ -5,8 +5,8 @@ estimate, the m released estimates a confidence interval is built from (and how 
 built), the public n, a snapshot of the privacy ledger, the noise provenance, the public
 configuration and notes. Derived values (``params``) are cached properties
 (linearmodels, statsmodels ``cache_readonly``); outputs are indexed by term names. The only
-non-private field is ``diagnostics``, which nothing else reads and the summary shows only on
-request, under a title that says so.
+non-private field is ``diagnostics``, which nothing else reads, the summary shows only on
+request, under a title that says so, and pickles and copies leave out.
 
 Both the estimators (``DPLinearRegression.result_``, ``DPIVRegression.result_``) and the
 formula API (:func:`dpfit.ols`, :func:`dpfit.iv`) return this type.
@@ -98,7 +98,8 @@ class Result:
         Label the interval experimental (no coverage guarantee, or measured coverage below
         nominal); the summary says so in its first note.
     diagnostics : Mapping, default={}
-        **Non-private** quantities (fraction clipped, ...). Never used by any other field.
+        **Non-private** quantities (fraction clipped, ...). Never used by any other field,
+        shown only by ``summary(diagnostics=True)``, and left out of pickles and copies.
     version : str
         dpfit version that produced the fit.
     """
@@ -142,11 +143,13 @@ class Result:
         object.__setattr__(self, "diagnostics", MappingProxyType(dict(self.diagnostics)))
         object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
 
-    # Pickling: mapping proxies cannot be pickled, and cached values are recomputed.
+    # Pickling: mapping proxies cannot be pickled, and cached values are recomputed. The
+    # non-private diagnostics stay behind: a pickle (or copy) of a fit is something users
+    # store and share, and it must hold releases and public inputs only (docs/threat-model.md).
     def __getstate__(self) -> dict[str, Any]:
         state = {f.name: getattr(self, f.name) for f in fields(self)}
         state["config"] = dict(self.config)
-        state["diagnostics"] = dict(self.diagnostics)
+        state["diagnostics"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
