@@ -22,11 +22,11 @@ Privacy. Neighbouring datasets replace one record at one position of this order;
 permutation is drawn from the noise source's generator, independent of the data, and the
 records are processed in its order: record i is the pi(i)-th record read, with pi uniform
 over all n! orders (not only over the segment it falls in). Amplification by shuffling
-(:mod:`dpfit.privacy.shuffling`) relies on exactly this. For lazy
+(:mod:`dpfit.privacy.shuffling`) relies on exactly this (docs/threat-model.md). For lazy
 arrays and streams, whose values cannot be checked before the pass, a record with a NaN or
 infinite value is replaced by the zero record (x = 0, y = 0): a fixed per-record map, so
-neighbours stay neighbours (reliability H.1 zero-out rule). Records after the last segment
-are never read.
+neighbours stay neighbours (the zero-out rule of :mod:`dpfit.mechanisms.clipping`). Records
+after the last segment are never read.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Fixed-clip DP-SGD for least squares: the classical baseline of DP-AMBSSGD.
 
-Song et al. (2013), Bassily et al. (2014), Abadi et al. (2016), as set up in spec
-``varshney2022-dp-ambssgd.md`` section 4: ``steps`` iterations; at each, every record joins
+Song et al. (2013), Bassily et al. (2014), Abadi et al. (2016), as compared in
+docs/varshney2022.md: ``steps`` iterations; at each, every record joins
 the batch independently with probability ``sampling_rate`` q (Poisson sampling, from the
 noise source, independent of the data); the per-example gradients ``x (<x, w> - y)`` are
 clipped to the fixed public ``clip`` C, summed, noised, divided by the public expected batch
@@ -15,7 +15,7 @@ step's batch size: drawn independently of the data and the same for neighbours, 
 std may follow it. Each step is a Gaussian mechanism of cost rho / steps and the run is
 rho-zCDP by composition. The sampling is real Poisson sampling, so an RDP or PLD
 accountant could claim amplification; dpfit's zCDP ledger does not (zCDP does not amplify
-under subsampling, reliability 4.5): this baseline pays the full cost, and its ledger entries
+under subsampling): this baseline pays the full cost, and its ledger entries
 are flagged ``subsampled``.
 """
 

@@ -8,7 +8,7 @@ maximum of non-negative scalars (for DP-AMBSSGD, the residuals ``|<x, w> - y|``)
 Notation: ``ceiling`` = B, ``n_levels`` = K, ``n_queries`` = n_q = K + 1 (the loop's iterations),
 ``noise_multiplier`` = alpha, ``threshold`` = theta, ``size`` = s (the number of values).
 
-Fixes of the paper that this module makes (spec ``varshney2022-dp-ambssgd.md``, section 6):
+Fixes of the paper that this module makes (numbered as in docs/varshney2022.md):
 
 * D2: each count gets variance ``n_q alpha^2`` (the paper writes ``K alpha^2`` for ``K + 1``
   queries), so one search costs exactly ``1/(2 alpha^2)``-zCDP.
@@ -91,7 +91,7 @@ def private_count(
 
 
 def literal_threshold(size: int) -> float:
-    """The paper-literal threshold ``theta = s`` of Alg. 3 (overshoots; spec D3)."""
+    """The paper-literal threshold ``theta = s`` of Alg. 3 (overshoots; fix D3)."""
     return float(check_int(size, "size", low=1))
 
 
@@ -103,13 +103,13 @@ def margin_threshold(
     searches: int = 1,
     failure_prob: float = 0.01,
 ) -> float:
-    """The margin threshold ``theta = s - z sqrt(n_q) alpha`` of spec fix D3.
+    """The margin threshold ``theta = s - z sqrt(n_q) alpha`` of fix D3 (docs/varshney2022.md).
 
     ``z = Phi^-1(1 - failure_prob / (2 n_q searches))`` is a two-sided union bound over all
     ``n_q * searches`` counts, so with probability at least ``1 - failure_prob`` no count's
     noise exceeds the margin ``Gamma' = z sqrt(n_q) alpha``. On that event a search that stops
     has counted at least ``s - 2 Gamma'`` values below its level, and returns at most
-    ``max(Delta, 2 max_j r_j)`` when ``max_j r_j <= B`` (spec 2.3). The threshold is a function
+    ``max(Delta, 2 max_j r_j)`` when ``max_j r_j <= B``. The threshold is a function
     of public inputs only. It can be negative when ``s`` is below the margin; the algorithm
     using it then warns (the search still is private, but returns the floor level).
     """
@@ -148,7 +148,7 @@ class SearchResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DoublingSearch:
-    """DP-STAT (Alg. 3 with the spec's fixes): a private doubling search, as public config.
+    """DP-STAT (Alg. 3 with fixes D2-D5): a private doubling search, as public config.
 
     Parameters
     ----------

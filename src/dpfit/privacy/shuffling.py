@@ -11,9 +11,9 @@ with, for eps0 <= ln(n / (16 ln(2/delta_hat))),
 
 This is an (epsilon, delta) statement, not zCDP: dpfit's ledger keeps the (always valid)
 zCDP cost of the releases, and the amplified guarantee is reported beside it, only where the
-preconditions hold (spec ``varshney2022-dp-ambssgd.md`` 2.1 and D19). A Gaussian local
-randomizer with noise std ``alpha`` times its sensitivity is (1/alpha)-GDP, so eps0 at delta0
-comes from the exact Gaussian curve (valid for every eps0, unlike the classic formula).
+preconditions hold (docs/varshney2022.md). A Gaussian local randomizer with noise std
+``alpha`` times its sensitivity is (1/alpha)-GDP, so eps0 at delta0 comes from the exact
+Gaussian curve (valid for every eps0, unlike the classic formula).
 """
 
 from __future__ import annotations
