@@ -7,7 +7,7 @@ from dpfit import BudgetExceededError
 from dpfit.algorithms.ftrl import dp_ftrl, linear_cooldown
 from dpfit.losses import FunctionLoss, SquaredLoss
 from dpfit.mechanisms import recording, replaying
-from dpfit.noise import nu_dpftrl
+from dpfit.noise import nu_dpftrl, optimal_blt, release_sensitivity
 from dpfit.privacy import Budget, PrivacyLedger
 
 RNG = np.random.default_rng(0)
@@ -23,9 +23,14 @@ def test_one_release_calibrated_exactly_to_epsilon():
     (entry,) = traj.ledger.entries
     assert entry.label == "ftrl/gradients"
     assert traj.ledger.gaussian_epsilon(1e-5) == pytest.approx(2.0, rel=1e-9)
-    mech = nu_dpftrl(traj.config["nu"], steps=40)
-    sens = 2 * 1.0 * mech.sensitivity(participations=4, separation=10)
-    assert entry.sensitivity == pytest.approx(sens, rel=1e-12)
+    # the default streams the optimal BLT for (T, k, b) = (40, 4, 10) at the same rho
+    mech = optimal_blt(40, participations=4, separation=10)
+    assert traj.config["mechanism"] == mech.name and traj.config["noise_mode"] == "blt"
+    assert traj.config["requested_mechanism"].startswith("nu-dpftrl")
+    assert traj.config["error_ratio"] <= 1.02
+    pattern = dict(participations=4, separation=10)
+    sens = release_sensitivity(mech, clip=1.0, batch_size=12, **pattern)
+    assert entry.sensitivity == sens
     assert traj.config["pattern"] == "fixed-epoch"
     assert traj.releases["noisy_gradients"].shape == (40, 3)
     assert 0 <= traj.diagnostics["fraction_clipped"] <= 1
@@ -37,6 +42,16 @@ def test_dpsgd_sensitivity_is_sqrt_k_and_rho_budget_is_spent_exactly():
     assert entry.sensitivity == pytest.approx(2 * np.sqrt(4))
     assert traj.ledger.rho == pytest.approx(0.3, rel=1e-12)
     assert traj.ledger.budget.remaining == pytest.approx(0.0, abs=1e-12)
+
+
+def test_exact_mode_keeps_nu_dpftrl_and_its_declared_sensitivity():
+    traj = dp_ftrl(X, Y, epsilon=2.0, delta=1e-5, noise_mode="regenerate", rng=0, **KW)
+    (entry,) = traj.ledger.entries
+    mech = nu_dpftrl(traj.config["nu"], steps=40)
+    assert traj.config["mechanism"] == mech.name and traj.config["error_ratio"] == 1.0
+    pattern = dict(participations=4, separation=10)
+    assert entry.sensitivity == release_sensitivity(mech, clip=1.0, batch_size=12, **pattern)
+    assert traj.ledger.gaussian_epsilon(1e-5) == pytest.approx(2.0, rel=1e-9)
 
 
 def test_noise_modes_give_the_same_trajectory():
@@ -57,7 +72,7 @@ def test_record_replay_on_a_worst_case_neighbour():
         t2 = dp_ftrl(X2, Y2, rho=0.5, rng=5, **KW)
     (r1,), (r2,) = rec.releases, rep.releases
     assert r1.entry == r2.entry
-    C = nu_dpftrl(t1.config["nu"], steps=40).encoder_matrix()
+    C = optimal_blt(40, participations=4, separation=10).encoder_matrix()
     diff = np.linalg.norm(C @ (r1.value - r2.value))
     assert 0 < diff <= r1.entry.sensitivity * (1 + 1e-12)
     assert np.array_equal(t1.iterates, t2.iterates)  # post-processing of the same release

@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 
 from dpfit.noise import calibrate, dpsgd, nu_dpftrl, release_sensitivity, select_nu
-from dpfit.privacy import cks_epsilon, gaussian_epsilon
+from dpfit.privacy import cks_epsilon, float_sum_excess, gaussian_epsilon
 
 
 def test_gdp_calibration_golden_value():
-    cal = calibrate(dpsgd(5), clip=1.0, epsilon=8.0, delta=1e-5, relation="add-remove")
+    cal = calibrate(
+        dpsgd(5), clip=1.0, batch_size=1, epsilon=8.0, delta=1e-5, relation="add-remove"
+    )
     assert cal.mu == pytest.approx(1.66603, abs=5e-6)  # spec §2.4 / unit test 5
     assert cal.rho == pytest.approx(cal.mu**2 / 2)
     assert gaussian_epsilon(cal.sensitivity / cal.noise_std, 1e-5) == pytest.approx(8.0, rel=1e-9)
@@ -21,13 +23,15 @@ def test_gdp_calibration_golden_value():
 def test_rho_calibration_and_relation_factor():
     mech = nu_dpftrl(0.01, steps=600)
     sens = math.sqrt(mech.sensitivity_squared(20, 30))
-    cal = calibrate(mech, clip=0.5, rho=0.5, participations=20, separation=30)
-    assert cal.sensitivity == pytest.approx(2 * 0.5 * sens, rel=1e-15)  # replace-one: 2 clip
+    cal = calibrate(mech, clip=0.5, batch_size=100, rho=0.5, participations=20, separation=30)
+    # replace-one: 2 clip, plus the float64 allowance of a sum of 100 clipped vectors
+    per_step = 2 * 0.5 + float_sum_excess(0.5, 100)
+    assert cal.sensitivity == pytest.approx(per_step * sens, rel=1e-15)
     assert cal.noise_std == pytest.approx(cal.sensitivity / math.sqrt(2 * 0.5), rel=1e-15)
     aar = release_sensitivity(
-        mech, clip=0.5, relation="add-remove", participations=20, separation=30
+        mech, clip=0.5, batch_size=100, relation="add-remove", participations=20, separation=30
     )
-    assert aar == pytest.approx(cal.sensitivity / 2)
+    assert aar == pytest.approx((0.5 + float_sum_excess(0.5, 100)) * sens, rel=1e-15)
 
 
 # Spec §2.6 table (grid minimisers over {0} U logspace(-4, 0, 41)) and J ratios.
@@ -67,11 +71,11 @@ def test_prefix_error_matches_dense():
     ],
 )
 def test_bad_calibration_inputs(kwargs, exc):
-    kwargs = {"clip": 1.0, **kwargs}
+    kwargs = {"clip": 1.0, "batch_size": 1, **kwargs}
     with pytest.raises(exc):
         calibrate(dpsgd(3), **kwargs)
 
 
 def test_calibrate_rejects_non_mechanisms():
     with pytest.raises(TypeError, match="mechanism"):
-        calibrate(np.eye(3), clip=1.0, rho=1.0)
+        calibrate(np.eye(3), clip=1.0, batch_size=1, rho=1.0)

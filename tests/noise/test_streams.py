@@ -8,14 +8,17 @@ import pytest
 from dpfit import BudgetExceededError
 from dpfit.mechanisms import make_noise_source, recording, replaying
 from dpfit.noise import (
+    anti_pgd,
     banded,
     correlated_noise,
+    dpsgd,
     fichtenberger,
     nu_dpftrl,
+    release_sensitivity,
     restarted,
     tree_aggregation,
 )
-from dpfit.privacy import Budget, PrivacyLedger
+from dpfit.privacy import Budget, PrivacyLedger, float_sum_excess
 
 MECHANISMS = [
     nu_dpftrl(0.02, steps=150),
@@ -32,6 +35,7 @@ def _noise(mech, mode, *, dim=40, seed=11, ledger=None):
         mech,
         dim=dim,
         clip=1.0,
+        batch_size=1,
         noise_std=0.7,
         ledger=ledger,
         rng=make_noise_source(seed),
@@ -70,18 +74,24 @@ def test_wide_vectors_use_small_blocks_identically():
 def test_stream_charges_once_with_the_participation_sensitivity():
     ledger = PrivacyLedger()
     mech = nu_dpftrl(0.01, steps=600)
+    pattern = dict(participations=20, separation=30)
     stream = correlated_noise(
         mech,
         dim=3,
         clip=0.5,
+        batch_size=50,
         noise_std=2.0,
         ledger=ledger,
         rng=make_noise_source(0),
-        participations=20,
-        separation=30,
+        mode="buffered",
+        **pattern,
     )
     (entry,) = ledger.entries
-    assert entry.sensitivity == pytest.approx(2 * 0.5 * np.sqrt(81.25622940320184), rel=1e-12)
+    assert entry.sensitivity == release_sensitivity(mech, clip=0.5, batch_size=50, **pattern)
+    # (2 clip + the float64 rounding allowance of a sum of 50 vectors) x sens(C), with
+    # sens(C)^2 = 81.2562 at nu = 0.01 (docs/choquettechoo2024.md, sensitivity table)
+    exact = (2 * 0.5 + float_sum_excess(0.5, 50)) * np.sqrt(81.25622940320184)
+    assert entry.sensitivity == pytest.approx(exact, rel=1e-14)
     assert entry.noise_std == 2.0 and stream.entry is entry
     for _ in range(600):
         stream.privatize(np.ones(3))
@@ -99,8 +109,16 @@ def test_budget_too_small_fails_before_any_draw():
 
 def test_memory_cap_selects_regeneration_or_refuses_buffering():
     mech = nu_dpftrl(0.1, steps=50)
-    kw = dict(dim=1000, clip=1.0, noise_std=1.0, rng=make_noise_source(0), max_buffer_bytes=10_000)
-    assert correlated_noise(mech, ledger=PrivacyLedger(), **kw).mode == "regenerate"
+    kw = dict(
+        dim=1000,
+        clip=1.0,
+        batch_size=1,
+        noise_std=1.0,
+        rng=make_noise_source(0),
+        max_buffer_bytes=10_000,
+    )
+    assert correlated_noise(dpsgd(50), ledger=PrivacyLedger(), **kw).mode == "buffered"
+    assert correlated_noise(anti_pgd(50), ledger=PrivacyLedger(), **kw).mode == "regenerate"
     ledger = PrivacyLedger()
     with pytest.raises(ValueError, match="MiB"):
         correlated_noise(mech, ledger=ledger, mode="buffered", **kw)
@@ -117,6 +135,7 @@ def _peak_bytes(steps, mode, dim=16384):
         mech,
         dim=dim,
         clip=1.0,
+        batch_size=1,
         noise_std=1.0,
         ledger=PrivacyLedger(),
         rng=make_noise_source(1),
@@ -139,22 +158,27 @@ def test_regenerated_stream_memory_does_not_grow_with_steps():
     assert _peak_bytes(80, "buffered") > 3 * _peak_bytes(20, "buffered")
 
 
-def test_replay_checks_the_matrix_level_sensitivity():
+@pytest.mark.parametrize("mode", ["auto", "regenerate"])
+def test_replay_checks_the_matrix_level_sensitivity(mode):
     """||C (G - G')||_F <= declared sensitivity on a worst-case neighbour (reliability 3.3)."""
     mech = nu_dpftrl(0.05, steps=40)
     k, b, d, clip = 4, 10, 3, 1.0
+    streams = []
 
     def run(G, seed):
         stream = correlated_noise(
             mech,
             dim=d,
             clip=clip,
+            batch_size=1,
             noise_std=1.0,
             ledger=PrivacyLedger(),
             rng=make_noise_source(seed),
             participations=k,
             separation=b,
+            mode=mode,
         )
+        streams.append(stream)
         return np.array([stream.privatize(g) for g in G])
 
     G = np.zeros((40, d))
@@ -167,6 +191,8 @@ def test_replay_checks_the_matrix_level_sensitivity():
         out2 = run(G_prime, 1)
     assert np.array_equal(out, out2)
     (orig,), (new,) = rec.releases, rep.releases
-    diff = np.linalg.norm(mech.encoder_matrix() @ (orig.value - new.value))
+    used = streams[0].mechanism  # the optimal BLT under "auto", nu-DP-FTRL otherwise
+    assert (used is mech) == (mode == "regenerate")
+    diff = np.linalg.norm(used.encoder_matrix() @ (orig.value - new.value))
     assert diff <= orig.entry.sensitivity * (1 + 1e-12)
     assert diff == pytest.approx(orig.entry.sensitivity, rel=1e-12)  # worst case is attained

@@ -101,11 +101,12 @@ def test_scale_invariance_of_the_calibrated_noise():
     scaled = toeplitz(3 * base.beta)
     outs = []
     for mech in (base, scaled):
-        cal = calibrate(mech, clip=1.0, rho=0.5, participations=3, separation=20)
+        cal = calibrate(mech, clip=1.0, batch_size=1, rho=0.5, participations=3, separation=20)
         stream = correlated_noise(
             mech,
             dim=4,
             clip=1.0,
+            batch_size=1,
             noise_std=cal.noise_std,
             ledger=PrivacyLedger(),
             rng=make_noise_source(5),

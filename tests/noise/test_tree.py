@@ -53,6 +53,7 @@ def test_tree_release_charges_bitlen_over_two_z_squared(z, T, rho):
         tree_aggregation(T),
         dim=1,
         clip=1.0,
+        batch_size=1,
         noise_std=float(z),
         ledger=ledger,
         rng=make_noise_source(0),

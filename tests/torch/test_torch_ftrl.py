@@ -51,7 +51,7 @@ def test_optimizer_adds_exactly_the_streams_noise():
     model = _model()
     p0 = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).double().numpy()
     dim = flat_dim(model)
-    kw = dict(dim=dim, clip=1.0, noise_std=0.5, participations=1)
+    kw = dict(dim=dim, clip=1.0, batch_size=2, noise_std=0.5, participations=1)
     ledger = PrivacyLedger()
     stream = correlated_noise(
         nu_dpftrl(0.1, steps=3), ledger=ledger, rng=make_noise_source(4), **kw
@@ -81,6 +81,7 @@ def test_dimension_mismatch_is_refused():
         nu_dpftrl(0.1, steps=2),
         dim=3,
         clip=1.0,
+        batch_size=2,
         noise_std=1.0,
         ledger=PrivacyLedger(),
         rng=make_noise_source(0),
@@ -106,12 +107,13 @@ def test_documented_example_trains_a_private_model_on_digits():
     steps = epochs * per_epoch
     pattern = dict(participations=epochs, separation=per_epoch)  # shuffle once, then cycle
     mech = nu_dpftrl(select_nu(steps, **pattern).nu, steps=steps)
-    cal = calibrate(mech, clip=clip, epsilon=8.0, delta=1e-5, **pattern)
+    cal = calibrate(mech, clip=clip, batch_size=batch, epsilon=8.0, delta=1e-5, **pattern)
     ledger = PrivacyLedger()
     stream = correlated_noise(
         mech,
         dim=flat_dim(model),
         clip=clip,
+        batch_size=batch,
         noise_std=cal.noise_std,
         ledger=ledger,
         rng=make_noise_source(0),

@@ -49,6 +49,7 @@ from ..noise import (
     select_nu,
     tree_aggregation,
 )
+from ..noise.streams import MODES
 from ..privacy import PrivacyLedger, Relation, parse_relation
 from ._ledger import prepare_ledger
 from .trajectory import Trajectory
@@ -191,8 +192,11 @@ def dp_ftrl(
     participations, separation : int, optional
         A declared participation pattern (k, b); it must hold for the schedule
         (``ValueError`` otherwise). Defaults: what the schedule guarantees.
-    noise_mode : {"auto", "regenerate", "buffered", "fft"}, default="auto"
-        How the noise stream draws rows (same noise in every mode).
+    noise_mode : {"auto", "blt", "regenerate", "buffered", "fft"}, default="auto"
+        How the noise is streamed (:func:`dpfit.noise.correlated_noise`). The exact modes add
+        the requested mechanism's noise (cost growing with t for nu-DP-FTRL); ``"auto"``
+        never does: it streams nu-DP-FTRL's replacement, the optimal BLT for (T, k, b), at the
+        same rho when its error is within 2 % (``config["noise_choice"]`` says what it did).
     relation : {"replace-one"}, default="replace-one"
         Only replace-one: under add/remove an added record would shift the fixed schedule.
     ledger : PrivacyLedger, optional
@@ -249,7 +253,7 @@ def dp_ftrl(
     batch_size = check_int(batch_size, "batch_size", low=1, high=n)
     order = check_option(order, "order", ORDERS)
     momentum = check_real(momentum, "momentum", low=0.0, high=1.0, low_open=False)
-    noise_mode = check_option(noise_mode, "noise_mode", ("auto", "regenerate", "buffered", "fft"))
+    noise_mode = check_option(noise_mode, "noise_mode", MODES)
     per_epoch = n // batch_size
     steps = epochs * per_epoch
     sizes = _step_sizes(step_size, steps)
@@ -262,6 +266,7 @@ def dp_ftrl(
     cal = calibrate(
         mech,
         clip=clip,
+        batch_size=batch_size,
         rho=rho,
         epsilon=epsilon,
         delta=delta,
@@ -278,6 +283,7 @@ def dp_ftrl(
         mech,
         dim=p,
         clip=clip,
+        batch_size=batch_size,
         noise_std=cal.noise_std,
         ledger=ledger,
         rng=source,
@@ -309,7 +315,8 @@ def dp_ftrl(
         "batch_size": batch_size,
         "steps": steps,
         "steps_per_epoch": per_epoch,
-        "mechanism": mech.name,
+        "mechanism": stream.mechanism.name,
+        "requested_mechanism": mech.name,
         "nu": nu,
         "momentum": momentum,
         "order": order,
@@ -317,8 +324,10 @@ def dp_ftrl(
         "separation": b,
         "pattern": pattern,
         "noise_mode": stream.mode,
-        "noise_std": cal.noise_std,
-        "sensitivity": cal.sensitivity,
+        "noise_choice": str(stream.choice),
+        "error_ratio": stream.choice.error_ratio,
+        "noise_std": stream.noise_std,
+        "sensitivity": stream.entry.sensitivity,
         "rho": cal.rho,
         "mu": cal.mu,
         "epsilon": cal.epsilon,

@@ -72,6 +72,7 @@ def _run(config: Mapping[str, Any], runs: int, source: NoiseSource, data_rng) ->
     planned = calibrate(
         mech,
         clip=clip,
+        batch_size=batch,
         rho=config["rho"],
         participations=k,
         separation=b,

@@ -39,11 +39,12 @@ DELTA = 1e-5
 
 def _noise_matrix(mechanism, dim: int, seed: int) -> np.ndarray:
     """The (T, dim) correlated noise of ``mechanism`` at rho = 1/2 (G = 1, zero-out)."""
-    cal = calibrate(mechanism, clip=1.0, rho=RHO, relation="add-remove")
+    cal = calibrate(mechanism, clip=1.0, batch_size=1, rho=RHO, relation="add-remove")
     stream = correlated_noise(
         mechanism,
         dim=dim,
         clip=1.0,
+        batch_size=1,
         noise_std=cal.noise_std,
         ledger=PrivacyLedger(relation="add-remove"),
         rng=make_noise_source(seed),

@@ -1,18 +1,20 @@
 """Correlated noise for private training (Choquette-Choo et al. 2024): DP-FTRL and nu-DP-FTRL.
 
-Mechanisms (public factorisations of the noise), their participation-aware sensitivity, the
-calibration of the one Gaussian release they make, and streams that add the noise step by
-step with O(d) memory. See ``docs/choquettechoo2024.md``.
+Mechanisms (public factorisations of the noise, including buffered-linear-Toeplitz ones that
+stream in O(buffers x d)), their participation-aware sensitivity, the calibration of the one
+Gaussian release they make, and streams that add the noise step by step. See
+``docs/choquettechoo2024.md``.
 """
 
 from .base import CorrelatedMechanism
+from .blt import BLTMechanism, blt, optimal_blt
 from .calibration import Calibration, NuSelection, calibrate, release_sensitivity, select_nu
 from .sensitivity import (
     brute_force_sensitivity_squared,
     minsep_sensitivity_squared_bound,
     monotone_toeplitz_sensitivity_squared,
 )
-from .streams import NoiseStream, correlated_noise
+from .streams import NoiseStream, StreamChoice, correlated_noise
 from .toeplitz import (
     ToeplitzMechanism,
     anti_pgd,
@@ -28,15 +30,18 @@ from .toeplitz import (
 from .tree import RestartedMechanism, TreeMechanism, restarted, tree_aggregation
 
 __all__ = [
+    "BLTMechanism",
     "Calibration",
     "CorrelatedMechanism",
     "NoiseStream",
     "NuSelection",
     "RestartedMechanism",
+    "StreamChoice",
     "ToeplitzMechanism",
     "TreeMechanism",
     "anti_pgd",
     "banded",
+    "blt",
     "brute_force_sensitivity_squared",
     "calibrate",
     "correlated_noise",
@@ -47,6 +52,7 @@ __all__ = [
     "monotone_toeplitz_sensitivity_squared",
     "nu_dpftrl",
     "nu_dpftrl_coefficients",
+    "optimal_blt",
     "optimal_mean_estimation",
     "release_sensitivity",
     "restarted",

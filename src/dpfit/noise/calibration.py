@@ -1,17 +1,22 @@
 """Noise calibration for a correlated-noise release, and the prefix-error choice of nu.
 
-The whole run is ONE Gaussian mechanism ``C G + Z`` (spec §2.4) with L2 sensitivity
+The whole run is ONE Gaussian mechanism ``C G + Z`` (Choquette-Choo et al. 2024, §2.4) with
+L2 sensitivity
 
-    Delta = s x clip x sens(C),   s = 2 (replace-one) or 1 (add/remove),
+    Delta = Delta_sum x sens(C),   Delta_sum = s x clip + float-rounding allowance,
 
-where sens(C) is the mechanism's participation-aware sensitivity
-(:meth:`~dpfit.noise.base.CorrelatedMechanism.sensitivity`). With noise std sigma it is
-rho = Delta^2 / (2 sigma^2)-zCDP (Thm. 1.1) and exactly mu = Delta / sigma Gaussian-DP, so a
-target (epsilon, delta) is met tightly by mu = :func:`dpfit.privacy.gaussian_mu` (spec A2; at
-epsilon = 8, delta = 1e-5, mu = 1.66603, whereas the zCDP route would certify only 8.60).
+where s = 2 (replace-one) or 1 (add/remove), the allowance is that of a float64 sum of
+``batch_size`` clipped vectors (:func:`dpfit.privacy.sum_sensitivity` with ``n``; Casacuberta
+et al. 2022), and sens(C) is the mechanism's participation-aware sensitivity
+(:meth:`~dpfit.noise.base.CorrelatedMechanism.sensitivity`): a record moves the computed sum
+of each step it joins by at most Delta_sum and leaves the other steps' sums bit for bit equal.
+With noise std sigma the release is rho = Delta^2 / (2 sigma^2)-zCDP (Thm. 1.1) and exactly
+mu = Delta / sigma Gaussian-DP, so a target (epsilon, delta) is met tightly by
+mu = :func:`dpfit.privacy.gaussian_mu` (at epsilon = 8, delta = 1e-5, mu = 1.66603, whereas
+the zCDP route would certify only 8.60; ``docs/choquettechoo2024.md``).
 
 :func:`select_nu` picks nu minimising J(nu) = sens_{k,b}(C_nu)^2 x ||A B_nu||_F^2 (eq. 3 paired
-with the sensitivity; spec §2.6, A4), a data-free choice.
+with the sensitivity, as in Appendix G.2), a data-free choice.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_positive, check_rho
 from ..mechanisms import noise_std_for_rho
-from ..privacy import Relation, gaussian_mu, parse_relation
+from ..privacy import Relation, gaussian_mu, sum_sensitivity
 from .base import CorrelatedMechanism, check_mechanism
 from .toeplitz import nu_dpftrl
 
@@ -34,16 +39,21 @@ def release_sensitivity(
     mechanism: CorrelatedMechanism,
     *,
     clip: float,
+    batch_size: int,
     relation: Relation | str = "replace-one",
     participations: int = 1,
     separation: int | None = None,
     order: str = "fixed-epoch",
 ) -> float:
-    """L2 sensitivity of the whole release C G: relation factor x clip x sens(C)."""
+    """L2 sensitivity of the whole release C G: sum_sensitivity(clip, n=batch_size) x sens(C).
+
+    ``batch_size`` is the (largest) public number of clipped vectors summed per step; it
+    sets the float64 rounding allowance of each step's sum.
+    """
     mechanism = check_mechanism(mechanism)
     clip = check_positive(clip, "clip")
-    factor = parse_relation(relation).sum_factor
-    return factor * clip * mechanism.sensitivity(participations, separation, order)
+    per_step = sum_sensitivity(clip, relation, n=batch_size)
+    return per_step * mechanism.sensitivity(participations, separation, order)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,6 +89,7 @@ def calibrate(
     mechanism: CorrelatedMechanism,
     *,
     clip: float,
+    batch_size: int,
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
@@ -89,12 +100,14 @@ def calibrate(
 ) -> Calibration:
     """Noise std making the whole run rho-zCDP, or exactly (epsilon, delta)-DP.
 
-    Give either ``rho`` or both ``epsilon`` and ``delta``.
+    Give either ``rho`` or both ``epsilon`` and ``delta``; ``batch_size`` and the other
+    keywords are those of :func:`release_sensitivity`.
 
     Examples
     --------
     >>> from dpfit.noise import dpsgd
-    >>> cal = calibrate(dpsgd(10), clip=1.0, epsilon=8.0, delta=1e-5, relation="add-remove")
+    >>> cal = calibrate(dpsgd(10), clip=1.0, batch_size=1, epsilon=8.0, delta=1e-5,
+    ...                 relation="add-remove")
     >>> round(cal.mu, 5), round(cal.noise_std, 5)
     (1.66603, 0.60023)
     """
@@ -103,6 +116,7 @@ def calibrate(
     sens = release_sensitivity(
         mechanism,
         clip=clip,
+        batch_size=batch_size,
         relation=relation,
         participations=participations,
         separation=separation,
@@ -141,7 +155,7 @@ class NuSelection:
     sensitivity_squared: np.ndarray
 
 
-#: Default grid of spec §2.6: {0} and 41 log-spaced values in [1e-4, 1].
+#: Default grid: {0} and 41 log-spaced values in [1e-4, 1] (docs/choquettechoo2024.md).
 DEFAULT_NU_GRID = np.concatenate(([0.0], np.logspace(-4, 0, 41)))
 
 
@@ -153,7 +167,7 @@ def select_nu(
     order: str = "fixed-epoch",
     grid: np.ndarray | None = None,
 ) -> NuSelection:
-    """nu minimising sens_{k,b}(C_nu)^2 x ||A B_nu||_F^2 over ``grid`` (spec §2.6, A4).
+    """nu minimising sens_{k,b}(C_nu)^2 x ||A B_nu||_F^2 over ``grid`` (eq. 3; Appendix G.2).
 
     Data-free: uses only T, k and b. With the default grid, CIFAR-10 geometry
     (T = 2000, k = 20, b = 100) gives 10^-2.4 and StackOverflow (2052, 6, 342) 10^-2.8.

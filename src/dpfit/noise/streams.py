@@ -5,44 +5,106 @@ participation pattern, charges it ONCE through :func:`dpfit.mechanisms.gaussian_
 anything is drawn), and returns a :class:`NoiseStream` whose :meth:`~NoiseStream.privatize`
 turns the step's clipped sum g_t into g_t + sigma (B z)_t.
 
-Modes give the same noise (spec §2.7, A12):
+Modes (``docs/choquettechoo2024.md``, "Streaming the noise"):
 
-=============  ====================  ===========================================  ==========
-mode           memory                per-step work                                agreement
-=============  ====================  ===========================================  ==========
-"regenerate"   O(d)                  re-draw rows (counter-based RNG keyed by      reference
-                                     row) for each of the ``bands`` products
-"buffered"     O(cache_rows x d)     products only (rows drawn once)              bit for bit
-"fft"          O(T x d)              all noise precomputed by FFT convolution     1e-12
-                                     (Toeplitz only; offline simulation)
-"auto"         --                    "buffered" when its buffer fits in            bit for bit
-                                     ``max_buffer_bytes``, else "regenerate"
-=============  ====================  ===========================================  ==========
+=============  ======================  ========================================  ============
+mode           memory                  work at step t                            noise
+=============  ======================  ========================================  ============
+"blt"          O(buffers x d)          one row + O(buffers x d) (BLT only)       exact
+"regenerate"   O(d)                    re-draws the ``bands`` rows it combines   exact
+"buffered"     O(cache_rows x d)       combines ``bands`` cached rows            exact, same
+                                                                                 bits as above
+"fft"          T x d + FFT workspace   all noise precomputed (Toeplitz only;     exact to
+                                       offline simulation)                       1e-12
+"auto"         the default: never grows with t (below)
+=============  ======================  ========================================  ============
 
-For a banded mechanism (:func:`dpfit.noise.banded`) ``cache_rows`` is ``bands``: a ring buffer
-of the last ``bands`` rows, O(bands x d) memory.
+``bands`` is min(t + 1, the mechanism's memory): t + 1 for nu-DP-FTRL, so its exact modes
+cost O(t) per step (O(T^2) per run). ``"auto"`` never does that. It streams
+
+1. a :class:`~dpfit.noise.BLTMechanism` by its recurrence ("blt");
+2. a mechanism whose step combines at most :data:`SHORT_MEMORY_ROWS` rows (DP-SGD, anti-PGD,
+   short banded mechanisms) or O(log T) rows (tree aggregation) exactly, buffered when the
+   buffer fits ``max_buffer_bytes`` and regenerated otherwise;
+3. any other Toeplitz mechanism (nu-DP-FTRL, Fichtenberger, long banded ones) by the optimal
+   BLT for the same (T, k, b) (:func:`~dpfit.noise.optimal_blt`) **at the same rho** (the
+   noise std is rescaled by the ratio of sensitivities), provided its objective
+   sens^2 x ||A B||_F^2 (Choquette-Choo et al. 2024, eq. 3) is within :data:`AUTO_RTOL` of the
+   requested mechanism's; otherwise (a mechanism tuned for another workload that the prefix-sum
+   BLT does not match) it streams the requested mechanism exactly and says so.
+
+:attr:`NoiseStream.choice` records what was picked, and why, with the error ratio.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import signal
+from scipy import fft, signal
 
 from .._validation import check_int, check_option, check_positive
 from ..mechanisms.rng import NoiseSource
 from ..mechanisms.stream import GaussianRows, gaussian_rows
 from ..privacy import GaussianEntry, PrivacyLedger
 from .base import CorrelatedMechanism, check_mechanism
+from .blt import BLTMechanism, BLTNoise, optimal_blt
 from .calibration import release_sensitivity
 from .toeplitz import ToeplitzMechanism
+from .tree import RestartedMechanism, TreeMechanism
 
-__all__ = ["MODES", "NoiseStream", "correlated_noise"]
+__all__ = ["MODES", "NoiseStream", "StreamChoice", "correlated_noise", "fft_workspace_bytes"]
 
-MODES = ("auto", "regenerate", "buffered", "fft")
+MODES = ("auto", "blt", "regenerate", "buffered", "fft")
 
 #: Default cap on buffered noise memory (256 MiB); above it "auto" regenerates.
 MAX_BUFFER_BYTES = 1 << 28
+#: "auto" streams a mechanism exactly when no step combines more rows than this.
+SHORT_MEMORY_ROWS = 16
+#: "auto" replaces a long-memory mechanism by a BLT only within this relative error.
+AUTO_RTOL = 0.02
+#: Complex and real float64 arrays scipy.fft keeps alive per FFT column (input copy, two
+#: spectra, their product and the inverse transform), in units of 8 bytes x padded length.
+_FFT_ARRAYS = 6
+#: Padded length x columns per FFT chunk (2^20 x 8 bytes x 6 = 48 MiB of workspace).
+_FFT_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamChoice:
+    """What a stream adds and why (public): see the module table.
+
+    Attributes
+    ----------
+    mode : str
+        ``"blt"``, ``"regenerate"``, ``"buffered"`` or ``"fft"``.
+    mechanism : str
+        Name of the mechanism whose noise is added.
+    requested : str
+        Name of the mechanism passed to :func:`correlated_noise`.
+    error_ratio : float
+        sens^2 x ||A B||_F^2 of ``mechanism`` over that of ``requested`` (1 when they are
+        the same): the ratio of expected squared prefix-sum errors at equal rho.
+    per_step : str
+        ``"constant"`` (work independent of t) or ``"grows with t"``.
+    reason : str
+        One sentence.
+    """
+
+    mode: str
+    mechanism: str
+    requested: str
+    error_ratio: float
+    per_step: str
+    reason: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.mode} stream of {self.mechanism} (requested {self.requested}; error ratio "
+            f"{self.error_ratio:.4f}; per-step work {self.per_step}): {self.reason}"
+        )
 
 
 class NoiseStream:
@@ -51,21 +113,33 @@ class NoiseStream:
     Build it with :func:`correlated_noise`.
     """
 
-    __slots__ = ("_mechanism", "_mode", "_offline", "_rows")
+    __slots__ = ("_choice", "_mechanism", "_mode", "_offline", "_rows", "_state")
 
-    def __init__(self, mechanism: CorrelatedMechanism, rows: GaussianRows, mode: str) -> None:
-        self._mechanism, self._rows, self._mode = mechanism, rows, mode
+    def __init__(
+        self,
+        mechanism: CorrelatedMechanism,
+        rows: GaussianRows,
+        mode: str,
+        choice: StreamChoice,
+    ) -> None:
+        self._mechanism, self._rows, self._mode, self._choice = mechanism, rows, mode, choice
         self._offline = _fft_noise(mechanism, rows) if mode == "fft" else None
+        self._state = BLTNoise(mechanism, rows.dim) if mode == "blt" else None
 
     @property
     def mechanism(self) -> CorrelatedMechanism:
-        """The public factorisation."""
+        """The public factorisation whose noise is added (see :attr:`choice`)."""
         return self._mechanism
 
     @property
     def mode(self) -> str:
-        """``"regenerate"``, ``"buffered"`` or ``"fft"`` (``"auto"`` resolved)."""
+        """``"blt"``, ``"regenerate"``, ``"buffered"`` or ``"fft"`` (``"auto"`` resolved)."""
         return self._mode
+
+    @property
+    def choice(self) -> StreamChoice:
+        """What was picked and why, with the error ratio to the requested mechanism."""
+        return self._choice
 
     @property
     def entry(self) -> GaussianEntry:
@@ -96,6 +170,9 @@ class NoiseStream:
         """sigma (B z)_step, the secret correlated noise of ``step`` (never expose it)."""
         if self._offline is not None:
             return self._offline[step].copy()
+        if self._state is not None:
+            noise = self._state.next(self._rows.block(step, step + 1)[0])
+            return noise * self._rows.noise_std
         return self._rows.noise_std * self._mechanism.step_noise(step, self._rows)
 
     def privatize(self, value: ArrayLike) -> np.ndarray:
@@ -104,7 +181,8 @@ class NoiseStream:
         Parameters
         ----------
         value : array-like of shape (d,)
-            The step's SUM of per-example (or per-user) clipped contributions.
+            The step's SUM of per-example (or per-user) clipped contributions, of at most
+            the declared ``batch_size`` vectors.
 
         Returns
         -------
@@ -117,17 +195,96 @@ class NoiseStream:
         return self._rows.release(value, self._noise(t))
 
 
+def fft_workspace_bytes(steps: int, dim: int) -> int:
+    """Peak bytes of ``mode="fft"``: the T x d noise plus the FFT workspace of one chunk."""
+    padded = fft.next_fast_len(2 * steps - 1, real=True)
+    width = min(dim, max(1, _FFT_CHUNK // padded))
+    return 8 * steps * dim + 8 * _FFT_ARRAYS * padded * width
+
+
 def _fft_noise(mechanism: CorrelatedMechanism, rows: GaussianRows) -> np.ndarray:
-    """sigma (beta * Z) for all steps at once, by FFT convolution in column chunks."""
+    """sigma (beta * Z) for all steps at once: in-place FFT convolution, column chunk by chunk."""
     T, d = rows.steps, rows.dim
     Z = rows.block(0, T)
     beta = np.asarray(mechanism.beta)
-    out = np.empty((T, d))
-    width = max(1, (1 << 22) // (2 * T))
+    width = min(d, max(1, _FFT_CHUNK // fft.next_fast_len(2 * T - 1, real=True)))
     for s in range(0, d, width):
-        out[:, s : s + width] = signal.fftconvolve(beta[:, None], Z[:, s : s + width], axes=0)[:T]
-    out *= rows.noise_std
-    return out
+        Z[:, s : s + width] = signal.fftconvolve(beta[:, None], Z[:, s : s + width], axes=0)[:T]
+    Z *= rows.noise_std
+    return Z
+
+
+def _objective(mechanism: CorrelatedMechanism, k: int, b: int | None, order: str) -> float:
+    return mechanism.sensitivity_squared(k, b, order) * mechanism.prefix_error()
+
+
+def _short_memory(mechanism: CorrelatedMechanism) -> bool:
+    """Whether every step combines a bounded number of rows, whatever t is."""
+    if isinstance(mechanism, RestartedMechanism):
+        return _short_memory(mechanism.base)
+    if isinstance(mechanism, ToeplitzMechanism):
+        return mechanism.bands <= SHORT_MEMORY_ROWS
+    return isinstance(mechanism, TreeMechanism)  # at most 2 log2(T) nodes per step
+
+
+def _exact_mode(mechanism: CorrelatedMechanism, need: int, max_buffer_bytes: int) -> str:
+    if isinstance(mechanism, BLTMechanism):
+        return "blt"
+    return "buffered" if need <= max_buffer_bytes else "regenerate"
+
+
+def _choose(
+    mechanism: CorrelatedMechanism,
+    k: int,
+    b: int | None,
+    order: str,
+    need: int,
+    max_buffer_bytes: int,
+) -> tuple[CorrelatedMechanism, StreamChoice]:
+    """The "auto" rule of the module docstring."""
+    name = mechanism.name
+    exact = _exact_mode(mechanism, need, max_buffer_bytes)
+    if isinstance(mechanism, BLTMechanism) or _short_memory(mechanism):
+        why = "a BLT recurrence" if exact == "blt" else "each step combines few rows"
+        return mechanism, StreamChoice(
+            mode=exact,
+            mechanism=name,
+            requested=name,
+            error_ratio=1.0,
+            per_step="constant",
+            reason=f"exact: {why}",
+        )
+    if isinstance(mechanism, ToeplitzMechanism):
+        candidate = optimal_blt(mechanism.steps, participations=k, separation=b, order=order)
+        ratio = _objective(candidate, k, b, order) / _objective(mechanism, k, b, order)
+        if ratio <= 1.0 + AUTO_RTOL:
+            return candidate, StreamChoice(
+                mode="blt",
+                mechanism=candidate.name,
+                requested=name,
+                error_ratio=ratio,
+                per_step="constant",
+                reason="the optimal BLT for this (T, k, b) at the same rho",
+            )
+        reason = f"no BLT within {AUTO_RTOL:.0%} of its error (best {ratio:.3f}); exact"
+    else:
+        reason = "exact: no streaming substitute for this mechanism"
+    return mechanism, StreamChoice(
+        mode=exact,
+        mechanism=name,
+        requested=name,
+        error_ratio=1.0,
+        per_step="grows with t",
+        reason=reason,
+    )
+
+
+def _equal_rho_noise_std(noise_std: float, old: float, new: float) -> float:
+    """sigma' = sigma new / old, rounded up until new^2 / (2 sigma'^2) <= old^2 / (2 sigma^2)."""
+    sigma = noise_std * (new / old)
+    while (new / sigma) > (old / noise_std):
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
 
 
 def correlated_noise(
@@ -135,6 +292,7 @@ def correlated_noise(
     *,
     dim: int,
     clip: float,
+    batch_size: int,
     noise_std: float,
     ledger: PrivacyLedger,
     rng: NoiseSource,
@@ -155,8 +313,13 @@ def correlated_noise(
         Gradient dimension d.
     clip : float
         Per-example (or per-user) L2 clip norm of each contribution to a step's sum.
+    batch_size : int
+        Largest public number of clipped contributions summed per step (sets the float64
+        rounding allowance of the sensitivity; see :func:`dpfit.noise.release_sensitivity`).
     noise_std : float
         Standard deviation sigma of the i.i.d. noise (see :func:`dpfit.noise.calibrate`).
+        When ``"auto"`` substitutes a BLT, the stream's :attr:`~NoiseStream.noise_std` is
+        rescaled so that the charge (rho) is unchanged.
     ledger : PrivacyLedger
         Charged once with the whole release; its relation sets the sensitivity factor.
     rng : NoiseSource
@@ -164,47 +327,74 @@ def correlated_noise(
     participations, separation, order
         The participation pattern every record is guaranteed to respect (see
         :mod:`dpfit.noise.sensitivity`); the caller must enforce it.
-    mode : {"auto", "regenerate", "buffered", "fft"}
-        How rows are obtained (table above); the released values do not depend on it
-        (up to 1e-12 for "fft").
+    mode : {"auto", "blt", "regenerate", "buffered", "fft"}, default="auto"
+        How the noise is produced (module table). The exact modes add the requested
+        mechanism's noise; ``"auto"`` may stream a BLT instead (see :attr:`NoiseStream.choice`).
     label : str
         Ledger label.
     max_buffer_bytes : int
-        Memory cap for "auto"; an explicit "buffered" or "fft" above it is a ``ValueError``.
+        Memory cap: "auto" regenerates rather than buffer above it, and an explicit
+        "buffered" or "fft" whose memory (for "fft" including the FFT workspace,
+        :func:`fft_workspace_bytes`) exceeds it is a ``ValueError``.
 
     Notes
     -----
-    Privacy: the declared sensitivity is ``release_sensitivity(mechanism, clip=clip,
-    relation=ledger.relation, ...)``, exact for the paper's mechanisms under the declared
-    pattern (spec §2.4); the charge is rho = Delta^2 / (2 sigma^2), mu = Delta / sigma. No
-    amplification by sampling is claimed (spec §6).
+    Privacy: the declared sensitivity is :func:`~dpfit.noise.release_sensitivity` of the
+    mechanism actually streamed, exact for the paper's mechanisms and for BLTs under the
+    declared pattern (Choquette-Choo et al. 2024, §2.4; arXiv 2405.13763, Thm. 2); the charge
+    is rho = Delta^2 / (2 sigma^2), mu = Delta / sigma. A substituted BLT is charged the same
+    rho as the requested mechanism (its sigma is Delta_BLT / Delta x the given one), so the
+    privacy guarantee is the one the caller calibrated. No amplification by sampling is
+    claimed (Choquette-Choo et al. 2024, §6).
     """
     mechanism = check_mechanism(mechanism)
     if not isinstance(ledger, PrivacyLedger):
         raise TypeError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
     dim = check_int(dim, "dim", low=1)
+    batch_size = check_int(batch_size, "batch_size", low=1)
     noise_std = check_positive(noise_std, "noise_std")
     mode = check_option(mode, "mode", MODES)
     max_buffer_bytes = check_int(max_buffer_bytes, "max_buffer_bytes", low=0)
     if mode == "fft" and not isinstance(mechanism, ToeplitzMechanism):
         raise ValueError("mode='fft' needs a Toeplitz mechanism")
-    cache = mechanism.steps if mode == "fft" else mechanism.cache_rows
-    need = 8 * cache * dim
-    if mode == "auto":
-        mode = "buffered" if need <= max_buffer_bytes else "regenerate"
-    elif mode in ("buffered", "fft") and need > max_buffer_bytes:
-        raise ValueError(
-            f"mode={mode!r} needs {need / 2**20:.0f} MiB of noise buffer, above "
-            f"max_buffer_bytes={max_buffer_bytes}; use mode='regenerate' (O(d) memory)"
-        )
-    sensitivity = release_sensitivity(
-        mechanism,
-        clip=clip,
-        relation=ledger.relation,
-        participations=participations,
-        separation=separation,
-        order=order,
+    if mode == "blt" and not isinstance(mechanism, BLTMechanism):
+        raise ValueError("mode='blt' needs a BLT mechanism (dpfit.noise.blt or optimal_blt)")
+    pattern = dict(participations=participations, separation=separation, order=order)
+    requested = release_sensitivity(
+        mechanism, clip=clip, batch_size=batch_size, relation=ledger.relation, **pattern
     )
+    if mode == "fft":
+        need = fft_workspace_bytes(mechanism.steps, dim)
+    else:
+        need = 8 * mechanism.cache_rows * dim
+    if mode == "auto":
+        mechanism, choice = _choose(
+            mechanism, participations, separation, order, need, max_buffer_bytes
+        )
+        mode = choice.mode
+    else:
+        if mode in ("buffered", "fft") and need > max_buffer_bytes:
+            raise ValueError(
+                f"mode={mode!r} needs {need / 2**20:.0f} MiB (noise buffer"
+                f"{' and FFT workspace' if mode == 'fft' else ''}), above "
+                f"max_buffer_bytes={max_buffer_bytes}; use mode='regenerate' (O(d) memory)"
+            )
+        choice = StreamChoice(
+            mode=mode,
+            mechanism=mechanism.name,
+            requested=mechanism.name,
+            error_ratio=1.0,
+            per_step="constant"
+            if mode in ("blt", "fft") or _short_memory(mechanism)
+            else "grows with t",
+            reason="exact: requested mode",
+        )
+    sensitivity = requested
+    if choice.mechanism != choice.requested:
+        sensitivity = release_sensitivity(
+            mechanism, clip=clip, batch_size=batch_size, relation=ledger.relation, **pattern
+        )
+        noise_std = _equal_rho_noise_std(noise_std, requested, sensitivity)
     rows = gaussian_rows(
         steps=mechanism.steps,
         rows=mechanism.noise_rows,
@@ -214,6 +404,6 @@ def correlated_noise(
         ledger=ledger,
         rng=rng,
         label=label,
-        cache_rows=cache if mode == "buffered" else 0,
+        cache_rows=mechanism.cache_rows if mode == "buffered" else 0,
     )
-    return NoiseStream(mechanism, rows, mode)
+    return NoiseStream(mechanism, rows, mode, choice)

@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, signal
 
 from .._validation import check_int, check_real
 from .base import DENSE_LIMIT, CorrelatedMechanism, RowSource
@@ -43,6 +43,7 @@ __all__ = [
     "ToeplitzMechanism",
     "anti_pgd",
     "banded",
+    "check_reciprocal",
     "dpsgd",
     "fichtenberger",
     "inverse_coefficients",
@@ -100,6 +101,31 @@ def inverse_coefficients(beta: np.ndarray, steps: int | None = None) -> np.ndarr
     return c
 
 
+#: Relative tolerance of the check beta * c = e_0 (scaled by ||beta||_1 max|c|): float64
+#: convolutions of the paper's coefficients are exact to ~1e-15 of that scale.
+RECIPROCAL_RTOL = 1e-9
+
+
+def check_reciprocal(beta: np.ndarray, inverse: np.ndarray) -> None:
+    """Raise ``ValueError`` unless B C = I, i.e. (beta * c)_t = 1[t = 0] for t < T.
+
+    The sensitivity is computed from c and the noise from beta, so a c that is not the
+    power-series reciprocal of beta would calibrate the noise for another mechanism (a
+    c ten times too large makes the noise ten times too small). Checked by FFT convolution,
+    O(T log T), to :data:`RECIPROCAL_RTOL` x ||beta||_1 max|c|.
+    """
+    T = beta.size
+    conv = signal.fftconvolve(beta, inverse)[:T] if T > 64 else np.convolve(beta, inverse)[:T]
+    conv[0] -= 1.0
+    scale = max(1.0, float(np.abs(beta).sum() * np.abs(inverse).max()))
+    err = float(np.abs(conv).max())
+    if not err <= RECIPROCAL_RTOL * scale:
+        raise ValueError(
+            f"inverse is not the reciprocal of beta: max |(beta * inverse)_t - 1[t = 0]| = "
+            f"{err:.3g} exceeds {RECIPROCAL_RTOL:g} x {scale:.3g}; omit inverse to compute it"
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class ToeplitzMechanism(CorrelatedMechanism):
     """A lower-triangular Toeplitz decoder B (first column ``beta``) over ``len(beta)`` steps.
@@ -126,6 +152,7 @@ class ToeplitzMechanism(CorrelatedMechanism):
         inverse = np.asarray(inverse, dtype=np.float64)
         if inverse.shape != beta.shape or not np.isfinite(inverse).all():
             raise ValueError("inverse must be finite with the shape of beta")
+        check_reciprocal(beta, inverse)
         object.__setattr__(self, "beta", _readonly(beta))
         object.__setattr__(self, "inverse", _readonly(inverse))
 
