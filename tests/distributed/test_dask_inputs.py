@@ -50,8 +50,12 @@ def test_bad_dask_inputs_fail_before_any_release(data, options, exc, match):
 
 
 def test_declared_n_divides_the_sums_when_row_counts_are_unknown_or_private(client):
-    # Unknown chunk sizes: nothing to compare without reading data; the declared n is used.
+    # Unknown chunk sizes: under replace-one n is public, so the rows are counted (one pass)
+    # and the declared n checked before anything is charged.
     Xu, yu = unknown_chunks()
+    with recording() as rec, pytest.raises(ValueError, match="does not match the 600 rows"):
+        dp_gd(Xu, yu, **FIT, n_public=N + 1)
+    assert rec.releases == []
     lazy = dp_gd(Xu, yu, **FIT, n_public=N)
     assert lazy.config["n"] == N
     np.testing.assert_allclose(lazy.iterates, dp_gd(X, Y, **FIT).iterates, rtol=1e-10)

@@ -8,9 +8,10 @@ See ``docs/dask.md``.
 """
 
 from .arrays import check_dask_rows, is_dask, map_rows, require_dask
-from .reduce import row_block_sum, zero_nonfinite_records
+from .reduce import WorkersLostError, row_block_sum, zero_nonfinite_records
 
 __all__ = [
+    "WorkersLostError",
     "check_dask_rows",
     "is_dask",
     "map_rows",

@@ -8,17 +8,23 @@ The public-n rule
 -----------------
 A full-batch algorithm divides each clipped sum by the number of records n, so n must be
 public (reliability R6, pitfall P2). For Dask inputs the caller **must declare it**
-(``n_public``); dpfit never counts the rows. The declared n is compared with the array's row
-count only when that count is known without computing (all row chunk sizes known, e.g. a
-Zarr or NumPy-backed array) and only under ``relation="replace-one"``, where n is public by
-definition of the neighbouring relation: a mismatch is then an error before anything is
-charged. Under add/remove the row count is private, so it is never compared. With unknown
-chunk sizes (a Dask DataFrame converted without lengths) the declared n is used as is.
+(``n_public``). What happens next depends on the neighbouring relation:
+
+* ``replace-one``: n is public by definition of the relation, so the declared n is checked
+  against the actual row count before anything is charged, and a mismatch is an error. The
+  count comes from metadata when Dask has it (all row chunk sizes known, e.g. Zarr or
+  NumPy-backed arrays; ``len()`` of a Dask DataFrame read straight from Parquet, whose
+  footers hold the row counts); otherwise (a formula's design, an array with unknown chunk
+  sizes) the rows are counted in one pass over the data, still before any charge.
+* ``add-remove``: the row count is the private quantity the relation protects, from
+  metadata or not (Parquet footers count the same records), so it is never read or
+  compared; the declared n normalises the sums as is.
 
 Why this is safe: whatever n is declared, one record moves the clipped *sum* by at most
 2 * clip (replace-one) or clip (add/remove), so the sum divided by the declared n has the
 declared sensitivity. A wrong n only rescales the gradient (like another step size); it
-never weakens the guarantee.
+never weakens the guarantee, but a tenfold error wrecks the estimate, hence the check where
+the relation allows it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import numpy as np
 
 from .._validation import check_int
 from ..privacy import Relation
+from ._compute import compute
 
 __all__ = ["check_dask_rows", "is_dask", "map_rows", "require_dask"]
 
@@ -54,6 +61,24 @@ def _known_rows(array: Any) -> int | None:
     if any(math.isnan(size) for size in sizes):
         return None
     return int(sum(sizes))
+
+
+def _counted_rows(source: Any, array: Any) -> int:
+    """The row count of a Dask input: ``len()`` of a frame (Dask reads Parquet footers when it
+    can), else the sum of its row-block lengths (one pass)."""
+    if hasattr(source, "to_dask_array"):
+        return int(compute(source.shape[0]))
+    lengths = array.map_blocks(
+        _block_rows,
+        chunks=((1,) * array.numblocks[0],),
+        drop_axis=list(range(1, array.ndim)),
+        dtype=np.int64,
+    )
+    return int(compute(lengths.sum()))
+
+
+def _block_rows(block: np.ndarray) -> np.ndarray:
+    return np.array([block.shape[0]], dtype=np.int64)
 
 
 def _check_one(name: str, array: Any, ndim: int) -> Any:
@@ -93,7 +118,8 @@ def check_dask_rows(
     n_public : int
         The declared, public number of records (required; see the module docstring).
     relation : Relation
-        Under replace-one, n_public is checked against row counts known without computing.
+        Under replace-one, n_public is checked against the row count of the first array
+        (from metadata, or counted in one pass); under add/remove never.
 
     Returns
     -------
@@ -107,7 +133,7 @@ def check_dask_rows(
     TypeError
         A non-Dask or non-numeric array, or ``n_public`` missing.
     ValueError
-        Wrong dimensions, mismatched row counts, or n_public contradicting a known row count
+        Wrong dimensions, mismatched row counts, or n_public contradicting the row count
         under replace-one.
     """
     checked = [(name, _check_one(name, a, ndim)) for name, (a, ndim) in arrays.items()]
@@ -133,11 +159,15 @@ def check_dask_rows(
                 "row blocks: build them from the same partitions (or compute their chunk sizes)"
             )
         aligned.append(array)
-    if relation is Relation.REPLACE_ONE and rows is not None and rows != n:
-        raise ValueError(
-            f"n_public={n} does not match the {rows} rows of {first_name}; under "
-            "relation='replace-one' the number of records is public and must be declared exactly"
-        )
+    if relation is Relation.REPLACE_ONE:
+        if rows is None:
+            rows = _counted_rows(next(iter(arrays.values()))[0], first)
+        if rows != n:
+            raise ValueError(
+                f"n_public={n} does not match the {rows} rows of {first_name}; under "
+                "relation='replace-one' the number of records is public and must be declared "
+                "exactly"
+            )
     return aligned, n
 
 

@@ -12,6 +12,9 @@ it: the values of lazy data cannot be checked before the run without reading the
 raising mid-run would make an error depend on the data (reliability P12). The map is fixed
 and per record, so neighbouring datasets stay neighbours (the rule of
 :mod:`dpfit.algorithms.onepass` for lazy arrays).
+
+A reduction on a ``distributed`` cluster that has lost every worker raises
+:class:`WorkersLostError` instead of waiting forever (:mod:`dpfit.distributed._compute`).
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from ._compute import WorkersLostError, compute
 from .arrays import require_dask
 
-__all__ = ["row_block_sum", "zero_nonfinite_records"]
+__all__ = ["WorkersLostError", "row_block_sum", "zero_nonfinite_records"]
 
 
 def _nonfinite_rows(a: np.ndarray) -> np.ndarray:
@@ -101,4 +105,4 @@ def row_block_sum(
         block_fn=block_fn,
         args=args,
     )
-    return np.asarray(parts.sum(axis=0).compute(), dtype=np.float64)
+    return np.asarray(compute(parts.sum(axis=0)), dtype=np.float64)

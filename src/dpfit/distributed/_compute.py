@@ -1,0 +1,70 @@
+"""Compute a Dask collection without hanging on a cluster that has lost every worker.
+
+A computation on a ``distributed`` cluster with no worker left waits forever (the scheduler
+keeps the tasks for workers that may join), and a private fit would hang part-way with the
+releases before it already charged. :func:`compute` therefore polls the cluster while it
+waits and raises :class:`WorkersLostError` once it has had no worker for
+``dpfit.lost-workers-timeout`` seconds (Dask configuration, default 60). A fit's budget keeps
+exactly the releases charged before the failure (:meth:`dpfit.DPLinearRegression.fit`
+spends release by release).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+__all__ = ["LOST_WORKERS_TIMEOUT", "WorkersLostError", "compute"]
+
+#: Dask configuration key: seconds without any worker before a computation gives up.
+LOST_WORKERS_TIMEOUT = "dpfit.lost-workers-timeout"
+_DEFAULT_PATIENCE = 60.0
+_POLL_SECONDS = 0.5
+
+
+class WorkersLostError(RuntimeError):
+    """A distributed computation had no worker left to run on (see the module docstring)."""
+
+
+def _distributed_client() -> Any:
+    """The ``distributed.Client`` that Dask would compute with now, or None."""
+    import dask
+
+    scheduler = dask.base.get_scheduler()
+    client = getattr(scheduler, "__self__", None)
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - depends on the optional extra
+        return None
+    return client if isinstance(client, Client) else None
+
+
+def compute(collection: Any) -> Any:
+    """``collection.compute()``, raising :class:`WorkersLostError` instead of waiting forever
+    when a distributed cluster stays without workers (module docstring)."""
+    import dask
+
+    client = _distributed_client()
+    if client is None:
+        return collection.compute()
+    patience = float(dask.config.get(LOST_WORKERS_TIMEOUT, _DEFAULT_PATIENCE))
+    future = client.compute(collection)
+    alone_since = None
+    while True:
+        try:
+            return future.result(timeout=_POLL_SECONDS)
+        except (FutureTimeout, TimeoutError):
+            pass
+        if client.nthreads():
+            alone_since = None
+            continue
+        alone_since = time.monotonic() if alone_since is None else alone_since
+        if time.monotonic() - alone_since >= patience:
+            future.cancel()
+            raise WorkersLostError(
+                f"the Dask cluster has had no worker for {patience:g} s during a private "
+                "reduction, so the fit stopped: releases charged before it stay spent and the "
+                "rest of a budget is available; restart workers and fit again (Dask config "
+                f"{LOST_WORKERS_TIMEOUT!r} sets the wait)"
+            )
