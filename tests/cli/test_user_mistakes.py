@@ -150,7 +150,7 @@ FRAME["y"] = FRAME["x"] - FRAME["z"] + RNG.normal(0, 1, N)
 FRAME["w"] = RNG.uniform(0, 1, N)
 X2 = FRAME[["x", "z"]].to_numpy()
 Y = FRAME["y"].to_numpy()
-GOOD = {"bounds": {"x": (0, 10), "z": (0, 1)}, "y_bounds": (-5, 15), "steps": 20, "interval": None}
+GOOD = {"bounds": {"x": (0, 10), "z": (0, 1)}, "y_bounds": (-5, 15), "steps": 40, "interval": None}
 
 
 def _ols(**kw):

@@ -10,7 +10,6 @@ to float: '...'"). Anything that is not a user error (a bug) is left to propagat
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -18,9 +17,6 @@ from collections.abc import Sequence
 __all__ = ["user_message"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
-_FACTOR = re.compile(r"Unable to evaluate factor `(?P<term>[^`]*)`")
-_MISSING = re.compile(r"`(?P<name>[^`]*)` is not present in the dataset")
-_UNDEFINED = re.compile(r"name '(?P<name>[^']*)' is not defined")
 _QUOTED_VALUE = re.compile(
     r"(could not convert string to float|invalid literal for \w+\(\)[^:]*):.*"
 )
@@ -45,36 +41,10 @@ def _origin(exc: BaseException) -> str:
     return str(tb.tb_frame.f_globals.get("__name__", ""))
 
 
-def _suggest(name: str, columns: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, [str(c) for c in columns], n=3, cutoff=0.6)
-    if close:
-        return f"did you mean {' or '.join(repr(c) for c in close)}?"
-    shown = ", ".join(repr(str(c)) for c in list(columns)[:12])
-    more = ", ..." if len(columns) > 12 else ""
-    return f"DATA's columns are {shown}{more}"
-
-
 def _formulaic(exc: Exception, columns: Sequence[str]) -> str:
-    from formulaic.errors import FactorEvaluationError, FormulaSyntaxError
+    from ..models._formula_errors import formula_message
 
-    text = _one_line(exc)
-    if isinstance(exc, FormulaSyntaxError):
-        first = _one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
-        return f"--formula: syntax error: {first.replace('insuffient', 'insufficient')}"
-    if isinstance(exc, FactorEvaluationError) and (match := _FACTOR.search(text)):
-        term = match.group("term")
-        name = _MISSING.search(text) or _UNDEFINED.search(text)
-        if name is not None:
-            missing = name.group("name")
-            return (
-                f"--formula: term {term!r}: {missing!r} is not a column of DATA nor a known "
-                f"function; {_suggest(missing, columns)}"
-            )
-        return (
-            f"--formula: term {term!r} cannot be evaluated on DATA (details withheld: they may "
-            "quote data values); check the column's type and the function's arguments"
-        )
-    return f"--formula: {type(exc).__name__} (details withheld); check the formula's syntax"
+    return "--formula: " + formula_message(exc, columns)
 
 
 def _cli_name(message: str, args: argparse.Namespace) -> str:

@@ -72,6 +72,13 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         metavar="LOW,HIGH",
         help="public bounds of the response, e.g. --y-bounds -5,5",
     )
+    p.add_argument(
+        "--bounds-check",
+        type=float,
+        default=0.02,
+        metavar="SHARE",
+        help="share of rho spent counting records outside the bounds (default 0.02; 0: off)",
+    )
     p.add_argument("--relation", default="replace-one", help="replace-one or add-remove")
     p.add_argument("--plot", type=Path, metavar="PNG", help="write a coefficient plot here")
     add_release_options(p)
@@ -136,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
             bounds=bounds,
             y_bounds=args.y_bounds,
             relation=args.relation,
+            bounds_check=args.bounds_check,
             random_state=args.seed,
             secure=args.secure,
         )

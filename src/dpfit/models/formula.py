@@ -30,7 +30,8 @@ from ..distributed import is_dask
 from ..privacy import Budget
 from ._dask import dask_model_matrix
 from ._design import NULL_RECORDS, Design, design_spec, materialise
-from .linear import DPLinearRegression
+from ._fit_checks import checked_linear_fit
+from ._formula_errors import formula_errors
 from .results import Result
 
 __all__ = [
@@ -156,7 +157,11 @@ def ols(
         Any other parameter of :class:`~dpfit.DPLinearRegression` (``clip``, ``steps``,
         ``interval``, ``random_state``, ...). ``bounds`` is a mapping from design-column name
         (as in the result, e.g. ``"I(exper ** 2)"``) to its public (low, high); indicator
-        columns of categorical terms default to (0, 1).
+        columns of categorical terms default to (0, 1). With bounds, ``bounds_check`` (default
+        0.02) is the share of ``rho`` spent on a private count of the records outside them,
+        reported in the summary and warned about when large (0 turns it off); warnings also
+        flag too few records per coefficient and too few steps
+        (:mod:`dpfit.models._fit_checks`).
 
     Returns
     -------
@@ -179,11 +184,13 @@ def ols(
     """
     if "fit_intercept" in params:
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
-    y, X, has_intercept, indicators = _design_matrices(formula, data)
+    with formula_errors(data):
+        y, X, has_intercept, indicators = _design_matrices(formula, data)
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
-    model = DPLinearRegression(rho=rho, fit_intercept=has_intercept, **params)
-    return model.fit(X, y, budget=budget).result_
+    return checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
+        X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators, **params
+    )
 
 
 # -- IV grammar -------------------------------------------------------------------------------

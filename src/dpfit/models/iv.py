@@ -43,6 +43,7 @@ from ..inference import VARIANTS, interval_estimates
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation
 from ._design import take_null_records
+from ._formula_errors import formula_errors
 from ._iv_release import Back, interval_text, notes, settings_from, shown
 from ._iv_scaling import release_moments
 from ._scaling import check_bounds
@@ -438,7 +439,8 @@ def iv(
     with warnings.catch_warnings():  # public parameters first; fit() warns about a large rho
         warnings.simplefilter("ignore", LargeBudgetWarning)
         DPIVRegression(rho=rho, **params)._config()
-    mats = iv_matrices(formula, data)
+    with formula_errors(data):
+        mats = iv_matrices(formula, data)
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], mats.indicators)
     exog = mats.exog.drop(columns=["Intercept"], errors="ignore")

@@ -1,0 +1,259 @@
+"""Fits that would run but silently mislead: warnings from public inputs and charged releases.
+
+:func:`checked_linear_fit` runs :class:`~dpfit.DPLinearRegression` for :func:`dpfit.ols` (and
+so for ``dpfit fit``) and adds three checks:
+
+* **too few records per coefficient** (public n and p): with n < 10 p the private fit's
+  noise, of order p / (n sqrt(rho)) per coefficient (Brown et al. 2024, Thm 3.1), swamps
+  the estimate; with p >= n least squares is not identified at all;
+* **too few steps to converge** (public steps, step size and m): on the public rescaling to
+  [-1, 1], every diagonal entry of X'X / n is at most 1, so the smallest eigenvalue is at
+  most 1 and gradient descent forgets its start no faster than in 1 / step_size steps; a
+  batch (or run, or the whole fit) much shorter than that reports the start, not the fit
+  (``docs/user-guide.md``, "Steps, step size and mixing");
+* **bounds that do not contain the data**: a private count, per bounded column, of the
+  records outside the public bounds (which the fit clips), released through
+  :func:`dpfit.mechanisms.gaussian` with a declared share ``bounds_check`` of rho (2% by
+  default), charged on the fit's ledger, and a warning when a noisy count is large.
+
+Every warning is built from public inputs or from the charged noisy counts only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_real, check_rho
+from ..exceptions import LargeBudgetWarning, SideConditionWarning
+from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
+from ..privacy import Budget, PrivacyLedger
+from .results import Result, snapshot_ledger
+
+__all__ = [
+    "CLIPPED_SHARE",
+    "DEFAULT_BOUNDS_CHECK",
+    "checked_linear_fit",
+    "release_outside_counts",
+    "warn_public_settings",
+]
+
+#: Share of rho spent on the private count of records outside the bounds (on by default).
+DEFAULT_BOUNDS_CHECK = 0.02
+#: Fewer records than this per coefficient draws a warning.
+RECORDS_PER_COEFFICIENT = 10
+#: A batch (run, or fit) shorter than this many times 1 / step_size draws a warning.
+MIXING_FACTOR = 10
+#: A noisy count above this share of n (plus three noise standard deviations) draws a warning.
+CLIPPED_SHARE = 0.05
+
+
+def warn_public_settings(
+    *,
+    n: int | None,
+    p: int,
+    method: str,
+    steps: int,
+    step_size: float | None,
+    m: int,
+    interval: str | None,
+    rescaled: bool,
+    default_steps: bool,
+) -> None:
+    """Warn about settings that cannot give a useful fit, from public quantities only.
+
+    ``p`` counts the coefficients (intercept included); ``n`` is the public record count
+    (None when it is not public); ``rescaled`` says whether public bounds map every
+    feature to [-1, 1]; ``default_steps`` whether ``steps`` is dpfit's default (a number of
+    steps the user chose is theirs to judge).
+    """
+    if n is not None and n < RECORDS_PER_COEFFICIENT * p:
+        why = (
+            "more coefficients than records: least squares is not identified"
+            if p >= n
+            else f"fewer than {RECORDS_PER_COEFFICIENT} records per coefficient: the privacy "
+            "noise will swamp the estimates"
+        )
+        warnings.warn(
+            f"p = {p} coefficients with n = {n} records: {why}; drop terms or pool categories",
+            SideConditionWarning,
+            stacklevel=3,
+        )
+    if method != "gd" or not rescaled or not default_steps:
+        return
+    eta = 1.0 / p if step_size is None else step_size  # the default after public rescaling
+    parts = 1 if interval is None else m
+    what = {None: "the fit", "independent-runs": "each run"}.get(interval, "each batch")
+    needed = math.ceil(MIXING_FACTOR / eta)
+    if steps // parts < needed:
+        warnings.warn(
+            f"steps = {steps} gives {what} {steps // parts} steps, but at step_size = {eta:.3g} "
+            f"gradient descent needs over 1 / step_size = {1 / eta:.0f} steps to forget its "
+            f"start even on perfectly conditioned data, so the default steps cannot converge: "
+            f"use steps >= {needed * parts}; see docs/user-guide.md, 'Steps, step size and "
+            "mixing'",
+            SideConditionWarning,
+            stacklevel=3,
+        )
+
+
+def _bounded_columns(X: Any, bounds: Any, indicators: tuple[str, ...]) -> list[tuple[Any, Any]]:
+    """(column of X, (low, high)) for every bounded column that can hold outside values."""
+    names = list(getattr(X, "columns", range(np.shape(X)[1])))
+    if isinstance(bounds, Mapping):
+        pairs = [(name, bounds[name]) for name in names if name in bounds]
+    else:
+        pairs = list(zip(names, np.asarray(bounds, dtype=np.float64), strict=False))
+    return [(name, pair) for name, pair in pairs if name not in indicators]
+
+
+def release_outside_counts(
+    X: Any,
+    y: Any,
+    *,
+    bounds: Any,
+    y_bounds: Any,
+    rho: float,
+    ledger: PrivacyLedger,
+    source: Any,
+    indicators: tuple[str, ...] = (),
+) -> tuple[dict[str, float], float]:
+    """Noisy counts of the records outside the public bounds, per bounded column.
+
+    Replacing (or adding or removing) one record moves each of the k counts by at most 1,
+    so the vector has L2 sensitivity sqrt(k) under either relation; it is released once
+    with noise std sqrt(k) / sqrt(2 rho), which costs exactly ``rho`` (Gaussian mechanism,
+    zCDP). Missing values (the zero records of undeclared levels) are never counted.
+    Returns the counts keyed by column name and the noise std.
+    """
+    columns = _bounded_columns(X, bounds, indicators)
+    queries = []
+    for name, (low, high) in columns:
+        values = X[name] if hasattr(X, "columns") else X[:, name]
+        queries.append(((values < low) | (values > high)).sum())
+    names = [str(name) for name, _ in columns]
+    if y_bounds is not None:
+        low, high = y_bounds
+        queries.append(((y < low) | (y > high)).sum())
+        names.append(str(getattr(y, "name", None) or "y"))
+    if any(hasattr(q, "compute") for q in queries):  # Dask: one distributed reduction
+        import dask
+
+        queries = list(dask.compute(*queries))
+    k = len(queries)
+    noise_std = noise_std_for_rho(math.sqrt(k), rho)
+    noisy = gaussian(
+        np.asarray(queries, dtype=np.float64),
+        sensitivity=math.sqrt(k),
+        noise_std=noise_std,
+        ledger=ledger,
+        rng=source,
+        label="bounds-check/outside-counts",
+    )
+    return dict(zip(names, (float(v) for v in noisy), strict=True)), noise_std
+
+
+def _refuse_response_bounds(bounds: Any, X: Any, y: Any) -> None:
+    response = getattr(y, "name", None)
+    if isinstance(bounds, Mapping) and response in bounds and response not in X.columns:
+        raise ValueError(
+            f"bounds has the response {response!r}: give its bounds as y_bounds=(low, high) "
+            "(dpfit's one convention: bounds for the design, y_bounds for the response)"
+        )
+
+
+def _combined(fit_ledger: PrivacyLedger, check_ledger: PrivacyLedger) -> PrivacyLedger:
+    combined = snapshot_ledger(fit_ledger)
+    for entry in check_ledger.entries:
+        combined.charge(entry)
+    return combined
+
+
+def checked_linear_fit(
+    X: Any,
+    y: Any,
+    *,
+    rho: float,
+    budget: Budget | None,
+    fit_intercept: bool,
+    bounds_check: float = DEFAULT_BOUNDS_CHECK,
+    indicators: tuple[str, ...] = (),
+    **params: Any,
+) -> Result:
+    """:class:`~dpfit.DPLinearRegression` on (X, y) with the checks of this module.
+
+    With public bounds and ``bounds_check > 0``, the fit gets ``(1 - bounds_check) * rho``
+    and the count of records outside the bounds the rest; the result's ledger holds both.
+    """
+    from .linear import DPLinearRegression
+
+    rho = check_rho(rho)
+    share = check_real(bounds_check, "bounds_check", low=0.0, high=1.0, low_open=False)
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
+    if budget is not None and not budget.can_afford(rho):
+        budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
+    bounds, y_bounds = params.get("bounds"), params.get("y_bounds")
+    check = share > 0 and (bounds is not None or y_bounds is not None)
+    source = make_noise_source(params.pop("random_state", None), secure=params.get("secure", False))
+    model = DPLinearRegression(
+        rho=rho * (1.0 - share) if check else rho,
+        fit_intercept=fit_intercept,
+        random_state=source,
+        **params,
+    )
+    _refuse_response_bounds(bounds, X, y)
+    with warnings.catch_warnings():  # rho was checked (and warned about) above
+        warnings.simplefilter("ignore", LargeBudgetWarning)
+        result = model.fit(X, y, budget=budget).result_
+        config = model._config()
+    public_n = config.n_public is not None or config.relation.value == "replace-one"
+    warn_public_settings(
+        n=result.n if public_n else None,
+        p=len(result.names),
+        method=config.method,
+        steps=config.steps,
+        step_size=config.step_size,
+        m=config.m,
+        interval=config.interval,
+        rescaled=bounds is not None,
+        default_steps="steps" not in params,
+    )
+    if not check:
+        return result
+    ledger = PrivacyLedger(relation=result.ledger.relation, budget=budget)
+    counts, noise_std = release_outside_counts(
+        X,
+        y,
+        bounds=bounds,
+        y_bounds=y_bounds,
+        rho=rho * share,
+        ledger=ledger,
+        source=source,
+        indicators=indicators,
+    )
+    shown = ", ".join(f"{name} {value:.0f}" for name, value in counts.items())
+    note = (
+        f"Bounds check: a private count of the records outside each column's public bounds "
+        f"(clipped by the fit), noise std {noise_std:.3g}, rho = {rho * share:.3g} "
+        f"({100 * share:g}% of the budget): {shown}."
+    )
+    limit = CLIPPED_SHARE * result.n + 3.0 * noise_std
+    large = [name for name, value in counts.items() if value > limit]
+    if large:
+        warnings.warn(
+            f"the public bounds of {large} clip many records (noisy counts "
+            f"{', '.join(f'{counts[c]:.0f}' for c in large)} of n = {result.n}, noise std "
+            f"{noise_std:.3g}): the fit describes the clipped data; widen those bounds if "
+            "public knowledge allows",
+            SideConditionWarning,
+            stacklevel=3,
+        )
+    return dataclasses.replace(
+        result, ledger=_combined(result.ledger, ledger), notes=(*result.notes, note)
+    )

@@ -1,0 +1,74 @@
+"""formulaic's errors as one-line ``ValueError``s that name the formula term and the fix.
+
+formulaic raises its own exception types, with multi-line, colour-coded messages; a
+misspelt variable reads "Unable to evaluate factor `xx`. [NameError: ...]". :func:`formula_errors`
+turns them into ``ValueError`` (``except ValueError`` catches them, as for every other bad
+input), naming the term, suggesting a column when one is close, and quoting no data value:
+an evaluation error other than a missing name has its details withheld, since they may
+quote the data (formulaic documents its messages at
+https://matthewwardrop.github.io/formulaic/).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["formula_errors", "formula_message"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
+_FACTOR = re.compile(r"Unable to evaluate factor `(?P<term>[^`]*)`")
+_MISSING = re.compile(r"`(?P<name>[^`]*)` is not present in the dataset")
+_UNDEFINED = re.compile(r"name '(?P<name>[^']*)' is not defined")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_ANSI.sub("", str(text)).split())
+
+
+def _suggest(name: str, columns: Sequence[str]) -> str:
+    columns = [str(c) for c in columns]
+    close = difflib.get_close_matches(name, columns, n=3, cutoff=0.6)
+    if close:
+        return f"did you mean {' or '.join(repr(c) for c in close)}?"
+    shown = ", ".join(repr(c) for c in columns[:12]) + (", ..." if len(columns) > 12 else "")
+    return f"the data's columns are {shown}" if columns else "check the column names"
+
+
+def formula_message(exc: Exception, columns: Sequence[str] = ()) -> str:
+    """One line for a formulaic error: the culprit term and what to do; no data value."""
+    from formulaic.errors import FactorEvaluationError, FormulaSyntaxError
+
+    text = _one_line(exc)
+    if isinstance(exc, FormulaSyntaxError):
+        first = _one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
+        return f"formula syntax error: {first.replace('insuffient', 'insufficient')}"
+    if isinstance(exc, FactorEvaluationError) and (match := _FACTOR.search(text)):
+        term = match.group("term")
+        name = _MISSING.search(text) or _UNDEFINED.search(text)
+        if name is not None:
+            missing = name.group("name")
+            return (
+                f"formula term {term!r}: {missing!r} is not a column of the data nor a known "
+                f"function; {_suggest(missing, columns)}"
+            )
+        return (
+            f"formula term {term!r} cannot be evaluated on the data (details withheld: they "
+            "may quote data values); check the column's type and the function's arguments"
+        )
+    return f"formula error ({type(exc).__name__}, details withheld); check the formula"
+
+
+@contextlib.contextmanager
+def formula_errors(data: Any) -> Iterator[None]:
+    """Within the block, re-raise formulaic's errors as one-line ``ValueError``s."""
+    from formulaic.errors import FormulaicError
+
+    try:
+        yield
+    except FormulaicError as exc:
+        columns = list(getattr(data, "columns", ()))
+        raise ValueError(formula_message(exc, columns)) from None
