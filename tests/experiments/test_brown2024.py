@@ -56,15 +56,59 @@ def test_smoke_trials_are_finite_deterministic_and_plottable(name):
         plt.close(fig)
 
 
-def test_rate_claim_fails_when_privacy_error_falls_like_one_over_sqrt_n():
-    n = np.repeat([1000, 2000, 4000, 8000], 3)
-    good = pd.DataFrame(
-        {"p": 10, "n": n, "privacy_error": 300 / n, "sampling_error": 3 / np.sqrt(n)}
+def _cost_table(privacy, sampling, clip_mult=3.0, reps=30, ns=(1000, 2000, 3000, 5000)):
+    """Replicated cost-of-privacy rows with 10% multiplicative noise on each error."""
+    rng = np.random.default_rng(0)
+    n = np.repeat(np.array(ns, dtype=float), reps)
+    noise = np.exp(0.1 * rng.standard_normal((2, len(n))))
+    return pd.DataFrame(
+        {
+            "p": 10,
+            "clip_mult": clip_mult,
+            "n": n,
+            "privacy_error": privacy(n) * noise[0],
+            "privacy_error_pred": privacy(n),
+            "sampling_error": sampling(n) * noise[1],
+        }
     )
+
+
+def test_rate_claim_fails_when_privacy_error_falls_like_one_over_sqrt_n():
+    good = _cost_table(lambda n: 300 / n, lambda n: 3 / np.sqrt(n))
     assert claims.privacy_and_sampling_rates(good).passed
-    bad = good.assign(privacy_error=10 / np.sqrt(n))
+    bad = good.assign(privacy_error=lambda d: d["privacy_error"] * np.sqrt(d["n"]) / 30)
     assert not claims.privacy_and_sampling_rates(bad).passed
-    assert not claims.ratio_shrinks(bad.assign(sampling_error=20 / np.sqrt(n))).passed
+
+
+def test_dominance_claim_needs_the_crossover():
+    """Paper: sampling error dominates at large n. Negative controls: ratio still above 1 at the
+    largest n (3 sqrt(p)), or crossing at the text's 5 sqrt(p)."""
+    cross = _cost_table(lambda n: 200 / n, lambda n: 3.16 / np.sqrt(n))  # ratio 2.0 -> 0.9
+    never = _cost_table(lambda n: 333 / n, lambda n: 1.5 / np.sqrt(n), clip_mult=5.0)
+    assert claims.sampling_error_dominates(pd.concat([cross, never])).passed
+    stays = _cost_table(lambda n: 500 / n, lambda n: 3.16 / np.sqrt(n))
+    assert not claims.sampling_error_dominates(pd.concat([stays, never])).passed
+    crosses_at_text_clip = cross.assign(clip_mult=5.0)
+    assert not claims.sampling_error_dominates(pd.concat([cross, crosses_at_text_clip])).passed
+
+
+def test_dimension_claims_fail_for_growing_or_flat_errors():
+    rng = np.random.default_rng(1)
+    p = np.repeat([10.0, 20.0, 50.0, 100.0, 200.0], 30)
+    noise = np.exp(0.05 * rng.standard_normal((3, len(p))))
+    good = pd.DataFrame(
+        {
+            "p": p,
+            "err_dpgd": 0.36 * noise[0],
+            "err_ols": 0.1 * noise[1],
+            "err_adassp": 0.6 * p**0.07 * noise[2],
+        }
+    )
+    assert claims.flat_in_p(good).passed and claims.adassp_grows(good).passed
+    assert not claims.flat_in_p(good.assign(err_dpgd=good["err_dpgd"] * p**0.1)).passed
+    # the paper's sqrt(p) growth would fail our saturation check, and no growth fails too
+    assert not claims.adassp_grows(good.assign(err_adassp=0.2 * p**0.5 * noise[2])).passed
+    assert not claims.adassp_grows(good.assign(err_adassp=0.6 * noise[2])).passed
 
 
 def test_coverage_claim_fails_for_undercoverage():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpfit.experiments import get, names, run
@@ -38,3 +39,96 @@ def test_claims_hold_at_quick_scale(tmp_path):
             if verdict.failed:
                 failed.append((name, verdict.claim, verdict.detail))
     assert not failed, failed
+
+
+# -- negative controls: each claim fails on a table that violates the paper's statement ----------
+
+
+def _real_table(center, sd, *, b2sls=-5.5, steps=20, reps=400, drift=0.0, seed=0):
+    """Runs of DP-2S-GD on a real dataset: beta^(t) -> center[rho] with per-run noise sd[rho];
+    ``drift`` is still added over the last 5 iterations (a path that has not settled)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for rho, c in center.items():
+        for _ in range(reps):
+            e = sd[rho] * rng.standard_normal()
+            path = {
+                f"beta_{t}": c + e + drift * max(0, t - (steps - 5)) / 5
+                for t in range(1, steps + 1)
+            }
+            rows.append(
+                {
+                    "rho": rho,
+                    "steps": steps,
+                    "beta_2sls": b2sls,
+                    "beta_T": path[f"beta_{steps}"],
+                    **path,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_real_data_claims_fail_on_the_fixed_n8065_draw():
+    from dpfit.experiments import liang2025_real as real
+
+    sd = {0.1: 0.9, 1.0: 0.3, 10.0: 0.1}
+    good = _real_table({0.1: -5.7, 1.0: -5.6, 10.0: -5.55}, sd)
+    assert real.median_near_2sls(good, rhos=(0.1, 1.0, 10.0)).passed
+    assert real.spread_falls(good).passed
+    assert real.path_settles(good, settle=15, rhos=(0.1, 1.0, 10.0)).passed
+    assert real.two_sls_matches_paper(good, se=3.58).passed
+    # the n = 8065 draw: 2SLS +1.06 (s.e. 8.8), rho = 10 path still climbing 1.7 weeks
+    draw = _real_table({0.1: 1.5, 1.0: 2.5, 10.0: 2.03}, sd, b2sls=1.06, drift=1.7)
+    assert not real.two_sls_matches_paper(draw, se=8.8).passed
+    assert not real.median_near_2sls(draw, rhos=(10.0,)).passed
+    assert not real.path_settles(draw, settle=15, rhos=(10.0,)).passed
+    flat = _real_table({0.1: -5.5, 1.0: -5.5, 10.0: -5.5}, {0.1: 0.3, 1.0: 0.3, 10.0: 0.3})
+    assert not real.spread_falls(flat).passed
+
+
+def test_attenuation_claim_fails_when_the_median_sits_on_2sls():
+    from dpfit.experiments import liang2025_real as real
+
+    sd = {1.0: 0.02}
+    assert real.attenuated_at(_real_table({1.0: 0.062}, sd, b2sls=0.0744), rho=1.0).passed
+    assert not real.attenuated_at(_real_table({1.0: 0.0744}, sd, b2sls=0.0744), rho=1.0).passed
+
+
+def _fig3_table(error, privacy_error, reps=10, seed=0):
+    """Fig. 3 rows: error(p, n, steps) and privacy_error(p, n) with 10% noise."""
+    from dpfit.experiments import liang2025 as fig
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for params in fig.FIG3.grid["quick"]:
+        p, n, t = params["p"], params["n"], params["steps"]
+        for _ in range(reps):
+            noise = np.exp(0.1 * rng.standard_normal(3))
+            rows.append(
+                {
+                    **params,
+                    "error": error(p, n, t) * noise[0],
+                    "error_2sls": 1.0 / np.sqrt(n) * noise[1],
+                    "privacy_error": privacy_error(p, n) * noise[2],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_fig3_claims_fail_when_the_paper_is_violated():
+    from dpfit.experiments import liang2025 as fig
+
+    def error(p, n, t):  # privacy-dominated, U-shaped in T at n = 10^4, rising at n = 2000
+        return 1.0 / np.sqrt(n) + (30.0 / n) * (t / 20) ** (0.5 if n < 5000 else 0.0)
+
+    good = _fig3_table(error, lambda p, n: (40.0 if p == 50 else 1.0) * 30.0 / n)
+    assert fig._fig3_rate(good).passed
+    assert fig._fig3_plateau(good).passed
+    assert fig._fig3_p50(good).passed
+    too_fast = _fig3_table(lambda p, n, t: 1e4 / n**1.5, lambda p, n: 1.0 / n)
+    assert not fig._fig3_rate(too_fast).passed
+    no_growth = _fig3_table(lambda p, n, t: 1.0 / np.sqrt(n), lambda p, n: 1.0 / n)
+    assert not fig._fig3_plateau(no_growth).passed  # n = 2000 is then in the plateau too
+    # a p = 50 error made large by 2SLS alone: the privacy error is no larger than at p = 5
+    same_privacy = _fig3_table(error, lambda p, n: 30.0 / n)
+    assert not fig._fig3_p50(same_privacy).passed

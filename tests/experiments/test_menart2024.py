@@ -74,8 +74,21 @@ def test_slope_claim_passes_and_fails():
     claim = mc.slope(method="m", sweep="n", x="n", nominal=-2.0)
     assert claim(good).passed and not claim(bad).passed
     assert claim(good).numbers["observed slope"] == pytest.approx(-2.0, abs=0.01)
-    banded = mc.slope(method="m", sweep="n", x="n", nominal=-1.5, band=(-2.0, -1.5), tol=0.1)
+    banded = mc.slope(method="m", sweep="n", x="n", nominal=-1.5, band=(-2.0, -1.5))
     assert banded(good).passed and not banded(bad).passed
+
+
+def test_slope_tolerance_is_the_runs_standard_error():
+    """A slope 0.15 outside the reference passes only if the run is noisy enough for 3 s.e. to
+    cover it (the old fixed widening of 0.2 passed it always)."""
+    xs = np.array([1e3, 1e4, 1e5, 1e6])
+    rng = np.random.default_rng(0)
+    claim = mc.slope(method="m", sweep="n", x="n", nominal=-2.0)
+    for noise, expected in ((0.01, False), (1.5, True)):
+        frame = _frame("m", "n", xs, xs**-1.75, bounds=3 * xs**-1.9, reps=20)
+        frame["excess"] *= np.exp(noise * rng.standard_normal(len(frame)))
+        verdict = claim(frame)
+        assert verdict.passed is expected, verdict.numbers
 
 
 def test_beats_and_bound_claims_pass_and_fail():

@@ -45,21 +45,31 @@ def error_vs_dimension(results: pd.DataFrame) -> list:
 
 
 def cost_of_privacy(results: pd.DataFrame) -> list:
-    """Figs. 2/8: privacy and sampling error vs n with the fitted a/n + b and a/sqrt(n) + b."""
+    """Figs. 2/8: privacy and sampling error vs n with the fitted a/n + b and a/sqrt(n) + b,
+    one panel per p; privacy error at each clip multiplier (text 5 sqrt(p), code 3 sqrt(p))."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    if "clip_mult" not in results:
+        results = results.assign(clip_mult=5.0)
     groups = list(results.groupby("p"))
     fig, axes = _figure(len(groups))
     for ax, (p, group) in zip(axes, groups, strict=True):
-        means = group.groupby("n")[["privacy_error", "sampling_error"]].mean()
-        n = means.index.to_numpy(dtype=float)
-        grid = np.linspace(n.min(), n.max(), 200)
-        for col, power, label in [
-            ("privacy_error", 1.0, "privacy error ||θ_T - θ̂||"),
-            ("sampling_error", 0.5, "sampling error ||θ̂ - θ*||"),
-        ]:
+        curves = [
+            (f"privacy error, clip {c:g}√p", 1.0, g.groupby("n")["privacy_error"].mean())
+            for c, g in group.groupby("clip_mult")
+        ]
+        curves.append(
+            ("sampling error ||θ̂ - θ*||", 0.5, group.groupby("n")["sampling_error"].mean())
+        )
+        for label, power, means in curves:
+            n = means.index.to_numpy(dtype=float)
+            grid = np.linspace(n.min(), n.max(), 200)
             A = np.column_stack([n**-power, np.ones_like(n)])
-            a, b = np.linalg.lstsq(A, means[col].to_numpy(), rcond=None)[0]
-            (line,) = ax.plot(n, means[col], "o", label=label)
+            a, b = np.linalg.lstsq(A, means.to_numpy(), rcond=None)[0]
+            (line,) = ax.plot(n, means, "o", ms=3, label=label)
             ax.plot(grid, a * grid**-power + b, "--", color=line.get_color(), lw=1)
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
         ax.set(xlabel="n", ylabel="mean l2 error", title=f"p = {p}")
         ax.legend(fontsize="small")
     fig.tight_layout()

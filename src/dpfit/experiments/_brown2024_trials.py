@@ -29,7 +29,7 @@ from ..baselines import adassp, adassp_paper, ols
 from ..datasets import LinearDesign, draw_linear_design
 from ..exceptions import NonPrivateWarning
 from ..inference import confidence_interval
-from ..theory import expected_interval_length, huber_target
+from ..theory import expected_interval_length, final_iterate_error, huber_target
 
 __all__: list[str] = []
 
@@ -122,15 +122,29 @@ def error_vs_dimension(params: Mapping[str, Any], seed: int) -> dict[str, float]
 
 
 def cost_of_privacy(params: Mapping[str, Any], seed: int) -> dict[str, float]:
-    """Figs. 2/8: privacy error ||theta_T - theta_hat||, sampling error ||theta_hat - theta*||."""
+    """Figs. 2/8: privacy error ||theta_T - theta_hat||, sampling error ||theta_hat - theta*||.
+
+    ``privacy_error_pred`` is the exact root-mean-square privacy error of the unclipped final
+    iterate on this dataset (:func:`~dpfit.theory.final_iterate_error`): the (1 - eta)^T bias
+    floor plus the stationary noise, which falls like 1/n.
+    """
     gen, noise_seed = _streams(seed)
     data = draw_linear_design(int(params["n"]), int(params["p"]), rng=gen)
     traj = _run(data, params, noise_seed)
     theta_hat = ols(data.X, data.y).params
     privacy = float(np.linalg.norm(traj.estimate - theta_hat))
     sampling = float(np.linalg.norm(theta_hat - data.theta_star))
+    predicted = final_iterate_error(
+        data.X.T @ data.X / data.X.shape[0],
+        step_size=float(params.get("step_size", STEP_SIZE)),
+        noise_std=float(traj.config["noise_std"]),
+        steps=int(params["steps"]),
+        theta0=np.zeros(data.X.shape[1]),
+        theta_hat=theta_hat,
+    )
     return {
         "privacy_error": privacy,
+        "privacy_error_pred": float(np.sqrt(predicted)),
         "sampling_error": sampling,
         "ratio": privacy / sampling,
         "fraction_clipped": traj.diagnostics["fraction_clipped"],

@@ -78,7 +78,7 @@ def spider_slope(x: str, nominal: float, *, method: str = SP, note: str = "") ->
     return claim(
         f"spider {x}-slope" + (" (theory preset)" if method == TH else ""),
         f"KL-Spider ({preset}): slope of excess in {x} between {nominal:+g} and its floor's "
-        f"slope (+-0.2).{suffix}",
+        f"slope, within 3 s.e.{suffix}",
         mc.slope(method=method, sweep=x, x=x, nominal=nominal),
     )
 
@@ -87,9 +87,9 @@ def adaptive_pl_rho_slope() -> Claim:
     """Adaptive GD's slope in rho for kappa = 2: between -1 and -1/2 (Thm 4's two terms)."""
     return claim(
         "adaptive rho-slope",
-        "Adaptive GD: slope in rho between -1 and -1/2 (+-0.15), the two terms of Thm 4 "
+        "Adaptive GD: slope in rho between -1 and -1/2 (within 3 s.e.), the two terms of Thm 4 "
         "(d/(n^2 rho) and 1/(n sqrt rho)).",
-        mc.slope(method=AD, sweep="rho", x="rho", nominal=-0.75, band=(-1.0, -0.5), tol=0.15),
+        mc.slope(method=AD, sweep="rho", x="rho", nominal=-0.75, band=(-1.0, -0.5)),
     )
 
 

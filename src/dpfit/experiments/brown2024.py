@@ -71,13 +71,17 @@ def _dimension(name: str, figure: str, design: str) -> Experiment:
 
 
 def _cost_grid(p: int, rho: float, ns) -> list[dict]:
-    base = {"p": p, "rho": rho, "steps": 20, "clip_mult": 5.0}
-    return _grid(base, "n", list(ns))
+    """The paper text's clip 5 sqrt(p) and its code's 3 sqrt(p) at every n."""
+    return [
+        {"p": p, "rho": rho, "steps": 20, "clip_mult": c, "n": n}
+        for c in (claims.TEXT_CLIP, claims.CODE_CLIP)
+        for n in ns
+    ]
 
 
 _COST_CLAIMS = [
     _claim("rates", claims.privacy_and_sampling_rates),
-    _claim("ratio-shrinks", claims.ratio_shrinks),
+    _claim("sampling-error-dominates", claims.sampling_error_dominates),
 ]
 
 
@@ -88,8 +92,8 @@ def _cost(name: str, figure: str, grid: dict, replicates: dict, rho_text: str) -
         figure=figure,
         description=(
             "Cost of privacy as n grows at fixed p: privacy error ||theta_T - theta_hat|| and "
-            "sampling error ||theta_hat - theta*|| (T = 20, eta = 0.2, clip = 5 sqrt(p)), with "
-            "fitted a/n + b and a/sqrt(n) + b."
+            "sampling error ||theta_hat - theta*|| (T = 20, eta = 0.2), with fitted a/n + b and "
+            "a/sqrt(n) + b, at the paper text's clip 5 sqrt(p) and its code's 3 sqrt(p)."
         ),
         grid=grid,
         replicates=replicates,
@@ -156,7 +160,7 @@ EXPERIMENTS = [
                 "quick": _cost_grid(10, 0.1, [1000, 1500, 2000, 2500, 3000, 4000, 5000]),
                 "paper": _cost_grid(10, 0.1, range(1000, 5001, 100)),
             },
-            replicates={"smoke": 2, "quick": 50, "paper": 100},
+            replicates={"smoke": 2, "quick": 100, "paper": 100},
             rho_text="0.1",
         )
     ),
@@ -171,7 +175,7 @@ EXPERIMENTS = [
                 "paper": _cost_grid(10, 0.015, range(10_000, 35_001, 1000))
                 + _cost_grid(100, 0.015, range(10_000, 100_001, 10_000)),
             },
-            replicates={"smoke": 2, "quick": 10, "paper": 20},
+            replicates={"smoke": 2, "quick": 30, "paper": 100},
             rho_text="0.015",
         )
     ),

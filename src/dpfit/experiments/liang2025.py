@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..theory.two_stage import iteration_regimes
 from . import _liang2025_analysis as an
 from ._liang2025_trials import synthetic_trial
+from ._stats import Estimate, loglog_slope, point
 from .registry import Claim, ClaimResult, Experiment, register
 
 __all__ = ["EXPERIMENTS", "PAPER", "PRIVACY"]
@@ -32,52 +34,106 @@ PLATEAU_MAX_N = 10_000
 
 # -- Figure 3: error vs n ---------------------------------------------------------------------
 
+#: Fig. 3's plateau check: T around the paper's 20 at a small and a large n (p = 5, (5, 5)).
+PLATEAU_NS, PLATEAU_TS = (2000, 10_000), (10, 40)
 
-def _fig3_grid(ns5, ns50, clips, splits):
-    base = {"steps": 20}
+
+def _fig3_grid(ns5, ns50, clips, splits, plateau=True):
+    base = {"steps": 20, "reference": "gd"}
     grid = [
         {**base, "p": 5, "n": n, "clip": c, "rho_theta": r1, "rho_beta": r2}
         for n in ns5
         for c in clips
         for r1, r2 in splits
     ]
+    if plateau:
+        grid += [
+            {**base, "p": 5, "n": n, "clip": 300.0, "rho_theta": 5.0, "rho_beta": 5.0, "steps": t}
+            for n in PLATEAU_NS
+            for t in PLATEAU_TS
+        ]
     return grid + [
-        {**base, "p": 50, "n": n, "clip": 300.0, "rho_theta": r1, "rho_beta": r2}
-        for n in ns50
-        for r1, r2 in splits
+        {**base, "p": 50, "n": n, "clip": 300.0, "rho_theta": 5.0, "rho_beta": 5.0} for n in ns50
     ]
+
+
+def _rows(results: pd.DataFrame, **where) -> pd.DataFrame:
+    mask = np.ones(len(results), dtype=bool)
+    for key, val in where.items():
+        mask &= np.isclose(results[key].astype(float), float(val))
+    return results[mask]
 
 
 def _fig3_rate(results: pd.DataFrame) -> ClaimResult:
     checks, numbers = {}, {}
     for r1, r2 in SPLITS:
-        full = an.curve(results, "n", "error", p=5, clip=300.0, rho_theta=r1)
-        if full.empty:
+        rows = _rows(results, p=5, clip=300.0, rho_theta=r1, steps=20)
+        rows = rows[rows["n"] <= PLATEAU_MAX_N]
+        if rows.empty:
             continue
-        err = full[full.index <= PLATEAU_MAX_N]
-        n = err.index.to_numpy(float)
-        s = (err * np.sqrt(n)).to_numpy()
-        checks[f"falls ({r1:g},{r2:g})"] = bool(np.all(np.diff(err.to_numpy()) < 0))
-        checks[f"rate ({r1:g},{r2:g})"] = bool(np.all(np.diff(s) <= 0.1 * s[:-1]))
-        numbers[f"slope n<={PLATEAU_MAX_N} ({r1:g},{r2:g})"] = float(
-            np.polyfit(np.log(n), np.log(err.to_numpy()), 1)[0]
-        )
-        numbers[f"error at n={full.index[-1]} ({r1:g},{r2:g})"] = float(full.iloc[-1])
-    two_sls = an.curve(results, "n", "error_2sls", p=5, clip=300.0)
-    numbers["2SLS error at largest n"] = float(two_sls.iloc[-1])
+        fit = loglog_slope(rows, "n", "error")
+        numbers.update(fit.numbers(f"slope ({r1:g},{r2:g})"))
+        checks[f"slope in [-1, -1/2] ({r1:g},{r2:g})"] = fit.within(-1.0, -0.5)
+    stat = loglog_slope(_rows(results, p=5, clip=300.0, steps=20), "n", "error_2sls")
+    numbers.update(stat.numbers("2SLS error slope"))
+    checks["2SLS error slope = -1/2"] = stat.agrees(-0.5)
     return an.verdict(
-        checks, numbers, f"p = 5, gamma = 300, n <= {PLATEAU_MAX_N}: mean ||beta^(T) - beta||."
+        checks,
+        numbers,
+        f"p = 5, gamma = 300, T = 20, n <= {PLATEAU_MAX_N}: mean ||beta^(T) - beta||.",
     )
 
 
+def _fig3_plateau(results: pd.DataFrame) -> ClaimResult:
+    checks, numbers = {}, {}
+    for n in PLATEAU_NS:
+        at = {t: _rows(results, p=5, n=n, clip=300.0, rho_theta=5.0, steps=t) for t in (10, 20, 40)}
+        means = {t: point(rows, "error") for t, rows in at.items()}
+        for t, m in means.items():
+            numbers.update(m.numbers(f"n={n} T={t}"))
+        gap = {
+            t: Estimate(means[20].value - m.value, float(np.hypot(means[20].se, m.se)))
+            for t, m in means.items()
+            if t != 20
+        }
+        if n == max(PLATEAU_NS):
+            checks[f"n={n}: T = 20 as good as T = 10 and 40"] = all(
+                not g.above(0.0) for g in gap.values()
+            )
+        else:
+            checks[f"n={n}: T = 40 worse than T = 20"] = gap[40].below(0.0)
+    return an.verdict(checks, numbers, "p = 5, gamma = 300, (rho1, rho2) = (5, 5).")
+
+
 def _fig3_p50(results: pd.DataFrame) -> ClaimResult:
-    e5 = an.curve(results, "n", "error", p=5, clip=300.0, rho_theta=5.0)
-    e50 = an.curve(results, "n", "error", p=50, rho_theta=5.0)
-    common = e5.index.intersection(e50.index)
-    ratios = (e50[common] / e5[common]).to_numpy()
+    checks, numbers = {}, {}
+    for p in (5, 50):
+        tmax = iteration_regimes(
+            n=int(results["n"].min()), p=p, q=p, rho_theta=5.0, rho_beta=5.0, kappa=0.5
+        )["Tmax"]
+        numbers[f"Tmax (condition 5) p={p}, smallest n"] = tmax
+        checks[f"T = 20 {'violates' if p == 50 else 'meets'} (5) at p={p}"] = (tmax < 20) == (
+            p == 50
+        )
+    ns = sorted(set(_rows(results, p=50)["n"]) & set(_rows(results, p=5)["n"]))
+    for n in ns:
+        big = point(_rows(results, p=50, n=n, rho_theta=5.0, steps=20), "privacy_error")
+        small = point(
+            _rows(results, p=5, n=n, clip=300.0, rho_theta=5.0, steps=20), "privacy_error"
+        )
+        log_ratio = Estimate(
+            float(np.log(big.value / small.value)),
+            float(np.hypot(big.se / big.value, small.se / small.value)),
+        )
+        numbers[f"n={n} privacy error p=50 / p=5"] = float(np.exp(log_ratio.value))
+        numbers[f"n={n} log ratio se"] = log_ratio.se
+        checks[f"n={n}: p=50 at least 3x"] = log_ratio.above(np.log(3.0))
+    checks["compared at >= 1 n"] = bool(ns)
     return an.verdict(
-        {"p=50 at least 3x worse": bool(len(common) and np.all(ratios >= 3))},
-        {f"ratio at n={n}": float(r) for n, r in zip(common, ratios, strict=True)},
+        checks,
+        numbers,
+        "privacy error = ||beta_DP^(T) - beta_GD^(T)||, against non-private 2S-GD on the same "
+        "data, T and step sizes.",
     )
 
 
@@ -85,8 +141,9 @@ def _fig3_plot(results):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    main = results[results["steps"] == 20]
     for ax, p in zip(axes, (5, 50), strict=True):
-        rows = results[results["p"] == p]
+        rows = main[main["p"] == p]
         if len(rows):
             an.line_plot(
                 rows,
@@ -97,6 +154,9 @@ def _fig3_plot(results):
                 title=f"Fig. 3: T = 20, p = q = r = {p}",
                 reference="error_2sls",
             )
+        else:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, f"p = {p}: not run at this scale", ha="center", va="center")
     fig.tight_layout()
     return [fig]
 
@@ -108,10 +168,13 @@ FIG3 = Experiment(
     description=(
         "DP-2S-GD error ||beta^(T) - beta|| against n at T = 20, total rho1 + rho2 = 10 split "
         "(1,9), (5,5), (9,1); (a) p = q = r = 5 with gamma = 100 (spec A3) and 300 (our "
-        "choice: 100 floors the error by clipping bias beyond n ~ 5000); (b) p = q = r = 50."
+        "choice: 100 floors the error by clipping bias beyond n ~ 5000), plus T = 10 and 40 at "
+        "n = 2000 and 10^4 for the plateau; (b) p = q = r = 50 (the fixed parameter draw has "
+        "sigma_min(Theta) = 0.016, so 2SLS itself errs by about 1.4). Every run is paired with "
+        "non-private 2S-GD on the same data to isolate the privacy error."
     ),
     grid=an.scales(
-        _fig3_grid([500, 2000], [], [300.0], [(5.0, 5.0)]),
+        _fig3_grid([500, 2000], [], [300.0], [(5.0, 5.0)], plateau=False),
         _fig3_grid([500, 1000, 2000, 5000, 10_000, 20_000], [1000, 5000], [100.0, 300.0], SPLITS),
         _fig3_grid(
             [500, 1000, 2000, 5000, 10_000, 20_000],
@@ -126,18 +189,33 @@ FIG3 = Experiment(
     privacy=PRIVACY,
     claims=[
         Claim(
-            name="error-falls-like-1/sqrt(n)",
+            name="error-falls-with-n",
             evaluate=_fig3_rate,
             statement=(
-                "p = 5 (gamma = 300): for every budget split the mean error falls with n, and at "
-                "least at the plateau rate 1/sqrt(n) (error * sqrt(n) never rises by > 10%)."
+                "Paper (Fig. 3(a)): the error falls like 1/sqrt(n). Ours (p = 5, gamma = 300, "
+                "n <= 10^4): for every split the log-log slope lies between -1 (eq. 7's privacy "
+                "term) and -1/2 (statistical term), within 3 s.e.; 2SLS's own error has slope "
+                "-1/2 within 3 s.e. (measured about -0.9: the privacy term still dominates)."
+            ),
+        ),
+        Claim(
+            name="plateau-at-T-20",
+            evaluate=_fig3_plateau,
+            statement=(
+                "Paper: all points of Fig. 3 lie in the plateau of Fig. 2 (error flat in T). "
+                "Holds at n = 10^4: T = 20 is not worse than T = 10 or 40 by 3 s.e. Not at "
+                "n = 2000: T = 40 is worse than T = 20 by more than 3 s.e. (the sqrt(T) privacy "
+                "term dominates at rho1 + rho2 = 10, gamma = 300)."
             ),
         ),
         Claim(
             name="p50-much-worse",
             evaluate=_fig3_p50,
             statement=(
-                "At T = 20, p = q = r = 50 (condition 5 violated) errs at least 3x more than p = 5."
+                "Paper (Fig. 3(b)): T = 20 violates condition (5) at p = q = r = 50, so the "
+                "errors are much larger. Condition (5) (unit constants) fails at p = 50 and "
+                "holds at p = 5, and the privacy error (against non-private 2S-GD on the same "
+                "data) is at least 3x larger at p = 50, by 3 s.e. on the log scale."
             ),
         ),
     ],
