@@ -234,9 +234,9 @@ default="batched-means"
             Response (private). A column vector is refused (use ``y.ravel()``).
         budget : Budget, optional
             A shared budget to spend ``rho`` from. A budget that cannot afford ``rho`` raises
-            before anything is computed from the data or drawn; each release is then spent
-            from it as it is charged, so a fit that fails part-way (e.g. its Dask workers are
-            lost) leaves spent exactly what it drew and the rest available.
+            before anything is computed from the data or drawn; the fit's ledger then spends
+            from it what it charges, so a fit that fails part-way (e.g. its Dask workers are
+            lost) leaves spent exactly what it charged and the rest available.
 
         Returns
         -------
@@ -273,8 +273,8 @@ default="batched-means"
         )
         method = LINEAR_METHODS[config.method]
         settings = method.resolve(config, scaling, n, p)
-        # Checked now, before anything is drawn; each release is then spent from the budget
-        # as it is charged, so a fit that fails part-way keeps only what it drew.
+        # Checked now, before anything is drawn; the ledger then spends from the budget what
+        # it charges, so a fit that fails part-way keeps only what it charged.
         ledger = prepare_ledger(
             PrivacyLedger(relation=config.relation, budget=budget),
             config.relation,
