@@ -38,7 +38,7 @@ def _result(**kw):
 
 def test_conf_int_is_the_t_interval_indexed_by_name():
     res = _result()
-    ci = res.conf_int(0.05)
+    ci = res.conf_int(0.05, target="sample")
     half = stats.t.ppf(0.975, 2) * np.array([1.0, 2.0]) / np.sqrt(3)  # s = (1, 2), m = 3
     np.testing.assert_allclose(ci["upper"] - res.params, half, rtol=1e-12)
     np.testing.assert_allclose(res.params - ci["lower"], half, rtol=1e-12)
@@ -46,6 +46,10 @@ def test_conf_int_is_the_t_interval_indexed_by_name():
     assert res.params["x"] == 12.0 and res.m == 3
     with pytest.raises(ValueError, match="alpha"):
         res.conf_int(1.5)
+    with pytest.raises(ValueError, match=r"target='population'.*no population"):
+        res.conf_int()  # the default target needs a released population covariance
+    with pytest.raises(ValueError, match="target"):
+        res.conf_int(target="theta")
 
 
 def test_result_is_frozen_and_readonly():
@@ -97,11 +101,11 @@ def test_summary_content_is_public_and_released_only():
         "0.975]",
         "clip:",
         "[1] Student-t over three released estimates.",
-        "[3] A method note.",  # after the interval note and the fast-backend note
+        "[4] A method note.",  # after the interval, no-population and fast-backend notes
     ]:
         assert piece in text, piece
     assert text.rstrip().endswith("not chosen on this data.")  # the privacy statement is last
-    assert "[4] Privacy: 0.5-zCDP" in text
+    assert "[5] Privacy: 0.5-zCDP" in text
     for forbidden in ["R-squared", "F-statistic", "Cond. No", "Date", "Time", "NON-PRIVATE"]:
         assert forbidden not in text
     assert "0.125" not in text  # the non-private diagnostic is absent by default
@@ -122,6 +126,8 @@ def test_summary_flags_experimental_and_seeded():
 def test_no_interval_result():
     res = _result(interval_estimates=None, interval_method="Point estimate only.")
     with pytest.raises(ValueError, match="point estimate only"):
+        res.conf_int(target="sample")
+    with pytest.raises(ValueError, match="no population"):
         res.conf_int()
     assert "[0.025" not in res.summary().as_text()
 

@@ -1,4 +1,4 @@
-"""Inference from released iterates: Student-t intervals and their constructions."""
+"""Inference from releases: Student-t intervals from iterates, and population intervals."""
 
 from .intervals import (
     CONSTRUCTIONS,
@@ -8,10 +8,13 @@ from .intervals import (
     t_interval,
     t_interval_from_stderr,
 )
+from .population import TARGETS, CovarianceEstimate
 
 __all__ = [
     "CONSTRUCTIONS",
+    "TARGETS",
     "VARIANTS",
+    "CovarianceEstimate",
     "confidence_interval",
     "interval_estimates",
     "t_interval",

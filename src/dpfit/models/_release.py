@@ -1,8 +1,10 @@
 """The fitted-model methods shared by dpfit's linear estimators (post-processing only).
 
 An estimator whose ``fit`` sets ``coef_``, ``intercept_`` and ``result_`` (a
-:class:`~dpfit.models.Result`) gets ``predict``, ``conf_int`` and ``summary`` from
-:class:`ReleasedLinearModel`; all three read only the release.
+:class:`~dpfit.models.Result`) gets ``predict``, ``conf_int`` (with its ``target``) and
+``summary`` from :class:`ReleasedLinearModel`; all three read only the release. The rest of
+the statsmodels-like API (``bse``, ``tvalues``, ``pvalues``, ``cov_params()``,
+``wald_test()``, ``f_test()``) lives on ``result_``.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ class ReleasedLinearModel:
         validate_data(self, X, reset=False, skip_check_array=True)
         return X_arr @ self.coef_ + self.intercept_
 
-    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Level 1 - alpha intervals, one row per term (``lower``, ``upper``); see Result."""
+    def conf_int(self, alpha: float = 0.05, target: str = "population") -> pd.DataFrame:
+        """Level 1 - alpha intervals for ``target`` (``"population"`` or ``"sample"``), one
+        row per term (``lower``, ``upper``); see :meth:`Result.conf_int`."""
         check_is_fitted(self)
-        return self.result_.conf_int(alpha)
+        return self.result_.conf_int(alpha, target=target)
 
     def summary(self, alpha: float = 0.05, **kwargs: Any) -> Summary:
         """The statsmodels-like summary of the release (see :meth:`Result.summary`)."""

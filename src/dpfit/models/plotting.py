@@ -19,9 +19,17 @@ __all__ = ["coefficient_frame", "plot_coefficients"]
 _COLUMNS = ("coef", "lower", "upper")
 
 
-def coefficient_frame(result: Result, alpha: float = 0.05) -> pd.DataFrame:
-    """``coef``, ``lower`` and ``upper`` of a :class:`Result`, indexed by term name."""
-    return pd.concat([result.params, result.conf_int(alpha)], axis=1)
+def coefficient_frame(
+    result: Result, alpha: float = 0.05, target: str | None = None
+) -> pd.DataFrame:
+    """``coef``, ``lower`` and ``upper`` of a :class:`Result`, indexed by term name.
+
+    ``target`` defaults to the population when the fit released a population interval,
+    else the sample minimiser (:meth:`Result.conf_int`).
+    """
+    if target is None:
+        target = result.targets[0] if result.targets else "population"
+    return pd.concat([result.params, result.conf_int(alpha, target=target)], axis=1)
 
 
 def plot_coefficients(

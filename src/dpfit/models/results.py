@@ -25,10 +25,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_alpha, check_delta
+from .._validation import check_alpha, check_delta, check_option
 from ..exceptions import LargeBudgetWarning
 from ..inference import t_interval
+from ..inference.population import TARGETS, CovarianceEstimate, sample_covariance
 from ..privacy import GaussianEntry, PrivacyLedger
+from ._hypothesis import WaldTestResult, constraints, quantile, two_sided_pvalues, wald
 from .summary import Summary
 
 __all__ = ["Result", "snapshot_ledger"]
@@ -102,6 +104,10 @@ class Result:
         shown only by ``summary(diagnostics=True)``, and left out of pickles and copies.
     version : str
         dpfit version that produced the fit.
+    population : CovarianceEstimate, optional
+        Covariance of ``estimate`` around the population parameter (sampling + privacy
+        error; :mod:`dpfit.inference.population`), or None when the fit released no
+        population interval (then only ``target="sample"`` is available).
     """
 
     names: Sequence[str]
@@ -120,6 +126,7 @@ class Result:
     experimental: bool = False
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
     version: str = field(default_factory=_version)
+    population: CovarianceEstimate | None = None
 
     def __post_init__(self) -> None:
         names = tuple(str(n) for n in self.names)
@@ -142,6 +149,11 @@ class Result:
         object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
         object.__setattr__(self, "diagnostics", MappingProxyType(dict(self.diagnostics)))
         object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
+        if self.population is not None:
+            if not isinstance(self.population, CovarianceEstimate):
+                raise TypeError("population must be a CovarianceEstimate or None")
+            if self.population.cov.shape != (len(names), len(names)):
+                raise ValueError("population covariance must be p x p")
 
     # Pickling: mapping proxies cannot be pickled, and cached values are recomputed. The
     # non-private diagnostics stay behind: a pickle (or copy) of a fit is something users
@@ -165,19 +177,110 @@ class Result:
 
     @property
     def m(self) -> int | None:
-        """Number of estimates behind the interval (None when there is no interval)."""
+        """Number of estimates behind the sample interval (None when there is none)."""
         return None if self.interval_estimates is None else self.interval_estimates.shape[0]
 
-    def _interval(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def nobs(self) -> int:
+        """The public number of records (statsmodels' name)."""
+        return self.n
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The interval targets this fit released: ``"population"`` and/or ``"sample"``."""
+        have = {"population": self.population is not None, "sample": self.m is not None}
+        return tuple(t for t in TARGETS if have[t])
+
+    def covariance(self, target: str = "population") -> CovarianceEstimate:
+        """The released estimate's covariance around ``target``, with degrees of freedom.
+
+        ``"population"``: sampling + privacy error, around the population parameter theta*
+        (:mod:`dpfit.inference.population`). ``"sample"``: privacy error only, around the
+        data's own clipped-loss minimiser (Brown et al. 2024, eq. 12).
+
+        Raises
+        ------
+        ValueError
+            Unknown target, or the fit released no interval for it.
+        """
+        target = check_option(target, "target", TARGETS)
+        if target == "population":
+            if self.population is None:
+                raise ValueError(
+                    f"target='population': this fit ({self.method}) released no population "
+                    "interval; "
+                    + (
+                        "target='sample' gives the interval for the data's own minimiser "
+                        "(privacy error only). "
+                        if self.m is not None
+                        else ""
+                    )
+                    + "DPLinearRegression and dpfit.ols release one when public bounds "
+                    "of the features (bounds=...) are given (docs/inference.md)"
+                )
+            return self.population
+        return self._sample_covariance
+
+    @cached_property
+    def _sample_covariance(self) -> CovarianceEstimate:
         if self.interval_estimates is None:
             raise ValueError(
                 f"no confidence interval: {self.method} releases a point estimate only"
             )
-        _, lower, upper = t_interval(self.interval_estimates, alpha)
-        return lower, upper
+        return sample_covariance(self.interval_estimates, self.interval_method)
 
-    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Per-coefficient Student-t intervals of level 1 - alpha (Brown et al. 2024, eq. 12).
+    def cov_params(self, target: str = "population") -> pd.DataFrame:
+        """Estimated covariance matrix of ``params`` around ``target`` (p x p frame)."""
+        cov = self.covariance(target).cov
+        return pd.DataFrame(cov, index=list(self.names), columns=list(self.names))
+
+    def _series(self, values: np.ndarray, name: str) -> pd.Series:
+        return pd.Series(values, index=list(self.names), name=name)
+
+    @property
+    def bse(self) -> pd.Series:
+        """Standard errors around the population parameter (``std_errors`` is an alias).
+
+        For the privacy-only standard errors use ``covariance("sample").bse``.
+        """
+        return self._series(self.covariance("population").bse, "std err")
+
+    @property
+    def std_errors(self) -> pd.Series:
+        """Alias of :attr:`bse` (linearmodels' name)."""
+        return self.bse
+
+    @property
+    def tvalues(self) -> pd.Series:
+        """params / bse (population target)."""
+        return self._series(self.estimate / self.covariance("population").bse, "t")
+
+    @property
+    def pvalues(self) -> pd.Series:
+        """Two-sided p-values of H0: coefficient = 0 (population target)."""
+        cov = self.covariance("population")
+        return self._series(two_sided_pvalues(self.estimate / cov.bse, cov.dof), "P>|t|")
+
+    def _interval(self, alpha: float, target: str) -> tuple[np.ndarray, np.ndarray]:
+        if target == "sample":  # Brown et al. (2024) eq. 12, exactly
+            self.covariance("sample")  # raises when there is no interval
+            _, lower, upper = t_interval(self.interval_estimates, alpha)
+            return lower, upper
+        cov = self.covariance(target)
+        half = quantile(1.0 - alpha / 2.0, cov.dof) * cov.bse
+        return self.estimate - half, self.estimate + half
+
+    def conf_int(self, alpha: float = 0.05, target: str = "population") -> pd.DataFrame:
+        """Per-coefficient intervals of level 1 - alpha for ``target``.
+
+        Parameters
+        ----------
+        alpha : float, default=0.05
+        target : {"population", "sample"}, default="population"
+            ``"population"`` covers the population coefficient theta* (what statsmodels'
+            intervals cover): estimate +/- t * sqrt(V_sampling + V_privacy). ``"sample"``
+            covers the data's own clipped-loss minimiser only: Brown et al.'s (2024, eq.
+            12) Student-t interval over the m released estimates.
 
         Returns
         -------
@@ -187,11 +290,36 @@ class Result:
         Raises
         ------
         ValueError
-            ``alpha`` is not in (0, 1), or the method released no interval.
+            ``alpha`` is not in (0, 1), or the fit released no interval for ``target``.
         """
         alpha = check_alpha(alpha)
-        lower, upper = self._interval(alpha)
+        target = check_option(target, "target", TARGETS)
+        lower, upper = self._interval(alpha, target)
         return pd.DataFrame({"lower": lower, "upper": upper}, index=list(self.names))
+
+    def wald_test(
+        self, restrictions: Any, q: Any = None, *, target: str = "population"
+    ) -> WaldTestResult:
+        """Wald test of H0: R theta = q (chi2 with k degrees of freedom).
+
+        Parameters
+        ----------
+        restrictions : str, array-like of shape (k, p) or sequence of term names
+            ``"educ = 0, exper = female"`` (formulaic's constraint grammar), a matrix R, or
+            names of terms that are all 0 under H0.
+        q : array-like of shape (k,), optional
+            Right-hand side for a matrix R (default 0).
+        target : {"population", "sample"}, default="population"
+        """
+        R, q_arr, labels = constraints(restrictions, q, self.names)
+        return wald(self.estimate, self.covariance(target), R, q_arr, labels, use_f=False)
+
+    def f_test(
+        self, restrictions: Any, q: Any = None, *, target: str = "population"
+    ) -> WaldTestResult:
+        """The F form of :meth:`wald_test`: W / k against F(k, dof)."""
+        R, q_arr, labels = constraints(restrictions, q, self.names)
+        return wald(self.estimate, self.covariance(target), R, q_arr, labels, use_f=True)
 
     # -- privacy ------------------------------------------------------------------------------
     @property
@@ -210,7 +338,12 @@ class Result:
 
     # -- summary ------------------------------------------------------------------------------
     def summary(
-        self, alpha: float = 0.05, *, delta: float | None = None, diagnostics: bool = False
+        self,
+        alpha: float = 0.05,
+        *,
+        target: str | None = None,
+        delta: float | None = None,
+        diagnostics: bool = False,
     ) -> Summary:
         """A statsmodels-like table of the release, with numbered notes and a privacy statement.
 
@@ -218,6 +351,10 @@ class Result:
         ----------
         alpha : float, default=0.05
             The intervals have level 1 - alpha.
+        target : {"population", "sample"}, optional
+            What the standard errors and intervals cover; by default the population
+            parameter when the fit released a population interval, else the sample
+            minimiser. The header names it either way.
         delta : float, optional
             delta at which epsilon is reported; by default :attr:`default_delta` (1e-5, or
             smaller for n > 10^4). A :class:`~dpfit.LargeBudgetWarning` is emitted when it
@@ -239,10 +376,19 @@ class Result:
                 LargeBudgetWarning,
                 stacklevel=2,
             )
+        if target is None:
+            target = self.targets[0] if self.targets else None
+        else:
+            target = check_option(target, "target", TARGETS)
+            self.covariance(target)  # raises when the fit released no interval for it
         level = f"{100 * (1 - alpha):g}%"
         table = pd.DataFrame({"coef": self.estimate}, index=list(self.names))
-        if self.interval_estimates is not None:
-            lower, upper = self._interval(alpha)
+        if target is not None:
+            cov = self.covariance(target)
+            lower, upper = self._interval(alpha, target)
+            table["std err"] = cov.bse
+            table["t"] = self.estimate / cov.bse
+            table["P>|t|"] = two_sided_pvalues(self.estimate / cov.bse, cov.dof)
             table[f"[{alpha / 2:g}"] = lower
             table[f"{1 - alpha / 2:g}]"] = upper
         seeded = "yes (reproducible; not for real releases)" if self.seeded else "no"
@@ -256,7 +402,11 @@ class Result:
             ("Neighbouring relation", str(self.ledger.relation)),
             ("Noise backend", self.noise_backend),
             ("Seeded noise", seeded),
-            ("Interval", "none" if self.m is None else f"{level}, Student-t, m = {self.m}"),
+            ("Interval covers", _TARGET_TEXT[target]),
+            (
+                "Interval",
+                _interval_text(level, self.covariance(target) if target else None),
+            ),
             ("dpfit version", self.version),
         ]
         sections: list[tuple[str, list[tuple[str, str]]]] = [
@@ -275,14 +425,27 @@ class Result:
             header=header,
             table=table,
             sections=sections,
-            notes=self._notes(delta),
+            notes=self._notes(delta, target),
         )
 
-    def _notes(self, delta: float) -> list[str]:
+    def _notes(self, delta: float, target: str | None) -> list[str]:
         notes = []
-        if self.interval_estimates is not None:
-            label = "EXPERIMENTAL interval (no coverage guarantee). " if self.experimental else ""
+        label = "EXPERIMENTAL interval (no coverage guarantee). " if self.experimental else ""
+        if target == "population":
+            notes.append(label + self.covariance("population").description)
+            if self.m is not None:
+                notes.append(
+                    "conf_int(target='sample') gives the privacy-only interval instead: "
+                    + self.interval_method
+                )
+        elif target == "sample":
             notes.append(label + self.interval_method)
+            notes.append(
+                "No population interval was released: these intervals do not include "
+                "sampling error and do not cover the population coefficients. "
+                "DPLinearRegression and dpfit.ols release one when public feature bounds "
+                "are given (docs/inference.md)."
+            )
         else:
             notes.append(self.interval_method or "No confidence interval is released.")
         if self.seeded:
@@ -310,6 +473,25 @@ class Result:
 
     def _repr_html_(self) -> str:
         return self.summary().as_html()
+
+
+_TARGET_TEXT = {
+    "population": "the population coefficients (sampling + privacy error)",
+    "sample": "this sample's clipped-loss minimiser only (privacy error, not sampling error)",
+    None: "none (no interval released)",
+}
+
+
+def _interval_text(level: str, cov: CovarianceEstimate | None) -> str:
+    if cov is None:
+        return "none"
+    finite = cov.dof[np.isfinite(cov.dof)]
+    if finite.size == 0:
+        return f"{level}, normal"
+    low, high = float(finite.min()), float(finite.max())
+    dof = f"{low:.3g}" if low == high else f"{low:.3g} to {high:.3g}"
+    tail = "" if finite.size == cov.dof.size else " (normal where infinite)"
+    return f"{level}, Student-t, df = {dof}{tail}"
 
 
 def _config_text(value: Any) -> str:

@@ -1,0 +1,329 @@
+"""Intervals for the population parameter: private second moments and the sandwich.
+
+A private fit's error has two parts: the sampling error of the data's own (clipped-loss)
+minimiser theta_hat around the population parameter theta*, and the privacy noise around
+theta_hat. Brown et al.'s intervals (:mod:`dpfit.inference.intervals`) cover only the second;
+a population interval needs both (Avella-Medina, Bradshaw & Loh 2023, Thm 3; docs/inference.md):
+
+    Cov(theta_dp) = V_sampling + V_privacy,   V_sampling = H^-1 Omega H^-T / n,
+
+with the bread H (the Hessian of the loss; X'X / n for least squares, the Huber Hessian
+(1/n) sum x_i x_i' 1{unclipped} when clipping binds) and the meat Omega = (1/n) sum g_i g_i'
+of the per-example (clipped) gradients: the heteroscedasticity-robust (HC0) sandwich. H and
+Omega are estimated privately by :func:`release_second_moment`.
+
+Contract (shared by the linear and the IV estimators; signatures are stable)
+---------------------------------------------------------------------------
+``second_moment_sensitivity(bound, n, relation) -> float``
+    L2 sensitivity of the upper triangle of (1/n) sum_i a_i a_i' for rows ||a_i|| <= bound.
+``release_second_moment(rows, *, bound, rho, n, ledger, rng, label, weights=None)``
+    Clips each row to ``bound`` (documented, data-independent), charges ``ledger`` and
+    returns a :class:`NoisyMoment`: the symmetric noisy matrix and its entry noise std.
+``NoisyMoment.psd()``
+    Projection onto matrices with eigenvalues >= the public noise floor (post-processing).
+``sandwich(bread, meat, n)``
+    B^-1 M B^-T / n for a square (not necessarily symmetric) bread B.
+``CovarianceEstimate``
+    What a result needs to give intervals, tests and standard errors for one target:
+    ``cov`` (p x p), per-coordinate ``dof`` (``inf`` = normal), the ``sampling`` and
+    ``privacy`` parts, and a sentence saying what it covers.
+``sample_covariance(estimates, description)`` / ``population_covariance(...)``
+    Build one from m released estimates (Brown et al. 2024, eq. 12) or from a sandwich
+    plus a privacy part (Satterthwaite degrees of freedom when the privacy part is itself
+    estimated from m estimates).
+``transform(estimate, matrix)``
+    A covariance mapped through a linear map (e.g. back to the original units).
+
+Every release goes through :func:`dpfit.mechanisms.gaussian` with a declared sensitivity and
+is charged before anything is drawn; everything else here is post-processing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._validation import check_int, check_positive, check_rho
+from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
+from ..privacy import PrivacyLedger, Relation, mean_sensitivity
+
+__all__ = [
+    "TARGETS",
+    "CovarianceEstimate",
+    "NoisyMoment",
+    "population_covariance",
+    "release_second_moment",
+    "sample_covariance",
+    "sandwich",
+    "second_moment_sensitivity",
+    "transform",
+]
+
+#: What an interval covers: the population parameter theta* (sampling + privacy error) or
+#: the data's own clipped-loss minimiser theta_hat (privacy error only; Brown et al. 2024).
+TARGETS = ("population", "sample")
+
+
+def second_moment_sensitivity(bound: float, n: int, relation: Relation) -> float:
+    """L2 sensitivity of the upper triangle of (1/n) sum_i a_i a_i' when ||a_i|| <= bound.
+
+    Replace-one: ||a a' - b b'||_F^2 = ||a||^4 + ||b||^4 - 2 (a.b)^2 <= 2 bound^4 (the cross
+    term is >= 0 for PSD rank-one terms), so the change is sqrt(2) bound^2 / n, not the
+    2 bound^2 / n of the triangle inequality; the upper triangle's norm is at most the
+    Frobenius norm. Add/remove (public n): bound^2 / n. Both include the float64 rounding
+    allowance of :func:`dpfit.privacy.mean_sensitivity` (with the entries bounded by
+    bound^2). Exact bound.
+    """
+    bound = check_positive(bound, "bound")
+    factor = math.sqrt(2.0) / 2.0 if relation is Relation.REPLACE_ONE else 1.0
+    return factor * mean_sensitivity(bound**2, n, relation)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoisyMoment:
+    """A released symmetric second-moment matrix and the std of its noise per entry."""
+
+    matrix: np.ndarray
+    noise_std: float
+
+    @property
+    def floor(self) -> float:
+        """Public eigenvalue floor 2 s sqrt(p): about the spectral norm of the noise.
+
+        A symmetric matrix of i.i.d. N(0, s^2) entries has spectral norm close to 2 s sqrt(p)
+        (Wigner); eigenvalues of the release below it are indistinguishable from noise.
+        """
+        return 2.0 * self.noise_std * math.sqrt(self.matrix.shape[0])
+
+    def psd(self, floor: float | None = None) -> np.ndarray:
+        """The release with eigenvalues raised to ``floor`` (default :attr:`floor`)."""
+        floor = self.floor if floor is None else floor
+        values, vectors = np.linalg.eigh(self.matrix)
+        return (vectors * np.maximum(values, floor)) @ vectors.T
+
+    def min_eigenvalue(self) -> float:
+        """Smallest eigenvalue of the release (post-processing)."""
+        return float(np.linalg.eigvalsh(self.matrix)[0])
+
+
+def release_second_moment(
+    rows: np.ndarray,
+    *,
+    bound: float,
+    rho: float,
+    n: int,
+    ledger: PrivacyLedger,
+    rng: NoiseSource,
+    label: str,
+    weights: np.ndarray | None = None,
+) -> NoisyMoment:
+    """Release (1/n) sum_i w_i a_i a_i' with Gaussian noise on its upper triangle.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (rows, k)
+        The vectors a_i (private). Rows with norm above ``bound`` are rescaled to it
+        first (documented, data-independent behaviour), so the bound always holds.
+    bound : float
+        Public bound on ||a_i||.
+    rho : float
+        zCDP cost of this release.
+    n : int
+        The public number of records that divides the sum.
+    ledger, rng, label
+        As for :func:`dpfit.mechanisms.gaussian`.
+    weights : ndarray of shape (rows,), optional
+        Weights in [0, 1] (e.g. 1{gradient unclipped} for the Huber Hessian); they keep
+        the sensitivity of :func:`second_moment_sensitivity`.
+
+    Returns
+    -------
+    NoisyMoment
+        Symmetric; entry (j, k) has noise N(0, s^2) shared with (k, j).
+
+    Notes
+    -----
+    Gaussian mechanism on the k (k + 1) / 2 upper-triangle entries with the sensitivity of
+    :func:`second_moment_sensitivity`: rho-zCDP. The noisy matrix need not be PSD; use
+    :meth:`NoisyMoment.psd`.
+    """
+    rho = check_rho(rho)
+    n = check_int(n, "n", low=1)
+    rows = clip_rows(np.asarray(rows, dtype=np.float64), bound)
+    if weights is not None:
+        weights = np.clip(np.asarray(weights, dtype=np.float64), 0.0, 1.0)
+        rows = rows * np.sqrt(weights)[:, None]
+    k = rows.shape[1]
+    sensitivity = second_moment_sensitivity(bound, n, ledger.relation)
+    noise_std = noise_std_for_rho(sensitivity, rho)
+    upper = np.triu_indices(k)
+    with np.errstate(all="ignore"):
+        value = (rows.T @ rows)[upper] / n
+    noisy = gaussian(
+        value, sensitivity=sensitivity, noise_std=noise_std, ledger=ledger, rng=rng, label=label
+    )
+    out = np.empty((k, k))
+    out[upper] = noisy
+    out.T[upper] = noisy
+    return NoisyMoment(matrix=out, noise_std=noise_std)
+
+
+def sandwich(bread: ArrayLike, meat: ArrayLike, n: int) -> np.ndarray:
+    """B^-1 M B^-T / n: the sampling covariance of an M-estimator (Huber 1967; HC0).
+
+    Parameters
+    ----------
+    bread : array-like of shape (p, p)
+        The Hessian H of the average loss (any square invertible matrix, e.g. the PSD
+        projection of a :class:`NoisyMoment`).
+    meat : array-like of shape (p, p)
+        Omega = (1/n) sum g_i g_i' of the per-example gradients.
+    n : int
+        Public number of records.
+    """
+    bread = np.asarray(bread, dtype=np.float64)
+    meat = np.asarray(meat, dtype=np.float64)
+    left = np.linalg.solve(bread, meat)
+    cov = np.linalg.solve(bread, left.T).T / check_int(n, "n", low=1)
+    return (cov + cov.T) / 2.0
+
+
+def _readonly(a: ArrayLike) -> np.ndarray:
+    arr = np.array(a, dtype=np.float64, copy=True)
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, kw_only=True)
+class CovarianceEstimate:
+    """Covariance of a released estimate for one target, with degrees of freedom.
+
+    Parameters
+    ----------
+    target : {"population", "sample"}
+    cov : array-like of shape (p, p)
+        Estimated covariance of the released estimate around the target.
+    dof : array-like of shape (p,)
+        Degrees of freedom per coordinate for Student-t quantiles; ``inf`` means normal.
+    description : str
+        One paragraph: how the covariance was built and what the interval covers.
+    parts : Mapping of str to (p, p) arrays, default={}
+        The components, e.g. ``"sampling"`` and ``"privacy"``.
+    """
+
+    target: str
+    cov: np.ndarray
+    dof: np.ndarray
+    description: str
+    parts: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
+        cov = _readonly(self.cov)
+        if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
+            raise ValueError(f"cov must be a square matrix, got shape {cov.shape}")
+        dof = _readonly(np.broadcast_to(np.asarray(self.dof, dtype=np.float64), cov.shape[:1]))
+        if not (dof >= 1.0).all():
+            raise ValueError("dof must be >= 1 (inf for a normal quantile)")
+        object.__setattr__(self, "cov", cov)
+        object.__setattr__(self, "dof", dof)
+        object.__setattr__(
+            self, "parts", MappingProxyType({k: _readonly(v) for k, v in self.parts.items()})
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "cov": self.cov,
+            "dof": self.dof,
+            "description": self.description,
+            "parts": dict(self.parts),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        self.__post_init__()
+
+    @property
+    def bse(self) -> np.ndarray:
+        """Standard errors, sqrt(diag(cov))."""
+        return np.sqrt(np.clip(np.diag(self.cov), 0.0, None))
+
+
+def sample_covariance(estimates: ArrayLike, description: str) -> CovarianceEstimate:
+    """Covariance of the mean of m released estimates: S / m with m - 1 dof (eq. 12).
+
+    The interval centre +/- t_{m-1} sqrt(S_jj / m) is exactly Brown et al.'s (2024) eq. 12.
+    """
+    est = np.asarray(estimates, dtype=np.float64)
+    m = est.shape[0]
+    if est.ndim != 2 or m < 2:
+        raise ValueError(f"estimates must have shape (m >= 2, p), got {est.shape}")
+    cov = np.atleast_2d(np.cov(est, rowvar=False, ddof=1)) / m
+    return CovarianceEstimate(
+        target="sample",
+        cov=cov,
+        dof=np.full(est.shape[1], m - 1.0),
+        description=description,
+        parts={"privacy": cov},
+    )
+
+
+def population_covariance(
+    sampling: ArrayLike,
+    privacy: ArrayLike,
+    *,
+    description: str,
+    privacy_dof: float = math.inf,
+) -> CovarianceEstimate:
+    """V_sampling + V_privacy, with Welch-Satterthwaite degrees of freedom per coordinate.
+
+    The sampling part (a sandwich of private moments) is treated as known (its error is of
+    smaller order; docs/inference.md); when the privacy part is itself a sample covariance
+    of m estimates (``privacy_dof = m - 1``), coordinate j gets
+    dof_j = (a_j + b_j)^2 (m - 1) / b_j^2 with a = diag(V_sampling), b = diag(V_privacy).
+    """
+    sampling = np.asarray(sampling, dtype=np.float64)
+    privacy = np.asarray(privacy, dtype=np.float64)
+    a = np.clip(np.diag(sampling), 0.0, None)
+    b = np.clip(np.diag(privacy), 0.0, None)
+    if math.isinf(privacy_dof):
+        dof = np.full(a.shape, math.inf)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dof = np.where(b > 0, (a + b) ** 2 * privacy_dof / np.maximum(b, 1e-300) ** 2, np.inf)
+        dof = np.maximum(dof, privacy_dof)
+    return CovarianceEstimate(
+        target="population",
+        cov=sampling + privacy,
+        dof=dof,
+        description=description,
+        parts={"sampling": sampling, "privacy": privacy},
+    )
+
+
+def transform(estimate: CovarianceEstimate, matrix: ArrayLike) -> CovarianceEstimate:
+    """The covariance of J theta: J cov J' (and each part likewise); dof unchanged.
+
+    Used to map a covariance from the units the algorithm ran in back to the user's (the
+    public rescaling is affine, so its linear part J is exact). The dof of coordinate j of
+    J theta is the smallest dof of the coordinates it mixes (conservative).
+    """
+    J = np.asarray(matrix, dtype=np.float64)
+    mixes = np.abs(J) > 0
+    dof = np.array([estimate.dof[row].min() if row.any() else math.inf for row in mixes])
+    return CovarianceEstimate(
+        target=estimate.target,
+        cov=J @ estimate.cov @ J.T,
+        dof=dof,
+        description=estimate.description,
+        parts={k: J @ v @ J.T for k, v in estimate.parts.items()},
+    )
