@@ -1,0 +1,503 @@
+"""The registry of dpfit's public entry points for the neighbour layer: one line each.
+
+An :class:`EntryPoint` says how to run one public entry point on a data frame (see
+:mod:`neighbour_data` for the columns) with a fixed seed and return what it releases; the layer
+(:mod:`test_entry_points`) runs it on D and on adversarial neighbours D' and checks with
+:func:`dpfit.testing.check_neighbours` that only the noised releases differ, each within its
+declared sensitivity. Add an entry point by adding one line to its group below.
+
+Entry points are grouped by what they return (a Trajectory, a fitted estimator, a Result,
+a command's output, other); tracked leaks are listed in :mod:`neighbour_known`, not here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shlex
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from neighbour_data import ADD_REMOVE_KINDS, grouped, instrumental, linear, unit_ball
+
+import dpfit
+from dpfit import algorithms as alg
+from dpfit import baselines
+from dpfit.losses import LogisticLoss, SquaredLoss
+from dpfit.noise import dpsgd, nu_dpftrl, tree_aggregation
+from dpfit.testing import default_views
+
+SEED = 20240601  # the same seed on D and D': public randomness (shuffles) is then the same
+RHO = 0.5
+BASIC = ("extreme-cell", "extreme-row", "zero-row")
+WITH_LEVELS = (*BASIC, "new-level")
+WITH_NONFINITE = (*BASIC, "nonfinite")
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """How to run one public entry point on a frame with a fixed seed, and what it outputs."""
+
+    run: Callable[[pd.DataFrame], Any]
+    data: Callable[[int], pd.DataFrame] = linear
+    kinds: tuple[str, ...] = BASIC
+    encoders: tuple[np.ndarray, ...] = ()
+    views: Callable[[Any], Mapping[str, str]] = default_views
+    #: attributes left out of the pickled state: a Trajectory's documented NON-PRIVATE field
+    skip: tuple[str, ...] = ("Trajectory.diagnostics",)
+    examples: int = 2  # Hypothesis examples beyond the fixed worst cases
+    needs: str | None = None  # an optional dependency ("torch", "dask")
+    releases: bool = True  # False: every run raises a public-input error (nothing released)
+    ignore: tuple[str, ...] = ()  # components outside the guarantee by design (say why)
+
+
+# -- how frames become each entry point's inputs ------------------------------------------------
+def _columns(frame: pd.DataFrame, prefix: str) -> np.ndarray:
+    # fresh writable float64 copies: the same inputs on every run
+    return np.array(frame[[c for c in frame.columns if c.startswith(prefix)]], dtype=np.float64)
+
+
+def xy(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    return _columns(frame, "x"), np.array(frame["y"], dtype=np.float64)
+
+
+def xyz(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (*xy(frame), _columns(frame, "z"))
+
+
+def algorithm(func: Callable[..., Any], **params: Any) -> Callable[[pd.DataFrame], Any]:
+    """``func(X, y, **params, rng=SEED)``."""
+    return lambda frame: func(*xy(frame), rng=SEED, **params)
+
+
+def iv_algorithm(func: Callable[..., Any], **params: Any) -> Callable[[pd.DataFrame], Any]:
+    """``func(X, y, Z, **params, rng=SEED)`` with a ones column in X and Z."""
+
+    def run(frame: pd.DataFrame) -> Any:
+        X, y, Z = xyz(frame)
+        ones = np.ones((len(y), 1))
+        return func(np.hstack([X, ones]), y, np.hstack([Z, ones]), rng=SEED, **params)
+
+    return run
+
+
+def loss_method(func: Callable[..., Any], loss: Any, **params: Any) -> Callable[..., Any]:
+    """A per-example-loss optimiser: ``func(loss, X, y, **params, rng=SEED)``."""
+    return lambda frame: func(loss, *xy(frame), rng=SEED, **params)
+
+
+def minimize(loss: Any, response: Callable = np.asarray, **options: Any) -> Callable[..., Any]:
+    """``dpfit.minimize(loss, (X, response(y)), rho=RHO, random_state=SEED, **options)``."""
+
+    def run(frame: pd.DataFrame) -> Any:
+        X, y = xy(frame)
+        return dpfit.minimize(loss, (X, response(y)), rho=RHO, random_state=SEED, **options)
+
+    return run
+
+
+def estimator(**params: Any) -> Callable[[pd.DataFrame], Any]:
+    """``DPLinearRegression(**params).fit(X, y)``: the fitted estimator is the release."""
+    return lambda frame: dpfit.DPLinearRegression(rho=RHO, random_state=SEED, **params).fit(
+        *xy(frame)
+    )
+
+
+def iv_estimator(**params: Any) -> Callable[[pd.DataFrame], Any]:
+    def run(frame: pd.DataFrame) -> Any:
+        X, y, Z = xyz(frame)
+        model = dpfit.DPIVRegression(rho=RHO, random_state=SEED, **params)
+        return model.fit(X, y, Z=Z)
+
+    return run
+
+
+def formula(api: Callable[..., Any], text: str, **params: Any) -> Callable[[pd.DataFrame], Any]:
+    """``dpfit.ols`` / ``dpfit.iv`` on the frame itself."""
+    return lambda frame: api(text, frame, rho=RHO, random_state=SEED, **params)
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """What a ``dpfit`` command showed: exit status, standard output and error."""
+
+    status: int
+    stdout: str
+    stderr: str
+
+
+_CLI_DIR = Path(tempfile.mkdtemp(prefix="dpfit-neighbours-"))
+
+
+def cli(command: str) -> Callable[[pd.DataFrame], CommandLine]:
+    """``dpfit COMMAND DATA.csv OPTIONS`` in-process; D and D' are written to the same path."""
+    from dpfit.cli import main
+
+    name, *options = shlex.split(command)
+
+    def run(frame: pd.DataFrame) -> CommandLine:
+        path = _CLI_DIR / "data.csv"
+        frame.to_csv(path, index=False, float_format="%.17g")
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main([name, str(path), *options])
+        return CommandLine(status, out.getvalue(), err.getvalue())
+
+    return run
+
+
+def no_views(obj: Any) -> dict[str, str]:
+    return {}
+
+
+# -- optional integrations ----------------------------------------------------------------------
+def torch_ftrl(frame: pd.DataFrame) -> dict[str, Any]:
+    """A PyTorch loop: fixed-order batches, k = 2 epochs of 2 batches, one nu-DP-FTRL stream."""
+    import torch
+
+    from dpfit.mechanisms import make_noise_source
+    from dpfit.noise import correlated_noise
+    from dpfit.privacy import PrivacyLedger
+    from dpfit.torch import CorrelatedNoiseOptimizer, clipped_grad_sum, flat_dim
+
+    X, y = xy(frame)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(X.shape[1], 1, dtype=torch.float64)
+    ledger = PrivacyLedger()
+    stream = correlated_noise(
+        TORCH_MECHANISM,
+        dim=flat_dim(model),
+        clip=1.0,
+        batch_size=20,
+        noise_std=2.0,
+        ledger=ledger,
+        rng=make_noise_source(SEED),
+        participations=2,
+        separation=2,
+    )
+    opt = CorrelatedNoiseOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1), stream, batch_size=20
+    )
+    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)[:, None]
+    for t in range(4):
+        rows = slice((t % 2) * 20, (t % 2 + 1) * 20)
+        opt.zero_grad()
+        clipped = clipped_grad_sum(
+            model, torch.nn.functional.mse_loss, Xt[rows], yt[rows], clip=1.0
+        )
+        _step(opt, clipped)
+    return {"parameters": [p.detach().numpy().copy() for p in model.parameters()], "ledger": ledger}
+
+
+def _step(opt: Any, clipped: Any) -> None:
+    # Finding 7's fix may make step() take the ClippedSum itself; the loop works either way.
+    try:
+        opt.step(clipped)
+    except (TypeError, ValueError):
+        opt.step(clipped.value)
+
+
+def dask_frame(frame: pd.DataFrame) -> Any:
+    import dask.dataframe as dd
+
+    return dd.from_pandas(frame, npartitions=1)  # each step rebuilds the design per partition
+
+
+def dask_arrays(frame: pd.DataFrame) -> tuple[Any, Any]:
+    import dask.array as da
+
+    X, y = xy(frame)
+    return da.from_array(X, chunks=(20, -1)), da.from_array(y, chunks=20)
+
+
+def declared(frame: pd.DataFrame, column: str, levels: list[str]) -> pd.DataFrame:
+    """``column`` as a categorical with declared ``levels`` (others become missing)."""
+    values = frame[column].where(frame[column].isin(levels))
+    return frame.assign(**{column: values.astype(pd.CategoricalDtype(levels))})
+
+
+def on_dask(run: Callable[[pd.DataFrame], Any]) -> Callable[[pd.DataFrame], Any]:
+    """``run`` under Dask's synchronous scheduler (no threads: deterministic and fast)."""
+
+    def wrapped(frame: pd.DataFrame) -> Any:
+        import dask
+
+        with dask.config.set(scheduler="synchronous"):
+            return run(frame)
+
+    return wrapped
+
+
+# -- the registry -------------------------------------------------------------------------------
+KL_LOSS = SquaredLoss(y_bound=1.0, radius=2.0)
+FTRL_LOSS = SquaredLoss(x_bound=1.0, y_bound=1.0, radius=2.0)
+FTRL = {"nu-dpftrl": nu_dpftrl(0.1, steps=8), "dp-sgd": dpsgd(8), "tree": tree_aggregation(8)}
+TORCH_MECHANISM = nu_dpftrl(0.1, steps=4)
+N = 40  # rows of the default data (``linear``): the public n of add/remove entry points
+ADD_REMOVE = {"relation": "add-remove", "n_public": N}
+IV_BOUNDS = {"bounds": {"x0": (-5, 5), "z0": (-4, 4), "z1": (-4, 4)}, "y_bounds": (-8, 8)}
+GD = {"clip": 5.0, "steps": 40, "m": 4, "burn_in": 0}
+DASK_GD = {"clip": 5.0, "steps": 2, "m": 2, "burn_in": 0}  # one Dask reduction per step
+DASK_KINDS = ("extreme-cell", "nonfinite")
+BOUNDED = {"bounds": [(-3, 3)] * 3, "y_bounds": (-6, 6)}
+SSP = {"rho": RHO, "x_bound": 2.0, "y_bound": 3.0}
+TWO_STAGE = {"clip_theta": 2.0, "clip_beta": 2.0, "step_size_theta": 0.5, "step_size_beta": 0.5}
+FTRL_RUN = {"loss": FTRL_LOSS, "clip": 1.0, "epochs": 4, "batch_size": 20, "step_size": 0.5}
+KL = {"gamma": 1.0, "kappa": 2.0, "loss_bound": 1.0}
+
+
+def _kl_data(seed: int) -> pd.DataFrame:
+    return unit_ball(seed, n=5000)  # smaller n makes KL-Spider's schedule trivial
+
+
+def _one_pass_data(seed: int) -> pd.DataFrame:
+    return linear(seed, n=300)
+
+
+#: Functional API (algorithms, baselines, dpfit.minimize): each returns a Trajectory.
+TRAJECTORIES: dict[str, EntryPoint] = {
+    "dp_gd": EntryPoint(algorithm(alg.dp_gd, rho=RHO, clip=1.0, steps=10, runs=2)),
+    "dp_gd add-remove": EntryPoint(
+        algorithm(alg.dp_gd, rho=RHO, clip=1.0, steps=10, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
+    ),
+    "dp_ambssgd": EntryPoint(
+        algorithm(alg.dp_ambssgd, rho=RHO, feature_scale=2.0, residual_bound=10.0, steps=4),
+        data=_one_pass_data,
+    ),
+    "dp_ambssgd parallel": EntryPoint(
+        algorithm(
+            alg.dp_ambssgd,
+            rho=RHO,
+            feature_scale=2.0,
+            residual_bound=10.0,
+            steps=4,
+            accounting="parallel",
+        ),
+        data=_one_pass_data,
+    ),
+    "dp_ssgd rho": EntryPoint(algorithm(alg.dp_ssgd, rho=RHO, clip=1.0, step_size=0.05)),
+    "dp_ssgd epsilon-delta": EntryPoint(
+        algorithm(alg.dp_ssgd, epsilon=1.0, delta=1e-3, clip=1.0, step_size=0.05),
+        data=_one_pass_data,
+    ),
+    "dp_two_stage_gd": EntryPoint(
+        iv_algorithm(
+            alg.dp_two_stage_gd, rho_theta=0.25, rho_beta=0.25, steps=6, runs=2, **TWO_STAGE
+        ),
+        data=instrumental,
+    ),
+    "dp_second_stage_gd": EntryPoint(
+        iv_algorithm(
+            alg.dp_second_stage_gd,
+            first_stage=np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]),
+            rho=RHO,
+            clip=2.0,
+            steps=6,
+            step_size=0.5,
+        ),
+        data=instrumental,
+    ),
+    "adaptive_gd": EntryPoint(loss_method(alg.adaptive_gd, KL_LOSS, rho=RHO), data=_kl_data),
+    "kl_spider": EntryPoint(loss_method(alg.kl_spider, KL_LOSS, rho=RHO, **KL), data=_kl_data),
+    "proximal_point": EntryPoint(
+        loss_method(alg.proximal_point, KL_LOSS, rho=RHO, **{**KL, "kappa": 3.0}, inner_cap=4),
+        data=lambda s: unit_ball(s, n=200),
+    ),
+    "noisy_gd": EntryPoint(loss_method(alg.noisy_gd, KL_LOSS, rho=RHO, steps=8)),
+    "noisy_gd add-remove": EntryPoint(
+        loss_method(alg.noisy_gd, KL_LOSS, rho=RHO, steps=8, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
+    ),
+    **{
+        f"dp_ftrl {name}": EntryPoint(
+            algorithm(alg.dp_ftrl, rho=RHO, mechanism=mech, **FTRL_RUN),
+            encoders=(mech.encoder_matrix(),),
+        )
+        for name, mech in FTRL.items()
+    },
+    "dp_ftrl epsilon-delta": EntryPoint(
+        algorithm(alg.dp_ftrl, epsilon=2.0, delta=1e-3, **FTRL_RUN),
+        encoders=(nu_dpftrl(0.1, steps=8).encoder_matrix(),),
+    ),
+    "minimize adaptive-gd": EntryPoint(minimize(KL_LOSS), data=_kl_data),
+    "minimize kl-spider": EntryPoint(minimize(KL_LOSS, method="kl-spider", **KL), data=_kl_data),
+    "minimize noisy-gd logistic": EntryPoint(
+        minimize(LogisticLoss(l2=0.01), response=np.sign, method="noisy-gd", steps=8)
+    ),
+    "ssp": EntryPoint(algorithm(baselines.ssp, **SSP)),
+    "ssp add-remove": EntryPoint(
+        algorithm(baselines.ssp, **SSP, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
+    ),
+    "adassp": EntryPoint(algorithm(baselines.adassp, **SSP)),
+    "adassp add-remove": EntryPoint(
+        algorithm(baselines.adassp, **SSP, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
+    ),
+    "fixed_clip_sgd": EntryPoint(
+        algorithm(
+            baselines.fixed_clip_sgd, rho=RHO, clip=1.0, steps=8, step_size=0.1, sampling_rate=0.5
+        )
+    ),
+    # the NON-PRIVATE twin of DP-AMBSSGD: only what it says besides its estimate is checked
+    "onepass_sgd (non-private)": EntryPoint(
+        algorithm(baselines.onepass_sgd, feature_scale=2.0, steps=4),
+        data=_one_pass_data,
+        skip=("Trajectory.diagnostics", "Trajectory.iterates", "Trajectory.estimate"),
+        views=no_views,
+        releases=False,
+        ignore=("warnings",),  # plain SGD may overflow: it claims no privacy
+    ),
+    "dask dp_gd": EntryPoint(
+        on_dask(
+            lambda f: alg.dp_gd(*dask_arrays(f), rho=RHO, clip=1.0, steps=4, n_public=N, rng=SEED)
+        ),
+        kinds=WITH_NONFINITE,
+        needs="dask",
+    ),
+}
+
+#: Estimators (scikit-learn contract): each returns the fitted estimator.
+ESTIMATORS: dict[str, EntryPoint] = {
+    "DPLinearRegression gd": EntryPoint(estimator(**GD)),
+    "DPLinearRegression gd checkpoints formal": EntryPoint(
+        estimator(**GD, interval="checkpoints", interval_variant="formal")
+    ),
+    "DPLinearRegression gd independent-runs bounds": EntryPoint(
+        estimator(steps=40, m=4, interval="independent-runs", interval_variant="formal", **BOUNDED)
+    ),
+    "DPLinearRegression gd add-remove": EntryPoint(
+        estimator(**GD, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
+    ),
+    "DPLinearRegression adassp": EntryPoint(estimator(method="adassp", interval=None, **BOUNDED)),
+    "DPLinearRegression adassp add-remove": EntryPoint(
+        estimator(method="adassp", interval=None, **ADD_REMOVE, **BOUNDED),
+        kinds=ADD_REMOVE_KINDS,
+    ),
+    "DPLinearRegression ambssgd": EntryPoint(
+        lambda frame: dpfit.DPLinearRegression(
+            rho=1.0, method="ambssgd", interval=None, steps=2, random_state=SEED, **BOUNDED
+        ).fit(*xy(frame)),
+        data=lambda s: linear(s, n=1500),  # DP-STAT needs about 100 records per block
+    ),
+    "DPIVRegression bounds": EntryPoint(iv_estimator(**IV_BOUNDS, steps=6, m=3), data=instrumental),
+    "DPIVRegression unscaled batched-means": EntryPoint(
+        iv_estimator(steps=12, interval="batched-means", m=3, burn_in=0), data=instrumental
+    ),
+    "dask DPLinearRegression": EntryPoint(
+        on_dask(
+            lambda f: dpfit.DPLinearRegression(
+                rho=RHO, random_state=SEED, n_public=N, **DASK_GD
+            ).fit(*dask_arrays(f))
+        ),
+        kinds=DASK_KINDS,
+        examples=0,
+        needs="dask",
+    ),
+}
+
+#: Formula API: each returns a Result.
+RESULTS: dict[str, EntryPoint] = {
+    "ols": EntryPoint(formula(dpfit.ols, "y ~ x0 + x1 + x2", **GD)),
+    "ols transforms": EntryPoint(
+        formula(dpfit.ols, "y ~ x0 + I(x1 * 2) + np.log(np.abs(x2) + 1) - 1", **GD)
+    ),
+    "ols declared levels": EntryPoint(
+        formula(dpfit.ols, "y ~ x0 + C(g, levels=['a', 'b', 'c'])", **GD),
+        data=grouped,
+        kinds=WITH_LEVELS,
+    ),
+    # refused whatever the data (levels read off the data; stateful transforms)
+    "ols undeclared levels": EntryPoint(
+        formula(dpfit.ols, "y ~ x0 + x1 + C(g)", **GD),
+        data=grouped,
+        kinds=WITH_LEVELS,
+        releases=False,
+    ),
+    "ols stateful transform": EntryPoint(
+        formula(dpfit.ols, "y ~ scale(x0) + x1", **GD), releases=False
+    ),
+    "iv": EntryPoint(
+        formula(dpfit.iv, "y ~ 1 + [x0 ~ z0 + z1]", **IV_BOUNDS, steps=6, m=3),
+        data=instrumental,
+    ),
+    "iv declared levels": EntryPoint(
+        formula(
+            dpfit.iv,
+            "y ~ 1 + C(g, levels=['a', 'b', 'c']) + [x0 ~ x1]",
+            steps=6,
+            m=3,
+        ),
+        data=grouped,
+        kinds=WITH_LEVELS,
+    ),
+    "iv stateful transform": EntryPoint(
+        formula(dpfit.iv, "y ~ 1 + [x0 ~ center(z0) + z1]", steps=6, m=3),
+        data=instrumental,
+        releases=False,
+    ),
+    "dask ols": EntryPoint(
+        on_dask(
+            lambda f: dpfit.ols(
+                "y ~ x0 + C(g)",
+                dask_frame(declared(f, "g", ["a", "b", "c"])),
+                rho=RHO,
+                random_state=SEED,
+                n_public=N,
+                **DASK_GD,
+            )
+        ),
+        data=grouped,
+        kinds=("nonfinite", "new-level"),
+        examples=0,
+        needs="dask",
+    ),
+}
+
+_FIT = f"--rho 0.5 --seed {SEED}"
+#: Command line (``dpfit.cli.main`` in-process): each returns a CommandLine.
+COMMANDS: dict[str, EntryPoint] = {
+    "cli fit": EntryPoint(
+        cli(f"fit --formula 'y ~ x0 + x1 + x2' --clip 5 --steps 40 --m 4 --burn-in 0 {_FIT}"),
+        views=no_views,
+        examples=1,
+    ),
+    "cli fit adassp": EntryPoint(
+        cli(
+            "fit --formula 'y ~ x0 + x1' --method adassp --bound x0=-3,3 --bound x1=-3,3 "
+            f"--y-bounds=-6,6 {_FIT}"
+        ),
+        views=no_views,
+        examples=1,
+    ),
+    "cli iv": EntryPoint(
+        cli(
+            "iv --formula 'y ~ 1 + [x0 ~ z0 + z1]' --steps 6 --m 3 --bound x0=-5,5 "
+            f"--bound z0=-4,4 --bound z1=-4,4 --y-bounds=-8,8 {_FIT}"
+        ),
+        data=instrumental,
+        views=no_views,
+        examples=1,
+    ),
+}
+
+#: Optional integrations.
+INTEGRATIONS: dict[str, EntryPoint] = {
+    "torch CorrelatedNoiseOptimizer": EntryPoint(
+        torch_ftrl,
+        encoders=(TORCH_MECHANISM.encoder_matrix(),),
+        kinds=("extreme-cell", "extreme-row"),
+        examples=1,
+        needs="torch",
+    ),
+}
+
+ENTRY_POINTS: dict[str, EntryPoint] = {
+    **TRAJECTORIES,
+    **ESTIMATORS,
+    **RESULTS,
+    **COMMANDS,
+    **INTEGRATIONS,
+}
