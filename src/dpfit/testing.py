@@ -209,10 +209,13 @@ def default_views(obj: Any) -> dict[str, str]:
     views: dict[str, str] = {}
     summary = getattr(obj, "summary", None)
     if callable(summary):
-        views["summary"] = _try(lambda: str(summary()))
-        views["summary (html, latex)"] = _try(
-            lambda: summary().as_html() + "\n" + summary().as_latex()
-        )
+        try:
+            table = summary()
+        except Exception as exc:  # an exception is an output like any other
+            views["summary"] = f"raised {type(exc).__name__}: {exc}"
+        else:
+            views["summary"] = table.as_text()
+            views["summary (html, latex)"] = table.as_html() + "\n" + table.as_latex()
     if callable(getattr(obj, "conf_int", None)):
         views["conf_int"] = _try(obj.conf_int)
     if callable(getattr(obj, "epsilon", None)):
