@@ -95,6 +95,21 @@ def test_exact_counts_are_the_number_of_values_at_or_below_each_level():
     assert exact == [2.0, 4.0, 4.0, 5.0]  # NaN and inf are never counted
 
 
+def test_counts_match_the_definition_at_the_levels_and_beyond_the_grid():
+    search = DoublingSearch(ceiling=3.0, noise_multiplier=1.0, threshold=1.0, n_levels=6)
+    rng = np.random.default_rng(9)  # test data
+    values = np.concatenate(
+        [
+            3.0 * np.abs(rng.standard_normal(300)) * 2.0 ** rng.integers(-8, 2, 300),
+            search.levels,  # exactly on a level: counted at that level
+            np.nextafter(search.levels, np.inf),  # just above: counted one level up
+            [0.0, -1.0, np.nan, np.inf, -np.inf, 1e300],
+        ]
+    )
+    expected = [int(np.count_nonzero(values <= level)) for level in search.levels]
+    assert search.count(values).tolist() == expected
+
+
 def test_returns_the_first_level_whose_noisy_count_reaches_the_threshold():
     # alpha tiny: noisy counts equal the true ones to ~1e-9
     values = np.linspace(0.0, 5.0, 100)

@@ -234,7 +234,7 @@ class DoublingSearch:
 
         The n_q counts are one release through :func:`dpfit.mechanisms.gaussian` with L2
         sensitivity sqrt(n_q), charged to ``ledger`` before the noise is drawn; the counts
-        come from one sort and a binary search per level (O(s log s + K)).
+        come from a binary search of each value among the levels (O(s log K)).
         """
         return self.release(self.count(values), ledger=ledger, rng=rng, label=label)
 
@@ -244,8 +244,10 @@ class DoublingSearch:
         Counts add over disjoint parts of the values, so data split in blocks (e.g. on Dask)
         can be counted block by block and the sums passed to :meth:`release`.
         """
-        ordered = np.sort(np.asarray(values, dtype=np.float64).ravel())
-        return np.searchsorted(ordered, self.levels, side="right")
+        values = np.asarray(values, dtype=np.float64).ravel()
+        # first[j]: the first level >= values_j (n_q above the ceiling or NaN: never counted)
+        first = np.searchsorted(self.levels, values, side="left")
+        return np.cumsum(np.bincount(first, minlength=self.n_queries + 1)[: self.n_queries])
 
     def release(
         self, counts: ArrayLike, *, ledger: PrivacyLedger, rng: NoiseSource, label: str
