@@ -29,7 +29,7 @@ def test_record_replay_every_step_has_noise_alpha_times_its_sensitivity():
     assert alpha == 1.0 and len(rec) == 300
     changed = []
     for k, (old, new) in enumerate(zip(rec.releases, rep.releases, strict=True)):
-        # 2 * clip (replace-one) with the float64 allowance of a batch of one (< 1 ulp here)
+        # 2 * clip (replace-one) with the float64 allowance of a batch of one (<= 1 ulp)
         assert old.entry.sensitivity == sum_sensitivity(2.0, n=1)
         assert old.entry.noise_std / old.entry.sensitivity == pytest.approx(alpha, rel=1e-15)
         diff = float(np.linalg.norm(old.value - new.value))

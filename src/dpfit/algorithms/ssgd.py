@@ -109,7 +109,7 @@ def dp_ssgd(
     -----
     Privacy (replace-one, public n; Thm. 3.1). Given the past releases, step t's clipped
     gradient has sensitivity 2 zeta (:func:`dpfit.privacy.sum_sensitivity` of a batch of one,
-    whose float64 rounding allowance, 2^-52 zeta, is below the resolution of 2 zeta) and noise
+    whose float64 rounding allowance, 2^-52 zeta, is at most one ulp of 2 zeta) and noise
     std alpha times that: 1/(2 alpha^2)-zCDP, and each record is read by one step only. The ledger
     records this parallel composition, whose zCDP cost holds in every case. When the shuffle
     analysis was used, the run is in addition (epsilon, delta)-DP for the target: the records
