@@ -25,6 +25,7 @@ COMMANDS = {
     "dpfit --help": ["--help"],
     "dpfit fit --help": ["fit", "--help"],
     "dpfit privacy --rho 0.5": ["privacy", "--rho", "0.5"],
+    "dpfit budget --help": ["budget", "--help"],
 }
 
 

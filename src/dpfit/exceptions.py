@@ -15,6 +15,7 @@ __all__ = [
     "LargeBudgetWarning",
     "NonPrivateWarning",
     "PrivacyWarning",
+    "RepeatedFitWarning",
     "SideConditionWarning",
 ]
 
@@ -50,3 +51,7 @@ class CoverageWarning(PrivacyWarning):
 class SideConditionWarning(PrivacyWarning):
     """A theorem's condition on the public inputs fails: still private, but its utility
     guarantee (error bound, reliable private statistic) does not apply to this setting."""
+
+
+class RepeatedFitWarning(PrivacyWarning):
+    """The same data were fitted many times without a shared budget: tuning spends privacy."""

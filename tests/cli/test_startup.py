@@ -26,7 +26,14 @@ def _imported(*argv: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "args",
-    [["--version"], ["--help"], ["fit", "--help"], ["iv", "--help"], ["privacy", "--rho", "0.5"]],
+    [
+        ["--version"],
+        ["--help"],
+        ["fit", "--help"],
+        ["iv", "--help"],
+        ["budget", "--help"],
+        ["privacy", "--rho", "0.5"],
+    ],
     ids=" ".join,
 )
 def test_cli_imports_no_heavy_library(args):

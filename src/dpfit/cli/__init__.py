@@ -25,6 +25,7 @@ COMMANDS = {
     "fit": "fit",
     "iv": "iv",
     "demo": "demo",
+    "budget": "budget",
 }
 
 #: A value such as ``-1,5`` or ``-0.5,2``, which argparse would take for an option.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 __all__ = [
     "add_release_options",
+    "budget_from_store",
     "check_plot_path",
     "check_release_options",
     "examples",
@@ -60,6 +61,16 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="show a progress bar (default: only when standard error is a terminal)",
     )
+    p.add_argument(
+        "--budget-store",
+        metavar="PATH",
+        help="charge rho to this persistent budget store before any noise (dpfit budget --help)",
+    )
+    p.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help="the dataset's name in --budget-store (default: DATA's file stem or bundled name)",
+    )
 
 
 def check_plot_path(path: Path) -> None:
@@ -95,3 +106,16 @@ def check_release_options(args: argparse.Namespace) -> None:
         check_plot_path(args.plot)
     if not isinstance(args.sep, str) or len(args.sep) != 1:
         raise ValueError(f"--sep must be one character, got {args.sep!r}")
+    if args.dataset is not None and args.budget_store is None:
+        raise ValueError("--dataset names the data in a budget store: give --budget-store too")
+
+
+def budget_from_store(args: argparse.Namespace):
+    """The stored budget of DATA's dataset (``--budget-store``), or None; opened before DATA
+    is read, so a missing store or dataset costs nothing."""
+    if args.budget_store is None:
+        return None
+    from ..privacy.store import open_budget
+
+    dataset = args.dataset or Path(args.data).stem
+    return open_budget(args.budget_store, dataset=dataset)

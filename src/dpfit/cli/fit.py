@@ -114,6 +114,7 @@ def bounds_mapping(
 
 
 def run(args: argparse.Namespace) -> int:
+    from ._args import budget_from_store
     from ._console import progress_wanted, release_progress
 
     check_release_options(args)
@@ -121,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None and interval == "none":
         raise ValueError("--plot needs intervals: use --method gd with an --interval")
     bounds = bounds_mapping(args.bound, args.formula)
+    budget = budget_from_store(args)
     data = read_data(args.data, args.sample, sep=args.sep)
     args.columns = list(data.columns)  # public schema, for error messages
 
@@ -133,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
             args.formula,
             data,
             rho=args.rho,
+            budget=budget,
             method=args.method,
             clip=args.clip,
             steps=args.steps,

@@ -79,6 +79,9 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
 
 
 def run(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from ._args import budget_from_store
     from ._console import progress_wanted, release_progress
 
     check_release_options(args)
@@ -92,30 +95,24 @@ def run(args: argparse.Namespace) -> int:
     if args.unscaled and (args.bound is not None or args.y_bounds is not None):
         raise ValueError("--unscaled means no bounds: drop --bound and --y-bounds, or --unscaled")
     bounds = bounds_mapping(args.bound, args.formula)
+    budget = budget_from_store(args)
     data = read_data(args.data, args.sample, sep=args.sep)
     args.columns = list(data.columns)  # public schema, for error messages
 
     from ..models import iv
 
+    params = _iv_parameters(args, bounds)
+    reservation = contextlib.nullcontext()
+    if budget is not None:  # every public parameter is checked before the reservation
+        _check_iv_parameters(args.rho, params)
+        reservation = budget.reserve(args.rho, mechanism=f"dpfit iv {args.formula}")
     runs = args.m if args.interval == "independent-runs" else 1
-    with release_progress(
+    progress = release_progress(
         progress_wanted(args.progress), total=2 * args.steps * runs, desc="dpfit iv"
-    ):
+    )
+    with reservation, progress:
         result = iv(
-            args.formula,
-            data,
-            rho=args.rho,
-            bounds=bounds,
-            y_bounds=args.y_bounds,
-            rho_split=args.rho_split,
-            clip=None if args.clip is None else tuple(args.clip),
-            steps=args.steps,
-            step_size=None if args.step_size is None else tuple(args.step_size),
-            interval=None if args.interval == "none" else args.interval,
-            m=args.m,
-            noise_calibration=args.noise_calibration,
-            random_state=args.seed,
-            secure=args.secure,
+            args.formula, data, rho=args.rho, budget=budget, random_state=args.seed, **params
         )
     summary = result.summary(args.alpha, delta=args.delta)
     print(
@@ -125,6 +122,32 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(nonprivate_2sls_text(args.formula, data, list(result.names), args.alpha))
     return 0
+
+
+def _iv_parameters(args: argparse.Namespace, bounds: dict | None) -> dict:
+    return {
+        "bounds": bounds,
+        "y_bounds": args.y_bounds,
+        "rho_split": args.rho_split,
+        "clip": None if args.clip is None else tuple(args.clip),
+        "steps": args.steps,
+        "step_size": None if args.step_size is None else tuple(args.step_size),
+        "interval": None if args.interval == "none" else args.interval,
+        "m": args.m,
+        "noise_calibration": args.noise_calibration,
+        "secure": args.secure,
+    }
+
+
+def _check_iv_parameters(rho: float, params: dict) -> None:
+    import warnings
+
+    from ..exceptions import LargeBudgetWarning
+    from ..models import DPIVRegression
+
+    with warnings.catch_warnings():  # the fit itself warns about a large rho
+        warnings.simplefilter("ignore", LargeBudgetWarning)
+        DPIVRegression(rho=rho, **params)._config()
 
 
 def nonprivate_2sls_text(formula: str, data, names: list[str], alpha: float = 0.05) -> str:

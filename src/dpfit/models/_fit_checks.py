@@ -21,6 +21,7 @@ Every warning is built from public inputs or from the charged noisy counts only.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import warnings
@@ -58,7 +59,7 @@ def warn_public_settings(
     n: int | None,
     p: int,
     method: str,
-    steps: int,
+    steps: int | None,
     step_size: float | None,
     m: int,
     interval: str | None,
@@ -84,7 +85,7 @@ def warn_public_settings(
             SideConditionWarning,
             stacklevel=3,
         )
-    if method != "gd" or not rescaled or not default_steps:
+    if method != "gd" or not rescaled or not default_steps or steps is None:
         return
     eta = 1.0 / p if step_size is None else step_size  # the default after public rescaling
     parts = 1 if interval is None else m
@@ -189,6 +190,8 @@ def checked_linear_fit(
 
     With public bounds and ``bounds_check > 0``, the fit gets ``(1 - bounds_check) * rho``
     and the count of records outside the bounds the rest; the result's ledger holds both.
+    Every public parameter is checked before anything is charged; a stored budget
+    (:mod:`dpfit.privacy.store`) reserves the whole ``rho`` in one transaction.
     """
     from .linear import DPLinearRegression
 
@@ -196,52 +199,77 @@ def checked_linear_fit(
     share = check_real(bounds_check, "bounds_check", low=0.0, high=1.0, low_open=False)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
-    if budget is not None and not budget.can_afford(rho):
-        budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
     bounds, y_bounds = params.get("bounds"), params.get("y_bounds")
-    check = share > 0 and (bounds is not None or y_bounds is not None)
+    _refuse_response_bounds(bounds, X, y)
+    share = share if (bounds is not None or y_bounds is not None) else 0.0
     source = make_noise_source(params.pop("random_state", None), secure=params.get("secure", False))
     model = DPLinearRegression(
-        rho=rho * (1.0 - share) if check else rho,
-        fit_intercept=fit_intercept,
-        random_state=source,
-        **params,
+        rho=rho * (1.0 - share), fit_intercept=fit_intercept, random_state=source, **params
     )
-    _refuse_response_bounds(bounds, X, y)
     with warnings.catch_warnings():  # rho was checked (and warned about) above
         warnings.simplefilter("ignore", LargeBudgetWarning)
-        result = model.fit(X, y, budget=budget).result_
-        config = model._config()
-    public_n = config.n_public is not None or config.relation.value == "replace-one"
-    warn_public_settings(
-        n=result.n if public_n else None,
-        p=len(result.names),
-        method=config.method,
-        steps=config.steps,
-        step_size=config.step_size,
-        m=config.m,
-        interval=config.interval,
-        rescaled=bounds is not None,
-        default_steps="steps" not in params,
-    )
-    if not check:
-        return result
+        config = model._config()  # every public parameter, before anything is charged
+    if budget is not None and not budget.can_afford(rho):
+        budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
+    with _reservation(budget, rho, X, y):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LargeBudgetWarning)
+            result = model.fit(X, y, budget=budget).result_
+        public_n = config.n_public is not None or config.relation.value == "replace-one"
+        warn_public_settings(
+            n=result.n if public_n else None,
+            p=len(result.names),
+            method=config.method,
+            steps=config.steps,
+            step_size=config.step_size,
+            m=config.m,
+            interval=config.interval,
+            rescaled=bounds is not None,
+            default_steps="steps" not in params,
+        )
+        if share == 0:
+            return result
+        return _check_bounds(X, y, result, rho * share, budget, source, indicators, params)
+
+
+def _reservation(budget: Budget | None, rho: float, X: Any, y: Any) -> Any:
+    """A stored budget reserves the whole fit in one transaction (``privacy/store.py``)."""
+    from ..privacy.store import StoredBudget
+
+    if not isinstance(budget, StoredBudget):
+        return contextlib.nullcontext()
+    terms = " + ".join(str(c) for c in getattr(X, "columns", [])) or "X"
+    return budget.reserve(rho, mechanism=f"dpfit.ols {getattr(y, 'name', None) or 'y'} ~ {terms}")
+
+
+def _check_bounds(
+    X: Any,
+    y: Any,
+    result: Result,
+    rho: float,
+    budget: Budget | None,
+    source: Any,
+    indicators: tuple[str, ...],
+    params: Mapping[str, Any],
+) -> Result:
+    """Release the outside counts with ``rho``, warn when one is large, add them to ``result``."""
     ledger = PrivacyLedger(relation=result.ledger.relation, budget=budget)
     counts, noise_std = release_outside_counts(
         X,
         y,
-        bounds=bounds,
-        y_bounds=y_bounds,
-        rho=rho * share,
+        bounds=params.get("bounds"),
+        y_bounds=params.get("y_bounds"),
+        rho=rho,
         ledger=ledger,
         source=source,
         indicators=indicators,
     )
     shown = ", ".join(f"{name} {value:.0f}" for name, value in counts.items())
+    share = rho / (result.ledger.rho + rho)
     note = (
         f"Bounds check: a private count of the records outside each column's public bounds "
-        f"(clipped by the fit), noise std {noise_std:.3g}, rho = {rho * share:.3g} "
-        f"({100 * share:g}% of the budget): {shown}."
+        f"(clipped by the fit), noise std {noise_std:.3g}, rho = {rho:.3g} "
+        f"({100 * share:.3g}% of the budget): {shown}."
     )
     limit = CLIPPED_SHARE * result.n + 3.0 * noise_std
     large = [name for name, value in counts.items() if value > limit]
@@ -252,7 +280,7 @@ def checked_linear_fit(
             f"{noise_std:.3g}): the fit describes the clipped data; widen those bounds if "
             "public knowledge allows",
             SideConditionWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return dataclasses.replace(
         result, ledger=_combined(result.ledger, ledger), notes=(*result.notes, note)

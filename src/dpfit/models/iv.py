@@ -46,6 +46,7 @@ from ._design import take_null_records
 from ._formula_errors import formula_errors
 from ._iv_release import Back, interval_text, notes, settings_from, shown
 from ._iv_scaling import release_moments
+from ._refits import note_fit
 from ._scaling import check_bounds
 from .formula import iv_matrices, with_indicator_bounds
 from .linear import _check_bool, _optional
@@ -353,6 +354,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         self.privacy_ = self.result_.ledger
         self.intercept_ = float(estimate[0]) if cfg["fit_intercept"] else 0.0
         self.coef_ = np.array(estimate[int(cfg["fit_intercept"]) :])
+        note_fit(type(self).__name__, cfg["rho"], X, y, Z, budget=budget)  # tuning
         return self
 
     def _bounds(self, x_names, z_names, y_name) -> tuple[list[str], np.ndarray | None]:

@@ -24,6 +24,7 @@ from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.budget import RELATIVE_TOLERANCE
 from ._dask import fit_data, frame_columns, response_name
 from ._linear_methods import LINEAR_METHODS, LinearConfig
+from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import PublicScaling
 from .results import Result
@@ -315,6 +316,7 @@ default="batched-means"
         self.privacy_ = self.result_.ledger
         self.intercept_ = float(estimate[0]) if config.fit_intercept else 0.0
         self.coef_ = np.array(estimate[int(config.fit_intercept) :])
+        note_fit(type(self).__name__, config.rho, X, y, budget=budget)  # tuning spends privacy
         return self
 
 

@@ -17,6 +17,13 @@ from .conversions import (
 from .filter import FilterEntry, PrivacyFilter, privacy_filter
 from .ledger import GaussianEntry, PrivacyLedger
 from .parallel import ParallelComposition, ParallelEntry
+from .pld import (
+    PLDLedger,
+    SubsampledGaussianEntry,
+    joint_epsilon,
+    subsampled_gaussian_epsilon,
+    subsampled_gaussian_noise_multiplier,
+)
 from .relations import (
     Relation,
     float_sum_excess,
@@ -26,17 +33,21 @@ from .relations import (
     sum_sensitivity,
 )
 from .statement import privacy_statement
+from .store import StoredBudget, open_budget
 
 __all__ = [
     "Budget",
     "BudgetExceededError",
     "FilterEntry",
     "GaussianEntry",
+    "PLDLedger",
     "ParallelComposition",
     "ParallelEntry",
     "PrivacyFilter",
     "PrivacyLedger",
     "Relation",
+    "SubsampledGaussianEntry",
+    "StoredBudget",
     "approx_dp_to_zcdp",
     "bun_steinke_epsilon",
     "bun_steinke_rho",
@@ -48,10 +59,14 @@ __all__ = [
     "gaussian_epsilon",
     "gaussian_mu",
     "mean_sensitivity",
+    "open_budget",
     "parse_relation",
     "privacy_filter",
     "privacy_statement",
+    "joint_epsilon",
     "public_n",
+    "subsampled_gaussian_epsilon",
+    "subsampled_gaussian_noise_multiplier",
     "sum_sensitivity",
     "zcdp_to_approx_dp",
 ]

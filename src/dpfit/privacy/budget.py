@@ -86,6 +86,13 @@ class Budget:
         self._spent += Fraction(share) * k
         return [Budget(rho=share) for _ in range(k)]
 
+    @staticmethod
+    def open(path, *, dataset: str, rho: float | None = None) -> Budget:
+        """A budget that persists in SQLite across processes (:mod:`dpfit.privacy.store`)."""
+        from .store import open_budget
+
+        return open_budget(path, dataset=dataset, rho=rho)
+
     def __repr__(self) -> str:
         return f"Budget(rho={self._total!r}, spent={self.spent!r})"
 
@@ -96,4 +103,9 @@ class Budget:
         raise TypeError("a Budget cannot be copied: pass the same Budget at call time instead")
 
     def __reduce__(self):
-        raise TypeError("a Budget cannot be pickled: it is a spendable resource")
+        raise TypeError(
+            "a Budget cannot be pickled: it is a spendable resource, and a copy in another "
+            "process (n_jobs > 1, multiprocessing) would spend the same rho again; share one "
+            "across processes with a persistent budget, dpfit.Budget.open(path, dataset=..., "
+            "rho=...)"
+        )

@@ -1,0 +1,104 @@
+"""``dpfit budget create|show|history``: a persistent privacy budget per dataset (SQLite).
+
+The store (:mod:`dpfit.privacy.store`) keeps one total rho per dataset; ``dpfit fit`` and
+``dpfit iv`` charge it with ``--budget-store PATH`` before any noise is drawn, from any number
+of processes, and refuse a fit the remaining budget cannot afford.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ._args import examples
+
+__all__ = ["add_parser", "run"]
+
+EXAMPLES = examples(
+    "dpfit budget create budget.sqlite --dataset card --rho 1",
+    "dpfit fit card --formula 'lwage ~ educ' --rho 0.25 --bound educ=0,18 \\",
+    "    --y-bounds 4.6,8 --budget-store budget.sqlite      # charged to dataset 'card'",
+    "dpfit budget show budget.sqlite",
+    "dpfit budget history budget.sqlite --dataset card",
+)
+
+
+def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        name,
+        help="create, show and list a persistent per-dataset privacy budget (SQLite)",
+        description=(
+            "A budget store is an SQLite file holding one total rho per dataset and every "
+            "charge made against it. Charges are transactions taken before any noise is "
+            "drawn, so processes sharing the file can never overspend."
+        ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    create = actions.add_parser(
+        "create",
+        help="set a dataset's total rho (creates the file if needed)",
+        epilog=examples("dpfit budget create budget.sqlite --dataset card --rho 1"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    create.add_argument("store", metavar="PATH", help="the SQLite budget store")
+    create.add_argument("--dataset", required=True, help="the dataset's name")
+    create.add_argument("--rho", type=float, required=True, help="its total zCDP budget")
+    show = actions.add_parser(
+        "show",
+        help="total, spent and remaining rho of each dataset",
+        epilog=examples("dpfit budget show budget.sqlite --delta 1e-6"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    show.add_argument("store", metavar="PATH", help="the SQLite budget store")
+    show.add_argument("--dataset", help="only this dataset")
+    show.add_argument("--delta", type=float, default=1e-5, help="delta for epsilon (1e-5)")
+    history = actions.add_parser(
+        "history",
+        help="every charge of a dataset with its releases (mechanism, count, rho)",
+        epilog=examples("dpfit budget history budget.sqlite --dataset card"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    history.add_argument("store", metavar="PATH", help="the SQLite budget store")
+    history.add_argument("--dataset", required=True, help="the dataset's name")
+    return p
+
+
+def _epsilon(rho: float, delta: float) -> str:
+    from ..privacy.conversions import zcdp_to_approx_dp
+
+    return f"{zcdp_to_approx_dp(rho, delta):.4g}" if rho > 0 else "0"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..privacy.store import create_budget, open_budget, stored_datasets
+
+    if args.action == "create":
+        from .._validation import check_rho
+
+        budget = create_budget(args.store, dataset=args.dataset, rho=check_rho(args.rho))
+        print(f"dataset {budget.dataset!r}: total rho = {budget.total:g} in {budget.path}")
+        return 0
+    if args.action == "show":
+        from .._validation import check_delta
+
+        delta = check_delta(args.delta)
+        datasets = stored_datasets(args.store)
+        if args.dataset is not None:
+            open_budget(args.store, dataset=args.dataset)  # refuses an unknown dataset
+            datasets = {args.dataset: datasets[args.dataset]}
+        print(f"{'dataset':<20} {'total rho':>10} {'spent':>10} {'remaining':>10}  epsilon spent")
+        for name, (total, spent) in datasets.items():
+            print(
+                f"{name:<20} {total:>10.4g} {spent:>10.4g} {max(0.0, total - spent):>10.4g}  "
+                f"{_epsilon(spent, delta)} at delta = {delta:g} (CKS)"
+            )
+        return 0
+    budget = open_budget(args.store, dataset=args.dataset)
+    print(f"charges of dataset {budget.dataset!r} (total rho = {budget.total:g}):")
+    for charge in budget.history():
+        print(f"#{charge.id:<4} {charge.created}  rho {charge.rho:>+10.4g}  {charge.mechanism}")
+        for mechanism, count, rho in charge.releases:
+            print(f"{'':6}release {mechanism} x {count}: rho {rho:.4g}")
+    print(f"spent {budget.spent:.6g}, remaining {budget.remaining:.6g}")
+    return 0

@@ -1,0 +1,391 @@
+"""A privacy budget that persists in SQLite: one total per dataset, shared across processes.
+
+``dpfit.Budget.open(path, dataset="card", rho=1.0)`` (or :func:`open_budget`) creates the
+dataset's total in the file on first use and opens it afterwards; ``dpfit budget create |
+show | history`` manage it from the shell and ``--budget-store PATH`` charges a fit to it.
+
+Every charge is one SQLite transaction that starts with ``BEGIN IMMEDIATE`` (the write lock
+is taken before the spent total is read), checks the total and appends the charge, and
+commits before anything is drawn (https://www.sqlite.org/lang_transaction.html): processes
+racing to spend are serialised and can never overspend, and a process killed after the
+commit leaves its charge recorded. A fit run through :meth:`StoredBudget.reserve` (as
+``dpfit.ols`` and the command line do) reserves its whole rho in one transaction, spends it
+in memory, records its releases (mechanism, count, rho) when it ends and returns only a part
+it provably did not draw; a fit killed part-way keeps its whole reservation (conservative).
+
+Unlike an in-memory :class:`~dpfit.Budget`, a stored budget may be pickled: the copy in
+another process reopens the same file and spends from the same total.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sqlite3
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._validation import check_positive
+from ..exceptions import BudgetExceededError
+from .budget import RELATIVE_TOLERANCE, Budget
+
+__all__ = ["Charge", "StoredBudget", "create_budget", "open_budget", "stored_datasets"]
+
+_FORMAT = "dpfit-budget-store"
+_VERSION = "1"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS datasets (name TEXT PRIMARY KEY, "
+    "total REAL NOT NULL CHECK (total > 0), created TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS charges (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "dataset TEXT NOT NULL REFERENCES datasets (name), rho REAL NOT NULL, "
+    "mechanism TEXT NOT NULL, created TEXT NOT NULL, pid INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS releases (charge INTEGER NOT NULL REFERENCES charges (id), "
+    "mechanism TEXT NOT NULL, count INTEGER NOT NULL, rho REAL NOT NULL)",
+)
+_TIMEOUT = 60.0  # seconds a transaction waits for another process's write lock
+
+
+@dataclass(frozen=True, kw_only=True)
+class Charge:
+    """One row of a dataset's history: a charge (or a refund, rho < 0) and its releases."""
+
+    id: int
+    rho: float
+    mechanism: str
+    created: str
+    pid: int
+    releases: tuple[tuple[str, int, float], ...] = ()
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _check_dataset(dataset: Any) -> str:
+    if not isinstance(dataset, str) or not dataset.strip():
+        raise TypeError(f"dataset must be a non-empty string naming the data, got {dataset!r}")
+    return dataset.strip()
+
+
+def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
+    """A connection to a dpfit budget store; a missing, corrupt or foreign file is refused."""
+    if not path.exists() and not create:
+        raise ValueError(
+            f"budget store {path} does not exist: create it with dpfit budget create {path} "
+            "--dataset NAME --rho TOTAL (or dpfit.Budget.open(path, dataset=..., rho=...))"
+        )
+    if path.is_dir():
+        raise ValueError(f"budget store {path} is a directory, not a file")
+    new = not path.exists() or path.stat().st_size == 0
+    conn = sqlite3.connect(path, timeout=_TIMEOUT, isolation_level=None)
+    try:
+        if new:  # create the schema atomically (another process may be doing the same)
+            conn.execute("BEGIN IMMEDIATE")
+            if not conn.execute("SELECT name FROM sqlite_master").fetchall():
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.executemany(
+                    "INSERT INTO meta VALUES (?, ?)", [("format", _FORMAT), ("version", _VERSION)]
+                )
+            conn.execute("COMMIT")
+        _check_format(conn, path)
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise ValueError(
+            f"{path} is not a dpfit budget store (not a readable SQLite database, or damaged); "
+            "give the path of a store made by dpfit budget create"
+        ) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _check_format(conn: sqlite3.Connection, path: Path) -> None:
+    if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+        raise sqlite3.DatabaseError("quick_check failed")
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
+    if meta.get("format") != _FORMAT or not {"datasets", "charges", "releases"} <= tables:
+        raise ValueError(
+            f"{path} is an SQLite database but not a dpfit budget store: refusing to write to it"
+        )
+    if meta.get("version") != _VERSION:
+        raise ValueError(
+            f"{path} is a dpfit budget store of format version {meta.get('version')}, this dpfit "
+            f"reads version {_VERSION}"
+        )
+
+
+@contextlib.contextmanager
+def _transaction(path: Path) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on any error)."""
+    conn = _connect(path, create=False)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def _total_and_spent(conn: sqlite3.Connection, dataset: str) -> tuple[float, float]:
+    row = conn.execute("SELECT total FROM datasets WHERE name = ?", (dataset,)).fetchone()
+    if row is None:
+        known = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
+        raise ValueError(
+            f"dataset {dataset!r} has no budget in this store (it has {known}); create it with "
+            f"dpfit budget create PATH --dataset {dataset} --rho TOTAL"
+        )
+    rhos = [r[0] for r in conn.execute("SELECT rho FROM charges WHERE dataset = ?", (dataset,))]
+    return float(row[0]), max(0.0, math.fsum(rhos))
+
+
+def _affordable(total: float, spent: float, rho: float) -> bool:
+    return spent + rho <= total * (1.0 + RELATIVE_TOLERANCE)
+
+
+class StoredBudget(Budget):
+    """A :class:`~dpfit.Budget` whose total and charges live in an SQLite file.
+
+    Obtain one with :func:`open_budget` or ``dpfit.Budget.open``. It can be passed wherever a
+    budget is accepted (``fit(X, y, budget=b)``, ``dpfit.ols(..., budget=b)``).
+    """
+
+    __slots__ = ("_dataset", "_local", "_path", "_releases")
+
+    def __init__(self, path: str | os.PathLike, *, dataset: str) -> None:
+        self._path = Path(path)
+        self._dataset = _check_dataset(dataset)
+        self._local: Budget | None = None
+        self._releases: dict[str, list[float]] | None = None
+        with contextlib.closing(_connect(self._path, create=False)) as conn:
+            _total_and_spent(conn, self._dataset)  # the dataset must exist
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        """The store's file."""
+        return self._path
+
+    @property
+    def dataset(self) -> str:
+        """The dataset whose total this budget draws from."""
+        return self._dataset
+
+    def _read(self) -> tuple[float, float]:
+        with contextlib.closing(_connect(self._path, create=False)) as conn:
+            return _total_and_spent(conn, self._dataset)
+
+    @property
+    def total(self) -> float:
+        """The dataset's total rho."""
+        return self._read()[0]
+
+    @property
+    def spent(self) -> float:
+        """The rho charged so far by every process (reservations included)."""
+        return self._read()[1]
+
+    @property
+    def remaining(self) -> float:
+        """The rho still available (never negative)."""
+        total, spent = self._read()
+        return max(0.0, total - spent)
+
+    def can_afford(self, rho: float, *, count: int = 1) -> bool:
+        """Whether ``spend(rho, count=count)`` would succeed now."""
+        if self._local is not None:
+            return self._local.can_afford(rho, count=count)
+        total, spent = self._read()
+        return _affordable(total, spent, rho * count)
+
+    def history(self) -> list[Charge]:
+        """Every charge of this dataset, oldest first, with the releases recorded for it."""
+        return _history(self._path, self._dataset)
+
+    # -- spending ------------------------------------------------------------------------
+    def _charge(self, rho: float, mechanism: str) -> int:
+        """One transaction: refuse or append the charge; returns its id."""
+        with _transaction(self._path) as conn:
+            total, spent = _total_and_spent(conn, self._dataset)
+            if not _affordable(total, spent, rho):
+                raise BudgetExceededError(
+                    f"charge of rho={rho:.6g} exceeds the remaining budget "
+                    f"{max(0.0, total - spent):.6g} of dataset {self._dataset!r} in "
+                    f"{self._path} (total {total:.6g}); nothing was charged or drawn"
+                )
+            cursor = conn.execute(
+                "INSERT INTO charges (dataset, rho, mechanism, created, pid) VALUES (?,?,?,?,?)",
+                (self._dataset, rho, mechanism, _now(), os.getpid()),
+            )
+            return int(cursor.lastrowid)
+
+    def spend(self, rho: float, *, count: int = 1) -> None:
+        """Charge ``count`` times ``rho`` in one transaction (or from the open reservation)."""
+        rho = check_positive(rho, "rho")
+        if self._local is not None:
+            self._local.spend(rho, count=count)
+            return
+        self._charge(rho * count, "direct spend")
+
+    def split(self, k: int) -> list[Budget]:
+        """Charge the whole remaining rho now and return ``k`` in-memory budgets sharing it."""
+        if self._local is not None:
+            return self._local.split(k)
+        rest = self.remaining
+        if not rest > 0:
+            raise BudgetExceededError(f"the budget of dataset {self._dataset!r} is exhausted")
+        self._charge(rest, f"split into {k}")
+        holder = Budget(rho=rest)
+        return holder.split(k)
+
+    @contextlib.contextmanager
+    def reserve(self, rho: float, *, mechanism: str) -> Iterator[StoredBudget]:
+        """Reserve ``rho`` in one transaction; spends inside the block draw from it.
+
+        On exit the block's releases (seen by :func:`dpfit.mechanisms.recorder.observing`)
+        are recorded with the charge, and the part of the reservation that was not spent is
+        returned as a refund row. A process killed inside the block keeps the whole
+        reservation charged.
+        """
+        from ..mechanisms.recorder import observing
+
+        rho = check_positive(rho, "rho")
+        if self._local is not None:
+            raise RuntimeError("a reservation is already open on this budget")
+        charge = self._charge(rho, mechanism)
+        local = Budget(rho=rho)
+        releases: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+
+        def note(entry: Any) -> None:
+            item = releases[entry.label]
+            item[0] += entry.count
+            item[1] += entry.rho
+
+        self._local = local
+        try:
+            with observing(note):
+                yield self
+        finally:
+            self._local = None
+            unused = rho - local.spent
+            with _transaction(self._path) as conn:
+                conn.executemany(
+                    "INSERT INTO releases VALUES (?, ?, ?, ?)",
+                    [(charge, label, int(c), float(r)) for label, (c, r) in releases.items()],
+                )
+                if unused > rho * 1e-12:
+                    conn.execute(
+                        "INSERT INTO charges (dataset, rho, mechanism, created, pid) "
+                        "VALUES (?,?,?,?,?)",
+                        (
+                            self._dataset,
+                            -unused,
+                            f"refund: the unspent part of charge {charge}",
+                            _now(),
+                            os.getpid(),
+                        ),
+                    )
+
+    def __repr__(self) -> str:
+        return f"StoredBudget({str(self._path)!r}, dataset={self._dataset!r})"
+
+    def __reduce__(self):
+        """Pickles as (path, dataset): the copy reopens the file and shares the total."""
+        return (_reopen, (str(self._path), self._dataset))
+
+
+def _reopen(path: str, dataset: str) -> StoredBudget:
+    return StoredBudget(path, dataset=dataset)
+
+
+def create_budget(path: str | os.PathLike, *, dataset: str, rho: float) -> StoredBudget:
+    """Record the total ``rho`` of ``dataset`` in the store at ``path`` (created if needed).
+
+    Raises
+    ------
+    ValueError
+        The dataset already has a total (a total is fixed once set), or the file is not a
+        dpfit budget store.
+    """
+    path, dataset, rho = Path(path), _check_dataset(dataset), check_positive(rho, "rho")
+    with contextlib.closing(_connect(path, create=True)):
+        pass
+    with _transaction(path) as conn:
+        row = conn.execute("SELECT total FROM datasets WHERE name = ?", (dataset,)).fetchone()
+        if row is not None:
+            raise ValueError(
+                f"dataset {dataset!r} already has a total of rho = {row[0]:g} in {path}: a "
+                "dataset's total is set once (open it with dpfit.Budget.open(path, dataset=...))"
+            )
+        conn.execute("INSERT INTO datasets VALUES (?, ?, ?)", (dataset, rho, _now()))
+    return StoredBudget(path, dataset=dataset)
+
+
+def open_budget(path: str | os.PathLike, *, dataset: str, rho: float | None = None) -> StoredBudget:
+    """The stored budget of ``dataset``; with ``rho``, create it on first use.
+
+    ``rho`` must equal the recorded total when the dataset already has one: one total per
+    dataset, never raised by reopening with a larger number.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, dpfit
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "budget.sqlite"
+    >>> budget = dpfit.Budget.open(path, dataset="survey", rho=1.0)
+    >>> budget.spend(0.25)
+    >>> again = dpfit.Budget.open(path, dataset="survey")     # another session, same total
+    >>> again.remaining, [c.rho for c in again.history()]
+    (0.75, [0.25])
+    """
+    path, dataset = Path(path), _check_dataset(dataset)
+    if rho is None:
+        return StoredBudget(path, dataset=dataset)
+    rho = check_positive(rho, "rho")
+    if path.exists() and dataset in stored_datasets(path):
+        budget = StoredBudget(path, dataset=dataset)
+        if budget.total != rho:
+            raise ValueError(
+                f"dataset {dataset!r} already has a total of rho = {budget.total:g} in {path}, "
+                f"not {rho:g}: a dataset's total is set once (leave rho out to open it)"
+            )
+        return budget
+    return create_budget(path, dataset=dataset, rho=rho)
+
+
+def stored_datasets(path: str | os.PathLike) -> dict[str, tuple[float, float]]:
+    """Dataset name -> (total, spent) for every dataset in the store."""
+    with contextlib.closing(_connect(Path(path), create=False)) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
+        return {name: _total_and_spent(conn, name) for name in names}
+
+
+def _history(path: Path, dataset: str) -> list[Charge]:
+    with contextlib.closing(_connect(path, create=False)) as conn:
+        _total_and_spent(conn, dataset)
+        rows = conn.execute(
+            "SELECT id, rho, mechanism, created, pid FROM charges WHERE dataset = ? ORDER BY id",
+            (dataset,),
+        ).fetchall()
+        releases: dict[int, list[tuple[str, int, float]]] = defaultdict(list)
+        for charge, mechanism, count, rho in conn.execute(
+            "SELECT r.charge, r.mechanism, r.count, r.rho FROM releases r "
+            "JOIN charges c ON c.id = r.charge WHERE c.dataset = ? ORDER BY r.rowid",
+            (dataset,),
+        ):
+            releases[charge].append((mechanism, count, rho))
+    return [
+        Charge(id=i, rho=r, mechanism=m, created=t, pid=p, releases=tuple(releases[i]))
+        for i, r, m, t, p in rows
+    ]

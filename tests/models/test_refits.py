@@ -1,0 +1,46 @@
+"""Refitting the same data many times without a shared budget warns: tuning spends privacy."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dpfit
+from dpfit.exceptions import RepeatedFitWarning
+from dpfit.models._refits import REFITS
+
+RNG = np.random.default_rng(21)
+X = RNG.uniform(-1, 1, (300, 2))
+Y = X @ [1.0, -0.5] + 0.1 * RNG.standard_normal(300)
+KW = {"rho": 0.5, "clip": 1.0, "steps": 20, "interval": None, "random_state": 0}
+
+
+def test_the_fifth_fit_of_the_same_data_warns_once():
+    data = (X + 1e-9, Y)  # fresh data for this test's own count
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for clip in np.linspace(0.5, 2.0, 2 * REFITS):  # a grid search by hand
+            dpfit.DPLinearRegression(**{**KW, "clip": clip}).fit(*data)
+    repeated = [w for w in caught if issubclass(w.category, RepeatedFitWarning)]
+    assert len(repeated) == 1
+    assert f"fitted {REFITS} times on the same data" in str(repeated[0].message)
+    assert f"rho = {REFITS * KW['rho']:g}" in str(repeated[0].message)
+
+
+def test_a_shared_budget_or_other_data_do_not_warn():
+    budget = dpfit.Budget(rho=10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RepeatedFitWarning)
+        for _ in range(REFITS + 1):
+            dpfit.DPLinearRegression(**KW).fit(X + 2e-9, Y, budget=budget)
+        for k in range(REFITS + 1):
+            dpfit.DPLinearRegression(**KW).fit(X + k * 1e-6, Y)
+
+
+def test_grid_search_style_refits_of_the_iv_estimator_warn():
+    z = RNG.integers(0, 2, (400, 1)).astype(float)
+    x = z + RNG.standard_normal((400, 1))
+    y = 0.5 * x[:, 0] + RNG.standard_normal(400)
+    with pytest.warns(RepeatedFitWarning, match="DPIVRegression"):
+        for _ in range(REFITS):
+            dpfit.DPIVRegression(rho=0.5, steps=5, m=2, random_state=0).fit(x, y, Z=z)
