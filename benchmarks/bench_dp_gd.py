@@ -8,6 +8,10 @@ the machine, the load average and the command:
             ``--steps`` steps, alternately, ``--repeats`` times, single-threaded BLAS; the
             marginal step cost of dp_gd is (t(2T) - t(T)) / T, which removes its one-off
             validation and row norms (also reported end to end).
+``grid``    the ``step`` measurement over n in {1e4, 1e5, 1e6} x p in {10, 100} (``--sizes``),
+            T = max(10, 2e8 / (n p)) steps per timed loop, every size interleaved in each repeat;
+            the floor is the plain loop ``theta -= eta * X.T @ (X @ theta - y) / n`` (target
+            <= 1.2x, issue 19).
 ``memory``  peak memory of dp_gd against the size of X (target <= 1.2x), in a fresh
             subprocess: peak RSS (``ru_maxrss``) minus the RSS before X was created, divided
             by X.nbytes; tracemalloc's peak of numpy allocations is a second route.
@@ -19,6 +23,7 @@ the machine, the load average and the command:
 
 Run (from the repository root):
     .venv/bin/python benchmarks/bench_dp_gd.py step
+    .venv/bin/python benchmarks/bench_dp_gd.py grid --repeats 7
     .venv/bin/python benchmarks/bench_dp_gd.py memory
     .venv/bin/python benchmarks/bench_dp_gd.py opacus --opacus-python /work/bench-venv/bin/python
 """
@@ -162,6 +167,52 @@ def bench_step(args) -> dict:
     return {"seconds": s, "seconds_per_step": per_step, "ratio_to_plain": ratios, "target": 1.3}
 
 
+def bench_grid(args) -> dict:
+    """Marginal DP-GD step against the plain step at every size; sizes interleaved per repeat."""
+    sizes = [tuple(int(float(v)) for v in item.split("x")) for item in args.sizes.split(",")]
+    cases = {}
+    for n, p in sizes:
+        X, y = _data(n, p)
+        T = max(10, int(2e8 / (n * p)))
+        clip = 5.0 * np.sqrt(p)
+        cases[f"{n}x{p}"] = {
+            "steps": T,
+            "runs": {
+                "plain_T": lambda X=X, y=y, T=T: _plain_gd(X, y, T),
+                "dp_gd_T": lambda X=X, y=y, T=T, c=clip: _dp_gd(X, y, T, c),
+                "dp_gd_2T": lambda X=X, y=y, T=T, c=clip: _dp_gd(X, y, 2 * T, c),
+            },
+        }
+    times = {key: {name: [] for name in case["runs"]} for key, case in cases.items()}
+    with threadpool_limits(args.threads):
+        for case in cases.values():
+            for fn in case["runs"].values():
+                fn()  # warm-up
+        for _ in range(args.repeats):
+            for key, case in cases.items():
+                for name, fn in case["runs"].items():
+                    times[key][name].append(_time(fn))
+    out = {}
+    for key, case in cases.items():
+        t, T = times[key], case["steps"]
+        plain = statistics.median(t["plain_T"]) / T
+        marginal = (statistics.median(t["dp_gd_2T"]) - statistics.median(t["dp_gd_T"])) / T
+        paired = [
+            (two - one) / base
+            for base, one, two in zip(t["plain_T"], t["dp_gd_T"], t["dp_gd_2T"], strict=True)
+        ]
+        out[key] = {
+            "steps": T,
+            "plain_s_per_step": plain,
+            "dp_gd_marginal_s_per_step": marginal,
+            "ratio_of_medians": marginal / plain,
+            "median_of_paired_ratios": statistics.median(paired),
+            "end_to_end_ratio": statistics.median(t["dp_gd_T"]) / statistics.median(t["plain_T"]),
+            "seconds": _summary(t),
+        }
+    return {"sizes": out, "target": 1.2}
+
+
 def _memory_child(n: int, p: int, steps: int) -> None:
     """Runs in a fresh process: prints peak-RSS and tracemalloc ratios as JSON."""
     baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -280,12 +331,14 @@ def _markdown(name: str, record: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["step", "memory", "opacus", "memory-child"])
+    parser.add_argument("what", choices=["step", "grid", "memory", "opacus", "memory-child"])
     parser.add_argument("--n", type=int)
     parser.add_argument("--p", type=int, default=100)
     parser.add_argument("--steps", type=int)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, help="output stem (default results/dp_gd_<what>)")
+    parser.add_argument("--sizes", default="1e4x10,1e4x100,1e5x10,1e5x100,1e6x10,1e6x100")
     parser.add_argument("--opacus-python", default="/work/bench-venv/bin/python")
     args = parser.parse_args()
     defaults = {"step": (1_000_000, 10), "memory": (1_000_000, 10), "opacus": (100_000, 100)}
@@ -297,15 +350,14 @@ def main() -> None:
     machine = _machine()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded runs: InsecureRandomnessWarning
-        result = {"step": bench_step, "memory": bench_memory, "opacus": bench_opacus}[args.what](
-            args
-        )
+        benches = {"step": bench_step, "grid": bench_grid, "memory": bench_memory}
+        result = {**benches, "opacus": bench_opacus}[args.what](args)
     machine["load_average_at_end"] = os.getloadavg()
     record = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": machine,
         "parameters": {
-            "n": args.n,
+            "n": args.n if args.what != "grid" else args.sizes,
             "p": args.p,
             "steps": args.steps,
             "repeats": args.repeats,
@@ -316,7 +368,7 @@ def main() -> None:
         "result": result,
     }
     RESULTS.mkdir(exist_ok=True)
-    stem = RESULTS / f"dp_gd_{args.what}"
+    stem = args.out or RESULTS / f"dp_gd_{args.what}"
     stem.with_suffix(".json").write_text(json.dumps(record, indent=2))
     stem.with_suffix(".md").write_text(_markdown(args.what, record))
     print(json.dumps(record["result"], indent=2))

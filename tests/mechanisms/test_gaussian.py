@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfit.mechanisms import gaussian, make_noise_source, noise_std_for_rho, rho_for_noise_std
-from dpfit.privacy import Budget, PrivacyLedger
+from dpfit import BudgetExceededError
+from dpfit.mechanisms import (
+    gaussian,
+    gaussian_releases,
+    make_noise_source,
+    noise_std_for_rho,
+    recording,
+    replaying,
+    rho_for_noise_std,
+)
+from dpfit.privacy import Budget, GaussianEntry, PrivacyLedger
 
 N = 100_000
 SIGMA = 2.0
@@ -123,3 +132,103 @@ def test_secure_backend_outputs_lie_on_a_power_of_two_grid():
     k = min(ks)
     assert np.all(np.ldexp(out, -k) == np.rint(np.ldexp(out, -k)))
     assert abs(out.mean() - 0.3) < 4 / math.sqrt(200)
+
+
+def _releases(ledger, source, count=5, **kw):
+    return gaussian_releases(
+        count=count, sensitivity=0.5, noise_std=2.0, ledger=ledger, rng=source, label="g", **kw
+    )
+
+
+def test_releases_charged_once_draw_what_per_release_calls_draw():
+    # Two routes, one answer: T gaussian() calls vs one gaussian_releases(count=T).
+    values = np.random.default_rng(5).standard_normal((5, 3))
+    one_by_one, per_call = PrivacyLedger(budget=Budget(rho=1.0)), make_noise_source(11)
+    a = [
+        gaussian(v, sensitivity=0.5, noise_std=2.0, ledger=one_by_one, rng=per_call, label="g")
+        for v in values
+    ]
+    at_once, charged = PrivacyLedger(budget=Budget(rho=1.0)), make_noise_source(11)
+    releases = _releases(at_once, charged)
+    assert len(at_once) == 1 and at_once.entries[0].count == 5  # charged before any draw
+    assert at_once.rho == one_by_one.rho and at_once.budget.spent == one_by_one.budget.spent
+    b = [releases.release(v) for v in values]
+    np.testing.assert_array_equal(np.array(a), np.array(b))  # same noise, bit for bit
+    assert at_once.statement(1e-6) == one_by_one.statement(1e-6)
+    assert at_once.epsilon(1e-6) == one_by_one.epsilon(1e-6)
+    assert releases.made == releases.count == 5
+
+
+def test_releases_record_and_replay_like_single_releases():
+    values = np.arange(6.0).reshape(3, 2)
+    with recording() as rec:
+        releases = _releases(PrivacyLedger(), make_noise_source(2), count=3)
+        outputs = [releases.release(v) for v in values]
+    assert [r.entry.count for r in rec.releases] == [1, 1, 1]  # one per release, as gaussian()
+    assert rec.entries[0] == GaussianEntry(label="g", sensitivity=0.5, noise_std=2.0)
+    with replaying(rec) as rep:
+        releases = _releases(PrivacyLedger(), make_noise_source(99), count=3)
+        replayed = [releases.release(v + 1.0) for v in values]
+    np.testing.assert_array_equal(np.array(outputs), np.array(replayed))
+    np.testing.assert_array_equal(rep.releases[0].value, values[0] + 1.0)
+
+
+def test_releases_refuse_overspend_and_extra_releases_before_drawing():
+    source = make_noise_source(4)
+    state = source.generator.bit_generator.state
+    budget = Budget(rho=0.1)
+    ledger = PrivacyLedger(budget=budget)
+    with recording() as rec, pytest.raises(BudgetExceededError):
+        _releases(ledger, source, count=10)  # 10 * 0.5^2 / 8 = 0.3125 > 0.1
+    assert len(ledger) == 0 and budget.spent == 0.0 and len(rec) == 0
+    assert source.generator.bit_generator.state == state
+    releases = _releases(ledger, source, count=2)
+    releases.release(np.zeros(1))
+    releases.release(np.zeros(1))
+    state = source.generator.bit_generator.state
+    with pytest.raises(BudgetExceededError, match="all 2 charged releases"):
+        releases.release(np.zeros(1))
+    with pytest.raises(ValueError, match="not finite"):
+        _releases(ledger, source, count=1).release(np.array([1.0, np.inf]))
+    assert source.generator.bit_generator.state == state  # nothing drawn
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, fragment",
+    [
+        ({"count": 0}, ValueError, "count must be in"),
+        ({"count": True}, TypeError, "count must be an integer"),
+        ({"count": 2.0}, TypeError, "count must be an integer"),
+        ({"sensitivity": -1.0}, ValueError, "sensitivity must be"),
+        ({"noise_std": float("nan")}, ValueError, "noise_std must be"),
+        ({"ledger": None}, TypeError, "ledger must be a PrivacyLedger"),
+        ({"rng": 3}, TypeError, "rng must be a NoiseSource"),
+    ],
+)
+def test_releases_validate_before_charging(kwargs, exc, fragment):
+    ledger = PrivacyLedger()
+    good = {
+        "count": 3,
+        "sensitivity": 1.0,
+        "noise_std": 1.0,
+        "ledger": ledger,
+        "rng": make_noise_source(0),
+        "label": "g",
+    }
+    with pytest.raises(exc, match=fragment):
+        gaussian_releases(**{**good, **kwargs})
+    assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("size", [1, 16, 17, 1000])
+def test_finiteness_is_checked_at_every_size(size):
+    ledger, source = PrivacyLedger(), make_noise_source(0)
+    big = np.full(size, 1e300)  # finite, with overflowing squares and sums
+    out = gaussian(big, sensitivity=1.0, noise_std=1.0, ledger=ledger, rng=source, label="big")
+    assert np.all(np.isfinite(out))
+    for bad in (np.nan, np.inf, -np.inf):
+        value = big.copy()
+        value[-1] = bad
+        with pytest.raises(ValueError, match="not finite"):
+            gaussian(value, sensitivity=1.0, noise_std=1.0, ledger=ledger, rng=source, label="b")
+    assert len(ledger) == 1

@@ -69,5 +69,7 @@ def test_total_charge_is_the_sum_of_the_entries():
     model = dpfit.DPLinearRegression(rho=0.7, clip=5.0, step_size=0.005, steps=200, random_state=1)
     model.fit(X, y)
     entries = model.privacy_.entries
-    assert sum(e.sensitivity**2 / (2 * e.noise_std**2) for e in entries) == pytest.approx(0.7)
+    assert sum(e.count * e.sensitivity**2 / (2 * e.noise_std**2) for e in entries) == pytest.approx(
+        0.7
+    )
     assert model.result_.rho == pytest.approx(0.7, rel=1e-12)

@@ -3,6 +3,7 @@
 import copy
 import math
 import pickle
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from dpfit.privacy import (
     parse_relation,
     sum_sensitivity,
 )
+from dpfit.privacy.budget import RELATIVE_TOLERANCE, exact_units, units_to_float
 
 
 def test_spend_and_remaining():
@@ -166,3 +168,81 @@ def test_relations_and_sensitivities():
     assert sum_sensitivity(1.0, n=10**6) == pytest.approx(2.0 * (1 + 1.1102e-4), rel=1e-6)
     with pytest.raises(TypeError, match="n"):
         mean_sensitivity(1.0, 200.0)
+
+
+def _fraction_reference(total: float, charges: list[float]) -> list[bool]:
+    """The budget's rule in exact rational arithmetic: spend while the sum <= total (1 + tol)."""
+    limit = Fraction(total) * (1 + Fraction(RELATIVE_TOLERANCE))
+    spent, out = Fraction(0), []
+    for c in charges:
+        ok = spent + Fraction(c) <= limit
+        spent += Fraction(c) if ok else 0
+        out.append(ok)
+    return out
+
+
+def test_float_check_agrees_with_exact_arithmetic_at_the_boundary():
+    limit = Fraction(1.0) * (1 + Fraction(RELATIVE_TOLERANCE))
+    at = float(limit)  # nearest float to the limit; step to the last float not above it
+    while Fraction(at) > limit:
+        at = math.nextafter(at, 0.0)
+    above = math.nextafter(at, math.inf)
+    assert Budget(rho=1.0).can_afford(at) and not Budget(rho=1.0).can_afford(above)
+    b = Budget(rho=1.0)
+    b.spend(0.5)
+    assert b.can_afford(at - 0.5) and not b.can_afford(math.nextafter(above - 0.5, math.inf))
+    gen = np.random.default_rng(3)
+    for _ in range(200):  # random charge sequences that end near the total
+        total = float(gen.uniform(0.1, 10.0))
+        k = int(gen.integers(1, 40))
+        charges = list(gen.dirichlet(np.ones(k)) * total * (1 + gen.normal(0, 1e-12)))
+        charges += [float(gen.uniform(0, 1e-11)) * total]
+        b = Budget(rho=total)
+        got = [b.can_afford(c) and (b.spend(c) is None) for c in charges]
+        assert got == _fraction_reference(total, charges)
+
+
+def test_exact_units_match_fraction_sums():
+    gen = np.random.default_rng(0)
+    values = [*np.exp(gen.uniform(-700, 700, 500)).tolist(), 5e-324, 2.2250738585072014e-308]
+    assert units_to_float(sum(map(exact_units, values))) == float(sum(map(Fraction, values)))
+
+
+def test_counted_spend_is_exactly_repeated_spends():
+    a, b = Budget(rho=1.0), Budget(rho=1.0)
+    for _ in range(700):
+        a.spend(1e-3 / 7)
+    b.spend(1e-3 / 7, count=700)
+    assert a.spent == b.spent and a.remaining == b.remaining
+    with pytest.raises(BudgetExceededError):
+        b.spend(0.5, count=2)
+    assert b.spent == a.spent
+    with pytest.raises(TypeError, match="count"):
+        b.spend(0.1, count=True)
+
+
+def test_one_counted_entry_is_exactly_the_per_release_entries():
+    for steps, sens, std in [(100, 0.02, 0.2), (777, 3e-4, 0.011), (3, 1.0, 3.0)]:
+        a = PrivacyLedger(budget=Budget(rho=10.0))
+        for _ in range(steps):
+            a.charge(GaussianEntry(label="g", sensitivity=sens, noise_std=std))
+        b = PrivacyLedger(budget=Budget(rho=10.0))
+        b.charge(GaussianEntry(label="g", sensitivity=sens, noise_std=std, count=steps))
+        assert a.rho == b.rho and a.budget.spent == b.budget.spent
+        assert a.statement(1e-6) == b.statement(1e-6)
+        assert b.entries[0].rho == b.rho
+
+
+def test_entry_validation_fast_path_and_slow_path_agree():
+    fast = GaussianEntry(label="q", sensitivity=2.0, noise_std=4.0)
+    slow = GaussianEntry(
+        label="q", sensitivity=np.float32(2.0), noise_std=4, relation="replace-one"
+    )
+    assert fast == slow and type(slow.sensitivity) is float and type(slow.noise_std) is float
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="sensitivity"):
+            GaussianEntry(label="q", sensitivity=bad, noise_std=1.0)
+    with pytest.raises(TypeError, match="label"):
+        GaussianEntry(label="", sensitivity=1.0, noise_std=1.0)
+    with pytest.raises(ValueError, match="noise scale not finite"):
+        GaussianEntry(label="q", sensitivity=1e150, noise_std=1.0, count=10**10)

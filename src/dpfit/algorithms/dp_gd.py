@@ -15,11 +15,13 @@ m          ``runs``         independent runs (T_total = m * T noisy steps in all
 One step (Alg. 1): r = y - X theta; each per-example gradient g_i = -x_i r_i has norm
 |r_i| * ||x_i||, so the row norms of X are computed once and clipping needs only the
 residual vector. The clipped mean gradient is -(1/n) X^T (r * f) with f = min(1, gamma /
-||g_i||): two passes over X and nothing of size n x p per step
+||g_i||), computed on cache-sized row blocks in buffers allocated once, so a step reads X
+once and allocates nothing of size n
 (:func:`dpfit.algorithms._kernels.least_squares_sums`, which also runs the sum as one
-distributed reduction per step when X and y are Dask arrays). Noise is added to the mean
-gradient through :func:`dpfit.mechanisms.gaussian`, on the driver, then
-theta <- theta - eta * (mean + noise).
+distributed reduction per step when X and y are Dask arrays). All ``runs * steps`` noisy
+releases are charged to the ledger at once, before the first is drawn
+(:func:`dpfit.mechanisms.gaussian_releases`); each step then adds its noise to the mean
+gradient, on the driver, and theta <- theta - eta * (mean + noise).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_positive, check_real, check_rho, check_vector
-from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
+from ..mechanisms import gaussian_releases, make_noise_source, noise_std_for_rho
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation, public_n
 from ._kernels import check_data, least_squares_sums
 from ._ledger import prepare_ledger
@@ -82,11 +84,13 @@ def _descend(
     """
     iterates = np.empty((steps, X.shape[1]))
     clipped = np.zeros(steps, dtype=np.int64)
+    step = np.empty(X.shape[1])
     theta = theta0
     for t in range(steps):
         total, clipped[t] = sums(theta)
-        theta = theta - step_size * perturb(total / normaliser, t)
-        iterates[t] = theta
+        np.divide(total, normaliser, out=total)
+        np.multiply(perturb(total, t), step_size, out=step)
+        theta = np.subtract(theta, step, out=iterates[t])  # theta - eta * noisy gradient
     return iterates, clipped
 
 
@@ -200,17 +204,19 @@ def dp_gd(
     sensitivity = mean_sensitivity(clip, normaliser, relation)
     noise_std = noise_std_for_rho(sensitivity, rho / total)
 
-    def perturb(gradient: np.ndarray, t: int) -> np.ndarray:
-        return gaussian(
-            gradient,
-            sensitivity=sensitivity,
-            noise_std=noise_std,
-            ledger=ledger,
-            rng=source,
-            label=LABEL,
-        )
-
     sums = least_squares_sums(X, y, clip)
+    releases = gaussian_releases(  # all runs * steps releases charged now, before any draw
+        count=total,
+        sensitivity=sensitivity,
+        noise_std=noise_std,
+        ledger=ledger,
+        rng=source,
+        label=LABEL,
+    )
+
+    def perturb(gradient: np.ndarray, t: int) -> np.ndarray:
+        return releases.release(gradient)
+
     runs_out = [
         _descend(
             X,

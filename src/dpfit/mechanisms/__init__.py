@@ -8,13 +8,20 @@ from .counts import (
     margin_threshold,
     private_count,
 )
-from .gaussian import gaussian, noise_std_for_rho, rho_for_noise_std
+from .gaussian import (
+    GaussianReleases,
+    gaussian,
+    gaussian_releases,
+    noise_std_for_rho,
+    rho_for_noise_std,
+)
 from .recorder import Recording, ReplayMismatchError, recording, replaying
 from .rng import NoiseSource, make_noise_source
-from .stream import GaussianRows, gaussian_rows
+from .stream import GaussianRows, gaussian_rows, subsampled_gaussian_rows
 
 __all__ = [
     "DoublingSearch",
+    "GaussianReleases",
     "GaussianRows",
     "NoiseSource",
     "Recording",
@@ -23,6 +30,7 @@ __all__ = [
     "clip_factors",
     "clip_rows",
     "gaussian",
+    "gaussian_releases",
     "gaussian_rows",
     "literal_threshold",
     "make_noise_source",
@@ -34,4 +42,5 @@ __all__ = [
     "rho_for_noise_std",
     "row_norms",
     "scale_rows",
+    "subsampled_gaussian_rows",
 ]

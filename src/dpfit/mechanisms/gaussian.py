@@ -2,6 +2,14 @@
 
 Order of operations (STYLE principle 1): validate -> build the ledger entry -> charge the
 ledger (and its budget) -> draw. If the charge fails, nothing is drawn and nothing changes.
+
+:func:`gaussian` charges and draws one release. :func:`gaussian_releases` charges ``count``
+releases of one query (same sensitivity, same noise) at once, as one ledger entry with that
+count, before any of them is drawn, and returns a :class:`GaussianReleases` that draws them
+one by one: an iterative algorithm's per-step release then costs little more than the draw
+itself. The entry's rho is exactly the sum of the per-release entries' (zCDP composes
+additively, also adaptively; Bun & Steinke 2016, Lemma 2.3), so the ledger's statement and
+epsilon are the same either way.
 """
 
 from __future__ import annotations
@@ -11,12 +19,19 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_positive, check_rho
+from .._validation import check_int, check_positive, check_rho
+from ..exceptions import BudgetExceededError
 from ..privacy.ledger import GaussianEntry, PrivacyLedger
 from . import recorder
 from .rng import NoiseSource
 
-__all__ = ["gaussian", "noise_std_for_rho", "rho_for_noise_std"]
+__all__ = [
+    "GaussianReleases",
+    "gaussian",
+    "gaussian_releases",
+    "noise_std_for_rho",
+    "rho_for_noise_std",
+]
 
 
 def noise_std_for_rho(sensitivity: float, rho: float) -> float:
@@ -33,6 +48,9 @@ def rho_for_noise_std(sensitivity: float, noise_std: float) -> float:
     """rho = Delta^2 / (2 sigma^2), the zCDP cost of one Gaussian release (exact)."""
     return GaussianEntry(label="query", sensitivity=sensitivity, noise_std=noise_std).rho
 
+
+#: Query values of at most this many coordinates are checked for finiteness in plain Python.
+_SMALL = 16
 
 #: The secure backend's grid spacing 2^k is at most this fraction of sensitivity / sqrt(d).
 _GRID_FRACTION = 2.0**-30
@@ -112,13 +130,8 @@ def gaussian(
     numpy.ndarray
         The noisy release, float64, with the shape of ``value``.
     """
-    if not isinstance(ledger, PrivacyLedger):
-        raise TypeError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
-    if not isinstance(rng, NoiseSource):
-        raise TypeError(f"rng must be a NoiseSource, got {type(rng).__name__}")
-    value = np.asarray(value, dtype=np.float64)
-    if not np.isfinite(value).all():  # internal invariant: callers clip and zero non-finite rows
-        raise ValueError(f"{label}: the query value is not finite")
+    _check_ledger_and_source(ledger, rng)
+    value = _finite_value(value, label)
     entry = GaussianEntry(
         label=label,
         sensitivity=sensitivity,
@@ -127,6 +140,35 @@ def gaussian(
         subsampled=subsampled,
     )
     ledger.charge(entry)
+    return _draw(value, entry, rng)
+
+
+def _check_ledger_and_source(ledger: PrivacyLedger, rng: NoiseSource) -> None:
+    if not isinstance(ledger, PrivacyLedger):
+        raise TypeError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
+    if not isinstance(rng, NoiseSource):
+        raise TypeError(f"rng must be a NoiseSource, got {type(rng).__name__}")
+
+
+def _finite_value(value: ArrayLike, label: str) -> np.ndarray:
+    """``value`` as a float64 array; ValueError if any entry is not finite.
+
+    Internal invariant: callers clip and zero non-finite rows. Small values (a few
+    coordinates, as in every step of an iterative algorithm) are checked in plain Python,
+    several times cheaper than ``np.isfinite(v).all()`` there.
+    """
+    value = np.asarray(value, dtype=np.float64)
+    if value.size <= _SMALL:
+        finite = all(map(math.isfinite, value.reshape(-1).tolist()))
+    else:
+        finite = bool(np.isfinite(value).all())
+    if not finite:
+        raise ValueError(f"{label}: the query value is not finite")
+    return value
+
+
+def _draw(value: np.ndarray, entry: GaussianEntry, rng: NoiseSource) -> np.ndarray:
+    """value + N(0, noise_std^2 I) for one charged release (or its replayed output)."""
     output = recorder.replayed_output(entry, value)
     if output is None:
         if rng.backend == "secure":
@@ -135,3 +177,115 @@ def gaussian(
             output = value + entry.noise_std * rng.generator.standard_normal(value.shape)
     recorder.notify(entry, value, output)
     return output
+
+
+class GaussianReleases:
+    """``count`` Gaussian releases of one query, charged at once; drawn one by one.
+
+    Build it with :func:`gaussian_releases` (which charges the ledger first). Each
+    :meth:`release` is exactly what :func:`gaussian` does after its charge: the same noise
+    from the same source, the same record/replay hooks, one release of ``count``.
+    """
+
+    __slots__ = ("_count", "_each", "_made", "_source")
+
+    def __init__(self, *, each: GaussianEntry, count: int, source: NoiseSource) -> None:
+        self._each, self._count, self._source = each, count, source
+        self._made = 0
+
+    @property
+    def entry(self) -> GaussianEntry:
+        """The entry of one release (the ledger holds it with ``count`` releases)."""
+        return self._each
+
+    @property
+    def count(self) -> int:
+        """Number of releases charged."""
+        return self._count
+
+    @property
+    def made(self) -> int:
+        """Number of releases made so far."""
+        return self._made
+
+    def release(self, value: ArrayLike) -> np.ndarray:
+        """Release ``value + N(0, noise_std^2 I)``: the next of the charged releases.
+
+        Raises
+        ------
+        BudgetExceededError
+            All ``count`` charged releases were made; nothing was drawn.
+        ValueError
+            ``value`` is not finite (an internal invariant); nothing was drawn.
+        """
+        if self._made >= self._count:
+            raise BudgetExceededError(
+                f"{self._each.label}: all {self._count} charged releases were made; "
+                "nothing was drawn"
+            )
+        value = _finite_value(value, self._each.label)
+        self._made += 1
+        return _draw(value, self._each, self._source)
+
+
+def gaussian_releases(
+    *,
+    count: int,
+    sensitivity: float,
+    noise_std: float,
+    ledger: PrivacyLedger,
+    rng: NoiseSource,
+    label: str,
+    subsampled: bool = False,
+) -> GaussianReleases:
+    """Charge ``count`` releases of one query to ``ledger`` now; draw them later, one by one.
+
+    The ledger gets one :class:`~dpfit.privacy.GaussianEntry` with ``count`` releases, which
+    costs exactly ``count`` times one release (the same statement and epsilon as ``count``
+    separate entries). Use it when an algorithm's number of releases and their noise are
+    fixed by public inputs before it starts (DP-GD's T steps); releases may then be chosen
+    adaptively, as zCDP composes adaptively.
+
+    Parameters
+    ----------
+    count : int
+        Number of releases (>= 1).
+    sensitivity, noise_std, ledger, rng, label, subsampled
+        As for :func:`gaussian`; every release has this sensitivity and noise.
+
+    Returns
+    -------
+    GaussianReleases
+        Its :meth:`~GaussianReleases.release` draws the next release.
+
+    Raises
+    ------
+    BudgetExceededError
+        ``ledger``'s budget cannot afford the ``count`` releases; nothing was charged or drawn.
+
+    Notes
+    -----
+    Charging before the first draw is what :func:`gaussian` does for one release: the budget
+    refuses an overspend before any noise exists. If the algorithm stops early, the ledger
+    overstates the cost (never understates it).
+    """
+    _check_ledger_and_source(ledger, rng)
+    count = check_int(count, "count", low=1)
+    each = GaussianEntry(
+        label=label,
+        sensitivity=sensitivity,
+        noise_std=noise_std,
+        relation=ledger.relation,
+        subsampled=subsampled,
+    )
+    ledger.charge(
+        GaussianEntry(
+            label=label,
+            sensitivity=each.sensitivity,
+            noise_std=each.noise_std,
+            count=count,
+            relation=each.relation,
+            subsampled=subsampled,
+        )
+    )
+    return GaussianReleases(each=each, count=count, source=rng)

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
-from fractions import Fraction
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .._validation import check_int, check_positive
-from .budget import Budget
+from .budget import Budget, exact_units, units_to_float
 from .conversions import gaussian_epsilon, zcdp_to_approx_dp
 from .relations import Relation, parse_relation
 
@@ -25,6 +24,8 @@ if TYPE_CHECKING:
     from .parallel import ParallelComposition, ParallelEntry
 
 __all__ = ["GaussianEntry", "PrivacyLedger"]
+
+_INF = math.inf
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,7 +51,9 @@ class GaussianEntry:
     Notes
     -----
     The Gaussian mechanism is rho = Delta^2 / (2 sigma^2)-zCDP (Bun & Steinke 2016, Prop. 1.6),
-    and zCDP composes additively, so the entry's rho is ``count`` times that.
+    and zCDP composes additively, so the entry's rho is ``count`` times that: one entry with
+    ``count = T`` costs exactly what T entries with ``count = 1`` cost, in the ledger and in
+    its budget (both keep exact sums), hence gives the same statement and epsilon.
     """
 
     label: str
@@ -59,18 +62,31 @@ class GaussianEntry:
     count: int = 1
     relation: Relation = Relation.REPLACE_ONE
     subsampled: bool = False
+    #: rho of one release, Delta^2 / (2 sigma^2) in float64 (derived, not compared).
+    rho_each: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.label, str) or not self.label:
+        if type(self.label) is not str or not self.label:
             raise TypeError("label must be a non-empty string")
-        object.__setattr__(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))
-        object.__setattr__(self, "noise_std", check_positive(self.noise_std, "noise_std"))
-        object.__setattr__(self, "count", check_int(self.count, "count", low=1))
-        object.__setattr__(self, "relation", parse_relation(self.relation))
-        if not isinstance(self.subsampled, bool):
+        sens, std = self.sensitivity, self.noise_std
+        # Fast path for plain finite positive floats; anything else goes through the checks.
+        if not (type(sens) is float and 0.0 < sens < _INF):
+            sens = check_positive(sens, "sensitivity")
+            object.__setattr__(self, "sensitivity", sens)
+        if not (type(std) is float and 0.0 < std < _INF):
+            std = check_positive(std, "noise_std")
+            object.__setattr__(self, "noise_std", std)
+        if type(self.count) is not int or self.count < 1:
+            object.__setattr__(self, "count", check_int(self.count, "count", low=1))
+        if type(self.relation) is not Relation:
+            object.__setattr__(self, "relation", parse_relation(self.relation))
+        if type(self.subsampled) is not bool:
             raise TypeError("subsampled must be a bool")
-        if not math.isfinite(self.rho):
+        ratio = sens / std  # divide first: no overflow of the squares
+        rho_each = ratio * ratio / 2.0
+        if not rho_each * self.count < _INF:
             raise ValueError("noise scale not finite: sensitivity / noise_std overflows")
+        object.__setattr__(self, "rho_each", rho_each)
 
     @property
     def noise_multiplier(self) -> float:
@@ -79,9 +95,16 @@ class GaussianEntry:
 
     @property
     def rho(self) -> float:
-        """zCDP cost of all ``count`` releases: count * Delta^2 / (2 sigma^2)."""
-        ratio = self.sensitivity / self.noise_std  # divide first: no overflow of the squares
-        return self.count * ratio * ratio / 2.0
+        """zCDP cost of all ``count`` releases: count * Delta^2 / (2 sigma^2), the exact
+        product of ``count`` and :attr:`rho_each` rounded once."""
+        if self.count == 1:
+            return self.rho_each
+        return units_to_float(self.rho_units)
+
+    @property
+    def rho_units(self) -> int:
+        """:attr:`rho` exactly, in units of 2^-1074 (what the ledger and budget add up)."""
+        return exact_units(self.rho_each) * self.count
 
     @property
     def is_plain_gaussian(self) -> bool:
@@ -117,7 +140,7 @@ class PrivacyLedger:
             raise TypeError(f"budget must be a dpfit.privacy.Budget, got {type(budget).__name__}")
         self._budget = budget
         self._entries: list[GaussianEntry | ParallelEntry] = []
-        self._rho = Fraction(0)  # exact running sum of the entries' rho (O(1) per charge)
+        self._units = 0  # exact running sum of the entries' rho, in units of 2^-1074
 
     @property
     def relation(self) -> Relation:
@@ -147,9 +170,9 @@ class PrivacyLedger:
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
             )
         if self._budget is not None:
-            self._budget.spend(entry.rho)
+            self._budget.spend(entry.rho_each, count=entry.count)
         self._entries.append(entry)
-        self._rho += Fraction(entry.rho)
+        self._units += entry.rho_units
 
     def parallel(self, label: str, *, rho_per_block: float) -> ParallelComposition:
         """Open a parallel composition over disjoint blocks of records.
@@ -170,12 +193,12 @@ class PrivacyLedger:
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
             )
         self._entries.append(entry)
-        self._rho += Fraction(entry.rho)
+        self._units += exact_units(entry.rho)
 
     @property
     def rho(self) -> float:
         """Total zCDP cost: the exact sum of the entries' rho, rounded once to float."""
-        return float(self._rho)
+        return units_to_float(self._units)
 
     @property
     def is_gaussian_only(self) -> bool:

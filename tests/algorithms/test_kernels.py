@@ -1,0 +1,66 @@
+"""The buffered least-squares kernel against the whole-array block function it replaces."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from dpfit.algorithms._kernels import LeastSquaresSums, least_squares_block
+from dpfit.mechanisms import row_norms
+
+
+def _data(n, p, seed=0):
+    gen = np.random.default_rng(seed)
+    X = gen.standard_normal((n, p))
+    return X, X @ np.linspace(-1, 1, p) + gen.standard_t(2, size=n), gen.standard_normal(p)
+
+
+@pytest.mark.parametrize("clip", [None, 0.5, 3.0, 1e6])
+def test_one_block_is_the_block_function_bit_for_bit(clip):
+    X, y, theta = _data(1500, 7)
+    total, clipped = LeastSquaresSums(X, y, clip)(theta)
+    ref = least_squares_block(X, y, theta, clip)
+    np.testing.assert_array_equal(total, ref[:-1])
+    assert clipped == ref[-1]
+
+
+@pytest.mark.parametrize("clip, block_rows", [(None, 64), (0.5, 100), (2.0, 4096)])
+def test_row_blocks_agree_up_to_summation_order(clip, block_rows):
+    X, y, theta = _data(20_001, 5, seed=1)
+    sums = LeastSquaresSums(X, y, clip, block_rows=block_rows)
+    ref = least_squares_block(X, y, theta, clip)
+    for _ in range(2):  # buffers are reused: a second call gives the same answer
+        total, clipped = sums(theta)
+        # each coordinate is a sum of 2e4 terms: reordering moves it by a few ulp of sum |terms|
+        scale = np.abs(X).T @ np.abs(X @ theta - y)
+        np.testing.assert_array_less(np.abs(total - ref[:-1]), 1e-13 * scale)
+        assert clipped == ref[-1]
+
+
+def test_non_finite_per_example_gradients_are_zeroed_like_the_block_function():
+    X, y, _ = _data(5000, 3, seed=2)
+    theta = np.array([1.0, 2.0, 0.5])
+    X[10] = [1e200, 1e200, -1e200]  # |r| ||x|| overflows: the record is zeroed
+    X[20] = [1e308, 1e308, 1e308]  # r = inf: the sum is NaN, recomputed by the block function
+    for block_rows in (None, 512):
+        sums = LeastSquaresSums(X, y, 1.0, block_rows=block_rows)
+        total, clipped = sums(theta)
+        ref = least_squares_block(X, y, theta, 1.0, row_norms(X))
+        np.testing.assert_array_equal(total, ref[:-1])
+        assert clipped == ref[-1] and np.all(np.isfinite(total))
+    X[20] = 0.0  # only the overflowing norm is left: the fast path zeroes it too
+    total, clipped = LeastSquaresSums(X, y, 1.0)(theta)
+    ref = least_squares_block(X, y, theta, 1.0, row_norms(X))
+    np.testing.assert_array_equal(total, ref[:-1])
+    assert clipped == ref[-1]
+
+
+def test_a_call_allocates_nothing_of_the_size_of_n():
+    X, y, theta = _data(200_000, 4)
+    sums = LeastSquaresSums(X, y, 1.0)
+    sums(theta)
+    tracemalloc.start()
+    sums(theta)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 8 * 200_000 / 20  # a block's buffers are allocated once, at construction
