@@ -22,6 +22,9 @@ def test_warnings_are_one_line_and_never_repeated(capsys):
         "dpfit fit: warning: LargeBudgetWarning: rho=9 is a weak guarantee",
         "dpfit fit: warning: UserWarning: from formulaic (text withheld: it may quote data values)",
     ]
+    assert warnings.formatwarning is not None and "dpfit" not in warnings.formatwarning(
+        "m", UserWarning, "f.py", 1
+    )  # restored on exit
 
 
 def test_observers_see_every_release_and_the_bar_counts_them():

@@ -55,12 +55,16 @@ def tidy_warnings(command: str) -> Iterator[None]:
         seen.add(key)
         (file or sys.stderr).write(formatwarning(message, category, filename, lineno))
 
+    saved = warnings.formatwarning  # catch_warnings restores showwarning, not this
     with warnings.catch_warnings():
         if not sys.warnoptions:
             warnings.simplefilter("always", PrivacyWarning)  # deduplicated above instead
         warnings.formatwarning = formatwarning
         warnings.showwarning = showwarning
-        yield
+        try:
+            yield
+        finally:
+            warnings.formatwarning = saved
 
 
 def progress_wanted(flag: bool) -> bool:
