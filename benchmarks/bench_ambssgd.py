@@ -1,53 +1,100 @@
-"""Benchmark: throughput of one DP-AMBSSGD pass against plain one-pass SGD in the same run.
+"""Benchmark: one DP-AMBSSGD pass against plain numpy SGD on the same permutation and batches.
 
-Both read the same N x d in-memory data once, in the order of the same random permutation,
-with the same schedule (T blocks of s + b records, step size eta): DP-AMBSSGD adds DP-STAT
-(one sort of s residuals and K + 1 charged noisy counts per block), per-example clipping (row
-norms and factors) and a charged Gaussian release per block; the plain twin
-(:func:`dpfit.baselines.onepass_sgd.onepass_sgd`) takes the unclipped, noiseless mean
-gradient. Each is timed end to end (validation, permutation, gathers, steps), alternately,
-``--repeats`` times; the reported throughput is rows / median seconds, and the slowdown is the
-median over the alternating pairs of (private seconds / plain seconds), which is robust to the
-load of a shared machine drifting during the run. Target: the private pass within 1.5x of the
-plain one at N = 1e6, d = 32.
+Both read the same N x d in-memory data once, in the order of the same random permutation (the
+one dp_ambssgd draws from its noise source for the same seed), with the same schedule (T
+blocks of s + b records, step size eta). The floor is the fastest honest non-private pass:
 
-Run:  python benchmarks/bench_ambssgd.py [--n 1000000] [--d 32] [--repeats 7] [--json out.json]
+    perm = generator.permutation(N)
+    for each block t: rows = the b gradient records of block t
+        Xb, yb = np.take(X, rows, axis=0), np.take(y, rows)
+        w -= eta * Xb.T @ (Xb @ w - yb) / b
+
+(no validation, no DP-STAT records read, no clipping, no noise). DP-AMBSSGD adds the
+validation of X (finiteness), DP-STAT on the s further records of each block (a gather, one
+residual pass, a sort of s residuals and one charged release of K + 1 noisy counts), the
+per-example clip (row norms and factors) and a charged Gaussian release per block. Each pass
+is timed end to end, in pairs whose order alternates, ``--repeats`` times, with one BLAS / OpenMP
+thread; the slowdown is the median of the paired ratios (private seconds / plain seconds),
+robust to the load of a shared machine drifting during the run. Before timing, the floor is
+checked against :func:`dpfit.baselines.onepass_sgd.onepass_sgd` (same iterates to rounding),
+so it really uses the same permutation and batches. Target (issue 19): at most 1.3x at
+N = 1e6, d = 32.
+
+Run:  .venv/bin/python benchmarks/bench_ambssgd.py [--n 1000000] [--d 32] [--repeats 9]
+      [--json benchmarks/results/ambssgd.json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
 import os
-import platform
-import statistics
-import time
-import warnings
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # before numpy is imported: one thread for both passes
 
-from dpfit.algorithms.ambssgd import dp_ambssgd
-from dpfit.baselines.onepass_sgd import onepass_sgd
-from dpfit.theory.ambssgd import rho_for_epsilon
+import argparse  # noqa: E402 - after the thread settings
+import json  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from dpfit.algorithms.ambssgd import dp_ambssgd  # noqa: E402
+from dpfit.baselines.onepass_sgd import onepass_sgd  # noqa: E402
+from dpfit.mechanisms import make_noise_source  # noqa: E402
+from dpfit.theory.ambssgd import ambssgd_schedule, rho_for_epsilon  # noqa: E402
+
+SEED = 1
 
 
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+def plain_sgd(X: np.ndarray, y: np.ndarray, sched, seed: int) -> np.ndarray:
+    """The floor: non-private one-pass SGD on dp_ambssgd's permutation and gradient batches."""
+    perm = make_noise_source(seed).generator.permutation(X.shape[0])
+    s, b, eta = sched.stat_size, sched.batch_size, sched.step_size
+    w = np.zeros(X.shape[1])
+    iterates = np.empty((sched.steps, X.shape[1]))
+    for t in range(sched.steps):
+        rows = perm[t * (s + b) + s : (t + 1) * (s + b)]
+        Xb, yb = np.take(X, rows, axis=0), np.take(y, rows)
+        w = w - eta * (Xb.T @ (Xb @ w - yb)) / b
+        iterates[t] = w
+    return iterates
+
+
+def _machine() -> dict:
+    cpuinfo = Path("/proc/cpuinfo")
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in (cpuinfo.read_text().splitlines() if cpuinfo.exists() else [])
+            if line.startswith("model name")
+        ),
+        platform.processor() or platform.machine(),
+    )
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "threads": {v: os.environ[v] for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
+    }
 
 
 def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--d", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args()
     n, d = args.n, args.d
 
-    rng = np.random.default_rng(0)  # benchmark data
+    rng = np.random.default_rng(0)  # benchmark data, not privacy noise
     w = rng.standard_normal(d)
     w /= np.linalg.norm(w)
     X = rng.standard_normal((n, d))
@@ -55,49 +102,57 @@ def main() -> dict:
     r_x = math.sqrt(d + 2)
     rho = rho_for_epsilon(1.0, 1e-6)
     bound = math.sqrt(d) * 2 * math.log(n)
+    sched = ambssgd_schedule(n, feature_scale=r_x)
+    load_start = os.getloadavg()
 
     def private():
-        return dp_ambssgd(X, y, rho=rho, feature_scale=r_x, residual_bound=bound, rng=1)
+        return dp_ambssgd(X, y, rho=rho, feature_scale=r_x, residual_bound=bound, rng=SEED)
 
     def plain():
-        return onepass_sgd(X, y, feature_scale=r_x, rng=1)
+        return plain_sgd(X, y, sched, SEED)
+
+    def timed(fn) -> float:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded runs: InsecureRandomnessWarning
-        private(), plain()  # warm-up (imports, page faults)
-        times = {"dp_ambssgd": [], "onepass_sgd": []}
-        for _ in range(args.repeats):
-            times["dp_ambssgd"].append(_timed(private))
-            times["onepass_sgd"].append(_timed(plain))
-        traj = private()
+        twin = onepass_sgd(X, y, feature_scale=r_x, rng=SEED).iterates
+        if not np.allclose(plain(), twin, rtol=1e-9, atol=1e-12):
+            sys.exit("the floor does not reproduce onepass_sgd: not the same batches")
+        steps = private().config["steps"]  # also the warm-up
+        times: dict[str, list[float]] = {"dp_ambssgd": [], "plain_sgd": []}
+        for k in range(args.repeats):
+            order = ("dp_ambssgd", "plain_sgd") if k % 2 == 0 else ("plain_sgd", "dp_ambssgd")
+            for name in order:
+                times[name].append(timed(private if name == "dp_ambssgd" else plain))
+    ratios = [a / b for a, b in zip(times["dp_ambssgd"], times["plain_sgd"], strict=True)]
     med = {k: statistics.median(v) for k, v in times.items()}
     result = {
         "n": n,
         "d": d,
-        "steps": traj.config["steps"],
+        "steps": steps,
+        "stat_size": sched.stat_size,
+        "batch_size": sched.batch_size,
         "repeats": args.repeats,
+        "seconds": times,
         "seconds_median": med,
-        "seconds_min": {k: min(v) for k, v in times.items()},
         "rows_per_second": {k: n / s for k, s in med.items()},
-        "slowdown_paired_median": statistics.median(
-            a / b for a, b in zip(times["dp_ambssgd"], times["onepass_sgd"], strict=True)
-        ),
-        "slowdown_median": med["dp_ambssgd"] / med["onepass_sgd"],
-        "slowdown_min": min(times["dp_ambssgd"]) / min(times["onepass_sgd"]),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-        },
+        "slowdown_paired_median": statistics.median(ratios),
+        "slowdown_paired_quartiles": statistics.quantiles(ratios, n=4),
+        "slowdown_of_medians": med["dp_ambssgd"] / med["plain_sgd"],
+        "load_average": {"start": load_start, "end": os.getloadavg()},
+        "machine": _machine(),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
+    q1, _, q3 = result["slowdown_paired_quartiles"]
     print(
-        f"N={n} d={d} T={result['steps']}: dp_ambssgd {result['rows_per_second']['dp_ambssgd']:.3g}"
-        f" rows/s, onepass_sgd {result['rows_per_second']['onepass_sgd']:.3g} rows/s, "
-        f"slowdown {result['slowdown_paired_median']:.2f}x (median of {args.repeats} paired "
-        f"ratios; {result['slowdown_median']:.2f}x of medians, {result['slowdown_min']:.2f}x of "
-        "minima)"
+        f"N={n} d={d} T={steps}: dp_ambssgd {med['dp_ambssgd']:.3f} s, plain numpy SGD "
+        f"{med['plain_sgd']:.3f} s (medians); slowdown {result['slowdown_paired_median']:.2f}x "
+        f"(median of {args.repeats} paired ratios, quartiles {q1:.2f}-{q3:.2f}; "
+        f"{result['slowdown_of_medians']:.2f}x of medians); load {load_start[0]:.1f} -> "
+        f"{result['load_average']['end'][0]:.1f}"
     )
     if args.json:
         with open(args.json, "w") as fh:
