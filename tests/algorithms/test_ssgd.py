@@ -43,6 +43,15 @@ def test_record_replay_every_step_has_noise_alpha_times_its_sensitivity():
     assert first.ledger.rho == pytest.approx(0.5, rel=1e-15)
 
 
+def test_gradient_sensitivity_includes_the_rounding_allowance_of_a_batch_of_one():
+    # At clip = 3 the allowance 2^-52 * 3 rounds 2 * 3 up by one ulp, so it shows.
+    X, y = make_data(50)
+    with recording() as rec:
+        dp_ssgd(X, y, clip=3.0, step_size=0.05, rho=0.5, rng=0)
+    assert {r.entry.sensitivity for r in rec.releases} == {sum_sensitivity(3.0, n=1)}
+    assert sum_sensitivity(3.0, n=1) == np.nextafter(6.0, 7.0)
+
+
 def test_epsilon_target_uses_the_better_valid_analysis():
     # Large n, tiny epsilon: amplification by shuffling beats parallel composition.
     alpha, how = ssgd_noise_multiplier(0.03, 1e-6, 2**22, shuffled=True)
