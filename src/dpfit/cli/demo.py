@@ -135,6 +135,11 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
         {private_label: private, "OLS, non-private (for comparison)": ref},
         terms=[t for t in result.names if t != "Intercept"],
         title=f"Card (1995) wage equation, n = {len(data)}: {WAGE_FORMULA}",
+        covers={
+            "OLS, non-private (for comparison)": (
+                "the population coefficient (sampling error only)"
+            )
+        },
     )
     out.mkdir(parents=True, exist_ok=True)
     path = out / "card_wage_equation.png"

@@ -81,6 +81,9 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     )
     p.add_argument("--relation", default="replace-one", help="replace-one or add-remove")
     p.add_argument("--plot", type=Path, metavar="PNG", help="write a coefficient plot here")
+    p.add_argument(
+        "--plot-sharex", action="store_true", help="one x-scale for every term of the plot"
+    )
     add_release_options(p)
     return p
 
@@ -167,6 +170,7 @@ def _plot(result, args: argparse.Namespace) -> None:
         {f"{result.method}, rho = {result.rho:g}": coefficient_frame(result, args.alpha)},
         title=f"{args.formula} (n = {result.n})",
         level=level,
+        sharex=args.plot_sharex,
     )
     args.plot.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.plot, dpi=120)

@@ -1,8 +1,13 @@
 """Coefficient plots: point estimates and intervals of one or more fits, one panel per term.
 
 Coefficients of a regression live on very different scales (an intercept near 5, a slope near
-0.07), so each term gets its own panel and x-axis; within a panel, each fit is one horizontal
-interval with its point estimate. The figure is built without ``pyplot`` (no global state).
+0.07), so by default each term gets its own panel and x-axis (``sharex=True`` puts every
+panel on one scale, to compare magnitudes); within a panel, each fit is one horizontal
+interval with its point estimate. A dashed line marks zero wherever it falls inside a
+panel's range, and the legend says what each fit's interval covers: a private interval from
+the released iterates covers the fit to *these* data (privacy noise only), a textbook OLS
+interval the population coefficient (sampling error only). The figure is built without
+``pyplot`` (no global state).
 """
 
 from __future__ import annotations
@@ -14,22 +19,30 @@ from matplotlib.figure import Figure
 
 from .results import Result
 
-__all__ = ["coefficient_frame", "plot_coefficients"]
+__all__ = ["COVERS", "coefficient_frame", "plot_coefficients"]
 
 _COLUMNS = ("coef", "lower", "upper")
 
+#: What the intervals of each model's release cover (``frame.attrs["covers"]``).
+COVERS = {
+    "DP linear regression": "the least-squares fit to these data (privacy noise only)",
+    "DP IV regression": "the 2SLS fit to these data (privacy noise only)",
+}
 
-def coefficient_frame(
-    result: Result, alpha: float = 0.05, target: str | None = None
-) -> pd.DataFrame:
+
+def coefficient_frame(result: Result, alpha: float = 0.05) -> pd.DataFrame:
     """``coef``, ``lower`` and ``upper`` of a :class:`Result`, indexed by term name.
 
-    ``target`` defaults to the population when the fit released a population interval,
-    else the sample minimiser (:meth:`Result.conf_int`).
+    ``attrs["covers"]`` says what the interval covers, for the plot's legend.
     """
-    if target is None:
-        target = result.targets[0] if result.targets else "population"
-    return pd.concat([result.params, result.conf_int(alpha, target=target)], axis=1)
+    frame = pd.concat([result.params, result.conf_int(alpha)], axis=1)
+    frame.attrs["covers"] = COVERS.get(result.model, "the fit to these data")
+    return frame
+
+
+def _legend_label(label: str, frame: pd.DataFrame, covers: Mapping[str, str], level: str) -> str:
+    text = covers.get(label, frame.attrs.get("covers"))
+    return f"{label}\n{level} interval covers {text}" if text else f"{label} ({level} interval)"
 
 
 def plot_coefficients(
@@ -38,8 +51,10 @@ def plot_coefficients(
     terms: Sequence[str] | None = None,
     title: str = "",
     level: str = "95%",
+    sharex: bool = False,
+    covers: Mapping[str, str] | None = None,
 ) -> Figure:
-    """One panel per term, one interval per fit.
+    """One panel per term, one interval per fit, a zero line and a legend of what is covered.
 
     Parameters
     ----------
@@ -52,7 +67,12 @@ def plot_coefficients(
     title : str, default=""
         Figure title.
     level : str, default="95%"
-        Interval level, for the axis label.
+        Interval level, for the axis label and the legend.
+    sharex : bool, default=False
+        One x-scale for every panel (compare magnitudes) instead of one per term.
+    covers : mapping of str to str, optional
+        Label -> what that fit's interval covers, for the legend (default: the frame's
+        ``attrs["covers"]``, which :func:`coefficient_frame` sets).
 
     Returns
     -------
@@ -64,11 +84,13 @@ def plot_coefficients(
         missing = [c for c in _COLUMNS if c not in frame.columns]
         if missing:
             raise ValueError(f"fit {label!r} lacks columns {missing}")
+    covers = {} if covers is None else dict(covers)
     labels = list(fits)
     first = fits[labels[0]]
     terms = list(first.index) if terms is None else list(terms)
-    fig = Figure(figsize=(7.5, 0.9 + 0.75 * len(terms) * max(1, len(labels) / 2)))
-    axes = fig.subplots(len(terms), 1, squeeze=False)[:, 0]
+    legend_height = 0.1 + 0.4 * len(labels)  # inches: two lines per fit
+    fig = Figure(figsize=(7.5, 0.9 + legend_height + 0.75 * len(terms) * max(1, len(labels) / 2)))
+    axes = fig.subplots(len(terms), 1, squeeze=False, sharex=sharex)[:, 0]
     colours = [f"C{i}" for i in range(len(labels))]
     for ax, term in zip(axes, terms, strict=True):
         for row, (label, colour) in enumerate(zip(labels, colours, strict=True)):
@@ -78,24 +100,31 @@ def plot_coefficients(
             coef, lower, upper = (float(frame.loc[term, c]) for c in _COLUMNS)
             y = len(labels) - 1 - row
             ax.hlines(y, lower, upper, colors=colour, linewidth=3)
-            ax.plot([coef], [y], "o", color=colour, markersize=6, label=label)
+            ax.plot(
+                [coef],
+                [y],
+                "o",
+                color=colour,
+                markersize=6,
+                label=_legend_label(label, frame, covers, level),
+            )
         ax.set_yticks([])
         ax.set_ylim(-0.7, len(labels) - 0.3)
         ax.set_ylabel(term, rotation=0, ha="right", va="center")
         ax.grid(axis="x", alpha=0.3)
         ax.tick_params(axis="x", labelsize=8)
+    for ax in axes:  # after all panels are drawn, so shared limits are final
+        low, high = ax.get_xlim()
+        if low <= 0.0 <= high:
+            ax.axvline(0.0, color="0.35", linewidth=0.9, linestyle="--", zorder=0)
+            ax.set_xlim(low, high)
     handles, names = axes[0].get_legend_handles_labels()
     fig.legend(
-        handles,
-        names,
-        loc="upper center",
-        ncol=min(len(labels), 2),
-        fontsize=8,
-        frameon=False,
-        bbox_to_anchor=(0.5, 0.995),
+        handles, names, loc="upper left", fontsize=7.5, frameon=False, bbox_to_anchor=(0.01, 0.995)
     )
-    axes[-1].set_xlabel(f"coefficient and {level} interval (each term on its own scale)")
+    scale = "one scale for all terms" if sharex else "each term on its own scale"
+    axes[-1].set_xlabel(f"coefficient and {level} interval ({scale}; dashed: zero)")
     if title:
         fig.suptitle(title, y=0.02, va="bottom", fontsize=9)
-    fig.tight_layout(rect=(0, 0.04 if title else 0, 1, 1 - 0.3 / fig.get_figheight()))
+    fig.tight_layout(rect=(0, 0.04 if title else 0, 1, 1 - legend_height / fig.get_figheight()))
     return fig
