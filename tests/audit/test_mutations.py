@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from dpfit.audit import audit
+from dpfit.mechanisms import GaussianReleases
 from dpfit.mechanisms import clip_factors as real_clip_factors
+from dpfit.mechanisms import clip_residuals as real_clip_residuals
 from dpfit.mechanisms import gaussian as real_gaussian
 from dpfit.privacy import mean_sensitivity as real_mean_sensitivity
 
@@ -43,27 +45,42 @@ def noise_halved(module):
     return patch
 
 
+def releases_noise_halved(monkeypatch):
+    # DP-GD's steps (charged once as declared) each add only half of their noise
+    real = GaussianReleases.release
+    monkeypatch.setattr(
+        GaussianReleases, "release", lambda self, value: value + 0.5 * (real(self, value) - value)
+    )
+
+
 def clip_skipped_for_the_canary(monkeypatch):
     def clip_factors(norms, clip):  # off-by-one: the last record is never clipped
         f = real_clip_factors(norms, clip)
         f[-1] = 1.0
         return f
 
+    def clip_residuals(residuals, x_norms, clip, **buffers):  # DP-GD's buffered kernel
+        last = residuals[-1]
+        clipped = real_clip_residuals(residuals, x_norms, clip, **buffers)
+        residuals[-1] = last
+        return clipped
+
     monkeypatch.setattr(KERNELS, "clip_factors", clip_factors)
+    monkeypatch.setattr(KERNELS, "clip_residuals", clip_residuals)
 
 
 def _noise_once(monkeypatch, *, reuse):
-    first = weakref.WeakKeyDictionary()  # one ledger per run: its first noise draw
+    first = weakref.WeakKeyDictionary()  # one set of charged releases per run: its first draw
+    real = GaussianReleases.release
 
-    def gaussian(value, **kw):
-        out = real_gaussian(value, **kw)
-        ledger = kw["ledger"]
-        if ledger not in first:
-            first[ledger] = out - value
+    def release(self, value):
+        out = real(self, value)
+        if self not in first:
+            first[self] = out - value
             return out
-        return value + first[ledger] if reuse else np.asarray(value, dtype=float)
+        return value + first[self] if reuse else np.asarray(value, dtype=float)
 
-    monkeypatch.setattr(DP_GD, "gaussian", gaussian)
+    monkeypatch.setattr(GaussianReleases, "release", release)
 
 
 def noise_drawn_once_and_reused(monkeypatch):
@@ -113,7 +130,7 @@ def test_correct_dp_gd_passes_every_check(target, options):
 
 
 CASES = [
-    ("dp_gd", {}, noise_halved(DP_GD), {"mu", "null-calibration"}),
+    ("dp_gd", {}, releases_noise_halved, {"mu", "null-calibration"}),
     ("dp_gd", {}, clip_skipped_for_the_canary, {"nonparametric", "mu"}),
     ("dp_gd", {}, noise_drawn_once_and_reused, {"null-calibration"}),
     ("dp_gd", {}, noise_drawn_once_at_the_first_step, {"nonparametric", "mu", "null-calibration"}),

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dpfit.mechanisms import clip_factors, clip_rows, row_norms, scale_rows
+from dpfit.mechanisms import clip_factors, clip_residuals, clip_rows, row_norms, scale_rows
 
 ADVERSARIAL = [1e-300, 5e-324, 1.0 - 2**-52, 1.0 + 2**-52, 1e150, 1e300, 1.7e308]
 
@@ -68,3 +68,21 @@ def test_scale_rows_zeroes_non_finite_residuals():
 def test_bad_clip_raises(clip):
     with pytest.raises(ValueError, match="clip"):
         clip_rows(np.ones((2, 2)), clip)
+
+
+def test_clip_residuals_is_clip_factors_in_place():
+    gen = np.random.default_rng(4)
+    r = gen.standard_t(2, size=5000) * np.exp(gen.uniform(-30, 30, 5000))
+    x_norms = np.exp(gen.uniform(-5, 5, 5000))
+    x_norms[:3] = [0.0, 1e-300, 1e300]
+    clip = 2.5
+    factors = clip_factors(np.abs(r) * x_norms, clip)
+    expected = scale_rows(r, factors)
+    out = r.copy()
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        clipped = clip_residuals(
+            out, x_norms, clip, norms=np.empty(5000), mask=np.empty(5000, dtype=bool)
+        )
+    np.testing.assert_array_equal(out, expected)
+    assert clipped == np.count_nonzero(factors < 1.0) > 100
+    assert np.all(np.abs(out) * x_norms <= clip)

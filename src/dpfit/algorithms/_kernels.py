@@ -35,8 +35,7 @@ from .._validation import check_identified, check_int, check_iv_data
 from .._validation import check_X_y as _check_X_y
 from ..distributed import check_dask_rows, is_dask, row_block_sum
 from ..losses.base import checked_gradients, finite_factors
-from ..mechanisms import clip_factors, row_norms, scale_rows
-from ..mechanisms.clipping import CLIP_MARGIN
+from ..mechanisms import clip_factors, clip_residuals, row_norms, scale_rows
 from ..privacy import Relation
 
 __all__ = [
@@ -136,10 +135,10 @@ class LeastSquaresSums:
     """``sums(theta) -> (sum_i c_i (x_i.theta - y_i) x_i, number clipped)`` for X in memory.
 
     The arithmetic of :func:`least_squares_block` on row blocks of ``block_rows`` rows, in
-    buffers allocated once: per block, r = X_b theta - y_b, g = |r * ||x_i|| | (the
-    per-example gradient norms), and rows with g > clip * CLIP_MARGIN are scaled by
-    clip * CLIP_MARGIN / g in place (:func:`dpfit.mechanisms.clip_factors`' factor, exactly);
-    then X_b^T r is added to the sum. The row norms of X are computed once, here.
+    buffers allocated once: per block, r = X_b theta - y_b is clipped in place
+    (:func:`dpfit.mechanisms.clip_residuals`: :func:`~dpfit.mechanisms.clip_factors`'
+    factor, exactly), then X_b^T r is added to the sum. The row norms of X are computed once,
+    here.
 
     The result equals :func:`least_squares_block` bit for bit when X is one block, and up to
     the order in which block sums are added otherwise (a few ulp of the sum). Should any
@@ -150,7 +149,6 @@ class LeastSquaresSums:
     def __init__(self, X: np.ndarray, y: np.ndarray, clip: float | None, block_rows=None):
         n, p = X.shape
         self._X, self._y, self._clip = X, y, clip
-        self._bound = None if clip is None else clip * CLIP_MARGIN
         self._x_norms = None if clip is None else _row_norms_chunked(X)
         rows = min(n, block_rows or _block_rows(p))
         self._blocks = [(a, min(a + rows, n)) for a in range(0, n, rows)]
@@ -159,7 +157,7 @@ class LeastSquaresSums:
         self._part = np.empty(p)
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, int]:
-        X, y, x_norms, bound = self._X, self._y, self._x_norms, self._bound
+        X, y, x_norms, clip = self._X, self._y, self._x_norms, self._clip
         total = np.zeros(X.shape[1])
         part, clipped = self._part, 0
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -168,20 +166,14 @@ class LeastSquaresSums:
                 r, Xb = self._r[:m], X[a:b]
                 np.matmul(Xb, theta, out=r)
                 np.subtract(r, y[a:b], out=r)
-                if bound is not None:
-                    g, mask = self._g[:m], self._mask[:m]
-                    np.multiply(r, x_norms[a:b], out=g)
-                    np.abs(g, out=g)  # |r_i| ||x_i||, as |r_i * ||x_i|| | exactly
-                    np.greater(g, bound, out=mask)
-                    k = int(np.count_nonzero(mask))
-                    if k:
-                        clipped += k
-                        np.divide(bound, g, out=g, where=mask)
-                        np.multiply(r, g, out=r, where=mask)
+                if clip is not None:
+                    clipped += clip_residuals(
+                        r, x_norms[a:b], clip, norms=self._g[:m], mask=self._mask[:m]
+                    )
                 np.matmul(Xb.T, r, out=part)
                 np.add(total, part, out=total)
         if not np.isfinite(total).all():  # some non-finite per-example gradient: zero it
-            out = least_squares_block(X, y, theta, self._clip, x_norms)
+            out = least_squares_block(X, y, theta, clip, x_norms)
             return out[:-1], int(out[-1])
         return total, clipped
 

@@ -1,6 +1,6 @@
 """Mechanisms: the Gaussian mechanism, clipping, the noise source and record/replay hooks."""
 
-from .clipping import clip_factors, clip_rows, row_norms, scale_rows
+from .clipping import clip_factors, clip_residuals, clip_rows, row_norms, scale_rows
 from .counts import (
     DoublingSearch,
     SearchResult,
@@ -28,6 +28,7 @@ __all__ = [
     "ReplayMismatchError",
     "SearchResult",
     "clip_factors",
+    "clip_residuals",
     "clip_rows",
     "gaussian",
     "gaussian_releases",

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import check_positive
 
-__all__ = ["clip_factors", "clip_rows", "row_norms", "scale_rows"]
+__all__ = ["clip_factors", "clip_residuals", "clip_rows", "row_norms", "scale_rows"]
 
 #: Relative safety margin applied to every clip factor (see module docstring).
 CLIP_MARGIN = 1.0 - 2.0**-40
@@ -67,6 +67,36 @@ def clip_factors(norms: np.ndarray, clip: float) -> np.ndarray:
         bound = clip * CLIP_MARGIN
         factors = np.where(norms > bound, bound / norms, 1.0)
     return np.where(np.isfinite(norms), factors, 0.0)
+
+
+def clip_residuals(
+    residuals: np.ndarray,
+    x_norms: np.ndarray,
+    clip: float,
+    *,
+    norms: np.ndarray,
+    mask: np.ndarray,
+) -> int:
+    """Clip rank-one per-example gradients r_i x_i in place; return how many were clipped.
+
+    ||r_i x_i|| = |r_i| ||x_i||, so clipping the gradient to ``clip`` is scaling r_i by
+    :func:`clip_factors`' factor: r_i <- r_i * (clip * CLIP_MARGIN / (|r_i| ||x_i||)) for
+    the rows above clip * CLIP_MARGIN, the same float operations as
+    ``scale_rows(r, clip_factors(|r| * x_norms, clip))`` for every finite product. ``norms``
+    (float) and ``mask`` (bool) are caller-owned buffers of the same length (no allocation).
+    A non-finite product is left for the caller to detect: the scaled r_i is then 0 or NaN,
+    where :func:`scale_rows` gives 0. Call under ``np.errstate(over=..., invalid=...,
+    divide="ignore")``: products overflow only for such records.
+    """
+    bound = clip * CLIP_MARGIN
+    np.multiply(residuals, x_norms, out=norms)
+    np.abs(norms, out=norms)  # |r_i * ||x_i|| | = |r_i| ||x_i|| exactly
+    np.greater(norms, bound, out=mask)
+    clipped = int(np.count_nonzero(mask))
+    if clipped:
+        np.divide(bound, norms, out=norms, where=mask)
+        np.multiply(residuals, norms, out=residuals, where=mask)
+    return clipped
 
 
 def scale_rows(values: np.ndarray, factors: np.ndarray) -> np.ndarray:

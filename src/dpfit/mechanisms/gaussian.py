@@ -187,7 +187,7 @@ class GaussianReleases:
     from the same source, the same record/replay hooks, one release of ``count``.
     """
 
-    __slots__ = ("_count", "_each", "_made", "_source")
+    __slots__ = ("__weakref__", "_count", "_each", "_made", "_source")
 
     def __init__(self, *, each: GaussianEntry, count: int, source: NoiseSource) -> None:
         self._each, self._count, self._source = each, count, source
