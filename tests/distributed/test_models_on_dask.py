@@ -40,7 +40,10 @@ def test_ols_on_a_dask_frame_matches_pandas():
     lazy = dpfit.ols(formula, DASK, n_public=N, random_state=2, **OLS)
     assert list(lazy.params.index) == ["Intercept", "x", "I(x ** 2)", "C(g)[T.b]", "C(g)[T.c]"]
     np.testing.assert_allclose(lazy.params, mem.params, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(lazy.conf_int(), mem.conf_int(), rtol=1e-10, atol=1e-12)
+    sample = {"target": "sample"}
+    np.testing.assert_allclose(
+        lazy.conf_int(**sample), mem.conf_int(**sample), rtol=1e-10, atol=1e-12
+    )
     assert lazy.n == N and lazy.ledger.rho == mem.ledger.rho
     assert lazy.summary().as_text() == mem.summary().as_text()
 

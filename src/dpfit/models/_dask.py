@@ -36,7 +36,7 @@ __all__ = ["dask_model_matrix", "fit_data", "frame_columns", "response_name"]
 def _memory_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     """Validated float64 arrays; a formula's zero records (all-NaN design rows) become NaN rows
     of X and y, which :func:`dpfit.distributed.map_rows` turns into zero rows."""
-    null, (X,) = take_null_records(y, X)
+    null, y, (X,) = take_null_records(y, X)
     X_arr, y_arr = _check_X_y(X, y)
     if null is not None:
         X_arr = np.where(null[:, None], np.nan, X_arr)

@@ -41,7 +41,14 @@ from formulaic import Formula, model_matrix
 from formulaic.parser.types import Factor
 from formulaic.transforms.contrasts import TreatmentContrasts
 
-__all__ = ["NULL_RECORDS", "Design", "design_spec", "materialise", "take_null_records"]
+__all__ = [
+    "NULL_RECORDS",
+    "Design",
+    "design_spec",
+    "materialise",
+    "null_rows",
+    "take_null_records",
+]
 
 #: ``Series.attrs`` key of a response built here: rows of NaN in the design are zero records.
 NULL_RECORDS = "dpfit_null_records"
@@ -312,46 +319,78 @@ def outside_levels(design: Design, frame: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def materialise(design: Design, frame: pd.DataFrame, *, refuse_missing: bool) -> pd.DataFrame:
-    """The float64 design of ``frame``; rows of records outside the declared levels are NaN.
+def _check_raw(design: Design, frame: pd.DataFrame) -> None:
+    """In memory: refuse a missing or infinite value in a numeric formula variable (the raw
+    data), before any transform; dropping the row would make n depend on the data."""
+    used = sorted(v for v in design.spec.variables if v in frame.columns)
+    for name in used:
+        column = frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype) or name in dict(design.categoricals):
+            continue  # a missing category is outside the declared levels: the zero record
+        if column.isna().to_numpy().any():
+            raise ValueError(
+                "data has missing values in a formula variable; dpfit does not drop rows (that "
+                "would make n depend on the data): remove them first and treat the row count "
+                "after removal as public"
+            )
+        values = column.to_numpy()
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            raise ValueError(
+                f"data column {name!r} has infinite values; dpfit does not drop rows: remove "
+                "or replace them first and treat the row count after removal as public"
+            )
 
-    A missing numeric value is refused (``refuse_missing``, in memory: dropping the row would
-    make n depend on the data) or kept as NaN (on Dask, where it makes the record the zero
-    record).
+
+def materialise(design: Design, frame: pd.DataFrame, *, refuse_missing: bool) -> pd.DataFrame:
+    """The float64 design of ``frame``, with the row of every zero record all NaN.
+
+    A zero record is a record outside the declared levels, or one whose design row is not
+    finite although its data are (a transform such as ``np.log(x)`` at 0 or ``np.exp(x)``
+    overflowing): a fixed per-record rule, never an error that one record could trigger.
+    Missing or infinite values in the data themselves are refused first when
+    ``refuse_missing`` (in memory); on Dask they are zero records too.
     """
-    with warnings.catch_warnings():  # undeclared values: handled by the zero-record rule
+    if refuse_missing:
+        _check_raw(design, frame)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # handled by the zero records
         warnings.simplefilter("ignore")
         matrix = pd.DataFrame(design.spec.get_model_matrix(frame, na_action="ignore"))
     matrix = matrix.astype(np.float64).reindex(columns=list(design.columns))
-    if refuse_missing and matrix.isna().to_numpy().any():
-        raise ValueError(
-            "data has missing values in a formula variable; dpfit does not drop rows (that "
-            "would make n depend on the data): remove them first and treat the row count "
-            "after removal as public"
-        )
+    values = matrix.to_numpy()
+    null = ~np.isfinite(values).all(axis=1) if values.shape[1] else np.zeros(len(matrix), bool)
     if design.categoricals:
-        matrix.loc[outside_levels(design, frame)] = np.nan
+        null |= outside_levels(design, frame)
+    if null.any():
+        matrix.loc[null] = np.nan
     return matrix
 
 
-def take_null_records(y: Any, X: Any, *others: Any) -> tuple[np.ndarray | None, list[Any]]:
-    """The zero records of data built here, and the design frames with their rows set to 0.
+def null_rows(matrix: pd.DataFrame) -> np.ndarray:
+    """The zero records of a design built by :func:`materialise` (its all-NaN rows)."""
+    if matrix.shape[1] == 0:
+        return np.zeros(len(matrix), dtype=bool)
+    return matrix.isna().all(axis=1).to_numpy()
+
+
+def take_null_records(y: Any, X: Any, *others: Any) -> tuple[np.ndarray | None, Any, list[Any]]:
+    """The zero records of data built here, with placeholders in their rows.
 
     Only for a response tagged by the formula layer (``y.attrs[NULL_RECORDS]``): a zero record
-    is an all-NaN row of ``X``; its rows in ``X`` and ``others`` become 0 (placeholders, so
-    that every other value is validated as usual) and the caller zeroes the record after any
-    public rescaling. Returns ``(None, [X, *others])`` for any other data.
+    is an all-NaN row of ``X`` or a NaN response; its values in ``y``, ``X`` and ``others``
+    become 0 (placeholders, so that every other value is validated as usual) and the caller
+    zeroes the record after any public rescaling. Returns ``(None, y, [X, *others])`` for any
+    other data.
     """
     frames = [X, *others]
     tagged = isinstance(y, pd.Series) and bool(y.attrs.get(NULL_RECORDS, False))
-    if not (tagged and all(isinstance(f, pd.DataFrame) for f in frames) and X.shape[1] > 0):
-        return None, frames
-    null = X.isna().all(axis=1).to_numpy()
+    if not (tagged and all(isinstance(f, pd.DataFrame) for f in frames)):
+        return None, y, frames
+    null = null_rows(X) | y.isna().to_numpy()
     if not null.any():
-        return None, frames
+        return None, y, frames
     filled = []
     for frame in frames:
         frame = frame.copy()
         frame.loc[null] = 0.0
         filled.append(frame)
-    return null, filled
+    return null, y.where(~null, 0.0), filled

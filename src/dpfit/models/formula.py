@@ -29,7 +29,7 @@ import pandas as pd
 from ..distributed import is_dask
 from ..privacy import Budget
 from ._dask import dask_model_matrix
-from ._design import NULL_RECORDS, Design, design_spec, materialise
+from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
 from ._fit_checks import checked_linear_fit
 from ._formula_errors import formula_errors
 from .results import Result
@@ -64,10 +64,19 @@ def _matrix(spec: str, data: Any) -> tuple[Any, Design]:
     return materialise(design, data, refuse_missing=True), design
 
 
-def _mark_null_records(y: Any, designs: list[Design]) -> Any:
-    """Tag an in-memory response whose designs may hold zero records (NaN rows)."""
-    if isinstance(y, pd.Series) and any(d.categoricals for d in designs):
-        y.attrs[NULL_RECORDS] = True
+def _zero_records(y: Any, matrices: list[Any]) -> Any:
+    """In memory: make a zero record (an all-NaN design row or a NaN response, see
+    :func:`~dpfit.models._design.materialise`) NaN in every matrix and the response, and tag
+    the response so that the estimators fit such records as zero records."""
+    if not isinstance(y, pd.Series):
+        return y  # Dask: the reduction zeroes every record with a NaN
+    null = y.isna().to_numpy().copy()
+    for matrix in matrices:
+        null |= null_rows(matrix)
+    for matrix in matrices:
+        matrix.loc[null] = np.nan
+    y = y.where(~null)
+    y.attrs[NULL_RECORDS] = True
     return y
 
 
@@ -92,7 +101,7 @@ def _design_matrices(formula: str, data: Any) -> tuple[Any, Any, bool, tuple[str
         raise ValueError("formula must have exactly one response on the left of '~'")
     X, design = _matrix(rhs, data)
     has_intercept = _INTERCEPT in X.columns
-    y = _mark_null_records(y.iloc[:, 0], [design])
+    y = _zero_records(y.iloc[:, 0], [X])
     return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design.indicators
 
 
@@ -283,15 +292,8 @@ def iv_matrices(formula: str, data: pd.DataFrame) -> IVMatrices:
     sides = {name: _matrix(getattr(parts, name), data) for name in names}
     designs = [design for _, design in sides.values()]
     mats = {name: matrix for name, (matrix, _) in sides.items()}
-    if not is_dask(data) and any(d.categoricals for d in designs):
-        null = np.zeros(len(y), dtype=bool)  # a zero record in one part is one in every part
-        for matrix, design in sides.values():
-            if design.categoricals:
-                null |= matrix.isna().all(axis=1).to_numpy()
-        for matrix in mats.values():
-            matrix.loc[null] = np.nan
     return IVMatrices(
-        y=_mark_null_records(y, designs),
+        y=_zero_records(y, list(mats.values())),  # a zero record in one part is one in all
         **mats,
         indicators=tuple(dict.fromkeys(c for d in designs for c in d.indicators)),
     )

@@ -264,7 +264,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         if budget is not None and not isinstance(budget, Budget):
             raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
         source = make_noise_source(self.random_state, secure=cfg["secure"])
-        null, (X, Z) = take_null_records(y, X, Z)  # dpfit.iv: undeclared categorical levels
+        null, y, (X, Z) = take_null_records(y, X, Z)  # dpfit.iv: the zero records
         X_arr, y_arr, Z_arr = check_iv_data(X, y, Z)
         validate_data(self, X, y, reset=True, skip_check_array=True)
         (n, p), q = X_arr.shape, Z_arr.shape[1]
