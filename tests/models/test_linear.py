@@ -13,7 +13,7 @@ from sklearn.base import clone
 from dpfit import Budget, BudgetExceededError, DPLinearRegression, LargeBudgetWarning
 from dpfit.baselines import adassp
 from dpfit.baselines import ols as nonprivate_ols
-from dpfit.exceptions import InsecureRandomnessWarning
+from dpfit.exceptions import CoverageWarning, InsecureRandomnessWarning
 from dpfit.mechanisms import recording
 
 N, P = 2000, 3
@@ -50,11 +50,11 @@ def test_conf_int_frame_names_and_order(data):
     X, y = data
     df = pd.DataFrame(X, columns=["a", "b", "c"])
     model = _model().fit(df, pd.Series(y, name="outcome"))
-    ci = model.conf_int(0.1)
+    ci = model.conf_int(0.1, target="sample")  # no bounds: no population interval
     assert list(ci.columns) == ["lower", "upper"]
     assert list(ci.index) == ["Intercept", "a", "b", "c"]
     assert (ci["lower"] < model.result_.params).all() and (model.result_.params < ci["upper"]).all()
-    wider = model.conf_int(0.01)
+    wider = model.conf_int(0.01, target="sample")
     assert ((wider["upper"] - wider["lower"]) > (ci["upper"] - ci["lower"])).all()
     assert list(model.feature_names_in_) == ["a", "b", "c"]
     assert model.result_.response == "outcome"
@@ -116,13 +116,19 @@ def test_public_bounds_rescaling_keeps_intervals_valid():
     X = np.column_stack([rng.uniform(10, 20, n), rng.integers(0, 2, n)])
     y = 3.0 + 0.2 * X[:, 0] - 0.5 * X[:, 1] + rng.normal(0, 0.5, n)
     target = nonprivate_ols(np.column_stack([np.ones(n), X]), y).params
-    kw = {"rho": 1.0, "steps": 1500, "bounds": [(0, 30), (0, 1)], "y_bounds": (-5, 15)}
+    kw = {
+        "rho": 1.0,
+        "steps": 1500,
+        "bounds": [(0, 30), (0, 1)],
+        "y_bounds": (-5, 15),
+        "precondition": False,
+    }
     covered = np.zeros(3)
     runs = 20
     for seed in range(runs):
         model = DPLinearRegression(random_state=seed, **kw).fit(X, y)
         assert model.result_.diagnostics["fraction_clipped"] == 0.0  # default clip clips nothing
-        ci = model.conf_int().to_numpy()
+        ci = model.conf_int(target="sample").to_numpy()
         covered += (ci[:, 0] <= target) & (target <= ci[:, 1])
     # 95% intervals: P(at most 15 of 20 cover) = 0.003 per coordinate, so >= 16 of 20 fails
     # only when the mapping back or the calibration is wrong.
@@ -133,7 +139,9 @@ def test_bounds_mapping_by_name_and_errors(data):
     X, y = data
     df = pd.DataFrame(X, columns=["a", "b", "c"])
     bounds = {"a": (-5, 5), "b": (-5, 5), "c": (-5, 5)}
-    model = _model(bounds=bounds, y_bounds=(-20, 20), clip=None, step_size=None).fit(df, y)
+    # bounds of 5 s.d. at n = 2000: the released X'X/n is within its noise level (warned)
+    with pytest.warns(CoverageWarning, match="noise level"):
+        model = _model(bounds=bounds, y_bounds=(-20, 20), clip=None, step_size=None).fit(df, y)
     assert "bounds" in model.result_.config
     with pytest.raises(ValueError, match="missing \\['c'\\]"):
         _model(bounds={"a": (0, 1), "b": (0, 1)}).fit(df, y)
@@ -158,7 +166,7 @@ def test_adassp_method_matches_the_baseline_on_the_rescaled_data(data):
         "adassp/xty",
     }
     with pytest.raises(ValueError, match="point estimate only"):
-        model.conf_int()
+        model.conf_int(target="sample")
     assert "[0.025" not in model.summary().as_text()
     # Two routes: the baseline on [1, x / 5] and y / 15 (bounds centred at 0, half-ranges 5
     # and 15; no entry of this X exceeds 5), mapped back by hand: coef = 15 b / 5.
@@ -297,7 +305,10 @@ def test_extreme_finite_record_neither_fails_nor_warns(data, record):
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # seeded on purpose
         model = _model(steps=40, m=10, burn_in=0).fit(X, y)
     assert len(rec) == 40 and model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
-    assert np.isfinite(model.coef_).all() and np.isfinite(model.conf_int().to_numpy()).all()
+    assert (
+        np.isfinite(model.coef_).all()
+        and np.isfinite(model.conf_int(target="sample").to_numpy()).all()
+    )
 
 
 def _public_fields(model) -> dict:

@@ -25,9 +25,16 @@ from ..algorithms import dp_gd
 from ..baselines import adassp
 from ..inference import interval_estimates
 from ..inference.intervals import DEFAULT_BURN_IN
+from ..inference.population import CovarianceEstimate
 from ..mechanisms import NoiseSource
 from ..privacy import PrivacyLedger, Relation
 from ._ambssgd_method import resolve_ambssgd, run_ambssgd
+from ._linear_population import (
+    DEFAULT_MOMENT_SHARE,
+    PRECONDITIONED_STEP_SIZE,
+    PRECONDITIONED_STEPS,
+    run_preconditioned_gd,
+)
 from ._scaling import PublicScaling
 
 __all__ = ["LINEAR_METHODS", "LinearConfig", "LinearFit", "LinearMethod"]
@@ -50,6 +57,8 @@ class LinearConfig:
     relation: Relation
     n_public: int | None
     secure: bool
+    precondition: bool | None = None
+    moment_share: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +74,8 @@ class LinearFit:
     notes: tuple[str, ...] = ()
     experimental: bool = False
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    population: CovarianceEstimate | None = None
+    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,17 +116,43 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
     """Public defaults and cross-checks of DP-GD; nothing here reads the data."""
     clip = config.clip
     row_bound = scaling.max_row_norm
+    precondition = config.precondition
+    if precondition is None:
+        precondition = row_bound is not None
+    if precondition and row_bound is None:
+        raise ValueError(
+            "precondition=True needs public bounds of every feature (bounds=...): the "
+            "preconditioner is a private X'X / n, whose noise is calibrated to them"
+        )
+    if not precondition and config.moment_share is not None:
+        raise ValueError("moment_share applies to the preconditioned fit only (precondition)")
+    share = DEFAULT_MOMENT_SHARE if config.moment_share is None else config.moment_share
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"moment_share must be in (0, 1), got {share!r}")
     if clip is None:
         if row_bound is None or scaling.y_bounds is None:
             raise TypeError(
                 "clip is required for method='gd' (a public bound on the per-example gradient "
                 "norm |y_i - x_i.theta| * ||x_i||), unless both bounds and y_bounds are given"
             )
-        clip = row_bound  # |r'| <= 1 at theta = 0 and ||x'|| <= sqrt(p): no clipping at start
+        # preconditioned: None = from a private residual scale (_linear_population);
+        # otherwise |r'| <= 1 at theta = 0 and ||x'|| <= sqrt(p): no clipping at start
+        clip = None if precondition else row_bound
     step_size = config.step_size
     if step_size is None:
-        step_size = 0.25 if row_bound is None else 1.0 / row_bound**2
-    interval, m, steps = config.interval, config.m, config.steps
+        if precondition:
+            step_size = PRECONDITIONED_STEP_SIZE
+        else:
+            step_size = 0.25 if row_bound is None else 1.0 / row_bound**2
+    interval, m = config.interval, config.m
+    steps = config.steps
+    if steps is None:
+        steps = PRECONDITIONED_STEPS if precondition else 1000
+    if precondition and interval is None:
+        raise ValueError(
+            "the preconditioned fit (the default with bounds) needs an interval construction "
+            "for its privacy part; use interval='batched-means' or precondition=False"
+        )
     burn_in = config.burn_in
     if burn_in is None:
         burn_in = DEFAULT_BURN_IN if config.interval_variant == "experimental" else 0
@@ -150,6 +187,10 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
         "rho": config.rho,
         "relation": config.relation,
         "n_public": config.n_public,
+        "precondition": precondition,
+        "moment_share": share if precondition else None,
+        "row_bound": row_bound,
+        "n": n if config.n_public is None else config.n_public,
     }
 
 
@@ -160,6 +201,8 @@ def _run_gd(
     ledger: PrivacyLedger,
     source: NoiseSource,
 ) -> LinearFit:
+    if settings["precondition"]:
+        return _run_preconditioned(X, y, settings, ledger, source)
     runs = settings["runs"]
     traj = dp_gd(
         X,
@@ -214,6 +257,45 @@ def _run_gd(
         noise_backend=traj.noise_backend,
         seeded=traj.seeded,
         diagnostics=diagnostics,
+    )
+
+
+def _run_preconditioned(
+    X: np.ndarray,
+    y: np.ndarray,
+    settings: Mapping[str, Any],
+    ledger: PrivacyLedger,
+    source: NoiseSource,
+) -> LinearFit:
+    out = run_preconditioned_gd(np.asarray(X), np.asarray(y), settings, ledger, source)
+    traj = out["trajectory"]
+    public = {
+        key: settings[key]
+        for key in ("clip", "steps", "step_size", "interval", "m", "burn_in", "moment_share")
+    }
+    public["clip"] = (
+        f"{out['clip']:.6g} (on whitened gradients |r_i| * ||P x_i||"
+        + ("; 3 sqrt(k) x a private residual scale)" if settings["clip"] is None else ")")
+    )
+    public["noise_std"] = traj.config["noise_std"]
+    m, burn_in = settings["m"], settings["burn_in"]
+    text = _INTERVAL_TEXT[settings["interval"]].format(
+        m=m,
+        burn=f", after a burn-in of {burn_in} iterates" if burn_in else "",
+        per_run=settings["steps"] // settings["runs"],
+        estimate=f"each run's mean after a burn-in of {burn_in}",
+    )
+    return LinearFit(
+        estimate=out["estimate"],
+        interval_estimates=out["estimates"],
+        interval_method=f"{text} {_TARGET}",
+        settings=public,
+        noise_backend=traj.noise_backend,
+        seeded=traj.seeded,
+        notes=tuple(out["checks"]),
+        diagnostics={"fraction_clipped": out["clipped"]},
+        population=out["population"],
+        label="DP-GD (Brown et al. 2024, Alg. 1), preconditioned by a private X'X/n",
     )
 
 

@@ -9,16 +9,18 @@ method table and copies the result into ``_`` attributes). The fitted model keep
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
-from .._validation import check_int, check_option, check_positive, check_rho
+from .._validation import check_int, check_option, check_positive, check_real, check_rho
 from ..algorithms._ledger import prepare_ledger
-from ..distributed import map_rows
+from ..distributed import is_dask, map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
+from ..inference.population import transform
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.budget import RELATIVE_TOLERANCE
@@ -49,7 +51,7 @@ _CONSTRAINTS: dict[str, Callable[[Any, str], Any]] = {
     "rho": lambda v, name: check_rho(v, name),
     "method": lambda v, name: check_option(v, name, LINEAR_METHODS),
     "clip": _optional(check_positive),
-    "steps": lambda v, name: check_int(v, name, low=1),
+    "steps": _optional(lambda v, name: check_int(v, name, low=1)),
     "step_size": _optional(check_positive),
     "fit_intercept": _check_bool,
     "interval": _optional(lambda v, name: check_option(v, name, CONSTRUCTIONS)),
@@ -59,6 +61,8 @@ _CONSTRAINTS: dict[str, Callable[[Any, str], Any]] = {
     "relation": lambda v, name: parse_relation(v),
     "n_public": _optional(lambda v, name: check_int(v, name, low=1)),
     "secure": _check_bool,
+    "precondition": _optional(_check_bool),
+    "moment_share": _optional(lambda v, name: check_real(v, name, low=0.0, high=1.0)),
 }
 
 
@@ -171,7 +175,7 @@ default="batched-means"
         rho: float | None = None,
         method: str = "gd",
         clip: float | None = None,
-        steps: int = 1000,
+        steps: int | None = None,
         step_size: float | None = None,
         fit_intercept: bool = True,
         interval: str | None = "batched-means",
@@ -184,6 +188,8 @@ default="batched-means"
         n_public: int | None = None,
         random_state: Any = None,
         secure: bool = False,
+        precondition: bool | None = None,
+        moment_share: float | None = None,
     ) -> None:
         self.rho = rho
         self.method = method
@@ -201,6 +207,8 @@ default="batched-means"
         self.n_public = n_public
         self.random_state = random_state
         self.secure = secure
+        self.precondition = precondition
+        self.moment_share = moment_share
 
     def _config(self) -> LinearConfig:
         """Validate every scalar parameter (constraint table) into a frozen config."""
@@ -272,6 +280,8 @@ default="batched-means"
             n_features=p,
             fit_intercept=config.fit_intercept,
         )
+        if is_dask(X_arr) and config.precondition is None:
+            config = replace(config, precondition=False)  # the preconditioner is in-memory
         method = LINEAR_METHODS[config.method]
         settings = method.resolve(config, scaling, n, p)
         # Checked now, before anything is drawn; the ledger then spends from the budget what
@@ -291,6 +301,11 @@ default="batched-means"
         interval_est = (
             None if fit.interval_estimates is None else scaling.to_original(fit.interval_estimates)
         )
+        population = None
+        if fit.population is not None:  # the affine map back is exact: J V J'
+            k = estimate.shape[0]
+            J = (scaling.to_original(np.eye(k)) - scaling.to_original(np.zeros(k))).T
+            population = transform(fit.population, J)
         config_shown = dict(fit.settings)
         notes = list(fit.notes)
         if (scaling_note := scaling.describe()) is not None:
@@ -304,7 +319,7 @@ default="batched-means"
             n=n if config.n_public is None else config.n_public,  # never the private n
             ledger=ledger,
             model="DP linear regression",
-            method=method.label,
+            method=fit.label or method.label,
             response=response_name(y),
             noise_backend=fit.noise_backend,
             seeded=fit.seeded,
@@ -312,6 +327,7 @@ default="batched-means"
             notes=notes,
             experimental=fit.experimental,
             diagnostics=fit.diagnostics,
+            population=population,
         )
         self.privacy_ = self.result_.ledger
         self.intercept_ = float(estimate[0]) if config.fit_intercept else 0.0

@@ -1,0 +1,76 @@
+"""The default DPLinearRegression with bounds: preconditioned DP-GD and population intervals."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dpfit import DPLinearRegression
+from dpfit.exceptions import CoverageWarning, InsecureRandomnessWarning
+from dpfit.mechanisms import recording
+
+THETA = np.array([1.0, 0.5, -0.3, 0.2])
+
+
+def _data(seed, n=4000):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3))
+    return X, THETA[0] + X @ THETA[1:] + rng.standard_normal(n)
+
+
+def _fit(X, y, **kw):
+    params = {"rho": 2.0, "bounds": [(-3, 3)] * 3, "y_bounds": (-6, 8), "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRandomnessWarning)
+        return DPLinearRegression(**{**params, **kw}).fit(X, y)
+
+
+def test_default_releases_population_interval_and_charges_rho_exactly():
+    X, y = _data(0)
+    with recording() as rec:
+        model = _fit(X, y)
+    labels = [e.label for e in model.privacy_.entries]
+    assert labels == [
+        "gd/xtx",
+        "gd/xty-pilot",
+        "gd/residual-scale",
+        "dp_gd/gradient",
+        "gd/huber-hessian",
+        "gd/omega",
+    ]
+    assert model.privacy_.rho == pytest.approx(2.0, rel=1e-9) and len(rec) == 205
+    res = model.result_
+    assert res.targets == ("population", "sample")
+    pop, samp = res.conf_int(), res.conf_int(target="sample")
+    assert ((pop["upper"] - pop["lower"]) > (samp["upper"] - samp["lower"])).all()
+    text = model.summary().as_text()
+    assert "Interval covers:" in text and "population coefficients" in text
+    assert "preconditioned" in text and "std err" in text
+    assert res.wald_test("x0 = 0, x1 = 0").pvalue < 1e-6  # true slopes 0.5, -0.3
+
+
+def test_invalid_settings_release_nothing():
+    X, y = _data(1, n=500)
+    for kw, match in [
+        ({"moment_share": 1.5}, "moment_share"),
+        ({"precondition": True, "bounds": None}, "bounds"),
+        ({"precondition": True, "interval": None}, "interval"),
+    ]:
+        with recording() as rec, pytest.raises((ValueError, TypeError), match=match):
+            _fit(X, y, **kw)
+        assert len(rec) == 0
+
+
+@pytest.mark.slow
+def test_population_coverage_on_fresh_data():
+    # 100 fresh datasets x 4 coefficients; binomial s.d. of coverage over 100 fits is 0.022,
+    # so 0.89 (2.7 s.d. below 0.95) fails only when the sampling part is missing (which
+    # gives about 0.6 here, issue 14) or badly mis-estimated.
+    covered = []
+    for seed in range(100):
+        X, y = _data(100 + seed, n=2000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CoverageWarning)
+            ci = _fit(X, y, rho=0.5, random_state=seed).conf_int().to_numpy()
+        covered.append((ci[:, 0] <= THETA) & (THETA <= ci[:, 1]))
+    assert np.mean(covered) >= 0.89, np.mean(covered, axis=0)
