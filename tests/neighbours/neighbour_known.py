@@ -41,10 +41,6 @@ KNOWN: dict[str, Leak] = {
         "vector, clipped or not",
         {},
     ),
-    "finding 8 warnings": Leak(
-        "issue 13 finding 8: numpy RuntimeWarnings (overflow) whose presence depends on one record",
-        dict.fromkeys(["fixed_clip_sgd", "dp_ssgd rho", "dp_ssgd epsilon-delta"], ("warnings",)),
-    ),
     "finding 9 categories": Leak(
         "issue 13 finding 9: on Dask a value outside the declared categories gives all-zero "
         "dummies with y kept, not the zero record",

@@ -165,7 +165,12 @@ def dp_ssgd(
     kept: list[np.ndarray] = []
     n_clipped = 0
     sizes = [_CHUNK] * (N // _CHUNK) + ([N % _CHUNK] if N % _CHUNK else [])
-    with ledger.parallel("dp_ssgd", rho_per_block=charged) as blocks:
+    # An extreme record (e.g. 1e308) may overflow its residual or gradient; its clip factor is
+    # then 0 or tiny, and no numpy warning may reveal it (warnings are releases too).
+    with (
+        ledger.parallel("dp_ssgd", rho_per_block=charged) as blocks,
+        np.errstate(over="ignore", invalid="ignore"),
+    ):
         t = 0
         for Xc, yc in data.segments(sizes, source.generator):
             norms = row_norms(Xc)

@@ -112,9 +112,10 @@ def fixed_clip_sgd(
     for t in range(steps):
         rows = np.flatnonzero(sampler.random(n) < q)
         Xb = np.take(X, rows, axis=0)
-        r = Xb @ w - np.take(y, rows)
-        factors = clip_factors(np.take(norms, rows) * np.abs(r), clip)
-        total = Xb.T @ np.where(factors > 0, r * factors, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):  # no warning may reveal a record
+            r = Xb @ w - np.take(y, rows)
+            factors = clip_factors(np.take(norms, rows) * np.abs(r), clip)
+            total = Xb.T @ np.where(factors > 0, r * factors, 0.0)
         sens = sum_sensitivity(clip, relation, n=max(rows.size, 1))  # rows.size terms summed
         noisy = gaussian(
             total,
