@@ -82,3 +82,23 @@ def test_html_escapes_experiment_text(tmp_path, harness):
     result = run(exp, scale="smoke", store_path=tmp_path / "s.sqlite", jobs=1, progress=False)
     html = write_report(result, tmp_path / "out").html.read_text()
     assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_banner_says_when_nothing_was_checked():
+    """A run whose claims were all not evaluated must not show a green 'passed' banner."""
+    from dpfit.experiments._html import page
+    from dpfit.experiments.verdicts import Verdict
+
+    def verdicts(*statuses):
+        return [
+            Verdict(experiment="e", claim=f"c{k}", statement="s", status=s)
+            for k, s in enumerate(statuses)
+        ]
+
+    none = page([], verdicts("NOT EVALUATED", "NOT EVALUATED"), [])
+    assert 'class="banner none"' in none and "No claim was evaluated" in none
+    assert 'class="banner ok"' not in none
+    ok = page([], verdicts("PASS", "NOT EVALUATED"), [])
+    assert 'class="banner ok"' in ok and "All 1 evaluated claim(s) passed" in ok
+    bad = page([], verdicts("PASS", "ERROR"), [])
+    assert 'class="banner bad"' in bad and "1 claim(s) FAILED" in bad

@@ -24,7 +24,7 @@ def _results(exp, scale):
 
 
 def test_registered():
-    assert VARSHNEY == [f"varshney2022-p{k}" for k in (1, 2, 3, 7)]
+    assert VARSHNEY == [f"varshney2022-p{k}" for k in (1, 2, 3, 4, 5, 7)]
 
 
 @pytest.mark.parametrize("name", VARSHNEY)
@@ -116,6 +116,44 @@ def test_p7_claim_can_fail():
     assert v.p7_claim(good).passed
     assert not v.p7_claim(good.assign(excess_literal=2e-3)).passed
     assert not v.p7_claim(good.assign(overshoot_paper=3.0)).passed
+
+
+def _p45(ours, baseline, *, ds=(2, 4, 8, 16), ns=None, reps=3, seed=0):
+    """P4/P5 rows: excess(d, N) = sigma^2 d / N + privacy(d, N) for each method, 5% noise."""
+    rng = np.random.default_rng(seed)
+    ns = ns or [2**k for k in range(10, 25, 2)]
+    rows = []
+    for d in ds:
+        for n in ns:
+            for _ in range(reps):
+                noise = np.exp(0.05 * rng.standard_normal(5))
+                row = {"d": d, "n": n, "rate": d / n}
+                row["privacy_excess_paper"] = ours(d, n) * noise[0]
+                row["excess_practical"] = (d / n + ours(d, n)) * noise[1]
+                for k, b in enumerate(v.P45_BASELINES):
+                    row[f"excess_{b}"] = (d / n + baseline(d, n)) * noise[2 + k]
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_p4_claim_can_fail():
+    one_n = {"ns": [2**18], "reps": 5}
+    assert v.p4_claim(_p45(lambda d, n: 50 * d**2 / n**2, lambda d, n: d**3 / n**2, **one_n)).passed
+    linear = _p45(lambda d, n: 50 * d / n**2, lambda d, n: d**3 / n**2, **one_n)
+    assert not v.p4_claim(linear).passed
+
+
+def test_p5_claim_can_fail():
+    """N* ~ d when the privacy term is d^2 / N^2, ~ d^2 when it is d^3 / N^2 (and never
+    reached within the grid for a floor)."""
+    good = _p45(lambda d, n: 1e4 * d**2 / n**2, lambda d, n: 1e4 * d**3 / n**2)
+    verdict = v.p5_claim(good)
+    assert verdict.passed, verdict.numbers
+    assert verdict.numbers["DP-AMBSSGD N* slope"] == pytest.approx(1.0, abs=0.1)
+    same = _p45(lambda d, n: 1e4 * d**2 / n**2, lambda d, n: 1e4 * d**2 / n**2)
+    assert not v.p5_claim(same).passed  # baselines no worse in d
+    quadratic = _p45(lambda d, n: 1e4 * d**3 / n**2, lambda d, n: 1e4 * d**4 / n**2)
+    assert not v.p5_claim(quadratic).passed  # DP-AMBSSGD's N* ~ d^2
 
 
 @pytest.mark.slow

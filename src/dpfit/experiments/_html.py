@@ -17,7 +17,8 @@ from .registry import Experiment
 from .verdicts import Verdict, count, format_number
 
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222;
+       padding: 0 1em; overflow-wrap: anywhere; }
 h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
@@ -28,8 +29,10 @@ tr.fail, tr.error { background: #fde8ea; } tr.not-evaluated .verdict { color: #7
 .banner { padding: 0.6em 1em; border-radius: 4px; font-weight: bold; }
 .banner.ok { background: #e5f5e8; color: #11701f; }
 .banner.bad { background: #fde8ea; color: #b00020; }
+.banner.none { background: #f3f3f3; color: #555; }
+.scroll { overflow-x: auto; max-width: 100%; }
 .plot-error { color: #b00020; font-weight: bold; }
-figure { display: inline-block; margin: 0.5em; } img { max-width: 100%; }
+figure { display: inline-block; margin: 0.5em 0; max-width: 100%; } img { max-width: 100%; }
 img.broken { outline: 3px solid #b00020; min-width: 200px; min-height: 50px; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td ul { margin: 0; padding-left: 1.2em; }
@@ -63,7 +66,7 @@ def claims_table(verdicts: Sequence[Verdict], *, with_experiment: bool) -> str:
         )
     if not rows:
         return "<p>No claims.</p>"
-    return f'<table class="claims"><tr>{head}</tr>{"".join(rows)}</table>'
+    return f'<div class="scroll"><table class="claims"><tr>{head}</tr>{"".join(rows)}</table></div>'
 
 
 def _cell(value: object) -> str:
@@ -81,7 +84,7 @@ def results_table(table: pd.DataFrame) -> str:
         "<tr>" + "".join(_cell(v) for v in row) + "</tr>"
         for row in table.itertuples(index=False, name=None)
     )
-    return f'<table class="results"><tr>{head}</tr>{body}</table>'
+    return f'<div class="scroll"><table class="results"><tr>{head}</tr>{body}</table></div>'
 
 
 def experiment_section(
@@ -124,17 +127,32 @@ def experiment_section(
 </section>"""
 
 
+def _banner(tally: dict[str, int]) -> str:
+    """Red when a claim failed, green when every evaluated claim passed, grey when none ran."""
+    failed = tally["FAIL"] + tally["ERROR"]
+    skipped = tally["NOT EVALUATED"]
+    if failed:
+        return (
+            f'<p class="banner bad">{failed} claim(s) FAILED '
+            f"({tally['FAIL']} fail, {tally['ERROR']} error)</p>"
+        )
+    if not tally["PASS"]:
+        return (
+            '<p class="banner none">No claim was evaluated at this scale '
+            f"({skipped} not evaluated); nothing was checked</p>"
+        )
+    return (
+        f'<p class="banner ok">All {tally["PASS"]} evaluated claim(s) passed '
+        f"({skipped} not evaluated at this scale)</p>"
+    )
+
+
 def page(provenance: Sequence[tuple[str, str]], verdicts: Sequence[Verdict], sections) -> str:
     """The whole report page."""
     tally = count(verdicts)
-    failed = tally["FAIL"] + tally["ERROR"]
-    banner = (
-        f'<p class="banner bad">{failed} claim(s) FAILED '
-        f"({tally['FAIL']} fail, {tally['ERROR']} error)</p>"
-        if failed
-        else '<p class="banner ok">No evaluated claim failed</p>'
-    )
+    banner = _banner(tally)
     meta = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in provenance)
+    meta = f'<div class="scroll">{meta}</div>'
     counts = ", ".join(f"{n} {escape(s.lower())}" for s, n in tally.items())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -142,7 +160,7 @@ def page(provenance: Sequence[tuple[str, str]], verdicts: Sequence[Verdict], sec
 <body>
 <h1>dpfit reproduction report</h1>
 {banner}
-<table class="provenance">{meta}</table>
+{meta}
 <h2>Claims</h2>
 <p>{counts}.</p>
 {claims_table(verdicts, with_experiment=True)}

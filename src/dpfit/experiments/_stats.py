@@ -25,6 +25,7 @@ import pandas as pd
 __all__ = [
     "Estimate",
     "Z",
+    "bootstrap",
     "loglog_fitted",
     "loglog_slope",
     "point",
@@ -186,6 +187,40 @@ def loglog_fitted(
     for value in at:
         lx = float(np.log(float(value)))
         out.append(Estimate(float(fit(ys, lx)), float(np.std(fit(boot, lx), ddof=1)), len(xs)))
+    return out
+
+
+def bootstrap(
+    rows: pd.DataFrame,
+    cells: Sequence[str],
+    fn: Callable[[pd.DataFrame], Sequence[float]],
+    draws: int = 100,
+) -> list[Estimate]:
+    """Each value of ``fn(rows)`` and its bootstrap s.e., resampling replicates within cells.
+
+    For statistics that combine many grid points (a pooled regression over several sweeps,
+    a threshold crossing), where :func:`loglog_slope` does not apply. A value that some
+    resample cannot compute (NaN) gets an infinite s.e.
+    """
+    value = np.asarray(fn(rows), dtype=float)
+    groups = list(rows.groupby(list(cells), sort=False).indices.values())
+    if min(len(g) for g in groups) < 2:
+        return [Estimate(float(v), float("nan"), len(groups), "single replicates") for v in value]
+    rng = np.random.default_rng(0)
+    boot = np.array(
+        [
+            np.asarray(
+                fn(rows.iloc[np.concatenate([g[rng.integers(0, len(g), len(g))] for g in groups])]),
+                dtype=float,
+            )
+            for _ in range(draws)
+        ]
+    )
+    out = []
+    for k, v in enumerate(value):
+        column = boot[:, k]
+        se = float(np.std(column, ddof=1)) if np.isfinite(column).all() else float("inf")
+        out.append(Estimate(float(v), se, len(groups)))
     return out
 
 

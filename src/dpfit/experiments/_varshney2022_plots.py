@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ..theory.ambssgd import noise_multiplier_for_epsilon
-from ._varshney2022_claims import BASELINES, P1_BAND, medians
+from ._varshney2022_claims import BASELINES, P1_BAND, P45_BASELINES, medians, sample_complexity
 from ._varshney2022_trials import DELTA
 
-__all__ = ["p1_plot", "p2_plot", "p3_plot", "p7_plot"]
+__all__ = ["p1_plot", "p2_plot", "p3_plot", "p4_plot", "p5_plot", "p7_plot"]
 
 
 def p1_plot(results: pd.DataFrame) -> list:
@@ -99,5 +99,38 @@ def p7_plot(results: pd.DataFrame) -> list:
         title="P7: DP-STAT threshold",
     )
     ax.legend(fontsize="small")
+    fig.tight_layout()
+    return [fig]
+
+
+def p4_plot(results: pd.DataFrame) -> list:
+    import matplotlib.pyplot as plt
+
+    cols = {"privacy_excess_paper": "DP-AMBSSGD privacy error"}
+    cols.update({f"excess_{b}": b for b in P45_BASELINES})
+    cells = medians(results, ["d"], list(cols))
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for col, label in cols.items():
+        ax.plot(cells["d"], cells[col], "o-", label=label)
+    ax.set(xscale="log", yscale="log", xlabel="d", ylabel="median excess", title="P4 (ε = 0.5)")
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    return [fig]
+
+
+def p5_plot(results: pd.DataFrame) -> list:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for method in ("practical", *P45_BASELINES):
+        star = sample_complexity(results, method).dropna()
+        if len(star):
+            ax.plot(star.index, star.to_numpy(), "o-", label=method)
+    if not ax.lines:
+        ax.text(0.5, 0.5, "no N* within the grid at this scale", ha="center", va="center")
+    else:
+        ax.set(xscale="log", yscale="log")
+        ax.legend(fontsize="x-small")
+    ax.set(xlabel="d", ylabel="N*(d)", title="P5: sample complexity")
     fig.tight_layout()
     return [fig]

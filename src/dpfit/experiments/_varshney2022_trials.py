@@ -11,7 +11,9 @@ for each method) and returns exact excess risks 0.5 (w - w*)^T H (w - w*). Metho
 ``literal``    ``paper`` with the paper-literal threshold theta = s (D3);
 ``nonprivate`` one-pass SGD with the same schedule (no clip, no noise);
 ``fixed_clip`` Poisson DP-SGD with the fixed clip sqrt(Tr H) (||w*|| + sigma), full zCDP cost;
-``ssgd``       DP-SSGD (batch 1, one pass) with the same clip, parallel composition.
+``ssgd``       DP-SSGD (batch 1, one pass) with the same clip, parallel composition;
+``ssp``        sufficient-statistics perturbation with public bounds on ||x|| and |y|;
+``adassp``     AdaSSP (Wang 2018) with the same public bounds.
 
 Privacy is set by (epsilon, delta): rho = 1/alpha^2 with alpha = (sqrt(L + eps) + sqrt(L))/eps
 (Thm. 3.6 exact inversion), the same rho for every private method. B (DP-STAT's ceiling) is
@@ -29,8 +31,10 @@ import numpy as np
 
 from ..algorithms.ambssgd import dp_ambssgd
 from ..algorithms.ssgd import dp_ssgd
+from ..baselines.adassp import adassp
 from ..baselines.fixed_clip_sgd import fixed_clip_sgd
 from ..baselines.onepass_sgd import onepass_sgd
+from ..baselines.ssp import ssp
 from ..datasets.onepass_gaussian import OnePassDesign, draw_onepass_design
 from ..exceptions import SideConditionWarning
 from ..theory.ambssgd import gaussian_norm_bound, rho_for_epsilon
@@ -38,7 +42,7 @@ from ..theory.ambssgd import gaussian_norm_bound, rho_for_epsilon
 __all__ = ["DELTA", "METHODS", "onepass_trial"]
 
 DELTA = 1e-6
-METHODS = ("paper", "practical", "literal", "nonprivate", "fixed_clip", "ssgd")
+METHODS = ("paper", "practical", "literal", "nonprivate", "fixed_clip", "ssgd", "ssp", "adassp")
 
 #: Fixed-clip baselines' settings (not tuned per cell; spec 5.2 allows a grid, which is oracle
 #: tuning): DP-SGD takes 100 Poisson steps at rate 0.02 with step 0.5; DP-SSGD takes eta = 1e-3.
@@ -95,6 +99,15 @@ def onepass_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     return out
 
 
+def _ssp_bounds(design: OnePassDesign, n: int) -> dict[str, float]:
+    """Oracle-public bounds: ||x|| as the D14 multiplier; |y| at sqrt(2 ln 2N) std of y."""
+    y_std = math.sqrt(design.signal_norm**2 + design.noise_std**2)
+    return {
+        "x_bound": gaussian_norm_bound(design.trace, float(design.eigenvalues.max()), n),
+        "y_bound": y_std * math.sqrt(2.0 * math.log(2.0 * n)),
+    }
+
+
 def _run(method: str, design: OnePassDesign, n: int, data_seed: int, rng: int, rho: float):
     if method in ("paper", "practical", "literal"):
         traj = _ambssgd(design, n, data_seed, rng, rho, method)
@@ -126,6 +139,10 @@ def _run(method: str, design: OnePassDesign, n: int, data_seed: int, rng: int, r
         )
     elif method == "ssgd":
         traj = dp_ssgd(X, y, rho=rho, clip=clip, step_size=_SSGD_STEP, rng=rng)
+    elif method in ("ssp", "adassp"):
+        traj = (ssp if method == "ssp" else adassp)(
+            X, y, rho=rho, **_ssp_bounds(design, n), rng=rng
+        )
     else:
         raise ValueError(f"unknown method {method!r}; known: {list(METHODS)}")
     return traj.estimate, {
