@@ -25,7 +25,7 @@ def test_one_release_calibrated_exactly_to_epsilon():
     assert traj.ledger.gaussian_epsilon(1e-5) == pytest.approx(2.0, rel=1e-9)
     # the default streams the optimal BLT for (T, k, b) = (40, 4, 10) at the same rho
     mech = optimal_blt(40, participations=4, separation=10)
-    assert traj.config["mechanism"] == mech.name and traj.config["noise_mode"] == "blt"
+    assert traj.config["mechanism"] == mech.name and traj.config["noise_mode"] == "recurrence"
     assert traj.config["requested_mechanism"].startswith("nu-dpftrl")
     assert traj.config["error_ratio"] <= 1.02
     pattern = dict(participations=4, separation=10)

@@ -457,55 +457,48 @@ def test_replay_catches_broken_variants(mutate, case, monkeypatch):
             assert np.linalg.norm(a.value - b.value) <= a.entry.sensitivity * (1 + 1e-12)
 
 
-def test_torch_correlated_noise_optimizer_replays_on_a_neighbour():
-    # The optional PyTorch path (dpfit.torch): fixed-order batches, k = 2 epochs of b = 2
-    # batches, one charged nu-DP-FTRL stream; the neighbour replaces a record of batch 0.
+def test_torch_make_private_replays_on_a_neighbour():
+    # The optional PyTorch path (dpfit.torch.make_private): the library's fixed-order batches,
+    # k = 2 epochs of b = 2 batches, its own clipping and one charged nu-DP-FTRL stream; the
+    # neighbour replaces a record.
     torch = pytest.importorskip("torch")
-    from dpfit.mechanisms import make_noise_source
-    from dpfit.noise import correlated_noise
-    from dpfit.privacy import PrivacyLedger
-    from dpfit.torch import CorrelatedNoiseOptimizer, clipped_grad_sum, flat_dim
+    from torch.utils.data import DataLoader, TensorDataset
 
-    mech = nu_dpftrl(0.1, steps=4)
+    from dpfit.torch import make_private
 
     def train(X, y):
         torch.manual_seed(0)
         model = torch.nn.Linear(3, 1, dtype=torch.float64)
-        ledger = PrivacyLedger()
-        stream = correlated_noise(
-            mech,
-            dim=flat_dim(model),
+        loader = DataLoader(
+            TensorDataset(torch.from_numpy(X), torch.from_numpy(y)[:, None]), batch_size=10
+        )
+        run = make_private(
+            model,
+            torch.optim.SGD(model.parameters(), lr=0.1),
+            loader,
+            loss_fn=torch.nn.functional.mse_loss,
             clip=1.0,
-            batch_size=10,
-            noise_std=2.0,
-            ledger=ledger,
-            rng=make_noise_source(3),
-            participations=2,
-            separation=2,
+            epochs=2,
+            rho=0.5,
+            noise="nu-dpftrl",
+            noise_mode="regenerate",
+            random_state=3,
         )
-        opt = CorrelatedNoiseOptimizer(
-            torch.optim.SGD(model.parameters(), lr=0.1), stream, batch_size=10
-        )
-        Xt, yt = torch.from_numpy(X), torch.from_numpy(y)[:, None]
-        for t in range(4):
-            idx = slice((t % 2) * 10, (t % 2 + 1) * 10)
-            opt.zero_grad()
-            opt.step(
-                clipped_grad_sum(
-                    model, torch.nn.functional.mse_loss, Xt[idx], yt[idx], clip=1.0
-                ).value
-            )
-        return np.concatenate([p.detach().numpy().ravel() for p in model.parameters()]), ledger
+        for _ in range(2):
+            for _ in run.data_loader:
+                run.optimizer.step()
+        weights = np.concatenate([p.detach().numpy().ravel() for p in model.parameters()])
+        return weights, run
 
     X, y = _linear(20, 3, seed=5)
     X2, y2 = X.copy(), y.copy()
     X2[0], y2[0] = [30.0, -30.0, 30.0], -1e3
     with recording() as rec:
-        w1, ledger = train(X, y)
+        w1, run = train(X, y)
     with replaying(rec) as rep:
         w2, _ = train(X2, y2)
     (a,), (b,) = rec.releases, rep.releases
-    moved = np.linalg.norm(mech.encoder_matrix() @ (a.value - b.value))
+    moved = np.linalg.norm(run.stream.mechanism.encoder_matrix() @ (a.value - b.value))
     assert 0.25 * a.entry.sensitivity < moved <= a.entry.sensitivity * (1 + 1e-12)
     np.testing.assert_array_equal(w1, w2)
-    assert ledger.rho == pytest.approx(a.entry.sensitivity**2 / (2 * 2.0**2), rel=1e-12)
+    assert run.ledger.rho == pytest.approx(0.5, rel=1e-12)

@@ -7,6 +7,7 @@ import pytest
 
 from dpfit.mechanisms import make_noise_source
 from dpfit.noise import (
+    banded_encoder,
     blt,
     brute_force_sensitivity_squared,
     calibrate,
@@ -103,15 +104,15 @@ def _stream(mech, mode, *, steps=None, dim=5, seed=3, **kw):
 
 def test_recurrence_stream_equals_the_exact_toeplitz_noise():
     mech = optimal_blt(120, participations=3, separation=40)
-    rec, s1 = _stream(mech, "blt")
+    rec, s1 = _stream(mech, "recurrence")
     exact, s2 = _stream(mech, "regenerate")
-    assert (s1.mode, s2.mode) == ("blt", "regenerate")
+    assert (s1.mode, s2.mode) == ("recurrence", "regenerate")
     np.testing.assert_allclose(rec, exact, rtol=0, atol=1e-12)
     child = make_noise_source(3).spawn(1)[0]
     Z = np.array([child.keyed_generator(i).standard_normal(5) for i in range(120)])
     np.testing.assert_allclose(rec, 0.7 * mech.decoder_matrix() @ Z, rtol=0, atol=1e-12)
     # seeded runs reproduce bit for bit
-    assert np.array_equal(rec, _stream(mech, "blt")[0])
+    assert np.array_equal(rec, _stream(mech, "recurrence")[0])
 
 
 def test_auto_streams_the_optimal_blt_at_the_same_rho():
@@ -130,7 +131,7 @@ def test_auto_streams_the_optimal_blt_at_the_same_rho():
         **pattern,
     )
     best = optimal_blt(300, **pattern)
-    assert stream.mode == "blt" and stream.mechanism.name == best.name
+    assert stream.mode == "recurrence" and stream.mechanism.name == best.name
     choice = stream.choice
     assert choice.requested == mech.name and choice.per_step == "constant"
     assert choice.error_ratio == pytest.approx(
@@ -144,7 +145,7 @@ def test_auto_streams_the_optimal_blt_at_the_same_rho():
 
 def test_auto_keeps_short_memory_and_blt_mechanisms_exact():
     for mech, mode in [
-        (optimal_blt(50), "blt"),
+        (optimal_blt(50), "recurrence"),
         (nu_dpftrl(0.1, steps=12), "buffered"),
         (toeplitz(nu_dpftrl(0.1, steps=50).beta[:3].tolist() + [0.0] * 47), "buffered"),
     ]:
@@ -184,7 +185,7 @@ def _peak(mech, mode, steps, dim=20000):
 
 def test_blt_stream_memory_is_buffers_times_d_whatever_t():
     mech = blt([0.99, 0.9, 0.5], [0.2, 0.2, 0.2], steps=200)
-    small, large = _peak(mech, "blt", 10), _peak(mech, "blt", 200)
+    small, large = _peak(mech, "recurrence", 10), _peak(mech, "recurrence", 200)
     # 3 buffers + a row + a few temporaries of 20000 floats (160 kB each)
     assert large < 1.05 * small + 16 * 1024
     assert large < 8 * 160_000
@@ -199,9 +200,27 @@ def test_fft_memory_check_counts_the_workspace():
         _stream(mech, "fft", dim=3000, max_buffer_bytes=8 * 400 * 3000 + 1024)
 
 
-def test_explicit_blt_mode_needs_a_blt():
+def test_banded_encoder_streams_by_recurrence_and_keeps_exact_sensitivity():
+    base = nu_dpftrl(0.02, steps=90)
+    mech = banded_encoder(base, 8)
+    assert mech.encoder_bands == 8 and mech.bands == 90 and mech.monotone
+    np.testing.assert_array_equal(mech.inverse[:8], base.inverse[:8])
+    np.testing.assert_allclose(
+        mech.decoder_matrix(), np.linalg.inv(mech.encoder_matrix()), rtol=0, atol=1e-12
+    )
+    rec, stream = _stream(mech, "auto")
+    assert stream.mode == "recurrence" and stream.mechanism is mech
+    exact, _ = _stream(mech, "regenerate")
+    np.testing.assert_allclose(rec, exact, rtol=0, atol=1e-11)
+    small = banded_encoder(nu_dpftrl(0.02, steps=18), 4)
+    for k, b in [(3, 6), (2, 9), (4, 4)]:
+        brute = brute_force_sensitivity_squared(small.encoder_matrix(), k, b)
+        assert small.sensitivity_squared(k, b) == pytest.approx(brute, rel=1e-12)
+
+
+def test_explicit_recurrence_mode_needs_a_recurrence():
     with pytest.raises(ValueError, match="BLT"):
-        _stream(nu_dpftrl(0.1, steps=5), "blt")
+        _stream(nu_dpftrl(0.1, steps=50), "recurrence")
 
 
 def test_toeplitz_refuses_an_inverse_that_is_not_the_reciprocal():

@@ -27,10 +27,11 @@ from numpy.typing import ArrayLike
 
 from .._validation import check_int
 from ..privacy.ledger import GaussianEntry, PrivacyLedger
+from ..privacy.pld import PLDLedger, SubsampledGaussianEntry
 from . import recorder
 from .rng import NoiseSource
 
-__all__ = ["GaussianRows", "gaussian_rows"]
+__all__ = ["GaussianRows", "gaussian_rows", "subsampled_gaussian_rows"]
 
 
 class GaussianRows:
@@ -57,7 +58,7 @@ class GaussianRows:
     def __init__(
         self,
         *,
-        entry: GaussianEntry,
+        entry: GaussianEntry | SubsampledGaussianEntry,
         steps: int,
         rows: int,
         dim: int,
@@ -76,7 +77,7 @@ class GaussianRows:
         self._next_step = 0
 
     @property
-    def entry(self) -> GaussianEntry:
+    def entry(self) -> GaussianEntry | SubsampledGaussianEntry:
         """The ledger entry of the whole release (charged once)."""
         return self._entry
 
@@ -223,6 +224,50 @@ def gaussian_rows(
     """
     if not isinstance(ledger, PrivacyLedger):
         raise TypeError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
+    entry = GaussianEntry(
+        label=label, sensitivity=sensitivity, noise_std=noise_std, relation=ledger.relation
+    )
+    return _charged_rows(entry, ledger, steps, rows, dim, rng, cache_rows)
+
+
+def subsampled_gaussian_rows(
+    *,
+    steps: int,
+    rows: int,
+    dim: int,
+    sensitivity: float,
+    noise_std: float,
+    sampling_probability: float,
+    compositions: int,
+    ledger: PLDLedger,
+    rng: NoiseSource,
+    label: str,
+    cache_rows: int = 0,
+) -> GaussianRows:
+    """Like :func:`gaussian_rows`, for a release amplified by Poisson sampling.
+
+    The release is charged to a :class:`~dpfit.privacy.pld.PLDLedger` as ``compositions``
+    Poisson-subsampled Gaussian mechanisms with inclusion probability
+    ``sampling_probability``, each moved by at most ``sensitivity`` by one record (add/remove),
+    before anything is drawn. The caller declares why the release decomposes so (DP-SGD: one
+    composition per step; banded matrix factorisation with cyclic Poisson sampling: one per
+    epoch, Choquette-Choo et al. 2023, arXiv 2306.08153, Thm. 4) and must sample as declared.
+    """
+    if not isinstance(ledger, PLDLedger):
+        raise TypeError(f"ledger must be a PLDLedger, got {type(ledger).__name__}")
+    entry = SubsampledGaussianEntry(
+        label=label,
+        sensitivity=sensitivity,
+        noise_std=noise_std,
+        sampling_probability=sampling_probability,
+        count=compositions,
+        relation=ledger.relation,
+    )
+    return _charged_rows(entry, ledger, steps, rows, dim, rng, cache_rows)
+
+
+def _charged_rows(entry, ledger, steps, rows, dim, rng, cache_rows) -> GaussianRows:
+    """Validate, charge ``entry`` to ``ledger`` (before any draw) and open the rows."""
     if not isinstance(rng, NoiseSource):
         raise TypeError(f"rng must be a NoiseSource, got {type(rng).__name__}")
     if rng.backend != "fast":
@@ -234,9 +279,6 @@ def gaussian_rows(
     rows = check_int(rows, "rows", low=1)
     dim = check_int(dim, "dim", low=1)
     cache_rows = min(check_int(cache_rows, "cache_rows", low=0), rows)
-    entry = GaussianEntry(
-        label=label, sensitivity=sensitivity, noise_std=noise_std, relation=ledger.relation
-    )
     ledger.charge(entry)
     replay = recorder.replayed_output(entry, np.broadcast_to(np.float64(0.0), (steps, dim)))
     record = recorder.open_stream(entry, (steps, dim))

@@ -6,6 +6,7 @@ Gaussian release they make, and streams that add the noise step by step. See
 ``docs/choquettechoo2024.md``.
 """
 
+from .amplified import amplified_noise, amplified_sensitivity
 from .base import CorrelatedMechanism
 from .blt import BLTMechanism, blt, optimal_blt
 from .calibration import Calibration, NuSelection, calibrate, release_sensitivity, select_nu
@@ -19,6 +20,7 @@ from .toeplitz import (
     ToeplitzMechanism,
     anti_pgd,
     banded,
+    banded_encoder,
     dpsgd,
     fichtenberger,
     inverse_coefficients,
@@ -39,8 +41,11 @@ __all__ = [
     "StreamChoice",
     "ToeplitzMechanism",
     "TreeMechanism",
+    "amplified_noise",
+    "amplified_sensitivity",
     "anti_pgd",
     "banded",
+    "banded_encoder",
     "blt",
     "brute_force_sensitivity_squared",
     "calibrate",

@@ -10,7 +10,8 @@ Modes (``docs/choquettechoo2024.md``, "Streaming the noise"):
 =============  ======================  ========================================  ============
 mode           memory                  work at step t                            noise
 =============  ======================  ========================================  ============
-"blt"          O(buffers x d)          one row + O(buffers x d) (BLT only)       exact
+"recurrence"   O(r x d)                one row + O(r x d): r buffers of a BLT,   exact
+                                       or r + 1 encoder bands of a banded C
 "regenerate"   O(d)                    re-draws the ``bands`` rows it combines   exact
 "buffered"     O(cache_rows x d)       combines ``bands`` cached rows            exact, same
                                                                                  bits as above
@@ -22,7 +23,8 @@ mode           memory                  work at step t                           
 ``bands`` is min(t + 1, the mechanism's memory): t + 1 for nu-DP-FTRL, so its exact modes
 cost O(t) per step (O(T^2) per run). ``"auto"`` never does that. It streams
 
-1. a :class:`~dpfit.noise.BLTMechanism` by its recurrence ("blt");
+1. a :class:`~dpfit.noise.BLTMechanism`, or a Toeplitz mechanism whose encoder C has at most
+   :data:`SHORT_MEMORY_ROWS` bands (:func:`~dpfit.noise.banded_encoder`), by its recurrence;
 2. a mechanism whose step combines at most :data:`SHORT_MEMORY_ROWS` rows (DP-SGD, anti-PGD,
    short banded mechanisms) or O(log T) rows (tree aggregation) exactly, buffered when the
    buffer fits ``max_buffer_bytes`` and regenerated otherwise;
@@ -52,12 +54,12 @@ from ..privacy import GaussianEntry, PrivacyLedger
 from .base import CorrelatedMechanism, check_mechanism
 from .blt import BLTMechanism, BLTNoise, optimal_blt
 from .calibration import release_sensitivity
-from .toeplitz import ToeplitzMechanism
+from .toeplitz import EncoderRecurrence, ToeplitzMechanism
 from .tree import RestartedMechanism, TreeMechanism
 
 __all__ = ["MODES", "NoiseStream", "StreamChoice", "correlated_noise", "fft_workspace_bytes"]
 
-MODES = ("auto", "blt", "regenerate", "buffered", "fft")
+MODES = ("auto", "recurrence", "regenerate", "buffered", "fft")
 
 #: Default cap on buffered noise memory (256 MiB); above it "auto" regenerates.
 MAX_BUFFER_BYTES = 1 << 28
@@ -79,7 +81,7 @@ class StreamChoice:
     Attributes
     ----------
     mode : str
-        ``"blt"``, ``"regenerate"``, ``"buffered"`` or ``"fft"``.
+        ``"recurrence"``, ``"regenerate"``, ``"buffered"`` or ``"fft"``.
     mechanism : str
         Name of the mechanism whose noise is added.
     requested : str
@@ -124,7 +126,7 @@ class NoiseStream:
     ) -> None:
         self._mechanism, self._rows, self._mode, self._choice = mechanism, rows, mode, choice
         self._offline = _fft_noise(mechanism, rows) if mode == "fft" else None
-        self._state = BLTNoise(mechanism, rows.dim) if mode == "blt" else None
+        self._state = _recurrence(mechanism, rows.dim) if mode == "recurrence" else None
 
     @property
     def mechanism(self) -> CorrelatedMechanism:
@@ -133,7 +135,7 @@ class NoiseStream:
 
     @property
     def mode(self) -> str:
-        """``"blt"``, ``"regenerate"``, ``"buffered"`` or ``"fft"`` (``"auto"`` resolved)."""
+        """``"recurrence"``, ``"regenerate"``, ``"buffered"`` or ``"fft"`` (``"auto"`` resolved)."""
         return self._mode
 
     @property
@@ -227,9 +229,24 @@ def _short_memory(mechanism: CorrelatedMechanism) -> bool:
     return isinstance(mechanism, TreeMechanism)  # at most 2 log2(T) nodes per step
 
 
-def _exact_mode(mechanism: CorrelatedMechanism, need: int, max_buffer_bytes: int) -> str:
+def _has_recurrence(mechanism: CorrelatedMechanism) -> bool:
     if isinstance(mechanism, BLTMechanism):
-        return "blt"
+        return True
+    return (
+        isinstance(mechanism, ToeplitzMechanism)
+        and mechanism.encoder_bands <= SHORT_MEMORY_ROWS < mechanism.bands
+    )
+
+
+def _recurrence(mechanism: CorrelatedMechanism, dim: int) -> BLTNoise | EncoderRecurrence:
+    if isinstance(mechanism, BLTMechanism):
+        return BLTNoise(mechanism, dim)
+    return EncoderRecurrence(mechanism, dim)
+
+
+def _exact_mode(mechanism: CorrelatedMechanism, need: int, max_buffer_bytes: int) -> str:
+    if _has_recurrence(mechanism):
+        return "recurrence"
     return "buffered" if need <= max_buffer_bytes else "regenerate"
 
 
@@ -244,8 +261,8 @@ def _choose(
     """The "auto" rule of the module docstring."""
     name = mechanism.name
     exact = _exact_mode(mechanism, need, max_buffer_bytes)
-    if isinstance(mechanism, BLTMechanism) or _short_memory(mechanism):
-        why = "a BLT recurrence" if exact == "blt" else "each step combines few rows"
+    if _has_recurrence(mechanism) or _short_memory(mechanism):
+        why = "a recurrence" if exact == "recurrence" else "each step combines few rows"
         return mechanism, StreamChoice(
             mode=exact,
             mechanism=name,
@@ -259,7 +276,7 @@ def _choose(
         ratio = _objective(candidate, k, b, order) / _objective(mechanism, k, b, order)
         if ratio <= 1.0 + AUTO_RTOL:
             return candidate, StreamChoice(
-                mode="blt",
+                mode="recurrence",
                 mechanism=candidate.name,
                 requested=name,
                 error_ratio=ratio,
@@ -327,7 +344,7 @@ def correlated_noise(
     participations, separation, order
         The participation pattern every record is guaranteed to respect (see
         :mod:`dpfit.noise.sensitivity`); the caller must enforce it.
-    mode : {"auto", "blt", "regenerate", "buffered", "fft"}, default="auto"
+    mode : {"auto", "recurrence", "regenerate", "buffered", "fft"}, default="auto"
         How the noise is produced (module table). The exact modes add the requested
         mechanism's noise; ``"auto"`` may stream a BLT instead (see :attr:`NoiseStream.choice`).
     label : str
@@ -357,8 +374,11 @@ def correlated_noise(
     max_buffer_bytes = check_int(max_buffer_bytes, "max_buffer_bytes", low=0)
     if mode == "fft" and not isinstance(mechanism, ToeplitzMechanism):
         raise ValueError("mode='fft' needs a Toeplitz mechanism")
-    if mode == "blt" and not isinstance(mechanism, BLTMechanism):
-        raise ValueError("mode='blt' needs a BLT mechanism (dpfit.noise.blt or optimal_blt)")
+    if mode == "recurrence" and not _has_recurrence(mechanism):
+        raise ValueError(
+            "mode='recurrence' needs a BLT mechanism (dpfit.noise.optimal_blt) or a banded "
+            f"encoder of at most {SHORT_MEMORY_ROWS} bands (dpfit.noise.banded_encoder)"
+        )
     pattern = dict(participations=participations, separation=separation, order=order)
     requested = release_sensitivity(
         mechanism, clip=clip, batch_size=batch_size, relation=ledger.relation, **pattern
@@ -385,7 +405,7 @@ def correlated_noise(
             requested=mechanism.name,
             error_ratio=1.0,
             per_step="constant"
-            if mode in ("blt", "fft") or _short_memory(mechanism)
+            if mode in ("recurrence", "fft") or _short_memory(mechanism)
             else "grows with t",
             reason="exact: requested mode",
         )

@@ -40,9 +40,11 @@ from .base import DENSE_LIMIT, CorrelatedMechanism, RowSource
 from .sensitivity import monotone_toeplitz_sensitivity_squared
 
 __all__ = [
+    "EncoderRecurrence",
     "ToeplitzMechanism",
     "anti_pgd",
     "banded",
+    "banded_encoder",
     "check_reciprocal",
     "dpsgd",
     "fichtenberger",
@@ -126,7 +128,7 @@ def check_reciprocal(beta: np.ndarray, inverse: np.ndarray) -> None:
         )
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ToeplitzMechanism(CorrelatedMechanism):
     """A lower-triangular Toeplitz decoder B (first column ``beta``) over ``len(beta)`` steps.
 
@@ -172,6 +174,11 @@ class ToeplitzMechanism(CorrelatedMechanism):
     @property
     def cache_rows(self) -> int:
         return self.bands
+
+    @property
+    def encoder_bands(self) -> int:
+        """Number of leading coefficients of c up to the last non-zero one (C's bands)."""
+        return int(np.flatnonzero(self.inverse)[-1]) + 1
 
     @property
     def monotone(self) -> bool:
@@ -233,6 +240,35 @@ class ToeplitzMechanism(CorrelatedMechanism):
         return math.fsum((self.steps - np.arange(self.steps)) * s * s)
 
 
+class EncoderRecurrence:
+    """Running state of B z for a Toeplitz C with few bands: the last bands - 1 outputs.
+
+    C x = z row by row gives x_t = (z_t - sum_{j=1}^{bands-1} c_j x_{t-j}) / c_0, so B z
+    costs O(bands x d) per step although B itself has T bands. Stable for c_0 >= c_1 >= ...
+    >= c_{bands-1} > 0 (then C(x) has no zero in the unit disc, by the Enestrom-Kakeya
+    theorem). The ring holds combinations of secret rows: never log, store or release it.
+    """
+
+    __slots__ = ("_c", "_count", "_ring")
+
+    def __init__(self, mechanism: ToeplitzMechanism, dim: int) -> None:
+        self._c = np.asarray(mechanism.inverse[: mechanism.encoder_bands])
+        self._ring = np.zeros((max(self._c.size - 1, 1), dim))
+        self._count = 0
+
+    def next(self, z: np.ndarray) -> np.ndarray:
+        """x_t from row z_t (overwritten and returned); the ring keeps x_{t-1}, x_{t-2}, ..."""
+        m = self._c.size - 1
+        t = self._count
+        for j in range(1, min(m, t) + 1):
+            z -= self._c[j] * self._ring[(t - j) % m]
+        z /= self._c[0]
+        if m:
+            self._ring[t % m] = z
+        self._count = t + 1
+        return z
+
+
 def _block_rows(dim: int) -> int:
     """Rows per accumulation block: at most 2^18 floats (2 MiB) and 256 rows."""
     return max(1, min(256, (1 << 18) // dim))
@@ -288,6 +324,27 @@ def anti_pgd(steps: int, *, damping: float = 0.0) -> ToeplitzMechanism:
         beta[1] = -(1.0 - nu)
     c = (1.0 - nu) ** np.arange(steps, dtype=np.float64)
     return ToeplitzMechanism(beta=beta, inverse=c, name=f"anti-pgd(damping={nu:g})")
+
+
+def banded_encoder(mechanism: ToeplitzMechanism, bands: int) -> ToeplitzMechanism:
+    """Keep c_0 .. c_{bands-1} of the ENCODER: a banded C (Choquette-Choo et al. 2023).
+
+    The decoder beta = C^{-1} is recomputed exactly; its noise streams in O(bands x d) by
+    :class:`EncoderRecurrence`. A banded C with bands <= b is what amplification by cyclic
+    Poisson sampling over b groups needs (arXiv 2306.08153, Thm. 4; see
+    :func:`dpfit.noise.amplified_noise`). A non-negative non-increasing c stays so, so the
+    multi-participation sensitivity stays exact.
+    """
+    if not isinstance(mechanism, ToeplitzMechanism):
+        raise TypeError("mechanism must be a ToeplitzMechanism")
+    bands = check_int(bands, "bands", low=1, high=mechanism.steps)
+    c = np.array(mechanism.inverse)
+    c[bands:] = 0.0
+    return ToeplitzMechanism(
+        beta=inverse_coefficients(c),
+        inverse=c,
+        name=f"banded-encoder-{mechanism.name}(bands={bands})",
+    )
 
 
 def banded(mechanism: ToeplitzMechanism, bands: int) -> ToeplitzMechanism:

@@ -17,6 +17,13 @@ from .conversions import (
 from .filter import FilterEntry, PrivacyFilter, privacy_filter
 from .ledger import GaussianEntry, PrivacyLedger
 from .parallel import ParallelComposition, ParallelEntry
+from .pld import (
+    PLDLedger,
+    SubsampledGaussianEntry,
+    joint_epsilon,
+    subsampled_gaussian_epsilon,
+    subsampled_gaussian_noise_multiplier,
+)
 from .relations import (
     Relation,
     float_sum_excess,
@@ -33,11 +40,13 @@ __all__ = [
     "BudgetExceededError",
     "FilterEntry",
     "GaussianEntry",
+    "PLDLedger",
     "ParallelComposition",
     "ParallelEntry",
     "PrivacyFilter",
     "PrivacyLedger",
     "Relation",
+    "SubsampledGaussianEntry",
     "StoredBudget",
     "approx_dp_to_zcdp",
     "bun_steinke_epsilon",
@@ -54,7 +63,10 @@ __all__ = [
     "parse_relation",
     "privacy_filter",
     "privacy_statement",
+    "joint_epsilon",
     "public_n",
+    "subsampled_gaussian_epsilon",
+    "subsampled_gaussian_noise_multiplier",
     "sum_sensitivity",
     "zcdp_to_approx_dp",
 ]

@@ -1,10 +1,20 @@
-"""Correlated-noise private training for PyTorch (optional extra: ``pip install 'dpfit[torch]'``).
+"""Private training of PyTorch models (optional extra: ``pip install 'dpfit[torch]'``).
 
-Per-sample clipping with ``torch.func`` and an optimizer wrapper adding the noise of a
-:class:`dpfit.noise.NoiseStream`; all privacy noise comes from :mod:`dpfit.mechanisms`.
+:func:`make_private` returns a model, a :class:`DPOptimizer` and a private data loader in
+which dpfit owns the batch sampler, the per-example clipping (``torch.func``), the noise
+stream and the accounting; no step accepts a gradient it did not clip itself. See
+``docs/tutorial-torch.md``.
 """
 
-from .clipping import ClippedSum, clipped_grad_sum, flat_dim
-from .optimizer import CorrelatedNoiseOptimizer
+from .engine import PrivateDataLoader, PrivateTraining, make_private
+from .optimizer import DPOptimizer
+from .samplers import FixedEpochSampler, PoissonSampler
 
-__all__ = ["ClippedSum", "CorrelatedNoiseOptimizer", "clipped_grad_sum", "flat_dim"]
+__all__ = [
+    "DPOptimizer",
+    "FixedEpochSampler",
+    "PoissonSampler",
+    "PrivateDataLoader",
+    "PrivateTraining",
+    "make_private",
+]

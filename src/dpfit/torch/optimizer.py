@@ -1,75 +1,168 @@
-"""An optimizer wrapper that privatises clipped gradient sums with a correlated-noise stream.
+"""A ``torch.optim.Optimizer`` that owns the whole private step: batch, clip, noise, update.
 
-Phases of one :meth:`CorrelatedNoiseOptimizer.step` (after Opacus' ``DPOptimizer``):
+Phases of one :meth:`DPOptimizer.step` (after Opacus' ``DPOptimizer``):
 
-1. *privatise*: ``stream.privatize(clipped_sum)`` adds the step's correlated noise; the noise is
-   drawn only inside :mod:`dpfit.mechanisms` and the whole run was charged once when the stream
-   was built (:func:`dpfit.noise.correlated_noise`);
-2. *average*: divide by the public ``batch_size`` (never the actual batch length);
-3. *write*: copy the result into each parameter's ``.grad`` in the model's dtype;
-4. *update*: the wrapped optimizer steps (momentum, schedules: post-processing).
+1. *take the batch*: the one the private data loader (:class:`PrivateDataLoader`) yielded
+   last, each batch exactly once; there is no way to hand the step a gradient;
+2. *clip*: per-example gradients by ``torch.func``, clipped to the charged ``clip`` and
+   summed in float64 (:mod:`dpfit.torch._clipping`);
+3. *privatise*: the stream adds the step's noise; the noise is drawn only inside
+   :mod:`dpfit.mechanisms`, and the whole run was charged once when the stream was built;
+4. *average*: divide by the public batch size (never the actual batch length);
+5. *update*: write ``.grad`` in each parameter's dtype and step the wrapped optimizer
+   (momentum, schedules: post-processing).
 
-The stream's participation pattern must match how batches are formed (e.g. a fixed order of
-fixed-size batches: ``participations=epochs``, ``separation=steps per epoch``).
+The noise is the library's float64 NumPy stream; on CPU the tensors share memory with it
+(``torch.from_numpy``), on an accelerator the noisy mean is copied to the device once.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable
+
 import torch
 
-from .._validation import check_int
+from .._validation import check_positive
 from ..noise import NoiseStream
+from ._clipping import clipped_sum, trainable
 
-__all__ = ["CorrelatedNoiseOptimizer"]
+__all__ = ["DPOptimizer"]
 
 
-class CorrelatedNoiseOptimizer:
-    """Wrap ``optimizer`` so each step uses a privatised mean gradient.
+class DPOptimizer(torch.optim.Optimizer):
+    """Wrap ``optimizer`` so that every step is the private step of the module docstring.
 
-    Parameters
-    ----------
-    optimizer : torch.optim.Optimizer
-        Any first-order optimizer over the model's trainable parameters.
-    stream : dpfit.noise.NoiseStream
-        Charged correlated-noise stream with ``dim`` = number of trainable parameters.
-    batch_size : int
-        Public batch size B dividing the privatised sum.
-
-    Examples
-    --------
-    See ``docs/choquettechoo2024.md`` for a complete training loop.
+    Build it with :func:`dpfit.torch.make_private`; it shares ``param_groups`` and ``state``
+    with the wrapped optimizer, so learning-rate schedulers work unchanged.
     """
 
     def __init__(
-        self, optimizer: torch.optim.Optimizer, stream: NoiseStream, *, batch_size: int
+        self,
+        optimizer: torch.optim.Optimizer,
+        *,
+        model: torch.nn.Module,
+        loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        stream: NoiseStream,
+        clip: float,
+        batch_size: float,
+        max_summands: int,
     ) -> None:
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer)}")
         if not isinstance(stream, NoiseStream):
-            raise TypeError(
-                f"stream must be a dpfit.noise.NoiseStream, got {type(stream).__name__}"
-            )
-        self.optimizer = optimizer
-        self.stream = stream
-        self.batch_size = check_int(batch_size, "batch_size", low=1)
-        self._params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
+            raise TypeError(f"stream must be a dpfit.noise.NoiseStream, got {type(stream)}")
+        self.original_optimizer = optimizer
+        self._model, self._loss_fn, self._stream = model, loss_fn, stream
+        self._clip = check_positive(clip, "clip")
+        self._batch_size = check_positive(batch_size, "batch_size")
+        self._max_summands = max_summands
+        self._params = [p for _, p in trainable(model)]
+        in_optimizer = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        if any(id(p) not in in_optimizer for p in self._params):
+            raise ValueError("the optimizer must hold every trainable parameter of the model")
         dim = sum(p.numel() for p in self._params)
         if dim != stream.dim:
-            raise ValueError(f"the optimizer has {dim} parameters, the stream dim={stream.dim}")
+            raise ValueError(
+                f"the model has {dim} trainable parameters, the stream dim={stream.dim}"
+            )
+        self._pending: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.clipped_last_step = 0  # non-private diagnostic
+
+    # torch.optim.Optimizer interface, delegated to the wrapped optimizer -------------------
+    @property
+    def param_groups(self):  # type: ignore[override]
+        return self.original_optimizer.param_groups
+
+    @param_groups.setter
+    def param_groups(self, value):
+        self.original_optimizer.param_groups = value
+
+    @property
+    def state(self):  # type: ignore[override]
+        return self.original_optimizer.state
+
+    @state.setter
+    def state(self, value):
+        self.original_optimizer.state = value
+
+    @property
+    def defaults(self):  # type: ignore[override]
+        return self.original_optimizer.defaults
+
+    @defaults.setter
+    def defaults(self, value):
+        self.original_optimizer.defaults = value
+
+    def state_dict(self):
+        return self.original_optimizer.state_dict()
+
+    def load_state_dict(self, state_dict) -> None:
+        self.original_optimizer.load_state_dict(state_dict)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear the wrapped optimizer's gradients."""
-        self.optimizer.zero_grad(set_to_none=set_to_none)
+        """Clear the gradients (the private step overwrites them anyway)."""
+        self.original_optimizer.zero_grad(set_to_none=set_to_none)
 
-    def step(self, clipped_sum: np.ndarray) -> np.ndarray:
-        """Privatise ``clipped_sum`` (see :func:`dpfit.torch.clipped_grad_sum`), then step.
+    def __repr__(self) -> str:
+        return f"DPOptimizer({self.original_optimizer!r}, clip={self._clip:g})"
 
-        Returns the released mean gradient (float64), a privatised value safe to log.
+    # privacy --------------------------------------------------------------------------------
+    @property
+    def stream(self) -> NoiseStream:
+        """The charged noise stream."""
+        return self._stream
+
+    def _offer(self, inputs: torch.Tensor, targets: torch.Tensor) -> None:
+        """Called by the private data loader with the batch it is about to yield."""
+        if self._pending is not None:
+            raise RuntimeError(
+                "the previous batch was not used: call optimizer.step() once per batch "
+                "(the noise is calibrated for every scheduled step)"
+            )
+        if inputs.shape[0] > self._max_summands:
+            raise RuntimeError("a batch exceeds the number of summands the noise assumes")
+        self._pending = (inputs, targets)
+
+    def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
+        """Take the loader's batch, clip, privatise, average and update.
+
+        Parameters
+        ----------
+        closure : callable, optional
+            As in :class:`torch.optim.Optimizer`: re-evaluates and returns a loss, for
+            reporting only (a non-private value). Nothing it computes enters the update.
+
+        Returns
+        -------
+        The closure's loss, or None.
         """
-        mean = self.stream.privatize(np.asarray(clipped_sum, dtype=np.float64)) / self.batch_size
+        if closure is not None and not callable(closure):
+            raise TypeError(
+                "step() takes no gradient: the private step computes and clips the batch's "
+                "per-example gradients itself (pass nothing, or a loss closure)"
+            )
+        if self._pending is None:
+            raise RuntimeError(
+                "step() needs a fresh batch from the private data loader (each batch is "
+                "used exactly once)"
+            )
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        inputs, targets = self._pending
+        self._pending = None
+        sums, self.clipped_last_step = clipped_sum(
+            self._model, self._loss_fn, inputs, targets, self._clip
+        )
+        flat = torch.cat([s.reshape(-1) for s in sums]).cpu().numpy()
+        noisy = self._stream.privatize(flat)
+        noisy /= self._batch_size
+        mean = torch.from_numpy(noisy)
         offset = 0
         for p in self._params:
-            chunk = mean[offset : offset + p.numel()].reshape(p.shape)
-            p.grad = torch.from_numpy(chunk).to(dtype=p.dtype, device=p.device)
+            chunk = mean[offset : offset + p.numel()].view(p.shape)
+            p.grad = chunk.to(dtype=p.dtype, device=p.device)
             offset += p.numel()
-        self.optimizer.step()
-        return mean
+        self.original_optimizer.step()
+        return loss

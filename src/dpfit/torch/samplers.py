@@ -1,0 +1,125 @@
+"""Batch samplers whose participation pattern is the one the noise is calibrated for.
+
+Both draw their randomness from the public side of a :class:`dpfit.mechanisms.NoiseSource`
+(never from the data) and yield lists of record indices, one list per step, epoch by epoch
+(``iter(sampler)`` gives the next epoch; once every step is used, iteration raises).
+
+==========================  ==================================================================
+sampler                     pattern (declared to the noise)
+==========================  ==================================================================
+:class:`FixedEpochSampler`  shuffle once, cycle fixed-size batches: a record joins steps
+                            i, i + b, ..., i + (k - 1) b (k = epochs, b = steps per epoch;
+                            "fixed-epoch" order of :mod:`dpfit.noise.sensitivity`)
+:class:`PoissonSampler`     records split into ``groups`` fixed groups; step t includes each
+                            record of group t mod groups independently with probability q
+                            (Poisson sampling for groups = 1; cyclic Poisson sampling of
+                            Choquette-Choo et al. 2023 otherwise)
+==========================  ==================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from .._validation import check_int, check_real
+from ..mechanisms import NoiseSource
+
+__all__ = ["FixedEpochSampler", "PoissonSampler"]
+
+
+class _Sampler:
+    """Shared step bookkeeping: ``steps`` batches in ``epochs`` epochs of ``per_epoch``."""
+
+    def __init__(self, *, per_epoch: int, epochs: int) -> None:
+        self.per_epoch, self.epochs = per_epoch, epochs
+        self._epoch = 0
+
+    @property
+    def steps(self) -> int:
+        """Total number of steps T = epochs x steps per epoch."""
+        return self.per_epoch * self.epochs
+
+    def __len__(self) -> int:
+        return self.per_epoch
+
+    def __iter__(self) -> Iterator[list[int]]:
+        if self._epoch >= self.epochs:
+            raise RuntimeError(
+                f"all {self.epochs} epochs ({self.steps} steps) the noise was calibrated for "
+                "are used"
+            )
+        epoch = self._epoch
+        self._epoch += 1
+        for slot in range(self.per_epoch):
+            yield self._batch(epoch, slot)
+
+    def _batch(self, epoch: int, slot: int) -> list[int]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class FixedEpochSampler(_Sampler):
+    """Shuffle ``n`` records once; each epoch cycles b = n // batch_size batches of batch_size.
+
+    The last n - b x batch_size records of the permutation are never used.
+    """
+
+    def __init__(self, n: int, *, batch_size: int, epochs: int, rng: NoiseSource) -> None:
+        n = check_int(n, "n", low=1)
+        self.batch_size = check_int(batch_size, "batch_size", low=1, high=n)
+        super().__init__(per_epoch=n // self.batch_size, epochs=check_int(epochs, "epochs"))
+        self._order = rng.generator.permutation(n)  # public: independent of the data
+
+    @property
+    def participations(self) -> int:
+        """k: steps each record joins (one per epoch)."""
+        return self.epochs
+
+    @property
+    def separation(self) -> int:
+        """b: steps between a record's participations."""
+        return self.per_epoch
+
+    def _batch(self, epoch: int, slot: int) -> list[int]:
+        s = slot * self.batch_size
+        return self._order[s : s + self.batch_size].tolist()
+
+
+class PoissonSampler(_Sampler):
+    """Step t includes each record of group t mod ``groups`` with probability ``sample_rate``.
+
+    Records are assigned to groups once, by a public random permutation (round robin).
+    One epoch has ``per_epoch`` steps (``groups`` x round(1 / (sample_rate x groups))
+    by default, so that an epoch sees about n records).
+    """
+
+    def __init__(
+        self,
+        n: int,
+        *,
+        sample_rate: float,
+        epochs: int,
+        rng: NoiseSource,
+        groups: int = 1,
+        per_epoch: int | None = None,
+    ) -> None:
+        self.n = check_int(n, "n", low=1)
+        self.sample_rate = check_real(
+            sample_rate, "sample_rate", low=0.0, high=1.0, high_open=False
+        )
+        self.groups = check_int(groups, "groups", low=1, high=self.n)
+        if per_epoch is None:
+            per_epoch = self.groups * max(1, round(1.0 / (self.sample_rate * self.groups)))
+        per_epoch = check_int(per_epoch, "per_epoch", low=1)
+        if per_epoch % self.groups:
+            raise ValueError(f"per_epoch={per_epoch} must be a multiple of groups={self.groups}")
+        super().__init__(per_epoch=per_epoch, epochs=check_int(epochs, "epochs"))
+        self._rng = rng.generator
+        order = self._rng.permutation(self.n)
+        self._members = [np.sort(order[g :: self.groups]) for g in range(self.groups)]
+
+    def _batch(self, epoch: int, slot: int) -> list[int]:
+        members = self._members[slot % self.groups]
+        keep = self._rng.random(members.size) < self.sample_rate
+        return members[keep].tolist()
