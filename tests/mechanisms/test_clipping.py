@@ -6,7 +6,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dpfit.mechanisms import clip_factors, clip_residuals, clip_rows, row_norms, scale_rows
+from dpfit.mechanisms import (
+    clip_factors,
+    clip_residuals,
+    clip_rows,
+    residual_thresholds,
+    row_norms,
+    scale_rows,
+)
+from dpfit.mechanisms.clipping import CLIP_MARGIN
 
 ADVERSARIAL = [1e-300, 5e-324, 1.0 - 2**-52, 1.0 + 2**-52, 1e150, 1e300, 1.7e308]
 
@@ -70,19 +78,43 @@ def test_bad_clip_raises(clip):
         clip_rows(np.ones((2, 2)), clip)
 
 
-def test_clip_residuals_is_clip_factors_in_place():
+@pytest.mark.parametrize("clipped_share", ["few", "many"])
+def test_clip_residuals_is_clip_factors_in_place(clipped_share):
     gen = np.random.default_rng(4)
-    r = gen.standard_t(2, size=5000) * np.exp(gen.uniform(-30, 30, 5000))
+    spread = 2 if clipped_share == "few" else 30
+    r = gen.standard_t(2, size=5000) * np.exp(gen.uniform(-spread, spread, 5000))
     x_norms = np.exp(gen.uniform(-5, 5, 5000))
     x_norms[:3] = [0.0, 1e-300, 1e300]
-    clip = 2.5
+    clip = 2.5 if clipped_share == "many" else 200.0
     factors = clip_factors(np.abs(r) * x_norms, clip)
     expected = scale_rows(r, factors)
     out = r.copy()
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         clipped = clip_residuals(
-            out, x_norms, clip, norms=np.empty(5000), mask=np.empty(5000, dtype=bool)
+            out,
+            x_norms,
+            clip,
+            thresholds=residual_thresholds(x_norms, clip),
+            norms=np.empty(5000),
+            mask=np.empty(5000, dtype=bool),
         )
     np.testing.assert_array_equal(out, expected)
-    assert clipped == np.count_nonzero(factors < 1.0) > 100
+    assert clipped == np.count_nonzero(factors < 1.0) > 0
+    assert (clipped > 5000 // 8) == (clipped_share == "many")  # both routes are exercised
     assert np.all(np.abs(out) * x_norms <= clip)
+
+
+def test_residual_thresholds_never_skip_a_clipped_row():
+    # Rows placed within a few ulp of the bound, over many magnitudes of ||x_i||.
+    gen = np.random.default_rng(5)
+    x_norms = np.exp(gen.uniform(-600, 600, 100_000))
+    clip = 3.0
+    bound = clip * CLIP_MARGIN
+    with np.errstate(over="ignore", under="ignore"):
+        r = bound / x_norms * (1.0 + gen.integers(-8, 9, x_norms.size) * 2.0**-53)
+        clipped = np.abs(r) * x_norms > bound
+    assert 0.3 < clipped.mean() < 0.7
+    thresholds = residual_thresholds(x_norms, clip)
+    assert np.all(np.abs(r)[clipped] > thresholds[clipped])
+    assert residual_thresholds(np.array([0.0]), clip)[0] == np.inf
+    assert residual_thresholds(np.array([1e308]), 1e-300)[0] == 0.0  # subnormal: check all

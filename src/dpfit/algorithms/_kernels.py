@@ -26,6 +26,7 @@ factor of the per-example gradient g_i (0 for a non-finite g_i, see
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +36,13 @@ from .._validation import check_identified, check_int, check_iv_data
 from .._validation import check_X_y as _check_X_y
 from ..distributed import check_dask_rows, is_dask, row_block_sum
 from ..losses.base import checked_gradients, finite_factors
-from ..mechanisms import clip_factors, clip_residuals, row_norms, scale_rows
+from ..mechanisms import (
+    clip_factors,
+    clip_residuals,
+    residual_thresholds,
+    row_norms,
+    scale_rows,
+)
 from ..privacy import Relation
 
 __all__ = [
@@ -150,6 +157,7 @@ class LeastSquaresSums:
         n, p = X.shape
         self._X, self._y, self._clip = X, y, clip
         self._x_norms = None if clip is None else _row_norms_chunked(X)
+        self._thresholds = None if clip is None else residual_thresholds(self._x_norms, clip)
         rows = min(n, block_rows or _block_rows(p))
         self._blocks = [(a, min(a + rows, n)) for a in range(0, n, rows)]
         self._r, self._g = np.empty(rows), np.empty(rows)
@@ -160,7 +168,7 @@ class LeastSquaresSums:
         X, y, x_norms, clip = self._X, self._y, self._x_norms, self._clip
         total = np.zeros(X.shape[1])
         part, clipped = self._part, 0
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):
             for a, b in self._blocks:
                 m = b - a
                 r, Xb = self._r[:m], X[a:b]
@@ -168,11 +176,17 @@ class LeastSquaresSums:
                 np.subtract(r, y[a:b], out=r)
                 if clip is not None:
                     clipped += clip_residuals(
-                        r, x_norms[a:b], clip, norms=self._g[:m], mask=self._mask[:m]
+                        r,
+                        x_norms[a:b],
+                        clip,
+                        thresholds=self._thresholds[a:b],
+                        norms=self._g[:m],
+                        mask=self._mask[:m],
                     )
                 np.matmul(Xb.T, r, out=part)
                 np.add(total, part, out=total)
-        if not np.isfinite(total).all():  # some non-finite per-example gradient: zero it
+            finite = math.isfinite(np.add.reduce(total))  # also False if the sum overflows
+        if not finite:  # some non-finite per-example gradient (or a huge sum): recompute
             out = least_squares_block(X, y, theta, clip, x_norms)
             return out[:-1], int(out[-1])
         return total, clipped

@@ -1,6 +1,13 @@
 """Mechanisms: the Gaussian mechanism, clipping, the noise source and record/replay hooks."""
 
-from .clipping import clip_factors, clip_residuals, clip_rows, row_norms, scale_rows
+from .clipping import (
+    clip_factors,
+    clip_residuals,
+    clip_rows,
+    residual_thresholds,
+    row_norms,
+    scale_rows,
+)
 from .counts import (
     DoublingSearch,
     SearchResult,
@@ -40,6 +47,7 @@ __all__ = [
     "private_count",
     "recording",
     "replaying",
+    "residual_thresholds",
     "rho_for_noise_std",
     "row_norms",
     "scale_rows",

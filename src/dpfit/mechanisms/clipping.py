@@ -18,11 +18,22 @@ import numpy as np
 
 from .._validation import check_positive
 
-__all__ = ["clip_factors", "clip_residuals", "clip_rows", "row_norms", "scale_rows"]
+__all__ = [
+    "clip_factors",
+    "clip_residuals",
+    "clip_rows",
+    "residual_thresholds",
+    "row_norms",
+    "scale_rows",
+]
 
 #: Relative safety margin applied to every clip factor (see module docstring).
 CLIP_MARGIN = 1.0 - 2.0**-40
 
+
+#: Smallest clip-to-norm quotient handled by the 2^-53 relative error bound of one division
+#: (well above the subnormal range, where a quotient's relative error is unbounded).
+_SAFE_QUOTIENT = 2.0**-960
 
 #: Below this, a plain sum of squares may have lost components to underflow (2**-968 keeps
 #: the loss under d * 2**-54 relative); such rows take the scaled route.
@@ -69,11 +80,27 @@ def clip_factors(norms: np.ndarray, clip: float) -> np.ndarray:
     return np.where(np.isfinite(norms), factors, 0.0)
 
 
+def residual_thresholds(x_norms: np.ndarray, clip: float) -> np.ndarray:
+    """Per-row thresholds t_i below which |r_i| surely leaves r_i x_i unclipped.
+
+    t_i = (clip * CLIP_MARGIN / ||x_i||) (1 - 2^-50): if the computed |r_i| ||x_i|| exceeds
+    clip * CLIP_MARGIN then |r_i| > t_i, because the two roundings involved move a product
+    or quotient by at most 2^-53 relative each. Quotients in the subnormal range (where that
+    bound fails) are set to 0, so those rows are always checked exactly. Rows with
+    ||x_i|| = 0 get inf (their gradient is 0).
+    """
+    with np.errstate(divide="ignore", over="ignore"):
+        t = (clip * CLIP_MARGIN / x_norms) * (1.0 - 2.0**-50)
+    t[t < _SAFE_QUOTIENT] = 0.0
+    return t
+
+
 def clip_residuals(
     residuals: np.ndarray,
     x_norms: np.ndarray,
     clip: float,
     *,
+    thresholds: np.ndarray,
     norms: np.ndarray,
     mask: np.ndarray,
 ) -> int:
@@ -82,21 +109,34 @@ def clip_residuals(
     ||r_i x_i|| = |r_i| ||x_i||, so clipping the gradient to ``clip`` is scaling r_i by
     :func:`clip_factors`' factor: r_i <- r_i * (clip * CLIP_MARGIN / (|r_i| ||x_i||)) for
     the rows above clip * CLIP_MARGIN, the same float operations as
-    ``scale_rows(r, clip_factors(|r| * x_norms, clip))`` for every finite product. ``norms``
-    (float) and ``mask`` (bool) are caller-owned buffers of the same length (no allocation).
-    A non-finite product is left for the caller to detect: the scaled r_i is then 0 or NaN,
-    where :func:`scale_rows` gives 0. Call under ``np.errstate(over=..., invalid=...,
-    divide="ignore")``: products overflow only for such records.
+    ``scale_rows(r, clip_factors(|r| * x_norms, clip))`` for every finite product. Rows with
+    |r_i| <= ``thresholds[i]`` (:func:`residual_thresholds`) cannot be clipped and are not
+    looked at again; the others are checked exactly. ``norms`` (float) and ``mask`` (bool)
+    are caller-owned buffers of the same length (nothing of that size is allocated).
+
+    A non-finite product is left for the caller to detect: such an r_i becomes 0 or stays
+    NaN or inf, where :func:`scale_rows` gives 0. Call under ``np.errstate(over="ignore",
+    invalid="ignore")``: products overflow only for such records.
     """
     bound = clip * CLIP_MARGIN
+    np.abs(residuals, out=norms)
+    np.greater(norms, thresholds, out=mask)  # candidates: every clipped row, and a few more
+    candidates = int(np.count_nonzero(mask))
+    if candidates == 0:
+        return 0
+    if candidates <= len(residuals) // 8:  # few candidates: check them one by one
+        idx = np.flatnonzero(mask)
+        r = residuals[idx]
+        g = np.abs(r * x_norms[idx])
+        above = g > bound
+        residuals[idx[above]] = r[above] * (bound / g[above])
+        return int(np.count_nonzero(above))
     np.multiply(residuals, x_norms, out=norms)
     np.abs(norms, out=norms)  # |r_i * ||x_i|| | = |r_i| ||x_i|| exactly
     np.greater(norms, bound, out=mask)
-    clipped = int(np.count_nonzero(mask))
-    if clipped:
-        np.divide(bound, norms, out=norms, where=mask)
-        np.multiply(residuals, norms, out=residuals, where=mask)
-    return clipped
+    np.divide(bound, norms, out=norms, where=mask)
+    np.multiply(residuals, norms, out=residuals, where=mask)
+    return int(np.count_nonzero(mask))
 
 
 def scale_rows(values: np.ndarray, factors: np.ndarray) -> np.ndarray:
