@@ -2,7 +2,7 @@
 
 Notation: B_X = ``x_bound`` >= ||x_i||, B_Y = ``y_bound`` >= |y_i|, both public. Records are
 first clipped to the bounds (rows of X rescaled to norm <= B_X, y clipped to [-B_Y, B_Y]):
-a documented, data-independent rule (reliability section 6, row 23). The L2 sensitivities
+a documented, data-independent rule (docs/user-guide.md, on bounds). The L2 sensitivities
 of the released statistics, under replace-one (add/remove), are then
 
 * X^T X as its upper triangle (incl. diagonal): sqrt(2) B_X^2 (B_X^2), since

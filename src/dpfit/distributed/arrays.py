@@ -7,8 +7,9 @@ known), so every check runs before any charge or draw, like the in-memory checks
 The public-n rule
 -----------------
 A full-batch algorithm divides each clipped sum by the number of records n, so n must be
-public (reliability R6, pitfall P2). For Dask inputs the caller **must declare it**
-(``n_public``). What happens next depends on the neighbouring relation:
+public (dividing by the actual n would reveal it under add/remove; ``docs/dask.md``). For
+Dask inputs the caller **must declare it** (``n_public``). What happens next depends on the
+neighbouring relation:
 
 * ``replace-one``: n is public by definition of the relation, so the declared n is checked
   against the actual row count before anything is charged, and a mismatch is an error. The

@@ -9,7 +9,7 @@ the privacy noise afterwards, on the driver, through :func:`dpfit.mechanisms.gau
 Each block is cast to float64 (as the in-memory checks do) and every record with a NaN or
 infinite value in any of the arrays becomes the zero record before the block function sees
 it: the values of lazy data cannot be checked before the run without reading them, and
-raising mid-run would make an error depend on the data (reliability P12). The map is fixed
+raising mid-run would make an error depend on the data (docs/threat-model.md). The map is fixed
 and per record, so neighbouring datasets stay neighbours (the rule of
 :mod:`dpfit.algorithms.onepass` for lazy arrays).
 

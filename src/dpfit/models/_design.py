@@ -22,10 +22,10 @@ replacing one record changes one row. formulaic would break it in two ways, so b
 becomes the *zero record* (every design column, the intercept and the response are 0, so it
 adds nothing to any clipped sum), the same fixed per-record rule as for non-finite values on
 Dask (``docs/dask.md``). The rule is identical in memory and on Dask; refusing instead would
-make an error depend on one record (reliability pitfall P12). Such rows are NaN in the built
-design (the representation :mod:`dpfit.models._dask` and the estimators turn into zero
-records); indicator columns of a treatment-coded categorical term get the public bounds
-[0, 1] (:attr:`Design.indicators`).
+make an error depend on one record (errors are releases: ``docs/threat-model.md``). Such rows
+are NaN in the built design (the representation :mod:`dpfit.models._dask` and the estimators
+turn into zero records); indicator columns of a treatment-coded categorical term get the
+public bounds [0, 1] (:attr:`Design.indicators`).
 """
 
 from __future__ import annotations

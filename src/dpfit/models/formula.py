@@ -10,7 +10,7 @@ categorical variables need declared levels (``C(region, levels=[...])`` or a dec
 the zero record; indicator columns of treatment-coded categorical terms get the public bounds
 [0, 1] when ``bounds`` is given as a mapping. Rows with missing numeric values are an error
 in memory, never dropped silently: dropping them would change n as a function of the private
-data (STYLE 2.6).
+data (docs/user-guide.md, section 2).
 
 IV formulas use the linearmodels grammar ``y ~ exog + [endog ~ instruments]``;
 :func:`parse_iv_formula` splits one into its four parts and :func:`iv_matrices` builds the
