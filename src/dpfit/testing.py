@@ -45,6 +45,7 @@ AssertionError: same seed, [warnings] differs (numbers masked):
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import enum
 import functools
@@ -54,7 +55,7 @@ import re
 import sys
 import types
 import warnings
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from fractions import Fraction
 from typing import Any
@@ -226,6 +227,21 @@ def default_views(obj: Any) -> dict[str, str]:
     return views
 
 
+@contextlib.contextmanager
+def _fresh_process() -> Iterator[None]:
+    """Run as in a fresh process: the estimators' count of refits of identical data
+    (:class:`~dpfit.exceptions.RepeatedFitWarning`) starts empty and is restored after."""
+    from .models import _refits
+
+    saved = _refits._SEEN.copy()
+    _refits._SEEN.clear()
+    try:
+        yield
+    finally:
+        _refits._SEEN.clear()
+        _refits._SEEN.update(saved)
+
+
 @dataclass(frozen=True)
 class Observation:
     """What one run showed, as text components (see :func:`observe`), and its recording."""
@@ -252,6 +268,9 @@ def observe(
 ) -> Observation:
     """Run ``run(*args)`` (replaying ``replay``'s releases if given) and record what it shows.
 
+    Each run starts from a fresh per-process state, so that runs are independent of how
+    often the same data were fitted before.
+
     Components: ``outcome`` (the result's type, or the exception and its message),
     ``warnings`` (category and message of each, in order, including those of the views),
     ``ledger`` (every mechanism call's ledger entry and the result's ledgers), ``privacy
@@ -262,7 +281,7 @@ def observe(
     comps: dict[str, str] = {}
     context = recording() if replay is None else replaying(replay)
     value = None
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, _fresh_process():
         warnings.simplefilter("always")
         try:
             with context as rec:
@@ -350,7 +369,7 @@ def check_neighbours(
     ignore: Collection[str] = (),
     skip: Collection[str] = ("Trajectory.diagnostics",),
     views: Callable[[Any], Mapping[str, str]] = default_views,
-    tolerance: float = 1e-12,
+    tolerance: float = 0.0,
 ) -> NeighbourReport:
     """Run the three-run protocol of the module docstring; raise AssertionError on any leak.
 

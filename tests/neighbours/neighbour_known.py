@@ -51,12 +51,6 @@ KNOWN: dict[str, Leak] = {
         "(fraction_clipped, clipped_per_step), which differ between neighbours",
         dict.fromkeys(_TRAJECTORIES, ("repr",)),
     ),
-    "new: formula overflow": Leak(
-        "NEW (neighbour layer): dpfit.ols/iv raise 'X contains NaN or infinite values' when a "
-        "row-wise transform (I(x * 2), np.exp(x)) of one finite record overflows, instead of "
-        "applying the zero-record rule",
-        {"ols transforms": ("*",)},
-    ),
     "new: replayed scalar": Leak(
         "NEW (neighbour layer, test fidelity): replaying a scalar release returns a 0-d array "
         "where the live mechanism returns a numpy float64, so a replayed run can differ from "
