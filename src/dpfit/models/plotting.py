@@ -22,6 +22,8 @@ from .results import Result
 __all__ = ["COVERS", "coefficient_frame", "plot_coefficients"]
 
 _COLUMNS = ("coef", "lower", "upper")
+#: What a population interval covers (conf_int(target="population")).
+POPULATION_COVERS = "the population coefficient (sampling + privacy error)"
 
 #: What the intervals of each model's release cover (``frame.attrs["covers"]``).
 COVERS = {
@@ -30,13 +32,23 @@ COVERS = {
 }
 
 
-def coefficient_frame(result: Result, alpha: float = 0.05) -> pd.DataFrame:
+def coefficient_frame(
+    result: Result, alpha: float = 0.05, target: str | None = None
+) -> pd.DataFrame:
     """``coef``, ``lower`` and ``upper`` of a :class:`Result`, indexed by term name.
 
-    ``attrs["covers"]`` says what the interval covers, for the plot's legend.
+    ``target`` defaults to the population when the fit released a population interval,
+    else the sample fit (:meth:`Result.conf_int`). ``attrs["covers"]`` says what the
+    interval covers, for the plot's legend.
     """
-    frame = pd.concat([result.params, result.conf_int(alpha)], axis=1)
-    frame.attrs["covers"] = COVERS.get(result.model, "the fit to these data")
+    if target is None:
+        target = result.targets[0] if result.targets else "population"
+    frame = pd.concat([result.params, result.conf_int(alpha, target=target)], axis=1)
+    frame.attrs["covers"] = (
+        POPULATION_COVERS
+        if target == "population"
+        else COVERS.get(result.model, "the fit to these data")
+    )
     return frame
 
 
