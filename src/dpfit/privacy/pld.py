@@ -183,6 +183,7 @@ class PLDLedger:
         self._budget = None if epsilon is None else (check_epsilon(epsilon), check_delta(delta))
         self._entries: list[Any] = []
         self._events: list[Any] = []
+        self._composed: Any = None  # the PLD accountant of all events, built on first use
 
     @property
     def relation(self) -> Relation:
@@ -207,9 +208,11 @@ class PLDLedger:
             raise ValueError(
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
             )
+        composed = None
         if self._budget is not None:
             eps_budget, delta = self._budget
-            eps = _accountant(self._relation, [*self._events, event]).get_epsilon(delta)
+            composed = _accountant(self._relation, [*self._events, event])
+            eps = composed.get_epsilon(delta)
             if not eps <= eps_budget:
                 raise BudgetExceededError(
                     f"charge of {entry.label!r} would bring epsilon to {eps:.6g} at "
@@ -218,20 +221,26 @@ class PLDLedger:
                 )
         self._entries.append(entry)
         self._events.append(event)
+        self._composed = composed
+
+    def _accountant(self) -> Any:
+        if self._composed is None:
+            self._composed = _accountant(self._relation, self._events)
+        return self._composed
 
     def epsilon(self, delta: float) -> float:
         """Smallest epsilon (on the PLD grid; an upper bound) with (epsilon, delta)-DP."""
         delta = check_delta(delta)
         if not self._entries:
             return 0.0
-        return float(_accountant(self._relation, self._events).get_epsilon(delta))
+        return float(self._accountant().get_epsilon(delta))
 
     def delta(self, epsilon: float) -> float:
         """delta(epsilon) of the composition (an upper bound on the PLD grid)."""
         epsilon = check_real(epsilon, "epsilon", low=0.0, low_open=False)
         if not self._entries:
             return 0.0
-        return float(_accountant(self._relation, self._events).get_delta(epsilon))
+        return float(self._accountant().get_delta(epsilon))
 
     def statement(self, delta: float = 1e-5) -> str:
         """A short privacy statement: (epsilon, delta) by PLD, never a rho."""
