@@ -12,7 +12,7 @@ __all__ = ["coverage_figure"]
 def coverage_figure(table: pd.DataFrame) -> Figure:
     """Left: coverage of theta* with +/- 2 MC s.e. and the [0.93, 0.97] band; right: width
     relative to non-private HC0 OLS for DP-GD (default) and NSS at the same rho."""
-    fig = Figure(figsize=(10, 0.5 + 0.32 * len(table)))
+    fig = Figure(figsize=(10, max(3.0, 1.2 + 0.3 * len(table))))
     left, right = fig.subplots(1, 2, sharey=True)
     labels = [f"{r.design}, n={int(r.n)}, rho={r.rho:g}" for r in table.itertuples()]
     y = np.arange(len(table))[::-1]

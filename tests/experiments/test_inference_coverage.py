@@ -1,0 +1,44 @@
+"""The inference-coverage study: smoke trials are well-formed; the claim holds at quick scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfit.experiments import get, run
+from dpfit.experiments.inference_coverage import DESIGNS, _claim
+from dpfit.experiments.verdicts import evaluate_claims
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_smoke_trial_of_each_design(design):
+    metrics = get("inference-coverage").trial({"design": design, "n": 2000, "rho": 5.0}, 11)
+    assert all(np.isfinite(v) for v in metrics.values())
+    assert 0.0 <= metrics["covers"] <= 1.0 and metrics["width_ratio"] > 0.5
+
+
+def test_claim_fails_on_undercoverage_without_warning():
+    rows = pd.DataFrame(
+        {
+            "design": "isotropic",
+            "n": 2000,
+            "rho": 0.5,
+            "covers": [1.0] * 80 + [0.0] * 20,
+            "width_ratio": 1.0,
+            "nss_covers": 1.0,
+            "nss_width_ratio": 2.0,
+            "warned": 0.0,
+        }
+    )
+    assert not _claim(rows).passed  # 0.80 with s.e. 0.04: outside [0.93, 0.97] +/- 2 s.e.
+    assert _claim(rows.assign(warned=1.0)).passed  # the library warned: outside the regime
+
+
+@pytest.mark.slow
+def test_claim_holds_at_quick_scale(tmp_path):
+    """3,000 fits (about 15 CPU-minutes); the numbers are docs/inference.md's table."""
+    name = "inference-coverage"
+    result = run([name], scale="quick", store_path=tmp_path / "s.sqlite", jobs=2, progress=False)
+    verdicts = evaluate_claims(get(name), result.results[name], "quick")
+    assert verdicts and not any(v.failed for v in verdicts), [v.detail for v in verdicts]
