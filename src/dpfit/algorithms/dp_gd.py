@@ -1,6 +1,6 @@
 """Full-batch DP gradient descent for least squares (Brown et al. 2024, Algorithm 1).
 
-Notation (the paper's symbols clash with common usage; spec section 0):
+Notation (the paper's symbols clash with common usage; see ``docs/brown2024.md``):
 
 =========  ===============  ==============================================================
 symbol     name here        meaning
@@ -53,7 +53,7 @@ def dp_gd_noise_std(
 
     lambda = Delta * sqrt(T_total / (2 rho)), with Delta = 2 gamma / n (replace-one) or
     gamma / n (add/remove with a public n), i.e. lambda^2 = 2 T_total gamma^2 / (rho n^2)
-    under replace-one (Lemma 2.1; spec 2.2). Exact.
+    under replace-one (Brown et al. 2024, Lemma 2.1). Exact.
 
     Examples
     --------
@@ -164,16 +164,16 @@ def dp_gd(
     Raises
     ------
     TypeError, ValueError
-        Invalid inputs (reliability section 6); raised before any charge or draw.
+        Invalid inputs; raised before any charge or draw.
     BudgetExceededError
         ``ledger``'s budget cannot afford ``rho``; nothing was charged or drawn.
 
     Notes
     -----
-    Privacy (Lemma 2.1, spec 2.2): every clipped gradient has norm <= clip, so replacing one
-    record moves the mean gradient by at most Delta = 2 clip / n (clip / n_public under
-    add/remove). Each release is then Delta^2 / (2 noise_std^2)-zCDP and zCDP composes
-    additively, so noise_std = Delta * sqrt(runs * steps / (2 rho)) makes the whole
+    Privacy (Brown et al. 2024, Lemma 2.1): every clipped gradient has norm <= clip, so
+    replacing one record moves the mean gradient by at most Delta = 2 clip / n (clip /
+    n_public under add/remove). Each release is then Delta^2 / (2 noise_std^2)-zCDP and zCDP
+    composes additively, so noise_std = Delta * sqrt(runs * steps / (2 rho)) makes the whole
     procedure rho-zCDP for every dataset, whether or not anything is clipped. Intervals
     built from the iterates (:mod:`dpfit.inference`) are post-processing and cost nothing
     more. The noise is float64 Gaussian noise unless ``rng`` is a secure source.
@@ -273,11 +273,12 @@ def dp_gd_given_noise(
 
     theta_t = theta_{t-1} - step_size * (clipped mean gradient + noise[t - 1]). Nothing is
     calibrated, charged or drawn, so the output is not a private release. It exists for
-    tests and theory checks (spec 2.4): with ``clip = inf`` it is the unclipped algorithm,
+    tests and theory checks: with ``clip = inf`` it is the unclipped algorithm,
     whose law is exactly Gaussian, and feeding it the noise that :func:`dp_gd` drew
     (``noise_std * generator.standard_normal(p)`` per step, from the same seeded source)
     reproduces a run in which nothing is clipped bit for bit (the coupling of Lemma 2.2).
-    ``noise = 0`` and a finite ``clip`` run noiseless clipped GD (the Huber target, 3.6).
+    ``noise = 0`` and a finite ``clip`` run noiseless clipped GD (the Huber target of Brown
+    et al. 2024).
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """Per-example L2 clipping that never overshoots the bound and never produces NaN.
 
 The clip factor of a vector g is min(1, C / ||g||_2). Two floating-point hazards are handled
-(reliability spec H.1, after Casacuberta et al. 2022):
+(after Casacuberta et al. 2022):
 
 * a row whose plain ``sum(g**2)`` over- or underflows (components near 1e300 or subnormals)
   has its norm recomputed with a per-row scale;

@@ -64,8 +64,8 @@ def _secure_gaussian(value: np.ndarray, entry: GaussianEntry) -> np.ndarray:
     OpenDP rounds each coordinate of the query to the nearest multiple of 2^k before adding
     an exact discrete Gaussian on Z * 2^k, which can move the query by up to 2^k per
     coordinate, so a query of L2 sensitivity Delta has sensitivity up to
-    Delta_eff = Delta + 2^k sqrt(d) on the grid (reliability section 2, point 3; OpenDP's
-    privacy map adds the same rounding distance). With 2^k <= 2^-30 Delta / sqrt(d), the
+    Delta_eff = Delta + 2^k sqrt(d) on the grid (OpenDP's privacy map adds the same
+    rounding distance). With 2^k <= 2^-30 Delta / sqrt(d), the
     noise std is raised from sigma to sigma * Delta_eff / Delta (a relative increase below
     1e-9), so the release costs no more than the rho charged for (Delta, sigma). The charge
     is cross-checked against OpenDP's own privacy map before anything is drawn. A coarse

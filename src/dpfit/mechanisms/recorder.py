@@ -1,4 +1,4 @@
-"""Record/replay hooks on the mechanism path, for gray-box privacy tests (reliability 3.3).
+"""Record/replay hooks on the mechanism path, for gray-box privacy tests (``docs/auditing.md``).
 
 ``with recording() as rec:`` captures every release made through :mod:`dpfit.mechanisms`:
 its ledger entry, the exact query value (before noise) and the released output.

@@ -23,7 +23,7 @@ from ..exceptions import BudgetExceededError
 __all__ = ["RELATIVE_TOLERANCE", "Budget", "exact_units", "units_to_float"]
 
 #: Charges may exceed the total by this relative amount, absorbing float rounding of sums of
-#: shares (3 * 0.1 > 0.3 in float64; reliability pitfall P10).
+#: shares (3 * 0.1 > 0.3 in float64).
 RELATIVE_TOLERANCE = 1e-12
 _SLACK = 1 + Fraction(RELATIVE_TOLERANCE)
 #: 2^1074: one float64 unit in the last place of the smallest subnormal is 1 / _ONE.

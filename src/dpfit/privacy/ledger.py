@@ -46,7 +46,7 @@ class GaussianEntry:
         Neighbouring relation under which ``sensitivity`` holds.
     subsampled : bool, default=False
         Whether the query runs on a random subsample. dpfit never claims zCDP amplification
-        by subsampling (reliability 4.5), so this only switches off the exact GDP epsilon.
+        by subsampling (``docs/privacy.md``), so this only switches off the exact GDP epsilon.
 
     Notes
     -----

@@ -27,13 +27,24 @@ OUT = Path(__file__).with_name("dp_gd_seeded.json")
 CASES = {
     "small-two-runs": (400, 5, 0, {"rho": 0.5, "clip": 3.0, "steps": 12, "runs": 2, "rng": 3}),
     "clipped-tall": (
-        50_000, 3, 1, {"rho": 0.2, "clip": 1.5, "steps": 15, "step_size": 0.3, "rng": 7}
+        50_000,
+        3,
+        1,
+        {"rho": 0.2, "clip": 1.5, "steps": 15, "step_size": 0.3, "rng": 7},
     ),
     "wide": (20_000, 40, 2, {"rho": 1.0, "clip": 20.0, "steps": 8, "rng": 11}),
     "add-remove": (
-        30_000, 10, 3,
-        {"rho": 0.3, "clip": 2.0, "steps": 10, "relation": "add-remove", "n_public": 30_001,
-         "rng": 5},
+        30_000,
+        10,
+        3,
+        {
+            "rho": 0.3,
+            "clip": 2.0,
+            "steps": 10,
+            "relation": "add-remove",
+            "n_public": 30_001,
+            "rng": 5,
+        },
     ),
 }
 
@@ -83,9 +94,7 @@ def main() -> None:
         noise = np.random.default_rng(9).standard_normal((6, 3)) * 1e-3
         out["given_noise"] = {
             "iterates_unclipped": _hex(dp_gd_given_noise(X, y, noise=noise, step_size=0.3)),
-            "iterates_clipped": _hex(
-                dp_gd_given_noise(X, y, noise=noise, step_size=0.3, clip=1.5)
-            ),
+            "iterates_clipped": _hex(dp_gd_given_noise(X, y, noise=noise, step_size=0.3, clip=1.5)),
         }
     OUT.write_text(json.dumps(out, indent=1) + "\n")
 
