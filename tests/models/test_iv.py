@@ -164,6 +164,28 @@ def test_bad_parameters_release_nothing(frame, kwargs, exc, match):
     assert len(rec) == 0
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"interval": "batched-means", "interval_variant": "experimental"},  # 20 <= burn-in 20
+        {"interval": "batched-means", "steps": 5, "m": 10},  # 5 iterates, 10 blocks
+        {
+            "interval": "batched-means",
+            "interval_variant": "experimental",
+            "burn_in": 30,
+            "steps": 35,
+        },
+    ],
+)
+def test_impossible_interval_settings_are_refused_before_any_charge(frame, kwargs):
+    """Issue 14: batched means on IV used to spend the whole budget and then raise."""
+    budget = Budget(rho=5.0)
+    model = DPIVRegression(rho=2.0, bounds=BOUNDS, y_bounds=Y_BOUNDS, random_state=0, **kwargs)
+    with recording() as rec, pytest.raises(ValueError, match="nothing was charged"):
+        model.fit(frame[["w", "x"]], frame["y"], Z=frame[["w", "z"]], budget=budget)
+    assert len(rec) == 0 and budget.spent == 0.0
+
+
 def test_bad_data_gives_clear_errors_before_any_noise(frame):
     X, y, Z = frame[["w", "x"]], frame["y"], frame[["w", "z"]]
     bad = frame.copy()

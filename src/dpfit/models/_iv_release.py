@@ -6,10 +6,14 @@ coefficients back to original units (:class:`Back`), and the texts of the summar
 
 from __future__ import annotations
 
+import warnings
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from ..exceptions import CoverageWarning
+from ..inference import interval_estimates
 from ._iv_scaling import Standardization
 
 __all__: list[str] = []
@@ -40,6 +44,39 @@ def settings_from(cfg: dict[str, Any], p1: int, q1: int) -> dict[str, Any]:
         },
         "burn_in": burn_in,
     }
+
+
+def check_interval(cfg: dict[str, Any], settings: dict[str, Any], p1: int) -> None:
+    """Dry run of the interval construction on public shapes, before anything is charged.
+
+    The m estimates are built from the released iterates after the fit; whether the
+    requested construction can build them (enough iterates for m blocks after the burn-in,
+    steps > burn_in for independent runs) depends only on public settings, so it is checked
+    here on an all-zero trajectory of the same shape, by the same code that builds them.
+    """
+    if cfg["interval"] is None:
+        return
+    alg = settings["algorithm"]
+    dry = SimpleNamespace(
+        iterates=np.zeros((alg["runs"] * alg["steps"], p1)),
+        config={"runs": alg["runs"], "steps": alg["steps"]},
+    )
+    try:
+        with warnings.catch_warnings():  # the real construction warns once, after the fit
+            warnings.simplefilter("ignore", CoverageWarning)
+            interval_estimates(
+                dry,
+                cfg["interval"],
+                m=cfg["m"],
+                burn_in=settings["burn_in"],
+                variant=cfg["interval_variant"],
+            )
+    except ValueError as err:
+        raise ValueError(
+            f"interval={cfg['interval']!r} with steps={alg['steps']}, m={cfg['m']}, "
+            f"burn_in={settings['burn_in']} ({cfg['interval_variant']}): {err}; raise steps "
+            "or lower m / burn_in (nothing was charged)"
+        ) from None
 
 
 class Back:

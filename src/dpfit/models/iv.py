@@ -44,7 +44,7 @@ from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation
 from ._design import take_null_records
 from ._formula_errors import formula_errors
-from ._iv_release import Back, interval_text, notes, settings_from, shown
+from ._iv_release import Back, check_interval, interval_text, notes, settings_from, shown
 from ._iv_scaling import release_moments
 from ._refits import note_fit
 from ._scaling import check_bounds
@@ -273,6 +273,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         y_name = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
         columns, bounds = self._bounds(x_names, z_names, y_name)
         settings = settings_from(cfg, p + cfg["fit_intercept"], q + cfg["fit_intercept"])
+        check_interval(cfg, settings, p + cfg["fit_intercept"])  # before any charge
         # Checked now; each release is then spent from the budget as it is charged, so a fit
         # that fails part-way keeps only what it drew.
         ledger = prepare_ledger(
