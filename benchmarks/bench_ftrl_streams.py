@@ -12,7 +12,14 @@ Part 2 (utility): the banded (truncated) nu-DP-FTRL mechanism's objective
 sens_{k,b}^2 x ||A B||_F^2 against exact nu-DP-FTRL at the CIFAR-10 geometry
 (T = 2000, k = 20, b = 100) and nu = select_nu (spec §2.6-2.7).
 
+Part 3 (--default): the default stream (``mode="auto"``) of nu-DP-FTRL against independent
+noise, every step of a whole run, timed step by step and interleaved (one independent step,
+then one default step), one BLAS thread: the ratio of median per-step costs overall and per
+fifth of the run (flat in t), and the choice ``"auto"`` made with its error ratio.
+
 Run:  python benchmarks/bench_ftrl_streams.py  [--dim 1000000] [--json out.json]
+      python benchmarks/bench_ftrl_streams.py --default --dim 100000 --steps 1000 \
+          --participations 10 --separation 100 --json out.json
       python benchmarks/bench_ftrl_streams.py --modes regenerate --probes 1,64,512,1999
       (measures step t = 1999, the last step of T = 2000, directly in O(d) memory)
 """
@@ -34,16 +41,18 @@ from dpfit.privacy import PrivacyLedger
 T_TARGET = 2000
 
 
-def _stream(mech, dim, mode, seed=0):
+def _stream(mech, dim, mode, seed=0, **pattern):
     return correlated_noise(
         mech,
         dim=dim,
         clip=1.0,
+        batch_size=1,
         noise_std=1.0,
         ledger=PrivacyLedger(),
         rng=make_noise_source(seed),
         mode=mode,
         max_buffer_bytes=1 << 34,
+        **pattern,
     )
 
 
@@ -112,6 +121,44 @@ def banded_utility(steps=2000, k=20, b=100, bands=(1, 2, 4, 8, 16, 32, 64, 128, 
     }
 
 
+def default_stream(dim: int, steps: int, k: int, b: int | None) -> dict:
+    """Every step of the default nu-DP-FTRL stream vs independent noise, interleaved."""
+    from threadpoolctl import threadpool_limits
+
+    pattern = dict(participations=k, separation=b)
+    with threadpool_limits(limits=1):
+        nu = select_nu(steps, **pattern).nu
+        start = time.perf_counter()
+        default = _stream(nu_dpftrl(nu, steps=steps), dim, "auto", **pattern)
+        setup = time.perf_counter() - start
+        indep = _stream(dpsgd(steps), dim, "auto", **pattern)
+        value = np.zeros(dim)
+        t_ind, t_def = np.empty(steps), np.empty(steps)
+        for t in range(steps):
+            s0 = time.perf_counter()
+            indep.privatize(value)
+            s1 = time.perf_counter()
+            default.privatize(value)
+            s2 = time.perf_counter()
+            t_ind[t], t_def[t] = s1 - s0, s2 - s1
+    fifths = np.array_split(np.arange(steps), 5)
+    return {
+        "dim": dim,
+        "steps": steps,
+        "participations": k,
+        "separation": b,
+        "nu": nu,
+        "choice": str(default.choice),
+        "error_ratio": default.choice.error_ratio,
+        "setup_s": setup,
+        "independent_median_s": float(np.median(t_ind)),
+        "default_median_s": float(np.median(t_def)),
+        "ratio_of_medians": float(np.median(t_def) / np.median(t_ind)),
+        "median_of_paired_ratios": float(np.median(t_def / t_ind)),
+        "ratio_by_fifth": [float(np.median(t_def[i]) / np.median(t_ind[i])) for i in fifths],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dim", type=int, default=1_000_000)
@@ -123,8 +170,20 @@ def main() -> None:
         help="stream modes to probe; buffered needs t x d floats of memory at probe t",
     )
     parser.add_argument("--json", default=None)
+    parser.add_argument("--default", action="store_true", help="part 3 only")
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--participations", type=int, default=10)
+    parser.add_argument("--separation", type=int, default=100)
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # seeded-source warnings: this is a benchmark
+    if args.default:
+        report = default_stream(args.dim, args.steps, args.participations, args.separation)
+        report["machine"] = platform.processor() or platform.machine()
+        print(json.dumps(report, indent=1))
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(report, fh, indent=1)
+        return
     probes = [int(p) for p in args.probes.split(",")]
     d = args.dim
     report = {"dim": d, "T_target": T_TARGET, "machine": platform.processor() or platform.machine()}
