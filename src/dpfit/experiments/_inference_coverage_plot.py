@@ -39,7 +39,12 @@ def coverage_figure(table: pd.DataFrame) -> Figure:
     )
     left.set_yticks(y, labels, fontsize=7)
     left.set_xlabel("coverage of the population coefficient theta* (nominal 0.95)")
-    left.legend(fontsize=7, loc="lower left")
+    left.legend(
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.08 * 30 / max(len(table), 8)),
+        ncol=2,
+    )
     right.axvline(1.0, color="0.5", lw=0.8)
     right.plot(table["width_ratio"], y, "o", color="C0", label="DP default")
     right.plot(table["nss_width_ratio"], y, "x", color="C1", label="NSS, same rho")
