@@ -72,8 +72,11 @@ class DPLinearRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
     Fits y ~ x by full-batch DP gradient descent (``method="gd"``, Brown et al. 2024,
     Alg. 1): per-example gradients of the squared loss are clipped to L2 norm ``clip``,
     averaged, and released with Gaussian noise calibrated so that **all** ``steps`` noisy
-    steps together cost ``rho`` (zCDP). Per-coefficient Student-t intervals are built from
-    the released iterates (eq. 12), which is post-processing and costs nothing more.
+    steps together cost ``rho`` (zCDP). With public ``bounds`` the descent is preconditioned
+    by a private X'X / n and ``conf_int()`` covers the population coefficients (sampling
+    plus privacy error, docs/inference.md); ``conf_int(target="sample")`` gives Brown et
+    al.'s Student-t intervals from the released iterates (eq. 12), which cover the data's
+    own fit.
 
     Parameters
     ----------
@@ -91,9 +94,10 @@ class DPLinearRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         public knowledge of the residual scale, never by looking at the data: gradients of
         records with |residual| > clip / ||x_i|| are shrunk, which biases the fit towards a
         Huber-type fit; a larger clip means more noise.
-    steps : int, default=1000
+    steps : int, optional
         Total number of noisy gradient steps of the whole procedure (all runs, burn-in and
-        batches); the noise is calibrated to this total.
+        batches); the noise is calibrated to this total. Defaults to 200 for the
+        preconditioned fit and 1000 otherwise.
     step_size : float, optional
         Step size eta. Defaults to 1 / (p + 1) when ``bounds`` are given (stable, since the
         rescaled rows satisfy ||x'||^2 <= p + 1), else 0.25 (the paper's choice for features
@@ -128,6 +132,15 @@ default="batched-means"
         the fit reproducible and is flagged as seeded in the summary.
     secure : bool, default=False
         Draw exact discrete Gaussian noise with OS randomness through OpenDP.
+    precondition : bool, optional
+        Run DP-GD in coordinates whitened by a private X'X / n and release a population
+        interval (docs/inference.md). Defaults to True when ``bounds`` are given (it needs
+        them) and the data are in memory. Then ``clip`` (default: 3 sqrt(k) times a
+        private residual scale) bounds the whitened gradient |r_i| * ||P x_i||, and
+        ``step_size`` defaults to 0.5.
+    moment_share : float, optional
+        Share of ``rho`` for the moment releases of the preconditioned fit (X'X / n, the
+        Huber Hessian and the gradients' second moment); default 0.2.
 
     Attributes
     ----------
@@ -165,7 +178,7 @@ default="batched-means"
     >>> model = model.fit(X, y)
     >>> np.round(model.coef_, 1).tolist(), round(model.privacy_.rho, 12)
     ([2.0, -1.0], 0.5)
-    >>> model.conf_int().shape
+    >>> model.conf_int(target="sample").shape  # no bounds: the sample target only
     (3, 2)
     """
 
