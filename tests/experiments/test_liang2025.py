@@ -132,3 +132,12 @@ def test_fig3_claims_fail_when_the_paper_is_violated():
     # a p = 50 error made large by 2SLS alone: the privacy error is no larger than at p = 5
     same_privacy = _fig3_table(error, lambda p, n: 30.0 / n)
     assert not fig._fig3_p50(same_privacy).passed
+
+
+def test_u_shape_needs_the_rise_beyond_monte_carlo_error():
+    from dpfit.experiments import _liang2025_analysis as an
+
+    curve = pd.Series([2.1, 1.0, 2.2], index=[1, 10, 100])
+    assert an.u_shape(curve, 2.0, pd.Series(0.01, index=curve.index))[0]
+    assert not an.u_shape(curve, 2.0, pd.Series(0.2, index=curve.index))[0]  # noise too large
+    assert not an.u_shape(pd.Series([1.0, 1.5, 2.5], index=[1, 10, 100]), 2.0)[0]  # monotone

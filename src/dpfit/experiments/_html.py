@@ -18,7 +18,7 @@ from .verdicts import Verdict, count, format_number
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222;
-       padding: 0 1em; overflow-wrap: anywhere; }
+       padding: 0 1em; overflow-wrap: break-word; }
 h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
@@ -152,7 +152,7 @@ def page(provenance: Sequence[tuple[str, str]], verdicts: Sequence[Verdict], sec
     tally = count(verdicts)
     banner = _banner(tally)
     meta = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in provenance)
-    meta = f'<div class="scroll">{meta}</div>'
+    meta = f'<div class="scroll"><table class="provenance">{meta}</table></div>'
     counts = ", ".join(f"{n} {escape(s.lower())}" for s, n in tally.items())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ._stats import Estimate
 from .registry import ClaimResult
 
 __all__: list[str] = []
@@ -25,8 +26,7 @@ def mean_se(results: pd.DataFrame, by: Sequence[str], value: str) -> pd.DataFram
     return out
 
 
-def curve(results: pd.DataFrame, x: str, value: str, **where) -> pd.Series:
-    """Mean of ``value`` against ``x`` on the rows matching ``where`` (sorted by x)."""
+def _where(results: pd.DataFrame, where) -> pd.DataFrame:
     rows = results
     for key, val in where.items():
         rows = (
@@ -34,7 +34,18 @@ def curve(results: pd.DataFrame, x: str, value: str, **where) -> pd.Series:
             if isinstance(val, float)
             else rows[rows[key] == val]
         )
-    return rows.groupby(x)[value].mean().sort_index()
+    return rows
+
+
+def curve(results: pd.DataFrame, x: str, value: str, **where) -> pd.Series:
+    """Mean of ``value`` against ``x`` on the rows matching ``where`` (sorted by x)."""
+    return _where(results, where).groupby(x)[value].mean().sort_index()
+
+
+def curve_se(results: pd.DataFrame, x: str, value: str, **where) -> pd.Series:
+    """Standard error of the mean of ``value`` against ``x`` (the paper's error bars)."""
+    g = _where(results, where).groupby(x)[value]
+    return (g.std(ddof=1) / np.sqrt(g.count())).sort_index()
 
 
 def verdict(checks: dict[str, bool], numbers: dict[str, float], detail: str = "") -> ClaimResult:
@@ -44,14 +55,28 @@ def verdict(checks: dict[str, bool], numbers: dict[str, float], detail: str = ""
     return ClaimResult(passed=not failed, numbers=numbers, detail=text.strip())
 
 
-def u_shape(series: pd.Series, factor: float) -> tuple[bool, dict[str, float]]:
-    """Interior minimum with both ends at least ``factor`` times the minimum."""
+def ratio(series: pd.Series, se: pd.Series, top, bottom) -> Estimate:
+    """log(series[top] / series[bottom]) with its delta-method s.e. (independent points)."""
+    return Estimate(
+        float(np.log(series[top] / series[bottom])),
+        float(np.hypot(se[top] / series[top], se[bottom] / series[bottom])),
+    )
+
+
+def u_shape(
+    series: pd.Series, factor: float, se: pd.Series | None = None
+) -> tuple[bool, dict[str, float]]:
+    """Interior minimum with both ends at least ``factor`` times the minimum; with ``se``,
+    each end's log ratio to the minimum exceeds log(factor) by 3 Monte Carlo s.e."""
     values = series.to_numpy()
     k = int(np.argmin(values))
-    ok = 0 < k < len(values) - 1 and values[0] >= factor * values[k]
-    ok = ok and values[-1] >= factor * values[k]
+    lo, first, last = series.index[k], series.index[0], series.index[-1]
+    if se is None:
+        se = pd.Series(0.0, index=series.index)
+    ends = [ratio(series, se, end, lo) for end in (first, last)]
+    ok = 0 < k < len(values) - 1 and all(e.above(np.log(factor)) for e in ends)
     return bool(ok), {
-        "argmin": float(series.index[k]),
+        "argmin": float(lo),
         "min": float(values[k]),
         "first": float(values[0]),
         "last": float(values[-1]),
