@@ -50,7 +50,7 @@ def _two_sls(frame):
 
 
 def test_fit_is_close_to_2sls_and_spends_exactly_rho(frame):
-    model = _fit(frame)
+    model = _fit(frame, method="2s-gd")
     target = _two_sls(frame)
     # rho = 2 on n = 3000 standardised rows: the privacy noise of the released coefficients
     # is ~0.01 (run-to-run sd over seeds); 0.06 is > 5 sd while the 2SLS-vs-OLS gap is 0.2.
@@ -60,7 +60,7 @@ def test_fit_is_close_to_2sls_and_spends_exactly_rho(frame):
     assert labels.count("iv/column-moments") == 1
     assert labels.count("two_stage/theta-gradient") == 10 * 20  # m runs x steps
     assert model.result_.names == ("Intercept", "w", "x")
-    assert list(model.conf_int().index) == ["Intercept", "w", "x"]
+    assert list(model.conf_int(target="sample").index) == ["Intercept", "w", "x"]
 
 
 def test_formula_matches_the_estimator(frame):
@@ -77,12 +77,12 @@ def test_formula_matches_the_estimator(frame):
 
 
 def test_paper_calibration_spends_half_of_the_two_stage_share(frame):
-    model = _fit(frame, noise_calibration="paper")
+    model = _fit(frame, method="2s-gd", noise_calibration="paper")
     assert model.privacy_.rho == pytest.approx(0.2 + 0.9, rel=1e-12)  # 0.1 rho + (0.9 rho)/2
 
 
 def test_summary_labels_the_interval_and_states_the_privacy(frame):
-    text = " ".join(_fit(frame).summary().as_text().split())  # undo line wrapping
+    text = " ".join(_fit(frame, method="2s-gd").summary().as_text().split())  # undo wrapping
     assert "EXPERIMENTAL interval" in text
     assert "2SLS estimate on these data" in text
     assert "2-zCDP" in text and "two_stage/theta-gradient" in text
@@ -90,12 +90,18 @@ def test_summary_labels_the_interval_and_states_the_privacy(frame):
 
 
 def test_batched_means_and_no_interval(frame):
-    bm = _fit(frame, interval="batched-means", steps=120, interval_variant="experimental")
+    bm = _fit(
+        frame,
+        method="2s-gd",
+        interval="batched-means",
+        steps=120,
+        interval_variant="experimental",
+    )
     assert bm.result_.m == 10 and bm.privacy_.rho == pytest.approx(2.0, rel=1e-12)
-    point = _fit(frame, interval=None)
+    point = _fit(frame, method="2s-gd", interval=None)
     assert point.result_.interval_estimates is None
     with pytest.raises(ValueError, match="no confidence interval"):
-        point.conf_int()
+        point.conf_int(target="sample")
 
 
 def test_without_bounds_the_data_are_used_as_given(frame):
@@ -180,7 +186,9 @@ def test_bad_parameters_release_nothing(frame, kwargs, exc, match):
 def test_impossible_interval_settings_are_refused_before_any_charge(frame, kwargs):
     """Issue 14: batched means on IV used to spend the whole budget and then raise."""
     budget = Budget(rho=5.0)
-    model = DPIVRegression(rho=2.0, bounds=BOUNDS, y_bounds=Y_BOUNDS, random_state=0, **kwargs)
+    model = DPIVRegression(
+        rho=2.0, method="2s-gd", bounds=BOUNDS, y_bounds=Y_BOUNDS, random_state=0, **kwargs
+    )
     with recording() as rec, pytest.raises(ValueError, match="nothing was charged"):
         model.fit(frame[["w", "x"]], frame["y"], Z=frame[["w", "z"]], budget=budget)
     assert len(rec) == 0 and budget.spent == 0.0
@@ -233,9 +241,11 @@ def test_extreme_finite_record_without_bounds_neither_fails_nor_warns(value):
     with recording() as rec, warnings.catch_warnings():
         warnings.simplefilter("error")
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # seeded on purpose
-        model = DPIVRegression(rho=1.0, steps=10, m=2, random_state=0).fit(X, y, Z=Z, budget=budget)
+        model = DPIVRegression(rho=1.0, method="2s-gd", steps=10, m=2, random_state=0)
+        model.fit(X, y, Z=Z, budget=budget)
     assert len(rec) == 2 * 2 * 10 and model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
-    assert np.isfinite(model.coef_).all() and np.isfinite(model.conf_int().to_numpy()).all()
+    ci = model.conf_int(target="sample").to_numpy()
+    assert np.isfinite(model.coef_).all() and np.isfinite(ci).all()
 
 
 def test_pickle_of_a_fit_holds_no_non_private_diagnostic():
@@ -249,7 +259,7 @@ def test_pickle_of_a_fit_holds_no_non_private_diagnostic():
     X2, y2, Z2 = X.copy(), y.copy(), Z.copy()
     X2[0], y2[0], Z2[0] = 40.0, -300.0, -40.0  # clipped in both stages
     fits = [
-        DPIVRegression(rho=1.0, steps=10, m=2, random_state=0).fit(a, b, Z=c)
+        DPIVRegression(rho=1.0, method="2s-gd", steps=10, m=2, random_state=0).fit(a, b, Z=c)
         for a, b, c in ((X, y, Z), (X2, y2, Z2))
     ]
     assert fits[0].result_.diagnostics != fits[1].result_.diagnostics  # in memory only

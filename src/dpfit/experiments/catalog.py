@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     brown2024,
     choquettechoo2024,
     inference_coverage,
+    inference_coverage_iv,
     liang2025,
     liang2025_coverage,
     liang2025_real,

@@ -90,6 +90,18 @@ class Back:
             self.sx = std.sd[[index[c] for c in x_names]]
             self.my, self.sy = std.mean[index[y_name]], std.sd[index[y_name]]
 
+    def jacobian(self, p1: int) -> np.ndarray:
+        """The linear part J of the map (exact: the map is affine), for covariances J V J'."""
+        if self.std is None:
+            return np.eye(p1)
+        J = np.zeros((p1, p1))
+        lead = int(self.intercept)
+        J[lead:, lead:] = np.diag(self.sy / self.sx)
+        if self.intercept:
+            J[0, 0] = self.sy
+            J[0, 1:] = -(self.sy / self.sx) * self.mx
+        return J
+
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         if self.std is None:
             return np.asarray(rows, dtype=np.float64)
@@ -99,6 +111,29 @@ class Back:
             return coef
         intercept = self.my + self.sy * rows[:, 0] - coef @ self.mx
         return np.column_stack([intercept, coef])
+
+
+MOMENTS_METHOD = (
+    "No privacy-only interval: the noisy-moment 2SLS releases a population interval "
+    "(sampling + privacy error); conf_int(target='population')."
+)
+
+
+def shown_moments(cfg, clip, bounds, columns) -> dict[str, Any]:
+    """The public configuration of a noisy-moment fit, for the summary."""
+    from ._iv_moments import OMEGA_SHARE
+
+    shown = {
+        "method": "moments (2SLS from released second moments)",
+        "row clip (standardised units)": f"{clip:.4g}",
+        "Omega share of rho": f"{OMEGA_SHARE:g}",
+    }
+    if bounds is not None:
+        shown["bounds"] = ", ".join(
+            f"{c} [{lo:g}, {hi:g}]" for c, (lo, hi) in zip(columns, bounds, strict=True)
+        )
+        shown["standardisation share of rho"] = f"{cfg['scale_fraction']:g}"
+    return shown
 
 
 def interval_text(cfg: dict[str, Any], settings: dict[str, Any]) -> str:

@@ -1,19 +1,20 @@
-"""``DPIVRegression`` and ``dpfit.iv``: private instrumental-variable regression (DP-2S-GD).
+"""``DPIVRegression`` and ``dpfit.iv``: private instrumental-variable regression (private 2SLS).
 
 The estimator follows the scikit-learn contract like :class:`~dpfit.DPLinearRegression`:
-``__init__`` stores, ``fit(X, y, Z=...)`` validates everything public before touching the
-data, runs :func:`~dpfit.algorithms.two_stage.dp_two_stage_gd` (Liang et al. 2025, Alg. 1)
-and keeps a frozen :class:`~dpfit.models.Result` as ``result_``.
+``__init__`` stores, ``fit(X, y, Z=...)`` validates everything public (interval settings
+included) before touching the data and keeps a frozen :class:`~dpfit.models.Result` as
+``result_``.
 
 Pipeline of a fit with budget rho (every step charged to one ledger):
 
 1. with ``bounds``: ``scale_fraction * rho`` releases the columns' means and mean squares
    (:mod:`._iv_scaling`), and every column is standardised with them;
-2. the rest is split ``rho_split`` : ``1 - rho_split`` between the first-stage (Theta) and
-   second-stage (beta) releases of DP-2S-GD, run ``m`` times independently
-   (``interval="independent-runs"``) or once for ``interval="batched-means"``;
-3. post-processing: coefficients and the m interval estimates are mapped back to the
-   original units; Student-t intervals (:func:`dpfit.inference.t_interval`).
+2. ``method="moments"`` (default): one noisy second-moment matrix of (design, y), 2SLS from
+   its blocks and a noisy Omega for the robust sandwich (:mod:`._iv_moments`): a population
+   interval. ``method="2s-gd"``: DP-2S-GD (Liang et al. 2025, Alg. 1), the rest split
+   ``rho_split`` : ``1 - rho_split`` between its stages, run ``m`` times independently or
+   once for batched means: privacy-only (``target="sample"``) intervals;
+3. post-processing: coefficients and covariances are mapped back to the original units.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._validation import (
-    check_array,
     check_int,
     check_iv_data,
     check_option,
@@ -40,22 +40,48 @@ from ..algorithms._ledger import prepare_ledger
 from ..algorithms.two_stage import NOISE_CALIBRATIONS, dp_two_stage_gd
 from ..exceptions import LargeBudgetWarning
 from ..inference import VARIANTS, interval_estimates
+from ..inference.population import transform
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation
 from ._design import take_null_records
 from ._formula_errors import formula_errors
-from ._iv_release import Back, check_interval, interval_text, notes, settings_from, shown
+from ._iv_moments import fit_moments, row_clip
+from ._iv_release import (
+    MOMENTS_METHOD,
+    Back,
+    check_interval,
+    interval_text,
+    notes,
+    settings_from,
+    shown,
+    shown_moments,
+)
 from ._iv_scaling import release_moments
 from ._refits import note_fit
+from ._release import ReleasedLinearModel
 from ._scaling import check_bounds
 from .formula import iv_matrices, with_indicator_bounds
 from .linear import _check_bool, _optional
 from .results import Result
-from .summary import Summary
 
 __all__ = ["IV_INTERVALS", "DPIVRegression", "iv"]
 
 IV_INTERVALS = ("independent-runs", "batched-means")
+#: ``"moments"``: 2SLS from privately released second moments with a population interval
+#: (the default); ``"2s-gd"``: DP-2S-GD (Liang et al. 2025, Alg. 1) with privacy-only intervals.
+IV_METHODS = ("moments", "2s-gd")
+#: Settings of DP-2S-GD only, with their defaults: refused with method="moments" when changed.
+TWO_STAGE_SETTINGS = {
+    "rho_split": 0.75,
+    "clip": None,
+    "steps": 20,
+    "step_size": None,
+    "interval": "independent-runs",
+    "m": 10,
+    "burn_in": None,
+    "interval_variant": "formal",
+    "noise_calibration": "exact",
+}
 
 #: Constructions whose measured coverage of 2SLS fell below nominal - 3 standard errors
 #: (docs/liang2025.md; ``dpfit reproduce liang2025-coverage --scale quick``): the noise in
@@ -79,6 +105,7 @@ def _fraction(value: Any, name: str) -> float:
 
 _CONSTRAINTS: dict[str, Callable[[Any, str], Any]] = {
     "rho": lambda v, name: check_rho(v, name),
+    "method": lambda v, name: check_option(v, name, IV_METHODS),
     "rho_split": _fraction,
     "scale_fraction": _fraction,
     "clip": _optional(_scalar_or_pair),
@@ -94,20 +121,28 @@ _CONSTRAINTS: dict[str, Callable[[Any, str], Any]] = {
 }
 
 
-class DPIVRegression(RegressorMixin, BaseEstimator):
-    """Differentially private IV regression (the private 2SLS) by two-stage gradient descent.
+class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
+    """Differentially private IV regression (the private 2SLS).
 
-    Fits y = X beta + e with instruments Z by DP-2S-GD (Liang et al. 2025, Alg. 1): at each
-    step the per-example gradients of the first stage (X on Z) and of the second stage (y on
-    Z Theta) are clipped, averaged and released with Gaussian noise. The noise uses the
-    corrected calibration (the paper's Prop. 3.1 over-noises by sqrt(2) and spends half the
-    stated budget; ``noise_calibration="paper"`` reproduces it, and the ledger always records
-    the true spend). Intervals come from the released iterates at no extra cost.
+    Fits y = X beta + e with instruments Z. The default (``method="moments"``) releases the
+    second moments of the standardised (design, y) rows once with Gaussian noise and computes
+    2SLS from them: no iterations, so no truncation bias. Its interval covers the
+    population beta: the robust 2SLS sandwich (from a second release, Omega) plus the exact
+    first-order law of the moment noise (docs/inference.md; coverage measured by ``dpfit
+    reproduce inference-coverage-iv``). ``method="2s-gd"`` runs DP-2S-GD (Liang et al.
+    2025, Alg. 1): per-example gradients of both stages clipped, averaged and released
+    with noise (corrected calibration; ``noise_calibration="paper"`` reproduces Prop. 3.1,
+    which spends half the stated budget), with privacy-only intervals from the iterates.
 
     Parameters
     ----------
     rho : float
         zCDP budget of the whole fit (required).
+    method : {"moments", "2s-gd"}, default="moments"
+        Noisy-moment 2SLS with a population interval, or DP-2S-GD. The parameters from
+        ``rho_split`` to ``noise_calibration`` below (except ``bounds``, ``y_bounds``,
+        ``scale_fraction`` and ``fit_intercept``) apply to ``"2s-gd"`` only; changing them
+        with ``"moments"`` is an error.
     rho_split : float, default=0.75
         Share of the DP-2S-GD budget spent on the first stage (rho1); the rest is rho2.
         First-stage noise biases beta towards zero (like measurement error in the fitted
@@ -142,7 +177,9 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
     fit_intercept : bool, default=True
         Add a ones column to both X and Z (the constant is its own instrument).
     interval : {"independent-runs", "batched-means"} or None, default="independent-runs"
-        How the m estimates behind the Student-t intervals are built.
+        How the m estimates behind the Student-t intervals are built (``"2s-gd"``; they
+        cover the data's 2SLS: ``conf_int(target="sample")``). Checked on public shapes
+        before anything is charged.
     m : int, default=10
         Number of independent runs or batches.
     burn_in : int, optional
@@ -169,7 +206,9 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
 
     Notes
     -----
-    Privacy: one Gaussian release for the standardisation (sensitivity sqrt(5k)/n) and 2T
+    Privacy: one Gaussian release for the standardisation (sensitivity sqrt(5k)/n); with
+    ``"moments"``, the upper triangles of M and Omega (rows clipped to public norms C and
+    C_g: sensitivities sqrt(2) C^2 / n and sqrt(2) C_g^2 / n, replace-one); with ``"2s-gd"``, 2T
     releases per run of DP-2S-GD (sensitivity 2 gamma_k / n each, replace-one, public n);
     their rho add up to ``rho`` (``noise_calibration="exact"``). Intervals, mapping back and
     predictions are post-processing. Bounds, clips, step sizes, steps, m and n are public:
@@ -193,6 +232,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         self,
         *,
         rho: float | None = None,
+        method: str = "moments",
         rho_split: float = 0.75,
         bounds: Mapping[str, Any] | None = None,
         y_bounds: Any = None,
@@ -210,6 +250,7 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         secure: bool = False,
     ) -> None:
         self.rho = rho
+        self.method = method
         self.rho_split = rho_split
         self.bounds = bounds
         self.y_bounds = y_bounds
@@ -228,6 +269,14 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
 
     def _config(self) -> dict[str, Any]:
         cfg = {name: check(getattr(self, name), name) for name, check in _CONSTRAINTS.items()}
+        if cfg["method"] == "moments":
+            changed = [k for k, v in TWO_STAGE_SETTINGS.items() if getattr(self, k) != v]
+            if changed:
+                raise ValueError(
+                    f"{', '.join(changed)} apply to method='2s-gd' (DP-2S-GD) only; the "
+                    "default method='moments' has no steps, clips or intervals to set: drop "
+                    "them or pass method='2s-gd'"
+                )
         if cfg["interval_variant"] == "formal" and cfg["burn_in"]:
             raise ValueError("burn_in applies to interval_variant='experimental' only")
         if self.bounds is not None and not isinstance(self.bounds, Mapping):
@@ -273,7 +322,8 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         y_name = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
         columns, bounds = self._bounds(x_names, z_names, y_name)
         settings = settings_from(cfg, p + cfg["fit_intercept"], q + cfg["fit_intercept"])
-        check_interval(cfg, settings, p + cfg["fit_intercept"])  # before any charge
+        if cfg["method"] == "2s-gd":
+            check_interval(cfg, settings, p + cfg["fit_intercept"])  # before any charge
         # Checked now; each release is then spent from the budget as it is charged, so a fit
         # that fails part-way keeps only what it drew.
         ledger = prepare_ledger(
@@ -281,36 +331,89 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
         )
         rho_fit = cfg["rho"]
         std = None
+        V = np.column_stack(
+            [
+                {
+                    **dict(zip(x_names, X_arr.T, strict=True)),
+                    **dict(zip(z_names, Z_arr.T, strict=True)),
+                    y_name: y_arr,
+                }[c]
+                for c in columns
+            ]
+        )
         if bounds is not None:
             rho_scale = cfg["scale_fraction"] * cfg["rho"]
-            frame = {
-                **dict(zip(x_names, X_arr.T, strict=True)),
-                **dict(zip(z_names, Z_arr.T, strict=True)),
-                y_name: y_arr,
-            }
-            V = np.column_stack([frame[c] for c in columns])
             if null is not None:  # the zero record: u = 0, it adds nothing to the moments
                 V[null] = bounds.mean(axis=1)
             std = release_moments(V, bounds, rho=rho_scale, ledger=ledger, rng=source)
             V = std.apply(V)
-            cols = {c: V[:, j] for j, c in enumerate(columns)}
-            X_arr = np.column_stack([cols[c] for c in x_names])
-            Z_arr = np.column_stack([cols[c] for c in z_names])
-            y_arr = cols[y_name]
             rho_fit = cfg["rho"] - rho_scale
         if cfg["fit_intercept"]:
-            X_arr = np.column_stack([np.ones(n), X_arr])
-            Z_arr = np.column_stack([np.ones(n), Z_arr])
+            V = np.column_stack([np.ones(n), V])
         if null is not None:  # zero records add nothing to any clipped sum
-            X_arr, Z_arr = (np.where(null[:, None], 0.0, a) for a in (X_arr, Z_arr))
-            y_arr = np.where(null, 0.0, y_arr)
+            V[null] = 0.0
+        index = {c: j + int(cfg["fit_intercept"]) for j, c in enumerate(columns)}
+        lead = [0] if cfg["fit_intercept"] else []
+        x_idx = lead + [index[c] for c in x_names]
+        z_idx = lead + [index[c] for c in z_names]
+        run = self._fit_moments if cfg["method"] == "moments" else self._fit_two_stage
+        self.result_ = run(
+            V, x_idx, z_idx, index[y_name],
+            cfg=cfg, settings=settings, rho_fit=rho_fit, ledger=ledger, source=source,
+            back=Back(std, columns, x_names, y_name, cfg["fit_intercept"]),
+            public={
+                "names": ["Intercept"] * len(lead) + x_names, "n": n,
+                "response": y_name, "bounds": bounds, "columns": columns, "std": std,
+            },
+        )  # fmt: skip
+        estimate = self.result_.estimate
+        self.privacy_ = self.result_.ledger
+        self.intercept_ = float(estimate[0]) if cfg["fit_intercept"] else 0.0
+        self.coef_ = np.array(estimate[int(cfg["fit_intercept"]) :])
+        note_fit(type(self).__name__, cfg["rho"], X, y, Z, budget=budget)  # tuning
+        return self
+
+    def _fit_moments(self, V, x_idx, z_idx, y_idx, *, cfg, settings, rho_fit, ledger, source,
+                     back, public) -> Result:  # fmt: skip
+        """Noisy-moment 2SLS with a population interval (:mod:`._iv_moments`)."""
+        row_bound = None
+        if public["std"] is not None:  # |standardised value| <= its bound's distance / sd
+            std = public["std"]
+            reach = np.maximum(std.mean - std.bounds[:, 0], std.bounds[:, 1] - std.mean) / std.sd
+            row_bound = float(np.sqrt(np.sum(reach**2) + cfg["fit_intercept"]))
+        clip = row_clip(V.shape[1], row_bound)
+        out = fit_moments(
+            V, x_idx, z_idx, y_idx, rho=rho_fit, n=public["n"], clip=clip, ledger=ledger,
+            source=source,
+        )  # fmt: skip
+        population = transform(out["population"], back.jacobian(len(x_idx)))
+        return Result(
+            names=public["names"],
+            estimate=back(out["estimate"][None, :])[0],
+            interval_estimates=None,
+            interval_method=MOMENTS_METHOD,
+            n=public["n"],
+            ledger=ledger,
+            model="DP IV regression",
+            method="noisy-moment 2SLS",
+            response=public["response"],
+            noise_backend=source.backend,
+            seeded=source.seeded,
+            config=shown_moments(cfg, clip, public["bounds"], public["columns"]),
+            notes=notes(public["std"], cfg),
+            population=population,
+        )
+
+    def _fit_two_stage(self, V, x_idx, z_idx, y_idx, *, cfg, settings, rho_fit, ledger, source,
+                       back, public) -> Result:  # fmt: skip
+        """DP-2S-GD (Liang et al. 2025, Alg. 1) with privacy-only intervals."""
         rho_theta = cfg["rho_split"] * rho_fit
         with warnings.catch_warnings():  # rho was checked (and warned about) above
             warnings.simplefilter("ignore", LargeBudgetWarning)
             traj = dp_two_stage_gd(
-                X_arr,
-                y_arr,
-                Z_arr,
+                V[:, x_idx],
+                V[:, y_idx],
+                V[:, z_idx],
                 rho_theta=rho_theta,
                 rho_beta=rho_fit - rho_theta,
                 noise_calibration=cfg["noise_calibration"],
@@ -318,7 +421,6 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
                 rng=source,
                 **settings["algorithm"],
             )
-        back = Back(std, columns, x_names, y_name, cfg["fit_intercept"])
         estimates = None
         if cfg["interval"] is not None:
             estimates = back(
@@ -335,28 +437,23 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
             if estimates is None
             else (estimates.mean(axis=0))
         )
-        self.result_ = Result(
-            names=(["Intercept"] if cfg["fit_intercept"] else []) + x_names,
+        return Result(
+            names=public["names"],
             estimate=estimate,
             interval_estimates=estimates,
             interval_method=interval_text(cfg, settings),
-            n=n,
+            n=public["n"],
             ledger=ledger,
             model="DP IV regression",
             method="DP-2S-GD (Liang et al. 2025, Alg. 1)",
-            response=y_name,
+            response=public["response"],
             noise_backend=traj.noise_backend,
             seeded=traj.seeded,
-            config=shown(cfg, settings, traj, bounds, columns),
-            notes=notes(std, cfg),
+            config=shown(cfg, settings, traj, public["bounds"], public["columns"]),
+            notes=notes(public["std"], cfg),
             experimental=cfg["interval"] in EXPERIMENTAL_INTERVALS,
             diagnostics={k: float(np.mean(v)) for k, v in traj.diagnostics.items()},
         )
-        self.privacy_ = self.result_.ledger
-        self.intercept_ = float(estimate[0]) if cfg["fit_intercept"] else 0.0
-        self.coef_ = np.array(estimate[int(cfg["fit_intercept"]) :])
-        note_fit(type(self).__name__, cfg["rho"], X, y, Z, budget=budget)  # tuning
-        return self
 
     def _bounds(self, x_names, z_names, y_name) -> tuple[list[str], np.ndarray | None]:
         design = list(dict.fromkeys([*x_names, *z_names]))
@@ -388,23 +485,6 @@ class DPIVRegression(RegressorMixin, BaseEstimator):
             check_bounds(self.y_bounds, "y_bounds", size=1)[0],
         ]
         return columns, check_bounds(pairs, "bounds", size=len(columns))
-
-    def predict(self, X: Any) -> np.ndarray:
-        """X @ coef_ + intercept_ (post-processing of the release)."""
-        check_is_fitted(self)
-        X_arr = check_array(X, "X", ndim=2)
-        validate_data(self, X, reset=False, skip_check_array=True)
-        return X_arr @ self.coef_ + self.intercept_
-
-    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Level 1 - alpha intervals per term (``lower``, ``upper``); see :class:`Result`."""
-        check_is_fitted(self)
-        return self.result_.conf_int(alpha)
-
-    def summary(self, alpha: float = 0.05, **kwargs: Any) -> Summary:
-        """The statsmodels-like summary of the release (see :meth:`Result.summary`)."""
-        check_is_fitted(self)
-        return self.result_.summary(alpha, **kwargs)
 
 
 def _names(data: Any, prefix: str, k: int) -> list[str]:
