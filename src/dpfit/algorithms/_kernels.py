@@ -59,9 +59,12 @@ __all__ = [
 
 #: Rows per chunk when computing row norms in memory (no temporary of the size of X).
 _CHUNK_ROWS = 8192
-#: Target bytes of one row block of X in :class:`LeastSquaresSums` (within a core's L2 and
-#: the shared L3 of current x86 servers), and the bounds on its rows: fewer rows make the
-#: per-block call overhead count, more no longer stay in cache.
+#: :class:`LeastSquaresSums` treats an X of at most this many bytes as one block: it stays in
+#: the last-level cache between the two passes anyway, and one block has the least overhead.
+_ONE_BLOCK_BYTES = 2**23
+#: Otherwise, the target bytes of one row block (about a core's L2 on current x86 servers),
+#: and the bounds on its rows: fewer rows make the per-block call overhead count, more no
+#: longer stay in cache between X_b theta and X_b^T r.
 _BLOCK_BYTES = 2**21
 _BLOCK_ROWS = (2048, 16384)
 
@@ -133,7 +136,9 @@ def least_squares_block(
     return np.append(X.T @ scale_rows(r, factors), np.count_nonzero(factors < 1.0))
 
 
-def _block_rows(p: int) -> int:
+def _block_rows(n: int, p: int) -> int:
+    if 8 * n * p <= _ONE_BLOCK_BYTES:
+        return n
     low, high = _BLOCK_ROWS
     return max(low, min(high, _BLOCK_BYTES // (8 * p)))
 
@@ -147,8 +152,9 @@ class LeastSquaresSums:
     factor, exactly), then X_b^T r is added to the sum. The row norms of X are computed once,
     here.
 
-    The result equals :func:`least_squares_block` bit for bit when X is one block, and up to
-    the order in which block sums are added otherwise (a few ulp of the sum). Should any
+    The result equals :func:`least_squares_block` bit for bit when X is one block (X of at
+    most 8 MiB, or ``block_rows >= n``), and up to the order in which block sums are added
+    otherwise (a few ulp of the sum). Should any
     per-example gradient be non-finite (the sum is then non-finite), the step is recomputed
     by :func:`least_squares_block`, which zeroes such records.
     """
@@ -157,37 +163,38 @@ class LeastSquaresSums:
         n, p = X.shape
         self._X, self._y, self._clip = X, y, clip
         self._x_norms = None if clip is None else _row_norms_chunked(X)
-        self._thresholds = None if clip is None else residual_thresholds(self._x_norms, clip)
-        rows = min(n, block_rows or _block_rows(p))
-        self._blocks = [(a, min(a + rows, n)) for a in range(0, n, rows)]
-        self._r, self._g = np.empty(rows), np.empty(rows)
-        self._mask = np.empty(rows, dtype=bool)
+        thresholds = None if clip is None else residual_thresholds(self._x_norms, clip)
+        rows = min(n, block_rows or _block_rows(n, p))
+        r, norms, mask = np.empty(rows), np.empty(rows), np.empty(rows, dtype=bool)
         self._part = np.empty(p)
+        # Per block: views of the data and of the buffers, made once (slicing costs per call).
+        self._blocks = []
+        for a in range(0, n, rows):
+            b = min(a + rows, n)
+            block = [X[a:b], X[a:b].T, y[a:b], r[: b - a]]
+            if clip is not None:
+                t = thresholds[a:b]
+                block += [self._x_norms[a:b], t, norms[: b - a], mask[: b - a]]
+            self._blocks.append(tuple(block))
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, int]:
-        X, y, x_norms, clip = self._X, self._y, self._x_norms, self._clip
-        total = np.zeros(X.shape[1])
-        part, clipped = self._part, 0
+        clip, part = self._clip, self._part
+        total = np.zeros(part.shape[0])
+        clipped = 0
         with np.errstate(over="ignore", invalid="ignore"):
-            for a, b in self._blocks:
-                m = b - a
-                r, Xb = self._r[:m], X[a:b]
+            for Xb, XbT, yb, r, *clipping in self._blocks:
                 np.matmul(Xb, theta, out=r)
-                np.subtract(r, y[a:b], out=r)
-                if clip is not None:
+                np.subtract(r, yb, out=r)
+                if clipping:
+                    x_norms, thresholds, norms, mask = clipping
                     clipped += clip_residuals(
-                        r,
-                        x_norms[a:b],
-                        clip,
-                        thresholds=self._thresholds[a:b],
-                        norms=self._g[:m],
-                        mask=self._mask[:m],
+                        r, x_norms, clip, thresholds=thresholds, norms=norms, mask=mask
                     )
-                np.matmul(Xb.T, r, out=part)
+                np.matmul(XbT, r, out=part)
                 np.add(total, part, out=total)
             finite = math.isfinite(np.add.reduce(total))  # also False if the sum overflows
         if not finite:  # some non-finite per-example gradient (or a huge sum): recompute
-            out = least_squares_block(X, y, theta, clip, x_norms)
+            out = least_squares_block(self._X, self._y, theta, clip, self._x_norms)
             return out[:-1], int(out[-1])
         return total, clipped
 

@@ -125,12 +125,14 @@ def clip_residuals(
     if candidates == 0:
         return 0
     if candidates <= len(residuals) // 8:  # few candidates: check them one by one
-        idx = np.flatnonzero(mask)
+        idx = mask.nonzero()[0]
         r = residuals[idx]
         g = np.abs(r * x_norms[idx])
         above = g > bound
-        residuals[idx[above]] = r[above] * (bound / g[above])
-        return int(np.count_nonzero(above))
+        clipped = int(np.count_nonzero(above))
+        if clipped:
+            residuals[idx[above]] = r[above] * (bound / g[above])
+        return clipped
     np.multiply(residuals, x_norms, out=norms)
     np.abs(norms, out=norms)  # |r_i * ||x_i|| | = |r_i| ||x_i|| exactly
     np.greater(norms, bound, out=mask)

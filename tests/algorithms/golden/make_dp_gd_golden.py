@@ -1,8 +1,11 @@
 """Write ``dp_gd_seeded.json``: fixed-seed DP-GD trajectories, the reference for later versions.
 
-Run from the repository root with the dpfit version to be frozen on the path:
+Run from the repository root with the dpfit version to be frozen on the path, e.g. the
+reference file was made from commit e649cbe by
 
-    .venv/bin/python tests/algorithms/golden/make_dp_gd_golden.py
+    git archive e649cbe src | tar -x -C /tmp/before
+    PYTHONPATH=/tmp/before/src DPFIT_GOLDEN_COMMIT=e649cbe \
+        .venv/bin/python tests/algorithms/golden/make_dp_gd_golden.py
 
 The file records the commit, numpy version and BLAS of the run; every iterate is stored as a
 float64 hex string (``float.hex``), so the comparison in ``tests/algorithms/test_dp_gd.py`` is
@@ -12,6 +15,7 @@ exact where the arithmetic is.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import warnings
 from pathlib import Path
@@ -33,6 +37,7 @@ CASES = {
         {"rho": 0.2, "clip": 1.5, "steps": 15, "step_size": 0.3, "rng": 7},
     ),
     "wide": (20_000, 40, 2, {"rho": 1.0, "clip": 20.0, "steps": 8, "rng": 11}),
+    "row-blocks": (150_000, 10, 4, {"rho": 0.5, "clip": 4.0, "steps": 6, "rng": 13}),
     "add-remove": (
         30_000,
         10,
@@ -62,12 +67,16 @@ def _hex(a: np.ndarray) -> list:
 
 
 def main() -> None:
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
+    commit = (
+        os.environ.get("DPFIT_GOLDEN_COMMIT")
+        or subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    )
     out = {
         "provenance": {
-            "command": "python tests/algorithms/golden/make_dp_gd_golden.py",
+            "command": "PYTHONPATH=/tmp/before/src DPFIT_GOLDEN_COMMIT=<commit> "
+            "python tests/algorithms/golden/make_dp_gd_golden.py (see its docstring)",
             "dpfit_commit": commit,
             "dpfit_file": dpfit.__file__,
             "numpy": np.__version__,
