@@ -26,7 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_delta, check_epsilon, check_positive, check_rho
+from .._validation import (
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_real,
+    check_rho,
+)
 from ..mechanisms import noise_std_for_rho
 from ..privacy import Relation, gaussian_mu, sum_sensitivity
 from .base import CorrelatedMechanism, check_mechanism
@@ -44,15 +51,25 @@ def release_sensitivity(
     participations: int = 1,
     separation: int | None = None,
     order: str = "fixed-epoch",
+    sum_excess: float | None = None,
 ) -> float:
     """L2 sensitivity of the whole release C G: sum_sensitivity(clip, n=batch_size) x sens(C).
 
     ``batch_size`` is the (largest) public number of clipped vectors summed per step; it
-    sets the float64 rounding allowance of each step's sum.
+    sets the float64 rounding allowance of each step's sum. A summation routine with another
+    rounding behaviour declares its own bound instead: ``sum_excess``, how much further than
+    in exact arithmetic one record can move the computed sum (e.g.
+    the chunked float32 sums of :mod:`dpfit.torch`); then the per-step sensitivity is
+    relation factor x clip + sum_excess.
     """
     mechanism = check_mechanism(mechanism)
     clip = check_positive(clip, "clip")
-    per_step = sum_sensitivity(clip, relation, n=batch_size)
+    if sum_excess is None:
+        per_step = sum_sensitivity(clip, relation, n=batch_size)
+    else:
+        check_int(batch_size, "batch_size", low=1)
+        excess = check_real(sum_excess, "sum_excess", low=0.0, low_open=False)
+        per_step = sum_sensitivity(clip, relation) + excess
     return per_step * mechanism.sensitivity(participations, separation, order)
 
 
@@ -90,6 +107,7 @@ def calibrate(
     *,
     clip: float,
     batch_size: int,
+    sum_excess: float | None = None,
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
@@ -117,6 +135,7 @@ def calibrate(
         mechanism,
         clip=clip,
         batch_size=batch_size,
+        sum_excess=sum_excess,
         relation=relation,
         participations=participations,
         separation=separation,

@@ -312,6 +312,7 @@ def correlated_noise(
     batch_size: int,
     noise_std: float,
     ledger: PrivacyLedger,
+    sum_excess: float | None = None,
     rng: NoiseSource,
     participations: int = 1,
     separation: int | None = None,
@@ -333,6 +334,9 @@ def correlated_noise(
     batch_size : int
         Largest public number of clipped contributions summed per step (sets the float64
         rounding allowance of the sensitivity; see :func:`dpfit.noise.release_sensitivity`).
+    sum_excess : float, optional
+        A summation routine's own rounding bound, replacing the float64 allowance (see
+        :func:`dpfit.noise.release_sensitivity`).
     noise_std : float
         Standard deviation sigma of the i.i.d. noise (see :func:`dpfit.noise.calibrate`).
         When ``"auto"`` substitutes a BLT, the stream's :attr:`~NoiseStream.noise_std` is
@@ -379,7 +383,9 @@ def correlated_noise(
             "mode='recurrence' needs a BLT mechanism (dpfit.noise.optimal_blt) or a banded "
             f"encoder of at most {SHORT_MEMORY_ROWS} bands (dpfit.noise.banded_encoder)"
         )
-    pattern = dict(participations=participations, separation=separation, order=order)
+    pattern = dict(
+        participations=participations, separation=separation, order=order, sum_excess=sum_excess
+    )
     requested = release_sensitivity(
         mechanism, clip=clip, batch_size=batch_size, relation=ledger.relation, **pattern
     )

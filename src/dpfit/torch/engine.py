@@ -56,7 +56,7 @@ from ..noise import (
     select_nu,
 )
 from ..privacy import PLDLedger, PrivacyLedger, Relation, subsampled_gaussian_noise_multiplier
-from ._clipping import trainable
+from ._clipping import chunked_sum_excess, trainable
 from .optimizer import DPOptimizer
 from .samplers import FixedEpochSampler, PoissonSampler
 
@@ -149,7 +149,17 @@ def _fixed_epoch(n, batch, epochs, clip, noise, noise_mode, target, ledger, sour
     else:
         raise ValueError(f"noise={noise!r} needs sampling='poisson'")
     relation = Relation.REPLACE_ONE
-    cal = calibrate(mech, clip=clip, batch_size=batch, relation=relation, **target, **pattern)
+    # float32 chunked sums at fixed batch positions (replace-one): their own rounding bound
+    excess = chunked_sum_excess(clip, batch)
+    cal = calibrate(
+        mech,
+        clip=clip,
+        batch_size=batch,
+        sum_excess=excess,
+        relation=relation,
+        **target,
+        **pattern,
+    )
     ledger = prepare_ledger(ledger, relation, cal.rho, name="make_private")
     stream = correlated_noise(
         mech,
@@ -161,6 +171,7 @@ def _fixed_epoch(n, batch, epochs, clip, noise, noise_mode, target, ledger, sour
         rng=source,
         mode=noise_mode,
         label="torch/gradients",
+        sum_excess=excess,
         **pattern,
     )
     return sampler, stream, ledger, batch
@@ -347,6 +358,7 @@ def make_private(
         clip=clip,
         batch_size=divisor,
         max_summands=max_summands,
+        exact_sum=sampling == "poisson",  # insertions shift chunks: float64 sums
     )
     collate = data_loader.collate_fn or default_collate
     loader = PrivateDataLoader(data_loader.dataset, sampler, collate, private_optimizer)

@@ -5,7 +5,7 @@ Phases of one :meth:`DPOptimizer.step` (after Opacus' ``DPOptimizer``):
 1. *take the batch*: the one the private data loader (:class:`PrivateDataLoader`) yielded
    last, each batch exactly once; there is no way to hand the step a gradient;
 2. *clip*: per-example gradients by ``torch.func``, clipped to the charged ``clip`` and
-   summed in float64 (:mod:`dpfit.torch._clipping`);
+   summed with a proven rounding bound that the charge includes (:mod:`dpfit.torch._clipping`);
 3. *privatise*: the stream adds the step's noise; the noise is drawn only inside
    :mod:`dpfit.mechanisms`, and the whole run was charged once when the stream was built;
 4. *average*: divide by the public batch size (never the actual batch length);
@@ -46,6 +46,7 @@ class DPOptimizer(torch.optim.Optimizer):
         clip: float,
         batch_size: float,
         max_summands: int,
+        exact_sum: bool,
     ) -> None:
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer)}")
@@ -56,6 +57,7 @@ class DPOptimizer(torch.optim.Optimizer):
         self._clip = check_positive(clip, "clip")
         self._batch_size = check_positive(batch_size, "batch_size")
         self._max_summands = max_summands
+        self._exact_sum = exact_sum
         self._params = [p for _, p in trainable(model)]
         in_optimizer = {id(p) for g in optimizer.param_groups for p in g["params"]}
         if any(id(p) not in in_optimizer for p in self._params):
@@ -152,11 +154,10 @@ class DPOptimizer(torch.optim.Optimizer):
                 loss = closure()
         inputs, targets = self._pending
         self._pending = None
-        sums, self.clipped_last_step = clipped_sum(
-            self._model, self._loss_fn, inputs, targets, self._clip
+        flat, self.clipped_last_step = clipped_sum(
+            self._model, self._loss_fn, inputs, targets, self._clip, exact=self._exact_sum
         )
-        flat = torch.cat([s.reshape(-1) for s in sums]).cpu().numpy()
-        noisy = self._stream.privatize(flat)
+        noisy = self._stream.privatize(flat.cpu().numpy())
         noisy /= self._batch_size
         mean = torch.from_numpy(noisy)
         offset = 0
