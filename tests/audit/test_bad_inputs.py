@@ -71,7 +71,7 @@ ENTRIES = {
     "DPIVRegression": Entry(
         call=lambda d, p, b: dpfit.DPIVRegression(**p).fit(d["X"], d["y"], Z=d["Z"], budget=b),
         data={"X": X, "y": Y, "Z": Z},
-        params={"rho": 0.5, "steps": 5, "m": 2, "random_state": 0},
+        params={"rho": 0.5, "method": "2s-gd", "steps": 5, "m": 2, "random_state": 0},
         names={"clip": "clip", "steps": "steps", "step_size": "step_size", "rng": "random_state"},
     ),
     "minimize": Entry(
@@ -364,7 +364,9 @@ def test_iv_formula_rejects_bad_input_before_any_release():
     for data, params, exc, fragment in cases:
         budget = Budget(rho=10)
         with recording() as rec, pytest.raises(exc, match=fragment):
-            dpfit.iv("y ~ 1 + [x ~ z1 + z2]", data, budget=budget, steps=5, m=2, **params)
+            dpfit.iv(
+                "y ~ 1 + [x ~ z1 + z2]", data, budget=budget, method="2s-gd", steps=5, m=2, **params
+            )
         assert len(rec) == 0 and budget.spent == 0.0
 
 

@@ -105,7 +105,9 @@ def _model(model) -> dict[str, Any]:
     return {
         "coef": model.coef_,
         "intercept": model.intercept_,
-        "conf_int": model.conf_int() if model.interval is not None else None,
+        "conf_int": model.conf_int(target=model.result_.targets[0])
+        if model.result_.targets
+        else None,
         "summary": model.summary().as_text(),
         "rho": model.privacy_.rho,
     }
@@ -279,12 +281,17 @@ CASES = {
         neighbour=_iv_neighbour(*IV),
     ),
     "DPIVRegression-bounds": Case(
-        run=_iv_model(bounds=IV_BOUNDS, y_bounds=(-8, 8), steps=10, m=3),
+        run=_iv_model(method="2s-gd", bounds=IV_BOUNDS, y_bounds=(-8, 8), steps=10, m=3),
+        data=IV_MODEL,
+        neighbour=IV_MODEL_NEIGHBOUR,
+    ),
+    "DPIVRegression-moments": Case(
+        run=_iv_model(bounds=IV_BOUNDS, y_bounds=(-8, 8)),
         data=IV_MODEL,
         neighbour=IV_MODEL_NEIGHBOUR,
     ),
     "DPIVRegression-batched-means": Case(
-        run=_iv_model(steps=40, interval="batched-means", m=4, burn_in=0),
+        run=_iv_model(method="2s-gd", steps=40, interval="batched-means", m=4, burn_in=0),
         data=IV_MODEL,
         neighbour=IV_MODEL_NEIGHBOUR,
     ),

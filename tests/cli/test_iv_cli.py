@@ -30,7 +30,7 @@ def test_iv_on_card(capsys):
         "DP IV regression results",
         "2191 (public)",
         "rho = 1",
-        "EXPERIMENTAL",
+        "the population coefficients",
         "NON-PRIVATE 2SLS",
         "educ                         0.0744",
     ]:

@@ -43,7 +43,7 @@ def files(tmp_path_factory):
 
 FIT = ["--formula", "y ~ x + z", "--rho", "0.5", "--steps", "50"]
 BOUNDS = ["--bound", "x=0,10", "--bound", "z=0,1", "--y-bounds", "-5,10"]
-IV = ["--formula", "y ~ x + [z ~ w]", "--rho", "0.5", "--steps", "5"]
+IV = ["--formula", "y ~ x + [z ~ w]", "--rho", "0.5", "--method", "2s-gd", "--steps", "5"]
 
 #: id -> (argv with {good}/{semi}/... file placeholders, fragments the message must contain)
 CLI_MISTAKES = {
@@ -164,7 +164,13 @@ def _lin(**kw):
 
 
 def _iv(**kw):
-    params = {"rho": 0.5, "steps": 5, "m": 2, "bounds": {"x": (0, 10), "w": (0, 1)}}
+    params = {
+        "rho": 0.5,
+        "method": "2s-gd",
+        "steps": 5,
+        "m": 2,
+        "bounds": {"x": (0, 10), "w": (0, 1)},
+    }
     params["y_bounds"] = (-5, 15)
     return lambda budget: dpfit.iv("y ~ [x ~ w]", FRAME, budget=budget, **{**params, **kw})
 

@@ -40,7 +40,7 @@ def iv_demo(args: argparse.Namespace, out: Path) -> None:
     data = load_card(sample="liang2025")
     print()
     print("=" * 78)
-    print("Private IV regression (DP two-stage GD, Liang et al. 2025) on Card (1995)")
+    print("Private IV regression (2SLS from private moments) on Card (1995)")
     print("=" * 78)
     print(f"Model: {IV_FORMULA}   (n = {len(data)}, public)")
     print(
@@ -63,6 +63,6 @@ def iv_demo(args: argparse.Namespace, out: Path) -> None:
     print(nonprivate_2sls_text(IV_FORMULA, data, list(result.names)))
     lo, hi = result.conf_int().loc["educ"]
     print(
-        f"\nDP-2S-GD return to schooling: {result.params['educ']:.4f} [{lo:.4f}, {hi:.4f}] "
-        "(interval: privacy noise only, EXPERIMENTAL)."
+        f"\nPrivate return to schooling: {result.params['educ']:.4f} [{lo:.4f}, {hi:.4f}] "
+        "(interval: the population coefficient, sampling + privacy error)."
     )

@@ -1,11 +1,12 @@
 """``dpfit iv DATA --formula "y ~ exog + [endog ~ instruments]" --rho ...``: private IV.
 
 DATA is a CSV or parquet file, or a bundled dataset (``card``, ``labsup``, ``mroz``). The
-fit is :func:`dpfit.iv` (DP-2S-GD, Liang et al. 2025); ``--bound`` gives the public bounds of
-every design column and ``--y-bounds`` those of the response (the same convention as
-``dpfit fit``); they buy a private standardisation and are required unless ``--unscaled``
-says the data are already scaled with public constants. With ``--compare-2sls`` the
-non-private 2SLS fit is printed beside it, labelled as such.
+fit is :func:`dpfit.iv`: by default 2SLS from privately released moments with a population
+interval, or DP-2S-GD (Liang et al. 2025) with ``--method 2s-gd``. ``--bound`` gives the
+public bounds of every design column and ``--y-bounds`` those of the response (the same
+convention as ``dpfit fit``); they buy a private standardisation and are required unless
+``--unscaled`` says the data are already scaled with public constants. With
+``--compare-2sls`` the non-private 2SLS fit is printed beside it, labelled as such.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ EXAMPLES = examples(
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
         name,
-        help="fit a private instrumental-variable regression (DP two-stage GD)",
+        help="fit a private instrumental-variable regression (private 2SLS)",
         description=(
-            "Fit FORMULA ('y ~ exog + [endog ~ instruments]') on DATA under rho-zCDP with "
-            "DP-2S-GD and print the summary. Bounds and hyperparameters are public: choose "
-            "them without looking at the data."
+            "Fit FORMULA ('y ~ exog + [endog ~ instruments]') on DATA under rho-zCDP (noisy-"
+            "moment 2SLS by default, DP-2S-GD with --method 2s-gd) and print the summary. "
+            "Bounds and hyperparameters are public: choose them without looking at the data."
         ),
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -60,17 +61,20 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         action="store_true",
         help="no bounds: the data are already centred and scaled with public constants",
     )
-    p.add_argument("--rho-split", type=float, default=0.75, help="first-stage share (0.75)")
-    p.add_argument("--clip", type=float, nargs=2, metavar=("THETA", "BETA"), help="clips")
-    p.add_argument("--steps", type=int, default=20, help="steps per run (default 20)")
-    p.add_argument("--step-size", type=float, nargs=2, metavar=("ETA", "ALPHA"), help="step sizes")
     p.add_argument(
-        "--interval", default="independent-runs", help="independent-runs, batched-means or none"
+        "--method",
+        default="moments",
+        help="moments (default: 2SLS from private moments, population interval) or 2s-gd",
     )
-    p.add_argument("--m", type=int, default=10, help="runs or batches (default 10)")
+    p.add_argument("--rho-split", type=float, help="2s-gd: first-stage share (0.75)")
+    p.add_argument("--clip", type=float, nargs=2, metavar=("THETA", "BETA"), help="2s-gd: clips")
+    p.add_argument("--steps", type=int, help="2s-gd: steps per run (default 20)")
     p.add_argument(
-        "--noise-calibration", default="exact", help="exact (default) or paper (Prop. 3.1)"
+        "--step-size", type=float, nargs=2, metavar=("ETA", "ALPHA"), help="2s-gd: step sizes"
     )
+    p.add_argument("--interval", help="2s-gd: independent-runs (default), batched-means or none")
+    p.add_argument("--m", type=int, help="2s-gd: runs or batches (default 10)")
+    p.add_argument("--noise-calibration", help="2s-gd: exact (default) or paper (Prop. 3.1)")
     p.add_argument(
         "--compare-2sls", action="store_true", help="also print the NON-PRIVATE 2SLS fit"
     )
@@ -106,10 +110,12 @@ def run(args: argparse.Namespace) -> int:
     if budget is not None:  # every public parameter is checked before the reservation
         _check_iv_parameters(args.rho, params)
         reservation = budget.reserve(args.rho, mechanism=f"dpfit iv {args.formula}")
-    runs = args.m if args.interval == "independent-runs" else 1
-    progress = release_progress(
-        progress_wanted(args.progress), total=2 * args.steps * runs, desc="dpfit iv"
-    )
+    if args.method == "2s-gd":
+        runs = (args.m or 10) if (args.interval or "independent-runs") == "independent-runs" else 1
+        total = 2 * (args.steps or 20) * runs
+    else:
+        total = 3  # standardisation, moments, Omega
+    progress = release_progress(progress_wanted(args.progress), total=total, desc="dpfit iv")
     with reservation, progress:
         result = iv(
             args.formula, data, rho=args.rho, budget=budget, random_state=args.seed, **params
@@ -125,16 +131,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _iv_parameters(args: argparse.Namespace, bounds: dict | None) -> dict:
-    return {
-        "bounds": bounds,
-        "y_bounds": args.y_bounds,
+    """The fit's parameters; DP-2S-GD settings only when given (the library refuses them
+    with method='moments', naming them)."""
+    given = {
         "rho_split": args.rho_split,
         "clip": None if args.clip is None else tuple(args.clip),
         "steps": args.steps,
         "step_size": None if args.step_size is None else tuple(args.step_size),
-        "interval": None if args.interval == "none" else args.interval,
         "m": args.m,
         "noise_calibration": args.noise_calibration,
+    }
+    params = {k: v for k, v in given.items() if v is not None}
+    if args.interval is not None:
+        params["interval"] = None if args.interval == "none" else args.interval
+    return {
+        "bounds": bounds,
+        "y_bounds": args.y_bounds,
+        "method": args.method,
+        **params,
         "secure": args.secure,
     }
 

@@ -52,8 +52,9 @@ CARD_BOUNDS = {
 #: Interval settings per construction (independent runs: 10 x 20 steps; batched means:
 #: one run of 220 steps, burn-in 20, 10 batches of 20).
 CONSTRUCTIONS = {
-    "independent-runs": {"interval": "independent-runs", "m": 10, "steps": 20},
+    "independent-runs": {"method": "2s-gd", "interval": "independent-runs", "m": 10, "steps": 20},
     "batched-means": {
+        "method": "2s-gd",
         "interval": "batched-means",
         "m": 10,
         "steps": 220,
@@ -115,7 +116,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LargeBudgetWarning)
         model.fit(X, y, Z=Z)
-    lo, hi = model.conf_int(1 - NOMINAL).iloc[1].to_numpy()
+    lo, hi = model.conf_int(1 - NOMINAL, target="sample").iloc[1].to_numpy()
     return {
         "covers_2sls": float(lo <= target <= hi),
         "covers_truth": float(lo <= truth <= hi) if np.isfinite(truth) else float("nan"),
