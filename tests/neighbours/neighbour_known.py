@@ -34,13 +34,10 @@ _TRAJECTORIES = [
     *("dp_ssgd rho", "dp_ssgd epsilon-delta", "dp_ambssgd", "dp_ambssgd parallel"),
 ]
 
+_TORCH = ["torch make_private fixed-epoch", "torch make_private poisson add-remove"]
+
 #: Open leaks, by key (issue 13's finding number, or "new: ..." for ones this layer found).
 KNOWN: dict[str, Leak] = {
-    "finding 7": Leak(
-        "issue 13 finding 7: torch CorrelatedNoiseOptimizer.step(clipped_sum) privatises any "
-        "vector, clipped or not",
-        {},
-    ),
     "finding 9 categories": Leak(
         "issue 13 finding 9: on Dask a value outside the declared categories gives all-zero "
         "dummies with y kept, not the zero record",
@@ -50,6 +47,25 @@ KNOWN: dict[str, Leak] = {
         "NEW (neighbour layer): Trajectory's dataclass repr prints its NON-PRIVATE diagnostics "
         "(fraction_clipped, clipped_per_step), which differ between neighbours",
         dict.fromkeys(_TRAJECTORIES, ("repr",)),
+    ),
+    "new: optimizer clipped count": Leak(
+        "NEW (neighbour layer): dpfit.torch DPOptimizer.clipped_last_step, a NON-PRIVATE count "
+        "of the examples clipped at the last step, is a plain public attribute of the optimizer "
+        "(differs between neighbours; not labelled or kept apart like Trajectory.diagnostics)",
+        dict.fromkeys(_TORCH, ("pickled state", "repr")),
+    ),
+    "new: Poisson coupling": Leak(
+        "NEW (neighbour layer; testability, not a leak of the output distribution): "
+        "dpfit.torch PoissonSampler draws its permutation and masks over the actual n, so with "
+        "the same seed adding one record re-draws every other record's inclusions; replay "
+        "cannot freeze the mask (reliability 3.3) nor check the per-step sensitivity",
+        {"torch make_private poisson add-remove": ("sensitivity",)},
+    ),
+    "new: DPOptimizer unpickle": Leak(
+        "NEW (neighbour layer; robustness): pickle.loads of a dpfit.torch DPOptimizer fails "
+        "and leaves DPOptimizer.step patched by torch's Optimizer.__setstate__, so every later "
+        "private step in the process raises AttributeError (_optimizer_step_pre_hooks)",
+        {},
     ),
     "new: replayed scalar": Leak(
         "NEW (neighbour layer, test fidelity): replaying a scalar release returns a 0-d array "

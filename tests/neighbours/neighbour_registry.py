@@ -54,6 +54,7 @@ class EntryPoint:
     needs: str | None = None  # an optional dependency ("torch", "dask")
     releases: bool = True  # False: every run raises a public-input error (nothing released)
     ignore: tuple[str, ...] = ()  # components outside the guarantee by design (say why)
+    slow: bool = False  # run only with -m slow (e.g. PLD calibration on every run)
 
 
 # -- how frames become each entry point's inputs ------------------------------------------------
@@ -156,50 +157,53 @@ def no_views(obj: Any) -> dict[str, str]:
 
 
 # -- optional integrations ----------------------------------------------------------------------
-def torch_ftrl(frame: pd.DataFrame) -> dict[str, Any]:
-    """A PyTorch loop: fixed-order batches, k = 2 epochs of 2 batches, one nu-DP-FTRL stream."""
-    import torch
+@dataclass(frozen=True)
+class TorchRun:
+    """What a private PyTorch run shows: the trained parameters, its accounting, the optimizer."""
 
-    from dpfit.mechanisms import make_noise_source
-    from dpfit.noise import correlated_noise
-    from dpfit.privacy import PrivacyLedger
-    from dpfit.torch import CorrelatedNoiseOptimizer, clipped_grad_sum, flat_dim
+    parameters: list[np.ndarray]
+    ledger: Any
+    epsilon: float
+    statement: str
+    optimizer: dict[str, Any]  # the optimizer's public attributes (it is not picklable)
 
-    X, y = xy(frame)
-    torch.manual_seed(0)
-    model = torch.nn.Linear(X.shape[1], 1, dtype=torch.float64)
-    ledger = PrivacyLedger()
-    stream = correlated_noise(
-        TORCH_MECHANISM,
-        dim=flat_dim(model),
-        clip=1.0,
-        batch_size=20,
-        noise_std=2.0,
-        ledger=ledger,
-        rng=make_noise_source(SEED),
-        participations=2,
-        separation=2,
-    )
-    opt = CorrelatedNoiseOptimizer(
-        torch.optim.SGD(model.parameters(), lr=0.1), stream, batch_size=20
-    )
-    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)[:, None]
-    for t in range(4):
-        rows = slice((t % 2) * 20, (t % 2 + 1) * 20)
-        opt.zero_grad()
-        clipped = clipped_grad_sum(
-            model, torch.nn.functional.mse_loss, Xt[rows], yt[rows], clip=1.0
+
+def torch_training(**options: Any) -> Callable[[pd.DataFrame], TorchRun]:
+    """``dpfit.torch.make_private`` on a linear model, batches of 10, two epochs of training."""
+
+    def run(frame: pd.DataFrame) -> TorchRun:
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        from dpfit.torch import make_private
+
+        X, y = xy(frame)
+        torch.manual_seed(0)
+        model = torch.nn.Linear(X.shape[1], 1, dtype=torch.float64)
+        data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y)[:, None])
+        training = make_private(
+            model,
+            torch.optim.SGD(model.parameters(), lr=0.1),
+            DataLoader(data, batch_size=10),
+            loss_fn=torch.nn.functional.mse_loss,
+            clip=1.0,
+            epochs=2,
+            random_state=SEED,
+            **options,
         )
-        _step(opt, clipped)
-    return {"parameters": [p.detach().numpy().copy() for p in model.parameters()], "ledger": ledger}
+        for _ in range(2):
+            for _batch in training.data_loader:
+                training.optimizer.zero_grad()
+                training.optimizer.step()
+        return TorchRun(
+            parameters=[p.detach().numpy().copy() for p in model.parameters()],
+            ledger=training.ledger,
+            epsilon=training.epsilon(1e-5),
+            statement=training.statement(),
+            optimizer={k: v for k, v in vars(training.optimizer).items() if not k.startswith("_")},
+        )
 
-
-def _step(opt: Any, clipped: Any) -> None:
-    # Finding 7's fix may make step() take the ClippedSum itself; the loop works either way.
-    try:
-        opt.step(clipped)
-    except (TypeError, ValueError):
-        opt.step(clipped.value)
+    return run
 
 
 def dask_frame(frame: pd.DataFrame) -> Any:
@@ -237,7 +241,7 @@ def on_dask(run: Callable[[pd.DataFrame], Any]) -> Callable[[pd.DataFrame], Any]
 KL_LOSS = SquaredLoss(y_bound=1.0, radius=2.0)
 FTRL_LOSS = SquaredLoss(x_bound=1.0, y_bound=1.0, radius=2.0)
 FTRL = {"nu-dpftrl": nu_dpftrl(0.1, steps=8), "dp-sgd": dpsgd(8), "tree": tree_aggregation(8)}
-TORCH_MECHANISM = nu_dpftrl(0.1, steps=4)
+TORCH_MECHANISM = nu_dpftrl(0.1, steps=8)  # 2 epochs x 4 batches of 10
 N = 40  # rows of the default data (``linear``): the public n of add/remove entry points
 ADD_REMOVE = {"relation": "add-remove", "n_public": N}
 IV_BOUNDS = {"bounds": {"x0": (-5, 5), "z0": (-4, 4), "z1": (-4, 4)}, "y_bounds": (-8, 8)}
@@ -382,9 +386,14 @@ ESTIMATORS: dict[str, EntryPoint] = {
         ).fit(*xy(frame)),
         data=lambda s: linear(s, n=1500),  # DP-STAT needs about 100 records per block
     ),
-    "DPIVRegression bounds": EntryPoint(iv_estimator(**IV_BOUNDS, steps=6, m=3), data=instrumental),
+    "DPIVRegression bounds": EntryPoint(
+        iv_estimator(**IV_BOUNDS, method="2s-gd", steps=6, m=3), data=instrumental
+    ),
+    "DPIVRegression moments": EntryPoint(iv_estimator(**IV_BOUNDS), data=instrumental),
+    "DPIVRegression unscaled moments": EntryPoint(iv_estimator(), data=instrumental),
     "DPIVRegression unscaled batched-means": EntryPoint(
-        iv_estimator(steps=12, interval="batched-means", m=3, burn_in=0), data=instrumental
+        iv_estimator(method="2s-gd", steps=12, interval="batched-means", m=3, burn_in=0),
+        data=instrumental,
     ),
     "dask DPLinearRegression": EntryPoint(
         on_dask(
@@ -420,8 +429,11 @@ RESULTS: dict[str, EntryPoint] = {
         formula(dpfit.ols, "y ~ scale(x0) + x1", **GD), releases=False
     ),
     "iv": EntryPoint(
-        formula(dpfit.iv, "y ~ 1 + [x0 ~ z0 + z1]", **IV_BOUNDS, steps=6, m=3),
+        formula(dpfit.iv, "y ~ 1 + [x0 ~ z0 + z1]", **IV_BOUNDS, method="2s-gd", steps=6, m=3),
         data=instrumental,
+    ),
+    "iv moments": EntryPoint(
+        formula(dpfit.iv, "y ~ 1 + [x0 ~ z0 + z1]", **IV_BOUNDS), data=instrumental
     ),
     "iv declared levels": EntryPoint(
         formula(
@@ -434,7 +446,7 @@ RESULTS: dict[str, EntryPoint] = {
         kinds=WITH_LEVELS,
     ),
     "iv stateful transform": EntryPoint(
-        formula(dpfit.iv, "y ~ 1 + [x0 ~ center(z0) + z1]", steps=6, m=3),
+        formula(dpfit.iv, "y ~ 1 + [x0 ~ center(z0) + z1]", method="2s-gd", steps=6, m=3),
         data=instrumental,
         releases=False,
     ),
@@ -474,7 +486,8 @@ COMMANDS: dict[str, EntryPoint] = {
     ),
     "cli iv": EntryPoint(
         cli(
-            "iv --formula 'y ~ 1 + [x0 ~ z0 + z1]' --steps 6 --m 3 --bound x0=-5,5 "
+            "iv --formula 'y ~ 1 + [x0 ~ z0 + z1]' --method 2s-gd --steps 6 --m 3 "
+            "--bound x0=-5,5 "
             f"--bound z0=-4,4 --bound z1=-4,4 --y-bounds=-8,8 {_FIT}"
         ),
         data=instrumental,
@@ -485,12 +498,19 @@ COMMANDS: dict[str, EntryPoint] = {
 
 #: Optional integrations.
 INTEGRATIONS: dict[str, EntryPoint] = {
-    "torch CorrelatedNoiseOptimizer": EntryPoint(
-        torch_ftrl,
+    "torch make_private fixed-epoch": EntryPoint(
+        torch_training(rho=RHO, noise=TORCH_MECHANISM),
         encoders=(TORCH_MECHANISM.encoder_matrix(),),
         kinds=("extreme-cell", "extreme-row"),
         examples=1,
         needs="torch",
+    ),
+    "torch make_private poisson add-remove": EntryPoint(
+        torch_training(sampling="poisson", n_public=N, epsilon=2.0, delta=1e-5),
+        kinds=ADD_REMOVE_KINDS,
+        examples=1,
+        needs="torch",
+        slow=True,  # each run calibrates the noise by PLD (seconds)
     ),
 }
 

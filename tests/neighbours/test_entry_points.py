@@ -56,6 +56,8 @@ def _check(name: str, entry: EntryPoint, base, neighbour, label: str = "") -> tu
 def _param(name: str):
     whole = [key for key, leak in KNOWN.items() if "*" in leak.components.get(name, ())]
     marks = [pytest.mark.xfail(strict=True, reason=reason(key)) for key in whole]
+    if ENTRY_POINTS[name].slow:
+        marks.append(pytest.mark.slow)
     return pytest.param(name, marks=marks, id=name)
 
 
