@@ -159,3 +159,12 @@ def test_claims_hold_at_quick_scale(tmp_path):
             if not verdict.passed:
                 failures.append((name, claim.name, dict(verdict.numbers)))
     assert not failures
+
+
+def test_fig8_claim_fails_if_the_curves_cross_or_the_ratio_is_flat():
+    above = _cost_table(lambda n: 500 / n + 0.03, lambda n: 3.16 / np.sqrt(n))  # 3.3 -> 1.6
+    assert claims.ratio_falls_without_crossing(above).passed
+    crossing = _cost_table(lambda n: 200 / n, lambda n: 3.16 / np.sqrt(n))
+    assert not claims.ratio_falls_without_crossing(crossing).passed
+    flat = _cost_table(lambda n: 3 / np.sqrt(n), lambda n: 1.5 / np.sqrt(n))
+    assert not claims.ratio_falls_without_crossing(flat).passed
