@@ -80,7 +80,7 @@ def _audit(runs: int, seed: int):
 
 
 def test_canary_audit_of_make_private_passes():
-    result = _audit(400, seed=11)
+    result = _audit(120, seed=11)
     assert result.passed, result.table()
 
 
@@ -91,5 +91,5 @@ def test_canary_audit_catches_halved_noise(monkeypatch):
         "release",
         lambda self, value, noise: real(self, value, 0.5 * np.asarray(noise)),
     )
-    result = _audit(400, seed=12)
+    result = _audit(120, seed=12)
     assert not result.passed

@@ -152,7 +152,7 @@ def blt(
     >>> mech = blt([0.9], [0.5], steps=4)
     >>> mech.inverse.tolist()
     [1.0, 0.5, 0.45, 0.405]
-    >>> [round(b, 4) for b in mech.beta]
+    >>> np.round(mech.beta, 4).tolist()
     [1.0, -0.5, -0.2, -0.08]
     """
     steps = check_int(steps, "steps", low=1)
@@ -193,7 +193,8 @@ def _decoder_poles(theta: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, np
     -1 / sum_i omega_i / (lambda_j - theta_i)^2.
     """
     lam = np.linalg.eigvals(np.diag(theta) - omega[:, None]).real
-    w = -1.0 / (omega[None, :] / (lam[:, None] - theta[None, :]) ** 2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # merged decays
+        w = -1.0 / (omega[None, :] / (lam[:, None] - theta[None, :]) ** 2).sum(axis=1)
     return lam, w
 
 
@@ -210,7 +211,9 @@ def _log_objective(u: np.ndarray, m: int, steps: int, k: int, b: int) -> tuple[f
     powers = np.exp(np.outer(t, np.log(theta)))  # theta_i^{t-1} for t = 1 .. T-1
     c = np.concatenate(([1.0], powers @ omega))
     lam, w = _decoder_poles(theta, omega)
-    if not (np.isfinite(lam).all() and (lam > 0).all() and (lam < 1).all()):
+    if not (
+        np.isfinite(lam).all() and np.isfinite(w).all() and (0 < lam).all() and (lam < 1).all()
+    ):
         return math.inf, np.zeros_like(u)
     beta = np.concatenate(([1.0], np.exp(np.outer(t, np.log(lam))) @ w))
     col = c.copy()
