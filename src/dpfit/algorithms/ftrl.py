@@ -4,12 +4,12 @@ Each step sums the per-example gradients of one minibatch, each clipped to L2 no
 adds the step's correlated noise from a :class:`~dpfit.noise.NoiseStream` (one Gaussian release
 charged once for the whole run), divides by the public batch size and hands the result to a
 first-order update (SGD with optional heavy-ball momentum and any learning-rate schedule), which
-is post-processing (spec §2.2, A5). B = I gives DP-SGD without amplification.
+is post-processing (Choquette-Choo et al. 2024, §2.2). B = I gives DP-SGD without amplification.
 
 Batches follow a public, data-independent schedule drawn from the noise source's generator:
 ``order="fixed"`` shuffles once and cycles (a record participates at steps i, i+b, i+2b, ...:
 fixed-epoch (k = epochs, b = steps per epoch)); ``order="reshuffle"`` reshuffles every epoch, so
-a record can appear in consecutive steps and the sensitivity uses min-separation 1 (spec A13).
+a record can appear in consecutive steps and the sensitivity uses min-separation 1.
 
 =================  ======  ===============================================================
 API name           symbol  meaning
@@ -85,7 +85,7 @@ def linear_cooldown(
 def _participation(
     order: str, epochs: int, per_epoch: int, participations: Any, separation: Any
 ) -> tuple[int, int, str]:
-    """The pattern the schedule guarantees, checked against the declared one (reliability 35)."""
+    """The pattern the schedule guarantees, checked against the declared one."""
     actual_sep = per_epoch if order == "fixed" else 1
     k = epochs if participations is None else check_int(participations, "participations", low=1)
     b = actual_sep if separation is None else check_int(separation, "separation", low=1)
@@ -178,7 +178,7 @@ def dp_ftrl(
     rho : float, optional
         zCDP budget of the whole run. Give ``rho`` or (``epsilon``, ``delta``).
     epsilon, delta : float, optional
-        Target (epsilon, delta)-DP, met exactly through the Gaussian-DP curve (spec A2).
+        Target (epsilon, delta)-DP, met exactly through the Gaussian-DP curve.
     mechanism : {"nu-dpftrl", "dp-sgd", "fichtenberger", "tree"} or CorrelatedMechanism
         The noise correlation; a mechanism object must cover exactly T steps.
     nu : float, optional
@@ -222,11 +222,11 @@ def dp_ftrl(
     Notes
     -----
     Privacy: the T noisy sums are one Gaussian release C G + Z with sensitivity
-    2 clip sens_{k,b}(C) under replace-one (spec §2.4; exact for the paper's mechanisms, the
-    |C^T C| bound otherwise) and noise std sigma calibrated so that it costs exactly ``rho``
-    (rho = Delta^2 / (2 sigma^2)) or meets (epsilon, delta) exactly (mu = Delta / sigma). The
-    schedule, nu, clip and step sizes are public; the update is post-processing. No
-    amplification by sampling is claimed.
+    (2 clip + rounding) sens_{k,b}(C) under replace-one (Choquette-Choo et al. 2024, §2.4;
+    exact for the paper's mechanisms and BLTs, the |C^T C| bound otherwise) and noise std
+    sigma calibrated so that it costs exactly ``rho`` (rho = Delta^2 / (2 sigma^2)) or meets
+    (epsilon, delta) exactly (mu = Delta / sigma). The schedule, nu, clip and step sizes are
+    public; the update is post-processing. No amplification by sampling is claimed.
 
     Examples
     --------
@@ -262,7 +262,7 @@ def dp_ftrl(
     p = loss.n_params(X.shape[1])
     theta = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
     if delta is not None:
-        check_delta(delta, n=n)  # warns when delta > 1/n (reliability row 7)
+        check_delta(delta, n=n)  # warns when delta > 1/n
     cal = calibrate(
         mech,
         clip=clip,

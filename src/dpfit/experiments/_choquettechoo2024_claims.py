@@ -1,4 +1,4 @@
-"""Claims and plots of the Choquette-Choo et al. (2024) reproductions (spec §4, §6 tests 5-7).
+"""Claims and plots of the Choquette-Choo et al. (2024) reproductions (docs/choquettechoo2024.md).
 
 Tolerances are stated in each docstring. Simulation tolerances come from sampling error: the
 stationary averages use >= 64 x (T/2) correlated draws per replicate, whose relative standard
@@ -22,7 +22,7 @@ __all__: list[str] = []
 
 def fig1_closed_forms(results: pd.DataFrame) -> ClaimResult:
     """Simulated stationary variance of DP-SGD and of beta* is within 5 % of the closed forms
-    at every learning rate (spec §3.1; unit test 6)."""
+    at every learning rate (Thm. 2.1)."""
     r = results.assign(rel=results["simulated"] / results["theory"])
     table = r.groupby(["mechanism", "eta"])["rel"].mean()
     worst = float((table - 1).abs().max())
@@ -32,9 +32,9 @@ def fig1_closed_forms(results: pd.DataFrame) -> ClaimResult:
 
 
 def fig1_ratio(results: pd.DataFrame) -> ClaimResult:
-    """The exact ratio 4 eta (2-eta) K(1-eta)^2 / pi^2 reproduces the spec's values (1e-5), is
-    <= 1, equals 1 at eta = 1 (the caption's "eta -> 1" gain does not exist, spec A7), and the
-    simulated ratio beta*/DP-SGD is within 7 % of it."""
+    """The exact ratio 4 eta (2-eta) K(1-eta)^2 / pi^2 reproduces the documented values (1e-5),
+    is <= 1, equals 1 at eta = 1 (the caption's "eta -> 1" gain does not exist; see
+    docs/choquettechoo2024.md), and the simulated ratio beta*/DP-SGD is within 7 % of it."""
     golden = {1e-4: 0.0025830, 1e-3: 0.016374, 1e-2: 0.090868, 0.1: 0.40049, 0.5: 0.86379}
     ok = all(abs(figure1_ratio(e) - v) < 1e-5 for e, v in golden.items())
     ok &= figure1_ratio(1.0) == 1.0 and all(figure1_ratio(e) <= 1 for e in np.linspace(0.01, 1.99))
@@ -102,7 +102,7 @@ _BANDS = {
 
 
 def fig2_slopes(results: pd.DataFrame) -> ClaimResult:
-    """Log-log slopes of the LTI formula (spec §4.1 bands): SGD vs d in [0.9, 1.1]; SGD vs
+    """Log-log slopes of the LTI formula (docs/choquettechoo2024.md): SGD vs d in [0.9, 1.1]; SGD vs
     d_eff < 0.3; FTRL vs d_eff in [0.6, 1.1]; FTRL vs eta in [1.6, 2.2]; SGD vs eta in
     [0.9, 1.4]. (The paper's own fitted slopes come from unstated simulations.)"""
     form = results[results["kind"] == "formula"].groupby(
@@ -167,7 +167,7 @@ def nu_beats_dpsgd(results: pd.DataFrame) -> ClaimResult:
 
 def damping_helps(results: pd.DataFrame) -> ClaimResult:
     """nu-DP-FTRL (nu from the prefix-error rule) beats nu = 0 (Optimal CC) at its best
-    learning rate at epsilon = 2 and 8 (means over 3 seeds): damping matters (spec §4.3)."""
+    learning rate at epsilon = 2 and 8 (means over 3 seeds): damping matters (Section 4.3)."""
     metric, higher = _metric(results)
     best = _best(results, metric, higher)
     ok, numbers = True, {}
@@ -179,7 +179,7 @@ def damping_helps(results: pd.DataFrame) -> ClaimResult:
 
 
 def no_edge_optimum(results: pd.DataFrame) -> ClaimResult:
-    """No mechanism's best learning rate sits on the edge of the grid (spec pitfalls)."""
+    """No mechanism's best learning rate sits on the edge of the grid."""
     metric, higher = _metric(results)
     best = _best(results, metric, higher)
     numbers = {f"eps={e:g} {m} best lr": float(r["lr"]) for (e, m), r in best.iterrows()}

@@ -1,10 +1,10 @@
-"""Trials of the Choquette-Choo et al. (2024) reproductions (spec §4, decisions A6-A8, §4.4).
+"""Trials of the Choquette-Choo et al. (2024) reproductions (docs/choquettechoo2024.md).
 
 Every noise vector comes from the library's privacy path: a :func:`dpfit.noise.correlated_noise`
 stream charged to a ledger (FFT mode: precomputed once, identical to the streaming modes up to
 1e-12). The theory simulations (Figures 1 and 2) are Noisy-FTRL in the paper's convention:
 per-step sensitivity G = 1 (zero-out, i.e. add/remove), rho = 1/2, no clipping and no label
-noise (spec A6), so they release the noise added to a zero query; their errors are
+noise (docs/choquettechoo2024.md), so they release the noise added to a zero query; their errors are
 **non-private** simulation diagnostics. The offline substitutes of Figure 4 are real private
 training runs (:func:`dpfit.algorithms.dp_ftrl`, replace-one, (epsilon, delta) met exactly).
 """
@@ -33,7 +33,7 @@ from ..theory.ftrl import (
 
 __all__: list[str] = []
 
-RHO = 0.5  # spec A6: sigma_dp^2 = gamma^2 for rho = 1/2
+RHO = 0.5  # docs/choquettechoo2024.md: sigma_dp^2 = gamma^2 for rho = 1/2
 DELTA = 1e-5
 
 
@@ -62,7 +62,7 @@ def mean_estimation(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     """Stationary E[delta^2] of noisy SGD on 1-D mean estimation, simulated and exact.
 
     ``dim`` independent scalar problems share one run; T = ``horizon`` / eta steps, the first
-    half discarded (spec pitfalls: stationarity).
+    half discarded (docs/choquettechoo2024.md, stationarity).
     """
     eta, mech_name = float(params["eta"]), str(params["mechanism"])
     steps = math.ceil(float(params["horizon"]) / eta)
@@ -85,7 +85,7 @@ def _spectrum(params: Mapping[str, Any]) -> np.ndarray:
 
 
 def _nu(params: Mapping[str, Any], lam: np.ndarray) -> float | None:
-    """nu = eta mu for nu-Noisy-FTRL (spec A6), None for Noisy-SGD."""
+    """nu = eta mu for nu-Noisy-FTRL (docs/choquettechoo2024.md), None for Noisy-SGD."""
     return float(params["eta"]) * float(lam.min()) if params["mechanism"] == "nu-dpftrl" else None
 
 
@@ -137,7 +137,7 @@ def linear_regression(params: Mapping[str, Any], seed: int) -> dict[str, float]:
 
 @functools.lru_cache(maxsize=2)
 def synthetic_regression(data_seed: int, n: int = 20_000, d: int = 200):
-    """x ~ N(0, diag(1/k)), theta* with unit H-norm, label noise 0.1 (spec §4.4 item 1)."""
+    """x ~ N(0, diag(1/k)), theta* with unit H-norm, label noise 0.1 (docs/choquettechoo2024.md)."""
     rng = np.random.default_rng([2024, 4, data_seed])
     lam = 1.0 / np.arange(1, d + 1)
     theta = rng.standard_normal(d)
@@ -181,7 +181,7 @@ def _mechanism_kwargs(name: str) -> dict[str, Any]:
 
 
 def private_training(params: Mapping[str, Any], seed: int) -> dict[str, float]:
-    """One private training run of spec §4.4 at (epsilon, 1e-5) and one learning rate."""
+    """One private training run of Section 4 at (epsilon, 1e-5) and one learning rate."""
     dataset = params["dataset"]
     common = dict(
         clip=1.0,

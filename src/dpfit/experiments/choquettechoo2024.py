@@ -4,9 +4,9 @@
   simulated stationary variance against the closed forms and Figure 1's exact ratio.
 * ``choquettechoo2024-fig2``: linear regression, Noisy-SGD vs nu-Noisy-FTRL (nu = eta mu):
   the exact LTI formula over d, d_eff and eta, the Thm. C.15 upper bound, and LTI and
-  random-design simulations at d = 128 (spec A6 settings: G = 1, rho = 1/2, no label noise,
-  theta_0 = theta*, T = 120,000, second-half averages).
-* ``choquettechoo2024-fig4-linreg`` / ``-fig4-digits``: the offline substitutes of spec §4.4
+  random-design simulations at d = 128 (settings of docs/choquettechoo2024.md: G = 1,
+  rho = 1/2, no label noise, theta_0 = theta*, T = 120,000, second-half averages).
+* ``choquettechoo2024-fig4-linreg`` / ``-fig4-digits``: the offline substitutes of Section 4
   for Figure 4 (CIFAR-10 and StackOverflow need downloads): DP-SGD (no amplification) vs
   nu = 0 vs nu-DP-FTRL (nu by the data-free prefix-error rule) at equal (epsilon, 1e-5),
   20 epochs in a fixed order, clip 1, over a learning-rate grid with interior optima.
@@ -162,7 +162,7 @@ def _fig4(dataset: str, lrs: list[float], smoke_lrs: list[float]) -> Experiment:
     return Experiment(
         name=f"choquettechoo2024-fig4-{dataset}",
         paper=PAPER,
-        figure="Figure 4 (offline substitute, spec §4.4)",
+        figure="Figure 4 (offline substitute)",
         description=(
             f"Private training on {what}: DP-SGD vs nu = 0 vs nu-DP-FTRL at equal "
             "(epsilon, 1e-5), batch 50, 20 epochs in a fixed order, clip 1, plain SGD, over "

@@ -24,7 +24,7 @@ Exactness, by routine:
 
 * :func:`pattern_sensitivity_squared` -- max over an explicit list of patterns of
   sum |X_pq|: exact for X >= 0 on every pattern, an upper bound otherwise. Over the b
-  fixed-epoch offsets this is the general |C^T C| bound of the spec.
+  fixed-epoch offsets this is the general |C^T C| bound.
 * :func:`monotone_toeplitz_sensitivity_squared` -- Toeplitz C whose first column c is
   non-negative and non-increasing: sum_t (sum_{j<k} c_{t-jb})^2, exact under both orders
   (worst pattern 0, b, 2b, ...; arXiv 2405.13763, Thm. 2). O(kT).
@@ -88,7 +88,7 @@ def pattern_sensitivity_squared(
     """max over patterns of sum_{p, q} |X_pq|, with ``gram(P) -> (m, k, k)`` the X blocks.
 
     Exact when X >= 0 on the patterns, an upper bound otherwise (absolute values keep it safe
-    for adaptively chosen vector contributions; spec §2.4).
+    for adaptively chosen vector contributions; Choquette-Choo et al. 2024, §2.4).
     """
     best = 0.0
     for s in range(0, patterns.shape[0], chunk):
@@ -102,9 +102,10 @@ def monotone_toeplitz_sensitivity_squared(
 ) -> float:
     """Exact sens^2 of a Toeplitz encoder with non-negative, non-increasing first column c.
 
-    sens^2 = sum_{t<T} (sum_{j<k} c_{t-jb})^2 with c at negative indices = 0 (spec §2.4;
-    jax_privacy ``toeplitz.minsep_sensitivity_squared``). Raises ``ValueError`` if c is not
-    non-negative and non-increasing (then the formula would under-state the sensitivity).
+    sens^2 = sum_{t<T} (sum_{j<k} c_{t-jb})^2 with c at negative indices = 0
+    (Choquette-Choo et al. 2024, §2.4; jax_privacy ``toeplitz.minsep_sensitivity_squared``).
+    Raises ``ValueError`` if c is not non-negative and non-increasing (then the formula
+    would under-state the sensitivity).
     """
     c = np.asarray(inverse, dtype=np.float64)
     if c.ndim != 1 or c.size == 0:

@@ -14,8 +14,8 @@ API name         symbol  meaning
 ``step_size``    eta     learning rate (for the mean-estimation optimum)
 ===============  ======  ==================================================================
 
-Coefficients are generated in float64 by the stable recursions of spec §2.3, never through
-binomials or gamma functions (which overflow):
+Coefficients are generated in float64 by stable recursions, never through binomials or gamma
+functions (which overflow):
 
 * nu-DP-FTRL (eq. 7): beta_t = beta_{t-1} (t - 3/2)/t (1 - nu), c_t = c_{t-1} (t - 1/2)/t (1 - nu);
   c is non-negative and non-increasing, so the multi-participation sensitivity is exact.
@@ -351,7 +351,7 @@ def banded(mechanism: ToeplitzMechanism, bands: int) -> ToeplitzMechanism:
     """Keep beta_0 .. beta_{bands-1}: a separate mechanism with O(bands x d) noise memory.
 
     The inverse is recomputed exactly from the truncated beta, and its sensitivity uses the
-    general |C^T C| bound when that inverse is not monotone (spec §2.7, item 4).
+    general |C^T C| bound when that inverse is not monotone (docs/choquettechoo2024.md).
     """
     if not isinstance(mechanism, ToeplitzMechanism):
         raise TypeError("mechanism must be a ToeplitzMechanism")

@@ -10,7 +10,7 @@ bitlen(T) = floor(log2 T) + 1 nodes: single-participation sens^2 = bitlen(T) (re
 Node ids follow completion order (all nodes ending at step e, by level), so a stream reads
 rows in increasing order and a node's row exists as soon as the node is complete.
 
-:func:`restarted` runs a mechanism S times back to back (block-diagonal B; spec A11): the
+:func:`restarted` runs a mechanism S times back to back (block-diagonal B): the
 sensitivity comes from the block structure (cross-block entries of C^T C are 0).
 """
 

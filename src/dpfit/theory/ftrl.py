@@ -1,11 +1,12 @@
 """Closed forms of Choquette-Choo et al. 2024 for Noisy-FTRL: mean estimation and linear regression.
 
 All results are stationary (T -> infinity) with the noise calibrated to rho-zCDP through the
-infinite-horizon sensitivity gamma_inf (spec A3): sigma^2 = clip^2 gamma_inf^2 / (2 rho) per
+infinite-horizon sensitivity gamma_inf: sigma^2 = clip^2 gamma_inf^2 / (2 rho) per
 coordinate, gamma_inf^2 = 1 for DP-SGD and (2/pi) K(1 - nu) for nu-DP-FTRL (eq. 5). K(k) is the
 complete elliptic integral of the first kind with modulus k (``scipy.special.ellipk(k**2)``).
 
-Conventions (spec A8): linear-regression excess risk is F - F* = (1/2)||theta - theta*||_H^2;
+Conventions (docs/choquettechoo2024.md): linear-regression excess risk is
+F - F* = (1/2)||theta - theta*||_H^2;
 mean estimation reports the stationary variance E[delta^2]. The paper's constants may differ by
 a factor 2; slopes and ratios do not. The zero-out relation of the paper corresponds to a
 per-step sensitivity of ``clip`` (use 2 clip for replace-one).
@@ -71,7 +72,7 @@ def figure1_ratio(step_size: float) -> float:
     """Stationary DP variance of the optimal beta* over DP-SGD's: 4 eta (2-eta) K(1-eta)^2 / pi^2.
 
     Exact (Appendix B, eq. 18); symmetric under eta -> 2 - eta, equal to 1 at eta = 1 (where
-    beta* = I; the Figure 1 caption's "eta -> 1" is contradicted by this formula, spec A7).
+    beta* = I; the Figure 1 caption's "eta -> 1" is contradicted by this formula).
 
     Examples
     --------
@@ -96,7 +97,7 @@ def mean_estimation_variance(
     clip: float = 1.0,
     label_std: float = 0.0,
 ) -> float:
-    """Stationary E[delta^2] of noisy SGD for 1-D mean estimation (spec §3.1, Thm. 2.1).
+    """Stationary E[delta^2] of noisy SGD for 1-D mean estimation (Thm. 2.1).
 
     ``mechanism="dp-sgd"``: eta G^2 / (2 rho (2 - eta)); ``"optimal"`` (beta*):
     2 eta^2 G^2 K(1-eta)^2 / (pi^2 rho); both plus the sampling part eta sigma^2 / (2 - eta).
@@ -156,7 +157,7 @@ def lti_excess_risk(
     clip: float = 1.0,
     label_std: float = 0.0,
 ) -> float:
-    """Exact stationary excess risk of the LTI surrogate of linear regression (spec §3.2).
+    """Exact stationary excess risk of the LTI surrogate of linear regression (Appendix C).
 
     F_LTI = (1/2) sum_j lambda_j [eta^2 sigma^2 S_j + eta^2 label_std^2 lambda_j / (a_j (2-a_j))],
     a lower bound on the random-design risk (Thm. C.18). With d = 128, lambda_k = 1/k,
@@ -224,7 +225,7 @@ def power_law_eigenvalues(dim: int, alpha: float) -> np.ndarray:
 def table1_rates(
     eigenvalues, step_size: float, *, rho: float, nu: float | None = None, clip: float = 1.0
 ) -> dict[str, float]:
-    """Big-O shapes of Table 1 / Table 4 (rho-terms; constants unspecified, spec A9).
+    """Big-O shapes of Table 1 / Table 4 (rho-terms; constants unspecified in the paper).
 
     Returns ``{"dp-sgd": eta d G^2 / rho, "nu-dpftrl": eta^2 G^2 Tr(H) log^2(1/nu) / rho,
     "lower-bound": eta^2 G^2 Tr(H) / rho}`` with nu = eta lambda_min by default (Thm. 2.2).
