@@ -24,6 +24,17 @@ def test_one_block_is_the_block_function_bit_for_bit(clip):
     assert clipped == ref[-1]
 
 
+@pytest.mark.parametrize("clip", [None, 0.5, 3.0])
+def test_residual_blocks_then_one_sum_is_the_block_function_bit_for_bit(clip):
+    X, y, theta = _data(40_000, 5, seed=3)  # 1.6 MB: residuals in 3 blocks, one X^T r
+    sums = LeastSquaresSums(X, y, clip)
+    assert len(sums._blocks) == 3 and not sums._fused
+    total, clipped = sums(theta)
+    ref = least_squares_block(X, y, theta, clip)
+    np.testing.assert_array_equal(total, ref[:-1])
+    assert clipped == ref[-1]
+
+
 @pytest.mark.parametrize("clip, block_rows", [(None, 64), (0.5, 100), (2.0, 4096)])
 def test_row_blocks_agree_up_to_summation_order(clip, block_rows):
     X, y, theta = _data(20_001, 5, seed=1)

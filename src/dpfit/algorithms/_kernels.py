@@ -59,12 +59,14 @@ __all__ = [
 
 #: Rows per chunk when computing row norms in memory (no temporary of the size of X).
 _CHUNK_ROWS = 8192
-#: :class:`LeastSquaresSums` treats an X of at most this many bytes as one block: it stays in
-#: the last-level cache between the two passes anyway, and one block has the least overhead.
+#: :class:`LeastSquaresSums` sums X^T r in one pass for an X of at most this many bytes (it
+#: stays in the last-level cache between the two passes anyway), with residuals clipped in
+#: blocks of _RESIDUAL_ROWS rows (a few vectors of that length stay in a core's L2).
 _ONE_BLOCK_BYTES = 2**23
-#: Otherwise, the target bytes of one row block (about a core's L2 on current x86 servers),
-#: and the bounds on its rows: fewer rows make the per-block call overhead count, more no
-#: longer stay in cache between X_b theta and X_b^T r.
+_RESIDUAL_ROWS = 16384
+#: Otherwise, the target bytes of one fused row block (about a core's L2 on current x86
+#: servers), and the bounds on its rows: fewer rows make the per-block call overhead count,
+#: more no longer stay in cache between X_b theta and X_b^T r.
 _BLOCK_BYTES = 2**21
 _BLOCK_ROWS = (2048, 16384)
 
@@ -136,9 +138,7 @@ def least_squares_block(
     return np.append(X.T @ scale_rows(r, factors), np.count_nonzero(factors < 1.0))
 
 
-def _block_rows(n: int, p: int) -> int:
-    if 8 * n * p <= _ONE_BLOCK_BYTES:
-        return n
+def _block_rows(p: int) -> int:
     low, high = _BLOCK_ROWS
     return max(low, min(high, _BLOCK_BYTES // (8 * p)))
 
@@ -146,17 +146,19 @@ def _block_rows(n: int, p: int) -> int:
 class LeastSquaresSums:
     """``sums(theta) -> (sum_i c_i (x_i.theta - y_i) x_i, number clipped)`` for X in memory.
 
-    The arithmetic of :func:`least_squares_block` on row blocks of ``block_rows`` rows, in
-    buffers allocated once: per block, r = X_b theta - y_b is clipped in place
+    The arithmetic of :func:`least_squares_block`, on row blocks and in buffers allocated
+    once: per block, r_b = X_b theta - y_b is clipped in place while it is in cache
     (:func:`dpfit.mechanisms.clip_residuals`: :func:`~dpfit.mechanisms.clip_factors`'
-    factor, exactly), then X_b^T r is added to the sum. The row norms of X are computed once,
-    here.
+    factor, exactly). The row norms of X are computed once, here. Then
 
-    The result equals :func:`least_squares_block` bit for bit when X is one block (X of at
-    most 8 MiB, or ``block_rows >= n``), and up to the order in which block sums are added
-    otherwise (a few ulp of the sum). Should any
-    per-example gradient be non-finite (the sum is then non-finite), the step is recomputed
-    by :func:`least_squares_block`, which zeroes such records.
+    * X of at most 8 MiB (it stays in the last-level cache between the two passes): one
+      X^T r over all rows, exactly :func:`least_squares_block`'s sum, bit for bit;
+    * larger X: X_b^T r_b is added up block by block while X_b is still in cache, so a step
+      reads X from memory once instead of twice. Only the order in which the block sums are
+      added differs (a few ulp of the sum).
+
+    Should any per-example gradient be non-finite (the sum is then non-finite), the step is
+    recomputed by :func:`least_squares_block`, which zeroes such records.
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, clip: float | None, block_rows=None):
@@ -164,23 +166,26 @@ class LeastSquaresSums:
         self._X, self._y, self._clip = X, y, clip
         self._x_norms = None if clip is None else _row_norms_chunked(X)
         thresholds = None if clip is None else residual_thresholds(self._x_norms, clip)
-        rows = min(n, block_rows or _block_rows(n, p))
-        r, norms, mask = np.empty(rows), np.empty(rows), np.empty(rows, dtype=bool)
-        self._part = np.empty(p)
+        self._fused = X.nbytes > _ONE_BLOCK_BYTES if block_rows is None else block_rows < n
+        if block_rows is None:
+            block_rows = _block_rows(p) if self._fused else _RESIDUAL_ROWS
+        rows = min(n, block_rows)
+        r = np.empty(rows if self._fused else n)
+        norms, mask = np.empty(rows), np.empty(rows, dtype=bool)
+        self._r, self._part = r, np.empty(p)
         # Per block: views of the data and of the buffers, made once (slicing costs per call).
         self._blocks = []
         for a in range(0, n, rows):
             b = min(a + rows, n)
-            block = [X[a:b], X[a:b].T, y[a:b], r[: b - a]]
+            block = [X[a:b], X[a:b].T, y[a:b], r[: b - a] if self._fused else r[a:b]]
             if clip is not None:
                 t = thresholds[a:b]
                 block += [self._x_norms[a:b], t, norms[: b - a], mask[: b - a]]
             self._blocks.append(tuple(block))
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, int]:
-        clip, part = self._clip, self._part
-        total = np.zeros(part.shape[0])
-        clipped = 0
+        clip, part, fused = self._clip, self._part, self._fused
+        total, clipped = None, 0
         with np.errstate(over="ignore", invalid="ignore"):
             for Xb, XbT, yb, r, *clipping in self._blocks:
                 np.matmul(Xb, theta, out=r)
@@ -190,9 +195,16 @@ class LeastSquaresSums:
                     clipped += clip_residuals(
                         r, x_norms, clip, thresholds=thresholds, norms=norms, mask=mask
                     )
-                np.matmul(XbT, r, out=part)
-                np.add(total, part, out=total)
-            finite = math.isfinite(np.add.reduce(total))  # also False if the sum overflows
+                if not fused:
+                    continue
+                if total is None:
+                    total = XbT @ r
+                else:
+                    np.matmul(XbT, r, out=part)
+                    np.add(total, part, out=total)
+            if not fused:
+                total = self._X.T @ self._r
+            finite = math.isfinite(total @ total)  # also False if the sum is huge
         if not finite:  # some non-finite per-example gradient (or a huge sum): recompute
             out = least_squares_block(self._X, self._y, theta, clip, self._x_norms)
             return out[:-1], int(out[-1])

@@ -31,6 +31,10 @@ __all__ = [
 CLIP_MARGIN = 1.0 - 2.0**-40
 
 
+#: Up to this many candidate rows, clip_residuals checks them with Python floats (less
+#: overhead than a dozen NumPy calls on tiny arrays; IEEE double arithmetic either way).
+_SCALAR_CANDIDATES = 16
+
 #: Smallest clip-to-norm quotient handled by the 2^-53 relative error bound of one division
 #: (well above the subnormal range, where a quotient's relative error is unbounded).
 _SAFE_QUOTIENT = 2.0**-960
@@ -124,7 +128,16 @@ def clip_residuals(
     candidates = int(np.count_nonzero(mask))
     if candidates == 0:
         return 0
-    if candidates <= len(residuals) // 8:  # few candidates: check them one by one
+    if candidates <= _SCALAR_CANDIDATES:  # a handful: Python floats (the same IEEE ops)
+        clipped = 0
+        for i in mask.nonzero()[0].tolist():
+            r = float(residuals[i])
+            g = abs(r * float(x_norms[i]))
+            if g > bound:
+                residuals[i] = r * (bound / g)
+                clipped += 1
+        return clipped
+    if candidates <= len(residuals) // 8:  # few: gather, check exactly, scatter
         idx = mask.nonzero()[0]
         r = residuals[idx]
         g = np.abs(r * x_norms[idx])
