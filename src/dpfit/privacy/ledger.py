@@ -165,6 +165,11 @@ class PrivacyLedger:
 
     def charge(self, entry: GaussianEntry) -> None:
         """Record ``entry`` (and spend its rho from the budget) or raise and change nothing."""
+        if not isinstance(entry, GaussianEntry):  # amplified entries go to privacy.pld
+            raise TypeError(
+                f"a PrivacyLedger charges GaussianEntry entries, got {type(entry).__name__}; "
+                "amplified releases are accounted by dpfit.privacy.PLDLedger"
+            )
         if entry.relation is not self._relation:
             raise ValueError(
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
