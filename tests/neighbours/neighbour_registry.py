@@ -436,12 +436,7 @@ RESULTS: dict[str, EntryPoint] = {
         formula(dpfit.iv, "y ~ 1 + [x0 ~ z0 + z1]", **IV_BOUNDS), data=instrumental
     ),
     "iv declared levels": EntryPoint(
-        formula(
-            dpfit.iv,
-            "y ~ 1 + C(g, levels=['a', 'b', 'c']) + [x0 ~ x1]",
-            steps=6,
-            m=3,
-        ),
+        formula(dpfit.iv, "y ~ 1 + C(g, levels=['a', 'b', 'c']) + [x0 ~ x1]"),
         data=grouped,
         kinds=WITH_LEVELS,
     ),
