@@ -40,11 +40,6 @@ _TORCH = ["torch make_private fixed-epoch", "torch make_private poisson add-remo
 
 #: Open leaks, by key (issue 13's finding number, or "new: ..." for ones this layer found).
 KNOWN: dict[str, Leak] = {
-    "finding 9 categories": Leak(
-        "issue 13 finding 9: on Dask a value outside the declared categories gives all-zero "
-        "dummies with y kept, not the zero record",
-        {},
-    ),
     "new: Trajectory repr": Leak(
         "NEW (neighbour layer): Trajectory's dataclass repr prints its NON-PRIVATE diagnostics "
         "(fraction_clipped, clipped_per_step), which differ between neighbours",
