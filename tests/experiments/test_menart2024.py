@@ -116,3 +116,14 @@ def test_quick_scale_claims_hold(tmp_path):
             if verdict.status != "PASS":
                 failed.append(f"{exp.name}/{verdict.claim}: {verdict.status} {verdict.numbers}")
     assert not failed, "\n".join(failed)
+
+
+def test_deviation_claim_fails_when_the_rate_is_reached():
+    """B6 asserts that the capped proximal point method misses Thm 2's rate; a run that
+    reaches it (slope -1.5 with the bound at -1.27) must FAIL that claim."""
+    xs = np.array([1.0, 10.0, 100.0, 1000.0])
+    claim = mc.shallower_than_bound(method="m", sweep="rho", x="rho", nominal=-1.5)
+    shallow = _frame("m", "rho", xs, xs**-1.09, bounds=xs**-1.27, reps=5)
+    assert claim(shallow).passed
+    reached = _frame("m", "rho", xs, xs**-1.5, bounds=xs**-1.27, reps=5)
+    assert not claim(reached).passed

@@ -180,10 +180,11 @@ B6 = experiment(
         claim(
             f"proximal rho-slope p={p}",
             f"Paper (Thm 2): excess ~ rho^(-kappa/2) = rho^({-k / 2:g}) for kappa = {k:g} "
-            f"(p = {p}). Checked: the slope lies between -kappa/2 and the slope of Thm 2's "
-            "bound on the same grid (constant 1; its T and log factors grow with rho), "
-            "within 3 s.e.",
-            mc.slope(method=PP, sweep=sweep, x="rho", nominal=-k / 2),
+            f"(p = {p}). Not reproduced: with T_in capped at {INNER_CAP} (Thm 9 asks "
+            "1e5-1e7 inner steps) the inner solver's error floors the excess, and the slope "
+            "is shallower than both -kappa/2 and the slope of Thm 2's bound on the same grid "
+            "by more than 3 s.e. (asserted, so that reaching the rate is noticed).",
+            mc.shallower_than_bound(method=PP, sweep=sweep, x="rho", nominal=-k / 2),
         )
         for p, k, sweep in ((1.5, 3.0, "rho"), (1.25, 5.0, "rho-p1.25"))
     ],
