@@ -340,6 +340,9 @@ TRAJECTORIES: dict[str, EntryPoint] = {
     "adassp add-remove": EntryPoint(
         algorithm(baselines.adassp, **SSP, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
     ),
+    "adassp_paper (refused: data-derived bounds)": EntryPoint(
+        algorithm(baselines.adassp_paper, rho=RHO), releases=False
+    ),
     "fixed_clip_sgd": EntryPoint(
         algorithm(
             baselines.fixed_clip_sgd, rho=RHO, clip=1.0, steps=8, step_size=0.1, sampling_rate=0.5
@@ -372,6 +375,7 @@ ESTIMATORS: dict[str, EntryPoint] = {
     "DPLinearRegression gd independent-runs bounds": EntryPoint(
         estimator(steps=40, m=4, interval="independent-runs", interval_variant="formal", **BOUNDED)
     ),
+    "DPLinearRegression default bounds": EntryPoint(estimator(steps=40, **BOUNDED)),
     "DPLinearRegression gd add-remove": EntryPoint(
         estimator(**GD, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
     ),
