@@ -34,8 +34,6 @@ _TRAJECTORIES = [
     *("dp_ssgd rho", "dp_ssgd epsilon-delta", "dp_ambssgd", "dp_ambssgd parallel"),
 ]
 
-_IV_MOMENTS = ["DPIVRegression moments", "DPIVRegression unscaled moments"]
-_IV_MOMENTS += ["iv moments", "iv declared levels"]
 _TORCH = ["torch make_private fixed-epoch", "torch make_private poisson add-remove"]
 
 #: Open leaks, by key (issue 13's finding number, or "new: ..." for ones this layer found).
@@ -63,14 +61,6 @@ KNOWN: dict[str, Leak] = {
         "and leaves DPOptimizer.step patched by torch's Optimizer.__setstate__, so every later "
         "private step in the process raises AttributeError (_optimizer_step_pre_hooks)",
         {},
-    ),
-    "new: IV moments claim": Leak(
-        "NEW (neighbour layer; ulp-level): DPIVRegression/dpfit.iv method='moments' derives the "
-        "sensitivity and noise of the moments and Omega releases from the released column "
-        "moments, and the ledger sums the entries' (sensitivity/noise)^2/2: its total rho "
-        "(0.5000000000000002 vs 0.5000000000000001) and epsilon depend on the data, and "
-        "exceed the requested rho by 2 ulp",
-        dict.fromkeys(_IV_MOMENTS, ("privacy claim",)),
     ),
     "new: replayed scalar": Leak(
         "NEW (neighbour layer, test fidelity): replaying a scalar release returns a 0-d array "

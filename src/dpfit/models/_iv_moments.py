@@ -5,8 +5,10 @@ Two charged releases on the (standardised, public-bounded) rows a_i = (1, design
 
 1. **M~** = (1/n) sum a_i a_i' + noise (:func:`~dpfit.inference.population.release_second_moment`,
    share 1 - ``OMEGA_SHARE`` of rho; rows clipped to the public norm C = min(B, 3 sqrt(k)),
-   B the row bound implied by the public column bounds, so the replace-one sensitivity is
-   sqrt(2) C^2 / n). 2SLS is computed from its blocks
+   B the row bound implied by the public column bounds and the released standardisation, so
+   the replace-one sensitivity is sqrt(2) C^2 / n; released as C^2 times the release of
+   a_i / C with bound 1, so that every ledger entry is exactly data-independent). 2SLS is
+   computed from its blocks
    (:func:`~dpfit.inference.population_iv.two_sls_from_moments`): no iterations, hence no
    truncation bias (the 20-step DP-2S-GD default was biased by -0.66 s.e. before any noise).
 2. **Omega~** = (1/n) sum g_i g_i' of the 2SLS scores g_i = z_i e_i at the released beta
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import CoverageWarning
-from ..inference.population import population_covariance, release_second_moment
+from ..inference.population import NoisyMoment, population_covariance, release_second_moment
 from ..inference.population_iv import moment_noise_covariance, two_sls_from_moments
 from ..mechanisms import NoiseSource, clip_rows
 from ..privacy import PrivacyLedger
@@ -63,6 +65,23 @@ def description(clip: float) -> str:
     )
 
 
+def _release_scaled(
+    rows: np.ndarray, scale: float, *, rho: float, n: int, ledger, source, label: str
+) -> NoisyMoment:
+    """(1/n) sum a_i a_i' released as scale^2 x the release of the rows a_i / scale, bound 1.
+
+    The clip ``scale`` comes from earlier releases (post-processing), so releasing the
+    rescaled rows with the fixed bound 1 keeps every ledger entry's sensitivity and rho
+    exactly data-independent (float rounding included); the result is the same mechanism
+    as bound ``scale`` on the original rows.
+    """
+    with np.errstate(all="ignore"):
+        unit = release_second_moment(
+            rows / scale, bound=1.0, rho=rho, n=n, ledger=ledger, rng=source, label=label
+        )
+    return NoisyMoment(matrix=unit.matrix * scale**2, noise_std=unit.noise_std * scale**2)
+
+
 def fit_moments(
     A: np.ndarray,
     x_idx: list[int],
@@ -81,8 +100,8 @@ def fit_moments(
     releases and public ``checks`` (messages about released quantities only).
     """
     k = A.shape[1]
-    M = release_second_moment(
-        A, bound=clip, rho=rho * (1.0 - OMEGA_SHARE), n=n, ledger=ledger, rng=source,
+    M = _release_scaled(
+        A, clip, rho=rho * (1.0 - OMEGA_SHARE), n=n, ledger=ledger, source=source,
         label="iv/moments",
     )  # fmt: skip
     fit = two_sls_from_moments(M.matrix, x_idx, z_idx, y_idx, zz_floor=M.floor)
@@ -91,11 +110,11 @@ def fit_moments(
     np.subtract.at(c, x_idx, fit.beta)
     scale2 = max(float(c @ M.matrix @ c), M.floor * float(c @ c), 1e-12)
     score_clip = OMEGA_CLIP * math.sqrt(len(z_idx) * scale2)
-    Ac = clip_rows(A, clip)  # the rows exactly as M~ saw them
     with np.errstate(all="ignore"):
+        Ac = clip_rows(A / clip, 1.0) * clip  # the rows exactly as M~ saw them
         scores = Ac[:, z_idx] * (Ac @ c)[:, None]
-    Omega = release_second_moment(
-        scores, bound=score_clip, rho=rho * OMEGA_SHARE, n=n, ledger=ledger, rng=source,
+    Omega = _release_scaled(
+        scores, score_clip, rho=rho * OMEGA_SHARE, n=n, ledger=ledger, source=source,
         label="iv/omega",
     )  # fmt: skip
     sampling = fit.G @ Omega.psd() @ fit.G.T / n
