@@ -1,0 +1,47 @@
+"""The inference-coverage-iv study: smoke trials are well-formed; the claim holds at quick scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfit.experiments import get, run
+from dpfit.experiments.inference_coverage_iv import DESIGNS, _claim
+from dpfit.experiments.verdicts import evaluate_claims
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_smoke_trial_of_each_design(design):
+    metrics = get("inference-coverage-iv").trial({"design": design, "n": 2000, "rho": 5.0}, 11)
+    assert all(np.isfinite(v) for v in metrics.values())
+    assert 0.0 <= metrics["covers_all"] <= 1.0 and metrics["width_ratio_x"] > 0.5
+
+
+def test_claim_fails_on_undercoverage_without_warning():
+    base = {"design": "just-strong", "n": 2000, "rho": 0.5, "width_ratio_x": 1.0}
+    covers = [1.0] * 80 + [0.0] * 20
+    rows = pd.DataFrame(
+        {
+            **base,
+            "covers_x": covers,
+            "covers_all": covers,
+            "error_x": 0.0,
+            "se_2sls_x": 1.0,
+            "gd_covers_x": np.nan,
+            "gd_width_ratio_x": np.nan,
+            "gd_error_x": np.nan,
+            "warned": 0.0,
+        }
+    )
+    assert not _claim(rows).passed  # 0.80 with s.e. 0.04: outside [0.93, 0.97] +/- 2 s.e.
+    assert _claim(rows.assign(warned=1.0)).passed  # the library warned: outside the regime
+
+
+@pytest.mark.slow
+def test_claim_holds_at_quick_scale(tmp_path):
+    """1,600 fits plus 800 DP-2S-GD fits (a few CPU-minutes); see docs/inference.md."""
+    name = "inference-coverage-iv"
+    result = run([name], scale="quick", store_path=tmp_path / "s.sqlite", jobs=2, progress=False)
+    verdicts = evaluate_claims(get(name), result.results[name], "quick")
+    assert verdicts and not any(v.failed for v in verdicts), [v.detail for v in verdicts]
