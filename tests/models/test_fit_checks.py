@@ -34,8 +34,9 @@ def test_default_steps_that_cannot_converge_warn():
     formula = "y ~ " + " + ".join(wide.columns[:-1])
     bounds = dict.fromkeys(wide.columns[:-1], (0, 1))
     kw = {"rho": 1.0, "bounds": bounds, "y_bounds": (-1, 1), "random_state": 0}
+    kw["precondition"] = False  # plain DP-GD: 1000 steps by default, step size 1 / 61
     with pytest.warns(SideConditionWarning, match="default steps cannot converge"):
-        dpfit.ols(formula, wide, **kw)  # 1000 steps, 10 batches, step size 1/61
+        dpfit.ols(formula, wide, **kw)
     dpfit.ols(formula, wide, steps=1000, **kw)  # chosen steps: the user's call, no warning
 
 

@@ -55,7 +55,5 @@ def test_legend_says_what_each_interval_covers(result):
         level="90%",
     )
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert texts == [
-        "DP-GD\n90% interval covers the least-squares fit to these data (privacy noise only)",
-        "OLS\n90% interval covers the population coefficient (sampling error only)",
-    ]
+    assert texts[0].startswith("DP-GD\n90% interval covers the ")  # the result's own target
+    assert texts[1] == "OLS\n90% interval covers the population coefficient (sampling error only)"

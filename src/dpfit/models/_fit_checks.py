@@ -50,6 +50,8 @@ DEFAULT_BOUNDS_CHECK = 0.02
 RECORDS_PER_COEFFICIENT = 10
 #: A batch (run, or fit) shorter than this many times 1 / step_size draws a warning.
 MIXING_FACTOR = 10
+#: DP-GD's number of steps when none is given (``models/_linear_methods.py``).
+_DEFAULT_GD_STEPS = 1000
 #: A noisy count above this share of n (plus three noise standard deviations) draws a warning.
 CLIPPED_SHARE = 0.05
 
@@ -216,16 +218,17 @@ def checked_linear_fit(
             warnings.simplefilter("ignore", LargeBudgetWarning)
             result = model.fit(X, y, budget=budget).result_
         public_n = config.n_public is not None or config.relation.value == "replace-one"
-        warn_public_settings(
+        plain_gd = getattr(config, "precondition", False) is False  # a preconditioned fit
+        warn_public_settings(  # chooses its own steps and step size
             n=result.n if public_n else None,
             p=len(result.names),
-            method=config.method,
-            steps=config.steps,
+            method=config.method if plain_gd else "preconditioned gd",
+            steps=_DEFAULT_GD_STEPS if config.steps is None else config.steps,
             step_size=config.step_size,
             m=config.m,
             interval=config.interval,
             rescaled=bounds is not None,
-            default_steps="steps" not in params,
+            default_steps=config.steps is None,
         )
         if share == 0:
             return result
