@@ -151,6 +151,7 @@ FRAME["w"] = RNG.uniform(0, 1, N)
 X2 = FRAME[["x", "z"]].to_numpy()
 Y = FRAME["y"].to_numpy()
 GOOD = {"bounds": {"x": (0, 10), "z": (0, 1)}, "y_bounds": (-5, 15), "steps": 40, "interval": None}
+GOOD["precondition"] = False  # plain DP-GD: a point estimate, no interval
 
 
 def _ols(**kw):
