@@ -50,14 +50,14 @@ B0 = experiment(
     },
     replicates={"smoke": 1, "quick": 6, "paper": 20},
     claims=[
-        spider_slope("n", -2.0, note="The spec's prototype saw -1.71 to -1.78."),
+        spider_slope("n", -2.0, approaches=True, note="The spec's prototype saw -1.71 to -1.78."),
         claim(
             "adaptive n-slope",
             "Adaptive GD: slope in n between -2 and -1 (within 3 s.e.): d/(n^2 rho) + "
             "1/(n sqrt rho).",
             mc.slope(method=AD, sweep="n", x="n", nominal=-1.5, band=(-2.0, -1.0)),
         ),
-        spider_slope("rho", -1.0, method=TH),
+        spider_slope("rho", -1.0, method=TH, approaches=True),
         spider_slope(
             "d", 1.0, note="The floor grows like (sqrt d + sqrt(2 ln 1/beta'))^2, slower than d."
         ),
@@ -143,7 +143,7 @@ B4 = experiment(
     },
     replicates={"smoke": 1, "quick": 3, "paper": 20},
     claims=[
-        spider_slope("rho", -1.0),
+        spider_slope("rho", -1.0, approaches=True),
         spider_slope("n", -2.0),
         spider_slope("d", 1.0),
         claim(
