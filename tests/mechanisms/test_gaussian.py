@@ -127,10 +127,17 @@ def test_secure_backend_outputs_lie_on_a_power_of_two_grid():
         label="secure",
     )
     assert ledger.rho == 0.5
-    # OpenDP's discrete Gaussian lives on Z * 2^k; find the finest k shared by all outputs.
-    ks = [np.frexp(v)[1] - 53 for v in out]
-    k = min(ks)
-    assert np.all(np.ldexp(out, -k) == np.rint(np.ldexp(out, -k)))
+    # The grid is fixed by public inputs (gaussian.py, _secure_gaussian): the largest 2^k with
+    # 2^k <= 2^-30 * sensitivity / sqrt(d); here 2^-30 / sqrt(200) ~ 2^-33.8, so k = -34.
+    # Every output is a multiple of 2^k (a fast-backend float, with 52 bits of mantissa at
+    # |v| ~ 1, is one with probability ~2^-18 per coordinate) ...
+    k = -34
+    assert math.floor(math.log2(2.0**-30 / math.sqrt(200))) == k
+    on_grid = np.ldexp(out, -k)
+    assert np.all(on_grid == np.rint(on_grid))
+    # ... and the grid is no coarser: a discrete Gaussian of std 2^34 grid steps puts about
+    # half of its outputs on odd multiples (all 200 even has probability ~2^-200).
+    assert np.any(np.rint(on_grid) % 2 == 1)
     assert abs(out.mean() - 0.3) < 4 / math.sqrt(200)
 
 
