@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..theory.ftrl import figure1_ratio
+from ._stats import series_slope
 from .registry import ClaimResult
 
 __all__: list[str] = []
@@ -89,7 +90,8 @@ def fig2_random_design(results: pd.DataFrame) -> ClaimResult:
 
 
 def _slope(x, y) -> float:
-    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
+    """Log-log least-squares slope (the shared helper of :mod:`._stats`)."""
+    return series_slope(pd.Series(np.asarray(y, float), index=np.asarray(x, float))).value
 
 
 _BANDS = {
