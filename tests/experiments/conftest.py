@@ -1,6 +1,9 @@
 """Fixtures of the harness tests: the ``harness_experiments`` module, importable by name."""
 
 import importlib
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,3 +31,18 @@ def subprocess_env(monkeypatch):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
     env["MPLBACKEND"] = "Agg"
     return env
+
+
+@pytest.fixture(scope="session")
+def catalog_names():
+    """Experiment names that a fresh interpreter gets from ``dpfit.experiments.names()``.
+
+    Experiments register themselves when their module is imported, so inside a test worker
+    ``names()`` also lists whatever modules earlier tests happened to import. A fresh process
+    sees only what ``dpfit.experiments.catalog`` imports, as ``dpfit reproduce`` does.
+    """
+    code = "import json; from dpfit.experiments import names; print(json.dumps(names()))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    return json.loads(done.stdout)

@@ -6,11 +6,10 @@ import pandas as pd
 import pytest
 
 from dpfit.experiments import choquettechoo2024 as cc
-from dpfit.experiments import names
 
 
-def test_registered_in_the_catalog():
-    assert {e.name for e in cc.EXPERIMENTS} <= set(names())
+def test_registered_in_the_catalog(catalog_names):
+    assert {e.name for e in cc.EXPERIMENTS} <= set(catalog_names)
 
 
 @pytest.mark.parametrize("exp", cc.EXPERIMENTS, ids=lambda e: e.name)

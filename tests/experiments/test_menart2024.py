@@ -9,16 +9,15 @@ import pytest
 from dpfit.datasets import kl_benchmarks as kb
 from dpfit.experiments import _menart2024_claims as mc
 from dpfit.experiments import menart2024, menart2024_beyond_pl
-from dpfit.experiments.registry import names
 from dpfit.experiments.verdicts import evaluate_claims
 
 EXPERIMENTS = menart2024.EXPERIMENTS + menart2024_beyond_pl.EXPERIMENTS
 
 
-def test_all_eight_benchmarks_are_registered():
+def test_all_eight_benchmarks_are_registered(catalog_names):
     expected = {f"menart2024-b{k}" for k in range(8)}
     assert {e.name for e in EXPERIMENTS} == expected
-    assert expected <= set(names())
+    assert expected <= set(catalog_names)
 
 
 @pytest.mark.parametrize("exp", EXPERIMENTS, ids=lambda e: e.name)

@@ -1,10 +1,12 @@
 """Experiment definitions are checked when built, so that a bad one fails before any run."""
 
 import dataclasses
+import importlib
+import pkgutil
 
 import pytest
 
-from dpfit.experiments import Claim, ClaimResult, get, register
+from dpfit.experiments import Claim, ClaimResult, get, names, register
 
 
 def _claim(name):
@@ -32,3 +34,13 @@ def test_names_are_unique():
     with pytest.raises(ValueError, match="already registered"):
         register(other)
     assert register(get("mechanism-check")) is get("mechanism-check")
+
+
+def test_the_catalog_imports_every_experiment_module(catalog_names):
+    # Importing every public module of dpfit.experiments registers all experiments there
+    # are; a fresh interpreter, which imports only the catalogue, must see the same set.
+    package = importlib.import_module("dpfit.experiments")
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"dpfit.experiments.{info.name}")
+    assert sorted(catalog_names) == names()
