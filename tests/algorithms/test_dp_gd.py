@@ -13,7 +13,7 @@ from dpfit import BudgetExceededError, InsecureRandomnessWarning
 from dpfit.algorithms import dp_gd, dp_gd_given_noise, dp_gd_noise_std
 from dpfit.datasets import draw_linear_design
 from dpfit.mechanisms import make_noise_source, recording, replaying
-from dpfit.privacy import Budget, PrivacyLedger, float_sum_excess
+from dpfit.privacy import Budget, PrivacyLedger, float_sum_excess, mean_sensitivity
 
 N, P = 400, 5
 DATA = draw_linear_design(N, P, rng=0)
@@ -80,9 +80,10 @@ def _replay(X1, y1, X2, y2, **kwargs):
     return rec, rep, first, second
 
 
-def _query_differences(rec, rep):
+def _shares(rec, rep):
+    """Each release's query movement over the sensitivity its entry declares (must be <= 1)."""
     pairs = zip(rec.releases, rep.releases, strict=True)
-    return [np.linalg.norm(a.value - b.value) for a, b in pairs]
+    return [np.linalg.norm(a.value - b.value) / a.entry.sensitivity for a, b in pairs]
 
 
 def test_replay_on_a_worst_case_replace_one_neighbour():
@@ -91,9 +92,11 @@ def test_replay_on_a_worst_case_replace_one_neighbour():
     y2[0] = 1e6
     rec, rep, first, second = _replay(X, Y, X2, y2, rho=0.3, clip=2.0, steps=12, rng=5)
     assert [r.entry for r in rec.releases] == [r.entry for r in rep.releases]
-    diffs = _query_differences(rec, rep)
-    assert max(diffs) <= 2 * 2.0 / N * (1 + 1e-12)
-    assert max(diffs) > 0.5 * 2 * 2.0 / N  # the neighbour really moves the query
+    # The declared sensitivity is the library's replace-one one (2 clip / n plus rounding) ...
+    assert {r.entry.sensitivity for r in rec.releases} == {mean_sensitivity(2.0, N, "replace-one")}
+    shares = _shares(rec, rep)
+    assert max(shares) <= 1 + 1e-12  # ... and bounds what one replaced record moves
+    assert max(shares) > 0.5  # the neighbour really moves the query
     assert np.array_equal(first.iterates, second.iterates)  # post-processing of releases only
     assert first.rho == second.rho == pytest.approx(0.3, rel=1e-12)
 
@@ -105,8 +108,9 @@ def test_replay_under_add_remove_uses_the_public_n():
     rec, rep, first, second = _replay(X, Y, X2, y2, rng=6, **kwargs)
     # C / n_pub plus the float64 rounding relaxation for n_pub summands.
     assert {r.entry.sensitivity for r in rec.releases} == {(2.0 + float_sum_excess(2.0, 500)) / 500}
-    diffs = _query_differences(rec, rep)
-    assert 0 < max(diffs) <= 2.0 / 500 * (1 + 1e-12)
+    assert mean_sensitivity(2.0, 500, "add-remove") == (2.0 + float_sum_excess(2.0, 500)) / 500
+    shares = _shares(rec, rep)
+    assert 0.5 < max(shares) <= 1 + 1e-12  # one added record moves the query, within Delta
     assert np.array_equal(first.iterates, second.iterates)
 
 
