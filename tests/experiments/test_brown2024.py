@@ -160,7 +160,7 @@ def test_boundary_interpolation():
 
 @pytest.mark.slow
 def test_claims_hold_at_quick_scale(tmp_path):
-    """Runs every brown2024 experiment at quick scale (about 5 minutes on 2 cores)."""
+    """Runs every brown2024 experiment at quick scale (about 10 minutes on 2 cores)."""
     from dpfit.experiments.runner import run
 
     result = run(BROWN, scale="quick", store_path=tmp_path / "quick.sqlite", progress=False)

@@ -31,7 +31,7 @@ def test_smoke_trials_record_the_true_spend(name):
 
 @pytest.mark.slow
 def test_claims_hold_at_quick_scale(tmp_path):
-    """Runs every Liang experiment at quick scale (about 15 CPU-minutes) and checks each claim."""
+    """Runs every Liang experiment at quick scale (about 25 CPU-minutes) and checks each claim."""
     result = run(LIANG, scale="quick", store_path=tmp_path / "store.sqlite", jobs=2, progress=False)
     failed = []
     for name in LIANG:
