@@ -54,7 +54,7 @@ def test_ols_on_a_dask_frame_matches_pandas():
 @pytest.mark.parametrize(
     "formula, exc, match",
     [
-        ("y ~ x + s", TypeError, r"C\(s, levels=\[\.\.\.\]\)"),
+        ("y ~ x + C(s)", TypeError, r"C\(s, levels=\[\.\.\.\]\)"),  # a bare s is a number
         ("y ~ x + center(x)", ValueError, r"center\(\) is a stateful transform"),
     ],
 )

@@ -80,15 +80,24 @@ def test_design_rows_depend_only_on_their_own_record(frame):
 
 
 # -- finding 3: category levels ---------------------------------------------------------------
-@pytest.mark.parametrize("term", ["g", "C(g)", "x:g"])
-def test_undeclared_levels_are_refused_with_a_hint(frame, term):
+def test_undeclared_levels_are_refused_with_a_hint(frame):
     budget = dpfit.Budget(rho=5.0)
     with recording() as rec:
         with pytest.raises(TypeError, match=r"C\(g, levels=\[\.\.\.\]\)"):
-            dpfit.ols(f"y ~ x + {term}", frame, budget=budget, random_state=0, **GD)
+            dpfit.ols("y ~ x + C(g)", frame, budget=budget, random_state=0, **GD)
         with pytest.raises(TypeError, match=r"C\(g, levels=\[\.\.\.\]\)"):
-            dpfit.iv(f"y ~ {term} + [w ~ z]", frame, rho=1.0, budget=budget, random_state=0)
+            dpfit.iv("y ~ C(g) + [w ~ z]", frame, rho=1.0, budget=budget, random_state=0)
     assert len(rec) == 0 and budget.spent == 0.0
+
+
+@pytest.mark.parametrize("term", ["g", "x:g"])
+def test_a_variable_without_declared_levels_is_read_as_numbers(frame, term):
+    """Without C(g, levels=[...]) a variable is numeric, read value by value: a text value
+    makes its record the zero record (never an error or a categorical term decided by the
+    column's dtype, which one record can change; models/_values.py)."""
+    _, X, _ = design_matrices(f"y ~ x + {term}", frame)
+    assert list(X.columns) == ["x", term]
+    assert X.isna().all(axis=1).all()  # every g is text: every record is a zero record
 
 
 def test_a_number_coded_category_needs_declared_levels_too(frame):

@@ -3,6 +3,10 @@
 Mistakes in the file's shape are refused with a message that says how to fix them and
 quotes no value: an empty file, a header without rows, a semicolon-separated file read with
 the default comma (one column whose header contains ';'), ragged rows.
+
+pandas infers each column's dtype from all of its values; nothing here relies on it: the
+formula layer reads every value on its own (``dpfit/models/_values.py``), so one record's
+cell never changes how another record is read (``docs/threat-model.md``).
 """
 
 from __future__ import annotations

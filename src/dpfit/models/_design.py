@@ -26,6 +26,12 @@ make an error depend on one record (errors are releases: ``docs/threat-model.md`
 are NaN in the built design (the representation :mod:`dpfit.models._dask` and the estimators
 turn into zero records); indicator columns of a treatment-coded categorical term get the
 public bounds [0, 1] (:attr:`Design.indicators`).
+
+**Values are read one by one** (:mod:`dpfit.models._values`), never through the column's
+dtype, which pandas infers from all the records: every variable used as a number is float64,
+converted value by value (a value that is not a number makes its record the zero record), and
+the values of a declared categorical variable are matched to the levels value by value, so
+one record can never change how another record is read.
 """
 
 from __future__ import annotations
@@ -41,12 +47,15 @@ from formulaic import Formula, model_matrix
 from formulaic.parser.types import Factor
 from formulaic.transforms.contrasts import TreatmentContrasts
 
+from ._values import level_values, numeric_values
+
 __all__ = [
     "NULL_RECORDS",
     "Design",
     "design_spec",
     "materialise",
     "null_rows",
+    "read_values",
     "take_null_records",
 ]
 
@@ -192,6 +201,44 @@ def _python_factor(factor: Factor) -> ast.AST:
         raise _refuse(factor.expr, "not a valid Python expression") from exc
 
 
+def _declared_columns(side: str) -> set[str]:
+    """The columns of the ``C(column, levels=[...])`` factors of a checked formula side."""
+    declared = set()
+    for term in Formula(side):
+        for factor in term.factors:
+            if factor.eval_method is Factor.EvalMethod.PYTHON:
+                column = _declared_column(factor.expr)
+                if column is not None:
+                    declared.add(column)
+    return declared
+
+
+def _read_as(meta: pd.DataFrame, side: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(columns read as numbers, columns matched to declared levels) of a formula side.
+
+    Every variable of the side is read as a number unless it is declared categorical
+    (``C(column, levels=[...])``) or has a ``pandas.CategoricalDtype``; a variable whose
+    dtype is neither numeric, bool, text nor object (dates, intervals, ...) keeps its dtype
+    and is refused by :func:`design_spec`.
+    """
+    declared = _declared_columns(side)
+    numeric = []
+    for name in sorted(str(v) for v in Formula(side).required_variables):
+        if name not in meta.columns or name in declared:
+            continue
+        dtype = meta[name].dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            continue
+        if (
+            pd.api.types.is_numeric_dtype(dtype)
+            or pd.api.types.is_bool_dtype(dtype)
+            or pd.api.types.is_object_dtype(dtype)
+            or pd.api.types.is_string_dtype(dtype)
+        ):
+            numeric.append(name)
+    return tuple(numeric), tuple(sorted(c for c in declared if c in meta.columns))
+
+
 def check_terms(side: str) -> None:
     """Refuse a formula side with a term that is not row-wise (module docstring); no data."""
     for term in Formula(side):
@@ -217,6 +264,8 @@ class Design:
     columns: tuple[str, ...]
     categoricals: tuple[tuple[str, tuple[Any, ...]], ...]
     indicators: tuple[str, ...]
+    numeric: tuple[str, ...] = ()
+    declared: tuple[str, ...] = ()
 
 
 def _levels_hint(expr: str, column: str | None) -> str:
@@ -256,6 +305,12 @@ def design_spec(side: str, meta: pd.DataFrame) -> Design:
         number.
     """
     check_terms(side)
+    numbers, declared_columns = _read_as(meta, side)
+    meta = meta.copy(deep=False)
+    for name in numbers:
+        meta[name] = numeric_values(meta[name])
+    for name in declared_columns:
+        meta[name] = meta[name].astype(object)
     with warnings.catch_warnings():  # formulaic warns about empty or undeclared data
         warnings.simplefilter("ignore")
         spec = model_matrix(side, meta, na_action="ignore").model_spec
@@ -305,7 +360,22 @@ def design_spec(side: str, meta: pd.DataFrame) -> Design:
         columns=tuple(str(c) for c in spec.column_names),
         categoricals=tuple(categoricals.items()),
         indicators=tuple(indicators),
+        numeric=numbers,
+        declared=declared_columns,
     )
+
+
+def read_values(design: Design, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the design's variables read value by value (:mod:`dpfit.models._values`):
+    numbers as float64 (NaN where a value is not a number), declared categorical values as
+    their level (None outside the levels)."""
+    frame = frame.copy(deep=False)
+    levels = dict(design.categoricals)
+    for name in design.numeric:
+        frame[name] = numeric_values(frame[name])
+    for name in design.declared:
+        frame[name] = level_values(frame[name], levels.get(name, ()))
+    return frame
 
 
 def outside_levels(design: Design, frame: pd.DataFrame) -> np.ndarray:
@@ -319,9 +389,11 @@ def outside_levels(design: Design, frame: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _check_raw(design: Design, frame: pd.DataFrame) -> None:
+def _check_raw(design: Design, frame: pd.DataFrame, read: pd.DataFrame) -> None:
     """In memory: refuse a missing or infinite value in a numeric formula variable (the raw
-    data), before any transform; dropping the row would make n depend on the data."""
+    data ``frame``, and its values ``read`` as numbers), before any transform; dropping the
+    row would make n depend on the data. A value that is not a number is not refused: it
+    reads as NaN, and its record is the zero record."""
     used = sorted(v for v in design.spec.variables if v in frame.columns)
     for name in used:
         column = frame[name]
@@ -333,8 +405,8 @@ def _check_raw(design: Design, frame: pd.DataFrame) -> None:
                 "would make n depend on the data): remove them first and treat the row count "
                 "after removal as public"
             )
-        values = column.to_numpy()
-        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+        values = read[name].to_numpy()
+        if values.dtype.kind in "fc" and np.isinf(values).any():
             raise ValueError(
                 f"data column {name!r} has infinite values; dpfit does not drop rows: remove "
                 "or replace them first and treat the row count after removal as public"
@@ -350,8 +422,10 @@ def materialise(design: Design, frame: pd.DataFrame, *, refuse_missing: bool) ->
     Missing or infinite values in the data themselves are refused first when
     ``refuse_missing`` (in memory); on Dask they are zero records too.
     """
+    read = read_values(design, frame)
     if refuse_missing:
-        _check_raw(design, frame)
+        _check_raw(design, frame, read)
+    frame = read
     with warnings.catch_warnings(), np.errstate(all="ignore"):  # handled by the zero records
         warnings.simplefilter("ignore")
         matrix = pd.DataFrame(design.spec.get_model_matrix(frame, na_action="ignore"))
