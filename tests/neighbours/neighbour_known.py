@@ -43,24 +43,13 @@ KNOWN: dict[str, Leak] = {
         "(fraction_clipped, clipped_per_step), which differ between neighbours",
         dict.fromkeys(_TRAJECTORIES, ("repr",)),
     ),
-    "new: optimizer clipped count": Leak(
-        "NEW (neighbour layer): dpfit.torch DPOptimizer.clipped_last_step, a NON-PRIVATE count "
-        "of the examples clipped at the last step, is a plain public attribute of the optimizer "
-        "(differs between neighbours; not labelled or kept apart like Trajectory.diagnostics)",
-        dict.fromkeys(_TORCH, ("pickled state", "repr")),
-    ),
-    "new: Poisson coupling": Leak(
+    "new: Poisson index coupling": Leak(
         "NEW (neighbour layer; testability, not a leak of the output distribution): "
-        "dpfit.torch PoissonSampler draws its permutation and masks over the actual n, so with "
-        "the same seed adding one record re-draws every other record's inclusions; replay "
-        "cannot freeze the mask (reliability 3.3) nor check the per-step sensitivity",
+        "dpfit.torch PoissonSampler keys each record's inclusions by its index, so appending "
+        "or dropping the LAST record leaves the others' masks unchanged, but removing row 0 "
+        "shifts every index; the sampler is exchangeable (same distribution), yet replay "
+        "cannot couple such neighbours to check each step's sensitivity",
         {"torch make_private poisson add-remove": ("sensitivity",)},
-    ),
-    "new: DPOptimizer unpickle": Leak(
-        "NEW (neighbour layer; robustness): pickle.loads of a dpfit.torch DPOptimizer fails "
-        "and leaves DPOptimizer.step patched by torch's Optimizer.__setstate__, so every later "
-        "private step in the process raises AttributeError (_optimizer_step_pre_hooks)",
-        {},
     ),
     "new: replayed scalar": Leak(
         "NEW (neighbour layer, test fidelity): replaying a scalar release returns a 0-d array "

@@ -68,7 +68,6 @@ class DPOptimizer(torch.optim.Optimizer):
                 f"the model has {dim} trainable parameters, the stream dim={stream.dim}"
             )
         self._pending: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.clipped_last_step = 0  # non-private diagnostic
 
     # torch.optim.Optimizer interface, delegated to the wrapped optimizer -------------------
     @property
@@ -107,6 +106,14 @@ class DPOptimizer(torch.optim.Optimizer):
 
     def __repr__(self) -> str:
         return f"DPOptimizer({self.original_optimizer!r}, clip={self._clip:g})"
+
+    def __reduce_ex__(self, protocol):
+        # The stream's state mixes secret noise rows; a copy could replay or leak them (and
+        # torch's Optimizer.__setstate__ would patch this class's step on unpickling).
+        raise TypeError(
+            "a DPOptimizer holds a charged noise stream and cannot be pickled; save "
+            "model.state_dict() and optimizer.original_optimizer.state_dict() instead"
+        )
 
     # privacy --------------------------------------------------------------------------------
     @property
@@ -154,7 +161,7 @@ class DPOptimizer(torch.optim.Optimizer):
                 loss = closure()
         inputs, targets = self._pending
         self._pending = None
-        flat, self.clipped_last_step = clipped_sum(
+        flat, _ = clipped_sum(  # the clipped count is non-private: not kept
             self._model, self._loss_fn, inputs, targets, self._clip, exact=self._exact_sum
         )
         noisy = self._stream.privatize(flat.cpu().numpy())

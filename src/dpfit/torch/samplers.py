@@ -10,9 +10,9 @@ sampler                     pattern (declared to the noise)
 :class:`FixedEpochSampler`  shuffle once, cycle fixed-size batches: a record joins steps
                             i, i + b, ..., i + (k - 1) b (k = epochs, b = steps per epoch;
                             "fixed-epoch" order of :mod:`dpfit.noise.sensitivity`)
-:class:`PoissonSampler`     records split into ``groups`` fixed groups; step t includes each
-                            record of group t mod groups independently with probability q
-                            (Poisson sampling for groups = 1; cyclic Poisson sampling of
+:class:`PoissonSampler`     record i is in group i mod ``groups``; step t includes each record
+                            of group t mod groups independently with probability q (Poisson
+                            sampling for groups = 1; cyclic Poisson sampling of
                             Choquette-Choo et al. 2023 otherwise)
 ==========================  ==================================================================
 """
@@ -89,9 +89,11 @@ class FixedEpochSampler(_Sampler):
 class PoissonSampler(_Sampler):
     """Step t includes each record of group t mod ``groups`` with probability ``sample_rate``.
 
-    Records are assigned to groups once, by a public random permutation (round robin).
-    One epoch has ``per_epoch`` steps (``groups`` x round(1 / (sample_rate x groups))
-    by default, so that an epoch sees about n records).
+    Record i belongs to group i mod ``groups`` (a fixed, data-independent partition). Step t
+    decides inclusions with uniforms u_i from a counter-based generator keyed by t, the i-th
+    draw for record i, so adding a record leaves every other record's inclusions unchanged
+    (neighbouring runs couple, and replay can check each step). One epoch has ``per_epoch``
+    steps (``groups`` x round(1 / (sample_rate x groups)) by default: about n records).
     """
 
     def __init__(
@@ -115,11 +117,10 @@ class PoissonSampler(_Sampler):
         if per_epoch % self.groups:
             raise ValueError(f"per_epoch={per_epoch} must be a multiple of groups={self.groups}")
         super().__init__(per_epoch=per_epoch, epochs=check_int(epochs, "epochs"))
-        self._rng = rng.generator
-        order = self._rng.permutation(self.n)
-        self._members = [np.sort(order[g :: self.groups]) for g in range(self.groups)]
+        (self._source,) = rng.spawn(1)
 
     def _batch(self, epoch: int, slot: int) -> list[int]:
-        members = self._members[slot % self.groups]
-        keep = self._rng.random(members.size) < self.sample_rate
-        return members[keep].tolist()
+        t = epoch * self.per_epoch + slot
+        u = self._source.keyed_generator(t).random(self.n)
+        members = np.arange(slot % self.groups, self.n, self.groups)
+        return members[u[members] < self.sample_rate].tolist()
