@@ -221,7 +221,8 @@ def test_budget_too_small_fails_before_any_draw(name):
     reserve=st.floats(0.05, 0.95),
 )
 def test_adaptive_filter_never_exceeds_rho(scales, log_rho, n, reserve):
-    """Adversarial gradient-norm sequences (clip off, so N_t is anything): total <= rho.
+    """Adversarial gradient-norm sequences (N_t anywhere from 0 to L0, which clipping
+    enforces even with clip=False): total <= rho.
 
     The default ledger carries a Budget(rho): an overshooting release would raise.
     """

@@ -40,8 +40,11 @@ class LossQueries:
     n : int
         The public record count dividing every sum.
     clip : bool
-        Clip each per-example row to the query's bound (privacy then holds for any data);
-        with ``False`` the declared loss constants must hold for every record.
+        Whether the caller relies on clipping (``True``) or claims that the declared loss
+        constants hold for every record (``False``). Either way every per-example row is
+        clipped to the query's bound: the declared sensitivity is enforced, never trusted
+        (with a true claim the clipping changes nothing), so privacy holds for any data.
+        ``False`` only turns off the clipped-fraction diagnostic.
     ledger : PrivacyLedger
     source : NoiseSource
     prefix : str
@@ -53,7 +56,7 @@ class LossQueries:
         self.clip, self.ledger, self.source, self.prefix = clip, ledger, source, prefix
         self.max_clipped_fraction = 0.0  # NON-PRIVATE diagnostic
         self._cache: list[tuple[bytes, np.ndarray]] = []
-        self._dask_sums = loss_sums(loss, X, y, clip=clip) if is_dask(X) else None
+        self._dask_sums = loss_sums(loss, X, y, clip=True) if is_dask(X) else None
 
     def grads(self, theta: np.ndarray) -> np.ndarray:
         """Raw per-example gradients at ``theta`` (shape-checked); the last two are cached."""
@@ -67,8 +70,8 @@ class LossQueries:
 
     def mean(self, thetas: tuple[np.ndarray, ...], bound: float) -> np.ndarray:
         """(1/n) sum_i of the per-example gradients at ``thetas[0]`` (minus those at
-        ``thetas[1]``): non-finite rows zeroed, the others clipped to ``bound`` when clipping
-        is on (:func:`~dpfit.algorithms._kernels.clipped_row_sum`)."""
+        ``thetas[1]``): non-finite rows zeroed, the others clipped to ``bound`` whatever
+        ``clip`` says (:func:`~dpfit.algorithms._kernels.clipped_row_sum`)."""
         if self._dask_sums is not None:
             total, clipped = self._dask_sums(thetas, bound)
             rows = self.n
@@ -77,7 +80,7 @@ class LossQueries:
             if len(thetas) == 2:
                 with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are zeroed
                     G = G - self.grads(thetas[1])
-            total, clipped = clipped_row_sum(G, bound, clip=self.clip)
+            total, clipped = clipped_row_sum(G, bound, clip=True)  # enforced, never trusted
             rows = G.shape[0]
         if self.clip:
             self.max_clipped_fraction = max(self.max_clipped_fraction, clipped / rows)

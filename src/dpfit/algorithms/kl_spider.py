@@ -77,8 +77,11 @@ def kl_spider(
     max_steps : int, default=1_000_000
         Refuse longer schedules with a ``ValueError``.
     clip : bool, default=True
-        Clip per-example gradients at L0 (anchors) and per-example gradient differences at
-        L1 s_k, so privacy holds even when L0 or L1 is wrong for some record.
+        Per-example gradients are clipped at L0 (anchors) and per-example gradient
+        differences at L1 s_k **whatever this says**, so privacy holds even when L0 or L1 is
+        wrong for some record: the declared bounds are enforced, not trusted (where they
+        hold, clipping changes nothing). ``False`` states that the constants hold for every
+        record and only drops the (non-private) clipped-fraction diagnostic.
     relation : {"replace-one", "add-remove"}, default="replace-one"
     n_public : int, optional
         Public record count (required under add/remove).
