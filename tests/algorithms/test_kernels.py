@@ -25,10 +25,10 @@ def test_one_block_is_the_block_function_bit_for_bit(clip):
 
 
 @pytest.mark.parametrize("clip", [None, 0.5, 3.0])
-def test_residual_blocks_then_one_sum_is_the_block_function_bit_for_bit(clip):
-    X, y, theta = _data(40_000, 5, seed=3)  # 1.6 MB: residuals in 3 blocks, one X^T r
+def test_an_x_of_up_to_8_mib_is_one_block_bit_for_bit(clip):
+    X, y, theta = _data(100_000, 10, seed=3)  # 8 MB
     sums = LeastSquaresSums(X, y, clip)
-    assert len(sums._blocks) == 3 and not sums._fused
+    assert len(sums._blocks) == 1
     total, clipped = sums(theta)
     ref = least_squares_block(X, y, theta, clip)
     np.testing.assert_array_equal(total, ref[:-1])

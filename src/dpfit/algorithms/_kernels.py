@@ -19,6 +19,9 @@ residuals X_b theta - y_b and the gradient X_b^T w_b, in buffers allocated once,
 reads X from memory once and allocates nothing of size n. Only the order in which the blocks'
 gradient sums are added differs from the whole-array block function.
 
+Every block function runs under :func:`dpfit._floats.quiet_floats` (on the driver and on Dask
+workers alike), so no record's values make numpy warn or raise, whatever ``np.seterr`` says.
+
 Notation: r_i = x_i.theta - y_i (least squares), c_i = min(1, clip / ||g_i||) the clip
 factor of the per-example gradient g_i (0 for a non-finite g_i, see
 :func:`dpfit.mechanisms.clip_factors`).
@@ -32,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .._floats import quiet_floats
 from .._validation import check_identified, check_int, check_iv_data
 from .._validation import check_X_y as _check_X_y
 from ..distributed import check_dask_rows, is_dask, row_block_sum
@@ -59,14 +63,13 @@ __all__ = [
 
 #: Rows per chunk when computing row norms in memory (no temporary of the size of X).
 _CHUNK_ROWS = 8192
-#: :class:`LeastSquaresSums` sums X^T r in one pass for an X of at most this many bytes (it
-#: stays in the last-level cache between the two passes anyway), with residuals clipped in
-#: blocks of _RESIDUAL_ROWS rows (a few vectors of that length stay in a core's L2).
+#: :class:`LeastSquaresSums` treats an X of at most this many bytes as one block: it stays in
+#: the last-level cache between the two passes anyway, and one block has the least overhead
+#: (measured: splitting a 1e5 x 10 X into blocks of 16384 rows costs 15% more per step).
 _ONE_BLOCK_BYTES = 2**23
-_RESIDUAL_ROWS = 16384
-#: Otherwise, the target bytes of one fused row block (about a core's L2 on current x86
-#: servers), and the bounds on its rows: fewer rows make the per-block call overhead count,
-#: more no longer stay in cache between X_b theta and X_b^T r.
+#: Otherwise, the target bytes of one row block (about a core's L2 on current x86 servers),
+#: and the bounds on its rows: fewer rows make the per-block call overhead count, more no
+#: longer stay in cache between X_b theta and X_b^T r.
 _BLOCK_BYTES = 2**21
 _BLOCK_ROWS = (2048, 16384)
 
@@ -102,6 +105,7 @@ def check_iv(X: Any, y: Any, Z: Any, *, n_public: Any = None) -> tuple[Any, Any,
     return X, y, Z, X.shape[0]
 
 
+@quiet_floats()
 def _row_norms_chunked(X: np.ndarray) -> np.ndarray:
     """||x_i|| for every row, computed in chunks (overflow-safe, see mechanisms.row_norms)."""
     out = np.empty(X.shape[0])
@@ -118,6 +122,7 @@ def _run(block_fn: Callable[..., np.ndarray], arrays: tuple, args: tuple, width:
 
 
 # -- least squares (DP-GD, the gradient of DP-AMBSSGD) ----------------------------------------
+@quiet_floats()
 def least_squares_block(
     X: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: float | None, x_norms=None
 ) -> np.ndarray:
@@ -146,16 +151,17 @@ def _block_rows(p: int) -> int:
 class LeastSquaresSums:
     """``sums(theta) -> (sum_i c_i (x_i.theta - y_i) x_i, number clipped)`` for X in memory.
 
-    The arithmetic of :func:`least_squares_block`, on row blocks and in buffers allocated
-    once: per block, r_b = X_b theta - y_b is clipped in place while it is in cache
+    The arithmetic of :func:`least_squares_block` in buffers allocated once, with the row
+    norms of X computed once, here: r = X theta - y, clipped in place
     (:func:`dpfit.mechanisms.clip_residuals`: :func:`~dpfit.mechanisms.clip_factors`'
-    factor, exactly). The row norms of X are computed once, here. Then
+    factor, exactly), then X^T r.
 
     * X of at most 8 MiB (it stays in the last-level cache between the two passes): one
-      X^T r over all rows, exactly :func:`least_squares_block`'s sum, bit for bit;
-    * larger X: X_b^T r_b is added up block by block while X_b is still in cache, so a step
-      reads X from memory once instead of twice. Only the order in which the block sums are
-      added differs (a few ulp of the sum).
+      block, exactly :func:`least_squares_block`'s arithmetic, bit for bit;
+    * larger X: row blocks small enough to stay in a core's cache, X_b^T r_b added up block
+      by block while X_b is still there, so a step reads X from memory once instead of
+      twice. Only the order in which the block sums are added differs (a few ulp of the
+      sum).
 
     Should any per-example gradient be non-finite (the sum is then non-finite), the step is
     recomputed by :func:`least_squares_block`, which zeroes such records.
@@ -166,25 +172,23 @@ class LeastSquaresSums:
         self._X, self._y, self._clip = X, y, clip
         self._x_norms = None if clip is None else _row_norms_chunked(X)
         thresholds = None if clip is None else residual_thresholds(self._x_norms, clip)
-        self._fused = X.nbytes > _ONE_BLOCK_BYTES if block_rows is None else block_rows < n
         if block_rows is None:
-            block_rows = _block_rows(p) if self._fused else _RESIDUAL_ROWS
+            block_rows = n if X.nbytes <= _ONE_BLOCK_BYTES else _block_rows(p)
         rows = min(n, block_rows)
-        r = np.empty(rows if self._fused else n)
-        norms, mask = np.empty(rows), np.empty(rows, dtype=bool)
-        self._r, self._part = r, np.empty(p)
+        r, norms, mask = np.empty(rows), np.empty(rows), np.empty(rows, dtype=bool)
+        self._part = np.empty(p)
         # Per block: views of the data and of the buffers, made once (slicing costs per call).
         self._blocks = []
         for a in range(0, n, rows):
             b = min(a + rows, n)
-            block = [X[a:b], X[a:b].T, y[a:b], r[: b - a] if self._fused else r[a:b]]
+            block = [X[a:b], X[a:b].T, y[a:b], r[: b - a]]
             if clip is not None:
                 t = thresholds[a:b]
                 block += [self._x_norms[a:b], t, norms[: b - a], mask[: b - a]]
             self._blocks.append(tuple(block))
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, int]:
-        clip, part, fused = self._clip, self._part, self._fused
+        clip, part = self._clip, self._part
         total, clipped = None, 0
         with np.errstate(over="ignore", invalid="ignore"):
             for Xb, XbT, yb, r, *clipping in self._blocks:
@@ -195,15 +199,11 @@ class LeastSquaresSums:
                     clipped += clip_residuals(
                         r, x_norms, clip, thresholds=thresholds, norms=norms, mask=mask
                     )
-                if not fused:
-                    continue
                 if total is None:
                     total = XbT @ r
                 else:
                     np.matmul(XbT, r, out=part)
                     np.add(total, part, out=total)
-            if not fused:
-                total = self._X.T @ self._r
             finite = math.isfinite(total @ total)  # also False if the sum is huge
         if not finite:  # some non-finite per-example gradient (or a huge sum): recompute
             out = least_squares_block(self._X, self._y, theta, clip, self._x_norms)
@@ -233,11 +233,13 @@ def level_counts(X: Any, y: Any, theta: np.ndarray, search: Any) -> np.ndarray:
     return _run(_level_block, (X, y), (theta, search), search.n_queries).astype(np.int64)
 
 
+@quiet_floats()
 def _level_block(X: np.ndarray, y: np.ndarray, theta: np.ndarray, search: Any) -> np.ndarray:
     return np.asarray(search.count(np.abs(X @ theta - y)), dtype=np.float64)
 
 
 # -- two-stage least squares (DP-2S-GD) -------------------------------------------------------
+@quiet_floats()
 def clipped_outer_sum(
     features: np.ndarray, residuals: np.ndarray, feature_norms: np.ndarray, clip: float | None
 ) -> tuple[np.ndarray, int]:
@@ -262,6 +264,7 @@ def clipped_outer_sum(
     return (grad if residuals.ndim == 2 else grad[:, 0]), int(np.count_nonzero(factors < 1.0))
 
 
+@quiet_floats()
 def two_stage_block(
     X: np.ndarray,
     y: np.ndarray,
@@ -307,6 +310,7 @@ def two_stage_sums(X: Any, y: Any, Z: Any, *, clip_theta, clip_beta, first: bool
 
 
 # -- per-example losses (noisy GD and the KL methods) -----------------------------------------
+@quiet_floats()
 def clipped_row_sum(rows: np.ndarray, bound: float, *, clip: bool) -> tuple[np.ndarray, int]:
     """sum_i of the rows, each clipped to ``bound`` (``clip``) or kept, non-finite rows zeroed
     (the rules of :mod:`dpfit.mechanisms.clipping`); and #{||row|| > bound}."""
@@ -315,6 +319,7 @@ def clipped_row_sum(rows: np.ndarray, bound: float, *, clip: bool) -> tuple[np.n
     return scale_rows(rows, factors).sum(axis=0), int(np.count_nonzero(norms > bound))
 
 
+@quiet_floats()
 def _loss_rows_sum(X, y, loss, thetas, bound: float, clip: bool) -> np.ndarray:
     """[clipped sum, #clipped] of per-example gradients at ``thetas[0]`` (minus those at
     ``thetas[1]`` when two are given)."""
