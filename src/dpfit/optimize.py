@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ._floats import quiet_floats
 from ._validation import check_option
 from .algorithms.adaptive_gd import adaptive_gd
 from .algorithms.kl_spider import kl_spider
@@ -31,6 +32,7 @@ METHODS: dict[str, Callable[..., Trajectory]] = {
 }
 
 
+@quiet_floats()
 def minimize(
     loss: Loss,
     data: Any,

@@ -8,6 +8,7 @@ its declared sensitivity, or to change another record's contribution
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,8 @@ import pytest
 
 import dpfit
 from dpfit import algorithms as alg
+from dpfit import baselines
+from dpfit.exceptions import RepeatedFitWarning
 from dpfit.losses import SquaredLoss
 from dpfit.mechanisms import recording
 from dpfit.models import design_matrices
@@ -152,3 +155,105 @@ def test_clip_false_still_enforces_the_declared_bound(name):
     X2[-1, 0] = 1e6
     report = check_neighbours(NO_CLIP[name], (X, y), (X2, y))
     assert report.releases > 0 and report.max_share <= 1.0
+
+
+# -- RepeatedFitWarning: keyed by public quantities (models/_refits.py) ------------------------
+FIT = {"rho": 0.1, "clip": 3.0, "steps": 20, "interval": None, "random_state": 0}
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["D", "D'"])
+def test_repeated_fit_warning_does_not_depend_on_the_records(moved):
+    """After four fits of D, the fifth warns whether it is fitted on D or on a neighbour D'
+    (one response moved by one ulp); it used to warn on D only (a digest of the data)."""
+    n = 211 + moved  # a shape of this test's own: the count is per public shape
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 2))
+    y = X @ [1.0, -1.0] + rng.standard_normal(n)
+    y5 = y.copy()
+    if moved:
+        y5[0] = np.nextafter(y5[0], np.inf)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(4):
+            dpfit.DPLinearRegression(**FIT).fit(X, y)
+        caught.clear()
+        dpfit.DPLinearRegression(**FIT).fit(X, y5)
+    assert [w.category for w in caught if issubclass(w.category, RepeatedFitWarning)] == [
+        RepeatedFitWarning
+    ]
+
+
+# -- numpy's global error state is the caller's (dpfit/_floats.py) -----------------------------
+def _xy(n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-1, 1, (n, 2))
+    return X, np.clip(X @ [1.0, -0.5] + 0.2 * rng.standard_normal(n), -1.0, 1.0)
+
+
+SEEDED = {"rng": 0}
+FLOAT_CASES = {
+    "ols": lambda X, y: dpfit.ols(
+        "y ~ x0 + x1",
+        pd.DataFrame({"x0": X[:, 0], "x1": X[:, 1], "y": y}),
+        rho=0.5,
+        clip=5.0,
+        steps=40,
+        m=4,
+        burn_in=0,
+        random_state=0,
+    ),
+    "DPLinearRegression bounds": lambda X, y: dpfit.DPLinearRegression(
+        rho=0.5, bounds=[(-2, 2)] * 2, y_bounds=(-2, 2), steps=40, random_state=0
+    ).fit(X, y),
+    "dp_ssgd": lambda X, y: alg.dp_ssgd(X, y, rho=0.5, clip=1.0, step_size=0.05, **SEEDED),
+    "noisy_gd": lambda X, y: alg.noisy_gd(KL_LOSS, X, y, rho=0.5, steps=4, **SEEDED),
+    "adaptive_gd": lambda X, y: alg.adaptive_gd(KL_LOSS, X, y, rho=0.5, **SEEDED),
+    "dp_ftrl": lambda X, y: alg.dp_ftrl(
+        X, y, loss=KL_LOSS, clip=1.0, epochs=2, batch_size=50, step_size=0.5, rho=0.5, **SEEDED
+    ),
+    "ssp": lambda X, y: baselines.ssp(X, y, rho=0.5, x_bound=2.0, y_bound=3.0, **SEEDED),
+    "adassp": lambda X, y: baselines.adassp(X, y, rho=0.5, x_bound=2.0, y_bound=3.0, **SEEDED),
+    "fixed_clip_sgd": lambda X, y: baselines.fixed_clip_sgd(
+        X, y, rho=0.5, clip=1.0, steps=8, step_size=0.1, sampling_rate=0.5, **SEEDED
+    ),
+    "DPIVRegression": lambda X, y: dpfit.DPIVRegression(
+        rho=0.5, bounds={"x0": (-2, 2), "z0": (-2, 2)}, y_bounds=(-2, 2), random_state=0
+    ).fit(pd.DataFrame({"x0": X[:, 0]}), pd.Series(y, name="y"), Z=pd.DataFrame({"z0": X[:, 1]})),
+}
+
+
+@pytest.mark.parametrize("value", [5e-324, 1e-300, 1.7e308])
+@pytest.mark.parametrize("name", sorted(FLOAT_CASES))
+def test_the_callers_numpy_error_state_never_sees_a_record(name, value):
+    """Under np.seterr(all="raise") one record at 5e-324 raised FloatingPointError part-way
+    through a fit (after budget was charged), and under all="warn" underflow warnings appeared
+    for it only: every computation on records now ignores floating-point conditions."""
+    X, y = _xy()
+    X[5, 0] = value
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpfit.PrivacyWarning)
+        FLOAT_CASES[name](X, y)
+    with np.errstate(all="warn"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpfit.PrivacyWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", dpfit.PrivacyWarning)  # some are RuntimeWarnings
+        FLOAT_CASES[name](X, y)
+
+
+# -- the IV claim never exceeds the requested rho (models/_iv_moments.py) ----------------------
+@pytest.mark.parametrize("rho", [0.5, 0.3, 0.7, 1.0, 0.1, 2.0])
+def test_iv_moments_charge_at_most_the_requested_rho(rho):
+    """The ledger's exact total (the claim) is at most rho: shares of a budget are split
+    exactly, and each release's charge Delta^2 / (2 sigma^2) is kept within its share (it
+    used to exceed rho = 0.5 by one ulp)."""
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((300, 2))
+    x = z @ [1.0, 0.5] + rng.standard_normal(300)
+    y = 0.5 * x + rng.standard_normal(300)
+    bounds = {"x0": (-5, 5), "z0": (-4, 4), "z1": (-4, 4)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpfit.PrivacyWarning)
+        model = dpfit.DPIVRegression(rho=rho, bounds=bounds, y_bounds=(-8, 8), random_state=0)
+        model.fit(x[:, None], y, Z=z)
+    assert model.privacy_.rho <= rho
+    assert model.privacy_.rho == pytest.approx(rho, rel=1e-15)

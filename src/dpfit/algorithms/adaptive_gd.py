@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._floats import quiet_floats
 from .._validation import check_int, check_option
 from ..losses.base import Loss
 from ..mechanisms import rho_for_noise_std
@@ -29,6 +30,7 @@ __all__ = ["adaptive_gd"]
 _SELECT = ("last", "min-norm")
 
 
+@quiet_floats()
 def adaptive_gd(
     loss: Loss,
     X: ArrayLike,

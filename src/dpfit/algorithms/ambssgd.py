@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._floats import quiet_floats
 from .._validation import check_int, check_option, check_positive, check_real, check_rho
 from ..exceptions import SideConditionWarning
 from ..mechanisms import (
@@ -64,6 +65,7 @@ def replace_one_only(relation: Any, name: str) -> Relation:
     return rel
 
 
+@quiet_floats()
 def dp_ambssgd(
     X: Any,
     y: Any = None,

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._floats import quiet_floats
 from .._validation import check_int, check_positive, check_real, check_rho, check_vector
 from ..mechanisms import gaussian_releases, make_noise_source, noise_std_for_rho
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation, public_n
@@ -94,6 +95,7 @@ def _descend(
     return iterates, clipped
 
 
+@quiet_floats()
 def dp_gd(
     X: ArrayLike,
     y: ArrayLike,
@@ -260,6 +262,7 @@ def dp_gd(
     )
 
 
+@quiet_floats()
 def dp_gd_given_noise(
     X: ArrayLike,
     y: ArrayLike,

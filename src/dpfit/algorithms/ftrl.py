@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._floats import quiet_floats
 from .._validation import (
     check_delta,
     check_int,
@@ -132,6 +133,7 @@ def _step_sizes(step_size: Any, steps: int) -> np.ndarray:
     return sizes
 
 
+@quiet_floats()
 def dp_ftrl(
     X: ArrayLike,
     y: ArrayLike,

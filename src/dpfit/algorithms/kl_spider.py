@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._floats import quiet_floats
 from ..exceptions import SideConditionWarning
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation, privacy_filter
@@ -26,6 +27,7 @@ from .trajectory import Trajectory
 __all__ = ["kl_spider"]
 
 
+@quiet_floats()
 def kl_spider(
     loss: Loss,
     X: ArrayLike,

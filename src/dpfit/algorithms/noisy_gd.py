@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._floats import quiet_floats
 from .._validation import check_int, check_positive
 from ..losses.base import Loss
 from ..mechanisms import noise_std_for_rho
@@ -23,6 +24,7 @@ from .trajectory import Trajectory
 __all__ = ["noisy_gd"]
 
 
+@quiet_floats()
 def noisy_gd(
     loss: Loss,
     X: ArrayLike,

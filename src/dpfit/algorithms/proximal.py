@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._floats import quiet_floats
 from ..exceptions import SideConditionWarning
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation
@@ -40,6 +41,7 @@ def _prox_step(q: LossQueries, center: np.ndarray, s: ProximalSchedule) -> np.nd
     return total * (2.0 / (T_in * (T_in + 1)))
 
 
+@quiet_floats()
 def proximal_point(
     loss: Loss,
     X: ArrayLike,

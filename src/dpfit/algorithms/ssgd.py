@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._floats import quiet_floats
 from .._validation import check_delta, check_epsilon, check_int, check_positive, check_rho
 from ..mechanisms import clip_factors, gaussian, make_noise_source, row_norms
 from ..privacy import Relation, cks_rho, sum_sensitivity
@@ -56,6 +57,7 @@ def ssgd_noise_multiplier(
     return alpha, "parallel"
 
 
+@quiet_floats()
 def dp_ssgd(
     X: Any,
     y: Any = None,

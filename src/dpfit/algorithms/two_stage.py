@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._floats import quiet_floats
 from .._validation import check_int, check_iv_data, check_option, check_positive, check_rho
 from ..mechanisms import make_noise_source
 from ..privacy import PrivacyLedger, Relation
@@ -49,6 +50,7 @@ __all__ = ["NOISE_CALIBRATIONS", "dp_second_stage_gd", "dp_two_stage_gd", "two_s
 NOISE_CALIBRATIONS = ("exact", "paper")
 
 
+@quiet_floats()
 def dp_two_stage_gd(
     X: Any,
     y: Any,
@@ -285,6 +287,7 @@ def two_stage_gd(
     return core.trajectory(out, PrivacyLedger(), config, None)
 
 
+@quiet_floats()
 def dp_second_stage_gd(
     X: Any,
     y: Any,

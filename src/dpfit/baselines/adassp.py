@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._floats import quiet_floats
 from .._validation import check_delta, check_real, check_rho, check_X_y
 from ..algorithms._ledger import prepare_ledger
 from ..algorithms.trajectory import Trajectory
@@ -111,6 +112,7 @@ def _adassp(
     )
 
 
+@quiet_floats()
 def adassp(
     X: Any,
     y: Any,
@@ -195,6 +197,7 @@ def adassp(
     )
 
 
+@quiet_floats()
 def adassp_paper(
     X: Any,
     y: Any,

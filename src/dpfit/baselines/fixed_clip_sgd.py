@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._floats import quiet_floats
 from .._validation import check_int, check_positive, check_real, check_rho, check_X_y
 from ..algorithms._ledger import prepare_ledger
 from ..algorithms.ambssgd import replace_one_only
@@ -37,6 +38,7 @@ from ..privacy import Relation, sum_sensitivity
 __all__ = ["fixed_clip_sgd"]
 
 
+@quiet_floats()
 def fixed_clip_sgd(
     X: Any,
     y: Any,

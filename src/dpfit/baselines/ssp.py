@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._floats import quiet_floats
 from .._validation import check_real, check_rho, check_X_y
 from ..algorithms._ledger import prepare_ledger
 from ..algorithms.trajectory import Trajectory
@@ -26,6 +27,7 @@ from ._sufficient_statistics import (
 __all__ = ["ssp"]
 
 
+@quiet_floats()
 def ssp(
     X: Any,
     y: Any,

@@ -21,6 +21,7 @@ from .gaussian import (
     gaussian_releases,
     noise_std_for_rho,
     rho_for_noise_std,
+    rho_within,
 )
 from .recorder import Recording, ReplayMismatchError, recording, replaying
 from .rng import NoiseSource, make_noise_source
@@ -49,6 +50,7 @@ __all__ = [
     "replaying",
     "residual_thresholds",
     "rho_for_noise_std",
+    "rho_within",
     "row_norms",
     "scale_rows",
     "subsampled_gaussian_rows",

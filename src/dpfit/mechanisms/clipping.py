@@ -10,12 +10,16 @@ The clip factor of a vector g is min(1, C / ||g||_2). Two floating-point hazards
   exact arithmetic, also for vectors whose norm is within rounding of C;
 * a vector with a NaN or infinite component gets factor 0 and becomes exactly the zero
   vector (a documented, data-independent rule; ``inf * 0`` would be NaN).
+
+Every function runs under :func:`dpfit._floats.quiet_floats`: whichever records over- or
+underflow, numpy never warns or raises, whatever the caller's ``np.seterr``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .._floats import quiet_floats
 from .._validation import check_positive
 
 __all__ = [
@@ -55,6 +59,7 @@ def _scaled_row_norms(G: np.ndarray) -> np.ndarray:
     return np.where(finite, norms, np.where(scale == 0, 0.0, np.inf))
 
 
+@quiet_floats()
 def row_norms(G: np.ndarray) -> np.ndarray:
     """L2 norm of each row of a 2-D array, overflow- and underflow-safe (inf/NaN rows -> inf).
 
@@ -72,6 +77,7 @@ def row_norms(G: np.ndarray) -> np.ndarray:
     return norms
 
 
+@quiet_floats()
 def clip_factors(norms: np.ndarray, clip: float) -> np.ndarray:
     """Factors min(1, C/norm) with the safety margin; 0 for non-finite norms, 1 for norm 0."""
     clip = check_positive(clip, "clip")
@@ -84,6 +90,7 @@ def clip_factors(norms: np.ndarray, clip: float) -> np.ndarray:
     return np.where(np.isfinite(norms), factors, 0.0)
 
 
+@quiet_floats()
 def residual_thresholds(x_norms: np.ndarray, clip: float) -> np.ndarray:
     """Per-row thresholds t_i below which |r_i| surely leaves r_i x_i unclipped.
 
@@ -99,6 +106,7 @@ def residual_thresholds(x_norms: np.ndarray, clip: float) -> np.ndarray:
     return t
 
 
+@quiet_floats()
 def clip_residuals(
     residuals: np.ndarray,
     x_norms: np.ndarray,
@@ -154,6 +162,7 @@ def clip_residuals(
     return int(np.count_nonzero(mask))
 
 
+@quiet_floats()
 def scale_rows(values: np.ndarray, factors: np.ndarray) -> np.ndarray:
     """``values * factors`` along the first axis, with zero-factor rows set exactly to 0."""
     values = np.asarray(values, dtype=np.float64)
@@ -162,6 +171,7 @@ def scale_rows(values: np.ndarray, factors: np.ndarray) -> np.ndarray:
         return np.where(f > 0, values * f, 0.0)
 
 
+@quiet_floats()
 def clip_rows(G: np.ndarray, clip: float) -> np.ndarray:
     """Clip each row of ``G`` (n x d) to L2 norm at most ``clip``; non-finite rows become 0."""
     G = np.asarray(G, dtype=np.float64)

@@ -31,6 +31,7 @@ __all__ = [
     "gaussian_releases",
     "noise_std_for_rho",
     "rho_for_noise_std",
+    "rho_within",
 ]
 
 
@@ -47,6 +48,20 @@ def noise_std_for_rho(sensitivity: float, rho: float) -> float:
 def rho_for_noise_std(sensitivity: float, noise_std: float) -> float:
     """rho = Delta^2 / (2 sigma^2), the zCDP cost of one Gaussian release (exact)."""
     return GaussianEntry(label="query", sensitivity=sensitivity, noise_std=noise_std).rho
+
+
+def rho_within(sensitivity: float, rho: float) -> float:
+    """The largest rho' <= ``rho`` whose release with ``noise_std_for_rho(sensitivity, rho')``
+    is charged at most ``rho``.
+
+    sigma = Delta / sqrt(2 rho) and the charge Delta^2 / (2 sigma^2) each round once, so the
+    charge can exceed rho by an ulp; a share of a budget computed this way keeps the ledger's
+    exact total within the budget (rho' is rho, or a few ulps below it).
+    """
+    share = check_rho(rho)
+    while rho_for_noise_std(sensitivity, noise_std_for_rho(sensitivity, share)) > rho:
+        share = math.nextafter(share, 0.0)
+    return share
 
 
 #: Query values of at most this many coordinates are checked for finiteness in plain Python.

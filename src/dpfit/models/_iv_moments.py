@@ -29,10 +29,16 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import CoverageWarning
-from ..inference.population import NoisyMoment, population_covariance, release_second_moment
+from ..inference.population import (
+    NoisyMoment,
+    population_covariance,
+    release_second_moment,
+    second_moment_sensitivity,
+)
 from ..inference.population_iv import moment_noise_covariance, two_sls_from_moments
-from ..mechanisms import NoiseSource, clip_rows
+from ..mechanisms import NoiseSource, clip_rows, rho_within
 from ..privacy import PrivacyLedger
+from ..privacy.budget import exact_units
 
 __all__: list[str] = []
 
@@ -65,6 +71,15 @@ def description(clip: float) -> str:
     )
 
 
+def rest_of(total: float, part: float) -> float:
+    """The largest float r <= total - part with part + r <= total exactly (the ledger adds
+    exactly), so two shares of a budget never sum above it."""
+    rest = total - part
+    while exact_units(part) + exact_units(rest) > exact_units(total):
+        rest = math.nextafter(rest, 0.0)
+    return rest
+
+
 def _release_scaled(
     rows: np.ndarray, scale: float, *, rho: float, n: int, ledger, source, label: str
 ) -> NoisyMoment:
@@ -73,8 +88,10 @@ def _release_scaled(
     The clip ``scale`` comes from earlier releases (post-processing), so releasing the
     rescaled rows with the fixed bound 1 keeps every ledger entry's sensitivity and rho
     exactly data-independent (float rounding included); the result is the same mechanism
-    as bound ``scale`` on the original rows.
+    as bound ``scale`` on the original rows. The share is lowered by the ulps by which the
+    charge Delta^2 / (2 sigma^2) could round above it (:func:`dpfit.mechanisms.rho_within`).
     """
+    rho = rho_within(second_moment_sensitivity(1.0, n, ledger.relation), rho)
     with np.errstate(all="ignore"):
         unit = release_second_moment(
             rows / scale, bound=1.0, rho=rho, n=n, ledger=ledger, rng=source, label=label
@@ -100,9 +117,9 @@ def fit_moments(
     releases and public ``checks`` (messages about released quantities only).
     """
     k = A.shape[1]
+    rho_moments = rho * (1.0 - OMEGA_SHARE)
     M = _release_scaled(
-        A, clip, rho=rho * (1.0 - OMEGA_SHARE), n=n, ledger=ledger, source=source,
-        label="iv/moments",
+        A, clip, rho=rho_moments, n=n, ledger=ledger, source=source, label="iv/moments",
     )  # fmt: skip
     fit = two_sls_from_moments(M.matrix, x_idx, z_idx, y_idx, zz_floor=M.floor)
     c = np.zeros(k)
@@ -114,7 +131,7 @@ def fit_moments(
         Ac = clip_rows(A / clip, 1.0) * clip  # the rows exactly as M~ saw them
         scores = Ac[:, z_idx] * (Ac @ c)[:, None]
     Omega = _release_scaled(
-        scores, score_clip, rho=rho * OMEGA_SHARE, n=n, ledger=ledger, source=source,
+        scores, score_clip, rho=rest_of(rho, rho_moments), n=n, ledger=ledger, source=source,
         label="iv/omega",
     )  # fmt: skip
     sampling = fit.G @ Omega.psd() @ fit.G.T / n

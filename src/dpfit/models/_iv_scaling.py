@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho
+from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, mean_sensitivity
 
 __all__: list[str] = []
@@ -64,7 +64,7 @@ def release_moments(
     noisy = gaussian(
         value,
         sensitivity=sensitivity,
-        noise_std=noise_std_for_rho(sensitivity, rho),
+        noise_std=noise_std_for_rho(sensitivity, rho_within(sensitivity, rho)),  # <= rho
         ledger=ledger,
         rng=rng,
         label=LABEL,

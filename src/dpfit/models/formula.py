@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._floats import quiet_floats
 from ..distributed import is_dask
 from ..privacy import Budget
 from ._dask import dask_model_matrix
@@ -136,6 +137,7 @@ def design_matrices(formula: str, data: pd.DataFrame) -> tuple[pd.Series, pd.Dat
     return y, X, has_intercept
 
 
+@quiet_floats()
 def ols(
     formula: str,
     data: pd.DataFrame,

@@ -28,6 +28,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
+from .._floats import quiet_floats
 from .._validation import (
     check_int,
     check_iv_data,
@@ -45,7 +46,7 @@ from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation
 from ._design import take_null_records
 from ._formula_errors import formula_errors
-from ._iv_moments import fit_moments, row_clip
+from ._iv_moments import fit_moments, rest_of, row_clip
 from ._iv_release import (
     MOMENTS_METHOD,
     Back,
@@ -283,6 +284,7 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
             raise TypeError("bounds must be a mapping from column name to (low, high)")
         return cfg
 
+    @quiet_floats()
     def fit(self, X: Any, y: Any, *, Z: Any, budget: Budget | None = None) -> DPIVRegression:
         """Fit the private IV regression; spends ``rho`` from ``budget`` when one is given.
 
@@ -347,7 +349,7 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
                 V[null] = bounds.mean(axis=1)
             std = release_moments(V, bounds, rho=rho_scale, ledger=ledger, rng=source)
             V = std.apply(V)
-            rho_fit = cfg["rho"] - rho_scale
+            rho_fit = rest_of(cfg["rho"], rho_scale)  # the two shares sum to at most rho
         if cfg["fit_intercept"]:
             V = np.column_stack([np.ones(n), V])
         if null is not None:  # zero records add nothing to any clipped sum
@@ -370,7 +372,7 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         self.privacy_ = self.result_.ledger
         self.intercept_ = float(estimate[0]) if cfg["fit_intercept"] else 0.0
         self.coef_ = np.array(estimate[int(cfg["fit_intercept"]) :])
-        note_fit(type(self).__name__, cfg["rho"], X, y, Z, budget=budget)  # tuning
+        note_fit(type(self).__name__, cfg["rho"], X, y, Z, n=n, budget=budget)  # tuning
         return self
 
     def _fit_moments(self, V, x_idx, z_idx, y_idx, *, cfg, settings, rho_fit, ledger, source,
@@ -496,6 +498,7 @@ def _names(data: Any, prefix: str, k: int) -> list[str]:
     return [f"{prefix}{j}" for j in range(k)]
 
 
+@quiet_floats()
 def iv(
     formula: str, data: pd.DataFrame, *, rho: float, budget: Budget | None = None, **params: Any
 ) -> Result:

@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
+from .._floats import quiet_floats
 from .._validation import check_int, check_option, check_positive, check_real, check_rho
 from ..algorithms._ledger import prepare_ledger
 from ..distributed import is_dask, map_rows
@@ -243,6 +244,7 @@ default="batched-means"
             )
         return [self.bounds[name] for name in names]
 
+    @quiet_floats()
     def fit(self, X: Any, y: Any, *, budget: Budget | None = None) -> DPLinearRegression:
         """Fit the private regression; spends ``rho`` from ``budget`` when one is given.
 
@@ -345,7 +347,7 @@ default="batched-means"
         self.privacy_ = self.result_.ledger
         self.intercept_ = float(estimate[0]) if config.fit_intercept else 0.0
         self.coef_ = np.array(estimate[int(config.fit_intercept) :])
-        note_fit(type(self).__name__, config.rho, X, y, budget=budget)  # tuning spends privacy
+        note_fit(type(self).__name__, config.rho, X, y, n=n, budget=budget)  # tuning spends privacy
         return self
 
 
