@@ -257,3 +257,73 @@ def test_iv_moments_charge_at_most_the_requested_rho(rho):
         model.fit(x[:, None], y, Z=z)
     assert model.privacy_.rho <= rho
     assert model.privacy_.rho == pytest.approx(rho, rel=1e-15)
+
+
+# -- dpfit.torch: only clipped, noised gradients are ever applied ------------------------------
+def _torch_run(extra: bool = False, frozen: bool = False, y_last: float = 0.3):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from dpfit.torch import make_private
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    y = X @ [1.0, 0.0, -1.0] + 0.5 * rng.standard_normal(40)
+    y[-1] = y_last
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1)).double()
+    if frozen:
+        model[1].bias.requires_grad_(False)
+    params = list(model.parameters())
+    scale = torch.nn.Parameter(torch.zeros((), dtype=torch.float64))
+    opt = torch.optim.SGD([*params, scale] if extra else params, lr=0.1)
+    data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y)[:, None])
+    private = make_private(
+        model, opt, DataLoader(data, batch_size=10), loss_fn=torch.nn.functional.mse_loss,
+        clip=1.0, epochs=1, rho=0.5, random_state=7,
+    )  # fmt: skip
+    frozen_before = model[1].bias.detach().clone()
+    for xb, yb in private.data_loader:
+        private.optimizer.zero_grad()
+        ((model(xb) - yb) ** 2).mean().backward()  # the ordinary PyTorch habit before step()
+        model[1].bias.grad = torch.full_like(model[1].bias, float(y_last))  # a raw gradient
+        private.optimizer.step()
+    return model, frozen_before
+
+
+def test_torch_refuses_an_optimizer_parameter_outside_the_model():
+    """A tensor the optimizer holds but the model does not got the caller's raw, unclipped
+    gradient at every step (a deterministic function of one record); it is refused before
+    anything is charged."""
+    with recording() as rec, pytest.raises(ValueError, match="not a parameter of the model"):
+        _torch_run(extra=True)
+    assert len(rec) == 0
+
+
+@pytest.mark.parametrize("y_last", [0.3, 1e3])
+def test_torch_never_applies_a_frozen_parameters_raw_gradient(y_last):
+    model, before = _torch_run(frozen=True, y_last=y_last)
+    np.testing.assert_array_equal(model[1].bias.detach().numpy(), before.numpy())
+
+
+@pytest.mark.parametrize("n", [39, 40])
+def test_torch_poisson_groups_are_checked_against_the_public_n(n):
+    """Under add/remove n is private: ``groups`` is checked against n_public only (it used to
+    fail for n = 39 < groups = 40 with a message quoting n)."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from dpfit.torch import make_private
+
+    X = torch.zeros((n, 2), dtype=torch.float64)
+    data = DataLoader(TensorDataset(X, X[:, :1]), batch_size=1)
+    kw = {"loss_fn": torch.nn.functional.mse_loss, "clip": 1.0, "epochs": 1}
+    kw |= {"sampling": "poisson", "n_public": 40, "epsilon": 2.0, "delta": 1e-5}
+    for groups, ok in ((40, True), (41, False)):
+        model = torch.nn.Linear(2, 1).double()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        if ok:
+            make_private(model, opt, data, groups=groups, random_state=1, **kw)
+        else:
+            with pytest.raises(ValueError, match=r"groups must be in \[1, 40\]"):
+                make_private(model, opt, data, groups=groups, random_state=1, **kw)

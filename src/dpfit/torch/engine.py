@@ -57,7 +57,7 @@ from ..noise import (
 )
 from ..privacy import PLDLedger, PrivacyLedger, Relation, subsampled_gaussian_noise_multiplier
 from ._clipping import chunked_sum_excess, trainable
-from .optimizer import DPOptimizer
+from .optimizer import DPOptimizer, check_optimizer_params
 from .samplers import FixedEpochSampler, PoissonSampler
 
 __all__ = ["PrivateDataLoader", "PrivateTraining", "make_private"]
@@ -330,6 +330,9 @@ def make_private(
     dim = sum(p.numel() for _, p in trainable(model))
     if dim == 0:
         raise ValueError("model has no trainable parameters")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer)}")
+    check_optimizer_params(optimizer, model)  # before anything is charged
     source = make_noise_source(random_state)
     n = len(data_loader.dataset)
     if sampling == "fixed-epoch":
@@ -346,6 +349,7 @@ def make_private(
                 "is private); pass the public dataset size"
             )
         n_public = check_int(n_public, "n_public", low=1)
+        groups = check_int(groups, "groups", low=1, high=n_public)  # public n only
         sampler, stream, ledger, divisor = _poisson(
             n_public, batch, epochs, clip, noise, groups, target, ledger, source, n, dim
         )

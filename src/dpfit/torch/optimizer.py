@@ -10,7 +10,9 @@ Phases of one :meth:`DPOptimizer.step` (after Opacus' ``DPOptimizer``):
    :mod:`dpfit.mechanisms`, and the whole run was charged once when the stream was built;
 4. *average*: divide by the public batch size (never the actual batch length);
 5. *update*: write ``.grad`` in each parameter's dtype and step the wrapped optimizer
-   (momentum, schedules: post-processing).
+   (momentum, schedules: post-processing). Any other ``.grad`` the optimizer could apply
+   (a raw ``backward()`` gradient) is never used: a tensor the optimizer holds that is not a
+   model parameter is refused, and the gradient of a frozen model parameter is cleared.
 
 The noise is the library's float64 NumPy stream; on CPU the tensors share memory with it
 (``torch.from_numpy``), on an accelerator the noisy mean is copied to the device once.
@@ -26,7 +28,19 @@ from .._validation import check_positive
 from ..noise import NoiseStream
 from ._clipping import clipped_sum, trainable
 
-__all__ = ["DPOptimizer"]
+__all__ = ["DPOptimizer", "check_optimizer_params"]
+
+
+def check_optimizer_params(optimizer: torch.optim.Optimizer, model: torch.nn.Module) -> None:
+    """Refuse a parameter the optimizer holds but the model does not: its ``.grad`` (e.g. a
+    raw ``backward()`` gradient of the batch) would be applied unclipped and un-noised."""
+    in_model = {id(p) for p in model.parameters()}
+    if any(id(p) not in in_model for group in optimizer.param_groups for p in group["params"]):
+        raise ValueError(
+            "the optimizer holds a parameter that is not a parameter of the model: only the "
+            "model's parameters get clipped, noised gradients; give that tensor its own "
+            "(non-private) optimizer, or make it part of the model"
+        )
 
 
 class DPOptimizer(torch.optim.Optimizer):
@@ -62,6 +76,7 @@ class DPOptimizer(torch.optim.Optimizer):
         in_optimizer = {id(p) for g in optimizer.param_groups for p in g["params"]}
         if any(id(p) not in in_optimizer for p in self._params):
             raise ValueError("the optimizer must hold every trainable parameter of the model")
+        check_optimizer_params(optimizer, model)
         dim = sum(p.numel() for p in self._params)
         if dim != stream.dim:
             raise ValueError(
@@ -159,6 +174,7 @@ class DPOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        check_optimizer_params(self.original_optimizer, self._model)  # add_param_group
         inputs, targets = self._pending
         self._pending = None
         flat, _ = clipped_sum(  # the clipped count is non-private: not kept
@@ -172,5 +188,10 @@ class DPOptimizer(torch.optim.Optimizer):
             chunk = mean[offset : offset + p.numel()].view(p.shape)
             p.grad = chunk.to(dtype=p.dtype, device=p.device)
             offset += p.numel()
+        private = {id(p) for p in self._params}
+        for group in self.original_optimizer.param_groups:
+            for p in group["params"]:
+                if id(p) not in private:  # a frozen model parameter: never a raw gradient
+                    p.grad = None
         self.original_optimizer.step()
         return loss

@@ -110,7 +110,8 @@ class PoissonSampler(_Sampler):
         self.sample_rate = check_real(
             sample_rate, "sample_rate", low=0.0, high=1.0, high_open=False
         )
-        self.groups = check_int(groups, "groups", low=1, high=self.n)
+        # Not bounded by n: n is private under add/remove (make_private checks n_public).
+        self.groups = check_int(groups, "groups", low=1)
         if per_epoch is None:
             per_epoch = self.groups * max(1, round(1.0 / (self.sample_rate * self.groups)))
         per_epoch = check_int(per_epoch, "per_epoch", low=1)
