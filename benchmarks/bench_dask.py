@@ -10,11 +10,12 @@ Modes (one per process, so each records its own driver peak RSS):
     the four cases alternates between repeats): :func:`dpfit.algorithms.dp_gd` in memory and
     on the persisted Dask arrays, and :func:`dpfit.ols` (``y ~ x0 + ... ``, public bounds,
     ``precondition=False``) on the pandas frame and on a persisted Dask DataFrame, each with
-    ``--steps`` = T1,T2 steps. A case's seconds per step is (time(T2) - time(T1)) / (T2 - T1),
-    so one-off costs (checks, persisting a formula's design, row norms) cancel; one untimed
-    warm-up run of each case comes first. Reports
-    the medians, the ratio of medians (Dask / memory), the median of the paired ratios, the
-    load average before and after, and checks that both routes give the same estimate.
+    ``--steps`` steps (default 20). A fit's seconds per step is the median wall time of its
+    steps after the first (:class:`StepTimer`), so one-off costs (checks, building and
+    persisting a formula's design, row norms) are left out; one untimed warm-up fit of each
+    case comes first. Reports the medians over the repeats, the ratio of medians (Dask /
+    memory), the median of the paired ratios, the whole fits' times, the load average
+    before and after, and how far the two routes' estimates are apart.
 ``dask``
     Opens X and y from the Zarr group of ``benchmarks/make_dask_data.py`` lazily
     (``dask.array.from_zarr``; optionally only the first ``--rows`` records) and runs
@@ -35,7 +36,7 @@ end (the machine may be shared).
 
 Usage::
 
-    python benchmarks/bench_dask.py compare --rows 1000000 --cols 20 --repeats 5
+    python benchmarks/bench_dask.py compare --rows 1000000 --cols 20 --repeats 5 --steps 20
     python benchmarks/bench_dask.py dask --steps 5          # after make_dask_data.py
     python benchmarks/bench_dask.py dask --rows 2000000 --steps 10
     python benchmarks/bench_dask.py memory --rows 2000000 --steps 10
@@ -55,6 +56,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -141,14 +143,52 @@ def _persisted_data(client, n: int, p: int, rows: int):
     )
     meta = _frame((np.empty((0, p)), np.empty(0)), 0)
     frame = dd.from_delayed([dask.delayed(_frame)(part, a) for part, a in blocks], meta=meta)
-    X, y, frame = client.persist([X, y, frame])
+    X, y = client.persist([X, y])  # arrays and frames apart: Dask warns on mixed collections
+    frame = client.persist(frame)
     wait([X, y, frame])
-    X_mem, y_mem, frame_mem = client.compute([X, y, frame], sync=True)
+    X_mem, y_mem = client.compute([X, y], sync=True)
+    frame_mem = client.compute(frame, sync=True)
     return (X, y, frame), (X_mem, y_mem, frame_mem)
 
 
-def _cases(lazy, memory, n: int, p: int):
-    """name -> (in-memory fit, Dask fit), each a function of the number of steps."""
+class StepTimer:
+    """Wall time of every DP-GD step of the fits that follow: each call of the clipped-gradient
+    sum ``least_squares_sums(X, y, clip)(theta)`` (in memory: the row-block kernel; on Dask: the
+    distributed reduction, submitted and gathered). The rest of a step (the noise draw and the
+    update, on the driver) takes microseconds."""
+
+    def __init__(self) -> None:
+        import importlib
+
+        module = importlib.import_module("dpfit.algorithms.dp_gd")  # not the function
+        self.seconds: list[float] = []
+        real = module.least_squares_sums
+
+        def timed_sums(*args, **kwargs):
+            sums = real(*args, **kwargs)
+
+            def timed(theta):
+                start = time.perf_counter()
+                out = sums(theta)
+                self.seconds.append(time.perf_counter() - start)
+                return out
+
+            return timed
+
+        module.least_squares_sums = timed_sums
+
+    def step_seconds(self, run) -> tuple[float, Any, float]:
+        """Median seconds of the steps of ``run()`` after its first (the first step on Dask
+        waits for the persist), its result, and the wall time of the whole call."""
+        self.seconds.clear()
+        start = time.perf_counter()
+        out = run()
+        total = time.perf_counter() - start
+        return statistics.median(self.seconds[1:]), out, total
+
+
+def _cases(lazy, memory, n: int, p: int, steps: int):
+    """name -> (in-memory fit, Dask fit), each returning the estimate."""
     formula = "y ~ " + " + ".join(f"x{j}" for j in range(p))
     ols_kw = {
         "rho": RHO,
@@ -159,15 +199,14 @@ def _cases(lazy, memory, n: int, p: int):
         "bounds_check": 0.0,  # no extra private count: every pass is a DP-GD step
         "n_public": n,
         "random_state": 0,
+        "steps": steps,
     }
 
     def gd(X, y):
-        return lambda steps: fit(X, y, n, p, steps).estimate
+        return lambda: fit(X, y, n, p, steps).estimate
 
     def ols(frame):
-        return lambda steps: quiet(
-            dpfit.ols, formula, frame, steps=steps, **ols_kw
-        ).params.to_numpy()
+        return lambda: quiet(dpfit.ols, formula, frame, **ols_kw).params.to_numpy()
 
     return {
         "dp_gd": (gd(*memory[:2]), gd(*lazy[:2])),
@@ -178,9 +217,9 @@ def _cases(lazy, memory, n: int, p: int):
 def run_compare(args: argparse.Namespace) -> dict:
     from dask.distributed import Client, LocalCluster
 
-    t1, t2 = args.steps_pair
     n, p = args.rows, args.cols
     load_before = os.getloadavg()
+    timer = StepTimer()
     with (
         LocalCluster(
             n_workers=args.workers,
@@ -192,25 +231,27 @@ def run_compare(args: argparse.Namespace) -> dict:
         Client(cluster) as client,
     ):
         lazy, memory = _persisted_data(client, n, p, args.chunk_rows)
-        cases = _cases(lazy, memory, n, p)
-        per_step = {f"{name}/{route}": [] for name in cases for route in ("memory", "dask")}
+        cases = _cases(lazy, memory, n, p, args.steps)
+        keys = [f"{name}/{route}" for name in cases for route in ("memory", "dask")]
+        per_step, per_fit = {key: [] for key in keys}, {key: [] for key in keys}
         agreement = {}
         for mem_fit, dask_fit in cases.values():  # warm-up: imports, caches, worker pools
-            mem_fit(t1), dask_fit(t1)
+            mem_fit(), dask_fit()
         for repeat in range(args.repeats):
             for name, (mem_fit, dask_fit) in cases.items():
                 routes = [("memory", mem_fit), ("dask", dask_fit)]
                 estimates = {}
                 for route, run in routes if repeat % 2 == 0 else routes[::-1]:
-                    seconds = []
-                    for steps in (t1, t2):
-                        start = time.perf_counter()
-                        estimates[route] = run(steps)
-                        seconds.append(time.perf_counter() - start)
-                    per_step[f"{name}/{route}"].append((seconds[1] - seconds[0]) / (t2 - t1))
+                    step, estimates[route], total = timer.step_seconds(run)
+                    per_step[f"{name}/{route}"].append(step)
+                    per_fit[f"{name}/{route}"].append(total)
                 gap = np.max(np.abs(estimates["dask"] - estimates["memory"]))
                 agreement[name] = float(gap / np.max(np.abs(estimates["memory"])))
-            print(f"repeat {repeat + 1}: load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+            latest = {key: round(values[-1], 4) for key, values in per_step.items()}
+            print(
+                f"repeat {repeat + 1}: load {os.getloadavg()[0]:.1f}, s/step {latest}",
+                file=sys.stderr,
+            )
     summary_ = {}
     for name in cases:
         mem, lazy_ = per_step[f"{name}/memory"], per_step[f"{name}/dask"]
@@ -221,6 +262,8 @@ def run_compare(args: argparse.Namespace) -> dict:
             "median_paired_ratio": round(
                 statistics.median(b / a for a, b in zip(mem, lazy_, strict=True)), 2
             ),
+            "memory_s_per_fit": round(statistics.median(per_fit[f"{name}/memory"]), 2),
+            "dask_s_per_fit": round(statistics.median(per_fit[f"{name}/dask"]), 2),
             "max_relative_difference_of_estimates": agreement[name],
         }
     return {
@@ -229,7 +272,7 @@ def run_compare(args: argparse.Namespace) -> dict:
         "chunk_rows": args.chunk_rows,
         "workers": args.workers,
         "threads_per_worker": args.threads,
-        "steps_pair": [t1, t2],
+        "steps": args.steps,
         "repeats": args.repeats,
         "summary": summary_,
         "per_step_seconds": {k: [round(v, 4) for v in vals] for k, vals in per_step.items()},
@@ -291,7 +334,7 @@ def main() -> None:
     parser.add_argument("mode", choices=("compare", "dask", "memory"))
     parser.add_argument("--data", type=Path, default=Path("benchmarks/data/dpgd.zarr"))
     parser.add_argument("--rows", type=int, default=0, help="use the first ROWS records")
-    parser.add_argument("--steps", default="5", help="steps; for compare T1,T2 (default 5,25)")
+    parser.add_argument("--steps", type=int, default=0, help="steps (default 5; compare: 20)")
     parser.add_argument("--cols", type=int, default=20, help="compare: features p")
     parser.add_argument("--chunk-rows", type=int, default=250_000, help="compare: rows a chunk")
     parser.add_argument("--repeats", type=int, default=5, help="compare: interleaved repeats")
@@ -302,10 +345,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.mode == "compare":
         args.rows = args.rows or 1_000_000
-        args.steps_pair = [int(t) for t in (args.steps if "," in args.steps else "5,25").split(",")]
+        args.steps = args.steps or 20
         result = run_compare(args)
     else:
-        args.steps = int(args.steps)
+        args.steps = args.steps or 5
         result = run_dask(args) if args.mode == "dask" else run_memory(args)
     result = {
         "mode": args.mode,

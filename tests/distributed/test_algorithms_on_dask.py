@@ -3,7 +3,8 @@
 Same seed, same data: the releases differ only in the order in which the per-block sums
 are added, so iterates agree to 1e-10 relative (observed: about 1e-15; the algorithms are
 contractive, so summation-order differences of order 1e-16 per step do not grow). Every
-test runs on a two-worker LocalCluster.
+test runs on a two-worker LocalCluster, where the checked data are persisted (the default
+``dpfit.persist="auto"``); DP-GD also runs lazily (every step reads the source again).
 """
 
 import numpy as np
@@ -11,10 +12,13 @@ import pytest
 
 da = pytest.importorskip("dask.array", reason="dask is not installed (optional extra: dpfit[dask])")
 
+import dask  # noqa: E402
+
 import dpfit  # noqa: E402
 from dpfit.algorithms import dp_gd, dp_second_stage_gd, dp_two_stage_gd, kl_spider, noisy_gd  # noqa: E402
 from dpfit.algorithms._loss_queries import prepare  # noqa: E402
 from dpfit.algorithms.ambssgd import dp_ambssgd  # noqa: E402
+from dpfit.distributed import reduce as reduce_module  # noqa: E402
 from dpfit.losses import FunctionLoss  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("client")
@@ -49,14 +53,16 @@ def _gaussians(ledger):
     return [g for e in ledger for g in getattr(e, "entries", (e,))]
 
 
+@pytest.mark.parametrize("persist", ["auto", False], ids=["persisted", "lazy"])
 @pytest.mark.parametrize(
     "options",
     [{}, {"runs": 2}, {"relation": "add-remove", "n_public": 2900}],
     ids=["replace-one", "two-runs", "add-remove"],
 )
-def test_dp_gd_matches_in_memory(options):
+def test_dp_gd_matches_in_memory(options, persist):
     mem = dp_gd(X, Y, rho=0.5, clip=2.0, steps=8, rng=3, **options)
-    lazy = dp_gd(XD, YD, rho=0.5, clip=2.0, steps=8, rng=3, **{"n_public": N, **options})
+    with dask.config.set({"dpfit.persist": persist}):
+        lazy = dp_gd(XD, YD, rho=0.5, clip=2.0, steps=8, rng=3, **{"n_public": N, **options})
     assert_close(mem.iterates, lazy.iterates)
     assert_same_releases(mem, lazy)
     counts = mem.diagnostics["clipped_per_step"]
@@ -66,21 +72,21 @@ def test_dp_gd_matches_in_memory(options):
         assert lazy.diagnostics["fraction_clipped"] == mem.diagnostics["fraction_clipped"]
 
 
-def test_one_reduction_per_step_and_only_sums_reach_the_driver(client, monkeypatch):
-    # Every Dask computation goes through client.get; record what comes back to the driver.
-    real_get, results = client.get, []
+@pytest.mark.parametrize("persist", ["auto", False])
+def test_one_reduction_per_step_and_only_sums_reach_the_driver(monkeypatch, persist):
+    # What each step brings back to the driver: one vector per row block (the clipped sum,
+    # p numbers, and the clipped count), added there by tree_sum.
+    real_tree_sum, results = reduce_module.tree_sum, []
 
-    def get(*args, **kwargs):
-        out = real_get(*args, **kwargs)
-        results.append(out)
-        return out
+    def tree_sum(parts):
+        results.append(np.shape(parts))
+        return real_tree_sum(parts)
 
-    monkeypatch.setattr(client, "get", get)
+    monkeypatch.setattr(reduce_module, "tree_sum", tree_sum)
     steps = 6
-    dp_gd(XD, YD, rho=0.5, clip=2.0, steps=steps, rng=3, n_public=N)
-    assert len(results) == steps  # one distributed reduction per step
-    for out in results:  # each returns the clipped sum (p numbers) and the clipped count
-        assert sum(np.asarray(o).size for o in out) == P + 1
+    with dask.config.set({"dpfit.persist": persist}):
+        dp_gd(XD, YD, rho=0.5, clip=2.0, steps=steps, rng=3, n_public=N)
+    assert results == [(len(XD.chunks[0]), P + 1)] * steps  # one reduction per step
 
 
 def test_two_stage_matches_in_memory():

@@ -200,7 +200,11 @@ def test_a_failed_fit_keeps_only_what_it_charged():
     model = DPLinearRegression(
         rho=1.0, bounds=[(0, 10)], y_bounds=(-5, 15), steps=10, interval=None, n_public=N
     )
-    with recording() as rec, pytest.raises(OSError, match="storage went away"):
+    with (
+        dask.config.set({"dpfit.persist": False}),  # every step reads the storage again
+        recording() as rec,
+        pytest.raises(OSError, match="storage went away"),
+    ):
         model.fit(X, y, budget=budget)
     drawn = len(rec)  # steps released before the data failed (rho 0.1 each)
     assert 0 < drawn < 10
@@ -208,7 +212,8 @@ def test_a_failed_fit_keeps_only_what_it_charged():
     assert budget.remaining == pytest.approx(3.0 - 0.1 * drawn, rel=1e-9)
 
 
-def test_a_cluster_without_workers_fails_promptly():
+@pytest.mark.parametrize("persist", ["auto", True])
+def test_a_cluster_without_workers_fails_promptly(persist):
     distributed = pytest.importorskip("distributed")
     X = da.from_array(FRAME[["x"]].to_numpy(), chunks=(500, 1))
     y = da.from_array(FRAME["y"].to_numpy(), chunks=500)
@@ -228,7 +233,7 @@ def test_a_cluster_without_workers_fails_promptly():
             n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
         ) as cluster,
         distributed.Client(cluster) as c,
-        dask.config.set({"dpfit.lost-workers-timeout": 1.0}),
+        dask.config.set({"dpfit.lost-workers-timeout": 1.0, "dpfit.persist": persist}),
     ):
         c.retire_workers(list(c.nthreads()))
         thread = threading.Thread(target=fit, daemon=True)

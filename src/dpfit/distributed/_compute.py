@@ -1,12 +1,11 @@
-"""Compute a Dask collection without hanging on a cluster that has lost every worker.
+"""Compute on Dask without hanging on a cluster that has lost every worker.
 
 A computation on a ``distributed`` cluster with no worker left waits forever (the scheduler
 keeps the tasks for workers that may join), and a private fit would hang part-way with the
-releases before it already charged. :func:`compute` therefore polls the cluster while it
-waits and raises :class:`WorkersLostError` once it has had no worker for
-``dpfit.lost-workers-timeout`` seconds (Dask configuration, default 60). A fit's budget keeps
-exactly the releases charged before the failure (:meth:`dpfit.DPLinearRegression.fit`
-spends release by release).
+releases before it already charged. :func:`gather` (and :func:`compute`, built on it)
+therefore polls the cluster while it waits and raises :class:`WorkersLostError` once it has
+had no worker for ``dpfit.lost-workers-timeout`` seconds (Dask configuration, default 60). A
+fit's budget keeps exactly what was charged before the failure (``docs/dask.md``).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-__all__ = ["LOST_WORKERS_TIMEOUT", "WorkersLostError", "compute"]
+__all__ = ["LOST_WORKERS_TIMEOUT", "WorkersLostError", "compute", "distributed_client", "gather"]
 
 #: Dask configuration key: seconds without any worker before a computation gives up.
 LOST_WORKERS_TIMEOUT = "dpfit.lost-workers-timeout"
@@ -27,7 +26,7 @@ class WorkersLostError(RuntimeError):
     """A distributed computation had no worker left to run on (see the module docstring)."""
 
 
-def _distributed_client() -> Any:
+def distributed_client() -> Any:
     """The ``distributed.Client`` that Dask would compute with now, or None."""
     import dask
 
@@ -40,20 +39,19 @@ def _distributed_client() -> Any:
     return client if isinstance(client, Client) else None
 
 
-def compute(collection: Any) -> Any:
-    """``collection.compute()``, raising :class:`WorkersLostError` instead of waiting forever
-    when a distributed cluster stays without workers (module docstring)."""
+def gather(client: Any, futures: list[Any]) -> list[Any]:
+    """``client.gather(futures)``, raising :class:`WorkersLostError` instead of waiting forever
+    when the cluster stays without workers (module docstring); a failed task raises its error.
+    """
     import dask
+    from distributed import wait
 
-    client = _distributed_client()
-    if client is None:
-        return collection.compute()
     patience = float(dask.config.get(LOST_WORKERS_TIMEOUT, _DEFAULT_PATIENCE))
-    future = client.compute(collection)
     alone_since = None
     while True:
         try:
-            return future.result(timeout=_POLL_SECONDS)
+            wait(futures, timeout=_POLL_SECONDS)
+            return client.gather(futures)
         except (FutureTimeout, TimeoutError):
             pass
         if client.nthreads():
@@ -61,10 +59,19 @@ def compute(collection: Any) -> Any:
             continue
         alone_since = time.monotonic() if alone_since is None else alone_since
         if time.monotonic() - alone_since >= patience:
-            future.cancel()
+            client.cancel(futures)
             raise WorkersLostError(
                 f"the Dask cluster has had no worker for {patience:g} s during a private "
                 "reduction, so the fit stopped: releases charged before it stay spent and the "
                 "rest of a budget is available; restart workers and fit again (Dask config "
                 f"{LOST_WORKERS_TIMEOUT!r} sets the wait)"
             )
+
+
+def compute(collection: Any) -> Any:
+    """``collection.compute()`` with the active scheduler; on a ``distributed`` cluster through
+    :func:`gather` (no endless wait for lost workers)."""
+    client = distributed_client()
+    if client is None:
+        return collection.compute()
+    return gather(client, [client.compute(collection)])[0]

@@ -2,7 +2,10 @@
 
 Nothing here reads a value of the data: every check uses metadata that Dask knows without
 computing (dtype, number of dimensions and columns, and the row chunk sizes when they are
-known), so every check runs before any charge or draw, like the in-memory checks.
+known), so every check runs before any charge or draw, like the in-memory checks. The
+checked arrays are rechunked to whole records and aligned once, and persisted on the
+workers when they fit (:mod:`dpfit.distributed.persist`), so the steps that follow neither
+merge column chunks nor rebuild the arrays again.
 
 The public-n rule
 -----------------
@@ -16,7 +19,8 @@ neighbouring relation:
   count comes from metadata when Dask has it (all row chunk sizes known, e.g. Zarr or
   NumPy-backed arrays; ``len()`` of a Dask DataFrame read straight from Parquet, whose
   footers hold the row counts); otherwise (a formula's design, an array with unknown chunk
-  sizes) the rows are counted in one pass over the data, still before any charge.
+  sizes) the rows are counted in one pass over the data (over the persisted blocks when
+  they are persisted), still before any charge.
 * ``add-remove``: the row count is the private quantity the relation protects, from
   metadata or not (Parquet footers count the same records), so it is never read or
   compared; the declared n normalises the sums as is.
@@ -38,6 +42,7 @@ import numpy as np
 from .._validation import check_int
 from ..privacy import Relation
 from ._compute import compute
+from .persist import persist_rows, persisted_blocks
 
 __all__ = ["check_dask_rows", "is_dask", "map_rows", "require_dask"]
 
@@ -65,9 +70,10 @@ def _known_rows(array: Any) -> int | None:
 
 
 def _counted_rows(source: Any, array: Any) -> int:
-    """The row count of a Dask input: ``len()`` of a frame (Dask reads Parquet footers when it
-    can), else the sum of its row-block lengths (one pass)."""
-    if hasattr(source, "to_dask_array"):
+    """The row count of a Dask input: the sum of its row-block lengths when they are persisted,
+    else ``len()`` of a frame (Dask reads Parquet footers when it can), else the sum of the
+    row-block lengths (one pass)."""
+    if hasattr(source, "to_dask_array") and persisted_blocks([array]) is None:
         return int(compute(source.shape[0]))
     lengths = array.map_blocks(
         _block_rows,
@@ -106,7 +112,12 @@ def _check_one(name: str, array: Any, ndim: int) -> Any:
 
 
 def check_dask_rows(
-    arrays: dict[str, tuple[Any, int]], *, n_public: Any, relation: Relation
+    arrays: dict[str, tuple[Any, int]],
+    *,
+    n_public: Any,
+    relation: Relation,
+    persist: Any = None,
+    intermediate: bool = False,
 ) -> tuple[list[Any], int]:
     """Validate Dask arrays that share their rows and return them aligned, with the public n.
 
@@ -121,11 +132,20 @@ def check_dask_rows(
     relation : Relation
         Under replace-one, n_public is checked against the row count of the first array
         (from metadata, or counted in one pass); under add/remove never.
+    persist : {"auto", True, False}, optional
+        Whether to persist the aligned arrays on the workers; None (default) follows the Dask
+        configuration ``dpfit.persist`` (:mod:`dpfit.distributed.persist`).
+    intermediate : bool, default=False
+        True for arrays that are transformed before an algorithm receives them (a model's
+        design, rescaled by public bounds): they are then neither counted against n_public
+        nor persisted here; the algorithm runs this check on what it receives, before any
+        charge.
 
     Returns
     -------
     arrays : list of dask.array.Array
-        Each with a single column block and the row chunks of the first one.
+        Each with a single column block and the row chunks of the first one, persisted on
+        the workers when ``persist`` says so.
     n : int
         ``n_public``.
 
@@ -160,16 +180,23 @@ def check_dask_rows(
                 "row blocks: build them from the same partitions (or compute their chunk sizes)"
             )
         aligned.append(array)
-    if relation is Relation.REPLACE_ONE:
-        if rows is None:
-            rows = _counted_rows(next(iter(arrays.values()))[0], first)
-        if rows != n:
-            raise ValueError(
-                f"n_public={n} does not match the {rows} rows of {first_name}; under "
-                "relation='replace-one' the number of records is public and must be declared "
-                "exactly"
-            )
+    if intermediate:
+        return aligned, n
+    if relation is Relation.REPLACE_ONE and rows is not None:
+        _check_n(n, rows, first_name)  # from metadata: before anything is persisted
+    aligned = persist_rows(aligned, n=n, persist=persist)
+    if relation is Relation.REPLACE_ONE and rows is None:
+        _check_n(n, _counted_rows(next(iter(arrays.values()))[0], aligned[0]), first_name)
     return aligned, n
+
+
+def _check_n(n: int, rows: int, name: str) -> None:
+    if rows != n:
+        raise ValueError(
+            f"n_public={n} does not match the {rows} rows of {name}; under "
+            "relation='replace-one' the number of records is public and must be declared "
+            "exactly"
+        )
 
 
 def _finite_or_nan(block: Any) -> np.ndarray:

@@ -15,7 +15,9 @@ values become the zero record *before* the public rescaling could clip them into
 (:func:`dpfit.distributed.map_rows`).
 
 Only DP-GD (``method="gd"``) runs on Dask; the number of records must be declared
-(``n_public``, :mod:`dpfit.distributed.arrays`).
+(``n_public``, :mod:`dpfit.distributed.arrays`). The design is built once: both sides of the
+formula come from one graph (:func:`fit_data`), and DP-GD persists the rescaled design on the
+workers before its first step (:mod:`dpfit.distributed.persist`).
 """
 
 from __future__ import annotations
@@ -61,10 +63,29 @@ def fit_data(
             f"method={method!r} needs in-memory data; Dask inputs support method='gd' "
             "(DP-GD, one distributed reduction per step)"
         )
-    (X_arr, y_arr), n = check_dask_rows(
-        {"X": (X, 2), "y": (y, 1)}, n_public=n_public, relation=relation
+    X, y = _one_graph(X, y)
+    (X_arr, y_arr), n = check_dask_rows(  # checked again, and persisted, by the algorithm
+        {"X": (X, 2), "y": (y, 1)}, n_public=n_public, relation=relation, intermediate=True
     )
     return X_arr, y_arr, n
+
+
+def _one_graph(X: Any, y: Any) -> tuple[Any, Any]:
+    """A Dask DataFrame X and Series y of float64 columns with the same partitions (a formula's
+    two sides) as the columns of one Dask array, so that the source they share (a Parquet
+    read, the formula's evaluation) is computed once per partition; converted separately,
+    each conversion would fuse (and run) its own copy. Other inputs are returned as they are.
+    """
+    frames = hasattr(X, "columns") and hasattr(y, "to_frame")
+    if not (frames and is_dask(X) and is_dask(y) and X.npartitions == y.npartitions):
+        return X, y
+    if not all(np.dtype(d) == np.float64 for d in [*X.dtypes, y.dtype]):
+        return X, y  # a common dtype could be object: converted separately and checked
+    import dask.dataframe as dd
+
+    both = dd.concat([X, y.to_frame(name="__response__")], axis=1).to_dask_array()
+    p = len(X.columns)
+    return both[:, :p], both[:, p]
 
 
 def frame_columns(X: Any) -> np.ndarray | None:

@@ -1,0 +1,243 @@
+"""Per-worker holders of persisted row blocks: each step calls them directly.
+
+Submitting a step's tasks through the scheduler costs several messages between the driver,
+the scheduler and the workers per step, tens of milliseconds on a busy machine, which is more
+than the step's arithmetic on a few million records. So, for persisted arrays on a
+``distributed`` cluster, dpfit places on every worker one :class:`RowBlockHolder` (a Dask
+actor) that keeps references to the row blocks that worker works on. A step is then one
+direct call per worker, which returns one vector per row block, the block's sum
+(:func:`dpfit.distributed.reduce.block_sum`): only those sums travel.
+
+The row blocks are shared out so that every worker gets rows in proportion to its threads
+(Dask may have persisted all blocks of an array on one worker): a block stays with the
+worker that holds it while that worker has room, and is otherwise copied once to the worker
+with the fewest rows per thread (a block of another array that lives elsewhere is copied
+too). A holder on a worker with several threads works on its blocks in parallel. The
+holders are made on the first step and live as long as the arrays they serve (they are
+released with them).
+
+Dask marks actors experimental; if a call to a holder fails (its worker left, say),
+:func:`block_results` returns None and the caller recomputes the step with ordinary tasks on
+the persisted blocks, which Dask reschedules; the results are the same numbers either way
+(up to the order of summation when a :class:`BlockState` is registered, below).
+
+A holder can also keep, per row block, what a block function computes once per data set and
+reuses at every step (:class:`BlockState`, :func:`register_block_state`): DP-GD's
+least-squares sums then run the in-memory kernel
+(:func:`dpfit.algorithms._kernels.least_squares_sums`: row norms computed once, cache-sized
+passes) on each row block instead of
+:func:`~dpfit.algorithms._kernels.least_squares_block` from scratch at every step. The sums
+then differ from the other routes' only in the order in which floating-point numbers are
+added.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._compute import WorkersLostError, gather
+
+__all__ = ["BlockState", "RowBlockHolder", "block_results", "register_block_state"]
+
+
+@dataclass(frozen=True)
+class BlockState:
+    """A block function's per-block state, built once on the worker and called every step.
+
+    For a block function ``f(*blocks, *args)``: ``make(*blocks, *args)`` builds a row block's
+    state (e.g. its row norms and buffers) for the static part ``static(args)`` of the
+    arguments (e.g. the clip); ``call(state, *args)`` then returns what ``f`` returns for that
+    block, up to the order of floating-point summation. The three are module-level functions
+    (sent to the workers by reference). Register one with :func:`register_block_state`.
+    """
+
+    static: Callable[[tuple], Any]
+    make: Callable[..., Any]
+    call: Callable[..., np.ndarray]
+
+
+#: Block function (``module.qualname``) -> its registered per-block state.
+_BLOCK_STATES: dict[str, BlockState] = {}
+
+
+def _name(block_fn: Callable[..., np.ndarray]) -> str:
+    return f"{getattr(block_fn, '__module__', '')}.{getattr(block_fn, '__qualname__', '')}"
+
+
+def register_block_state(block_fn: str | Callable[..., np.ndarray], state: BlockState) -> None:
+    """Let the holders run ``block_fn`` (the function or its ``module.qualname``) through
+    ``state`` (:class:`BlockState`): the in-memory kernel of an algorithm, with what it
+    computes once per data set kept per row block."""
+    _BLOCK_STATES[block_fn if isinstance(block_fn, str) else _name(block_fn)] = state
+
+
+# DP-GD's least-squares sums: the in-memory kernel on every row block (module docstring). By
+# name, as the kernels import this package; the kernel module is imported when they run.
+def _least_squares_clip(args: tuple) -> Any:
+    """The static part of ``least_squares_block``'s arguments ``(theta, clip)``: the clip."""
+    return args[1]
+
+
+def _least_squares_state(X: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: Any) -> Any:
+    from ..algorithms._kernels import least_squares_sums
+
+    return least_squares_sums(X, y, clip)
+
+
+def _least_squares_call(sums: Any, theta: np.ndarray, clip: Any) -> np.ndarray:
+    total, clipped = sums(theta)
+    return np.append(total, clipped)
+
+
+LEAST_SQUARES_BLOCK = "dpfit.algorithms._kernels.least_squares_block"
+register_block_state(
+    LEAST_SQUARES_BLOCK,
+    BlockState(static=_least_squares_clip, make=_least_squares_state, call=_least_squares_call),
+)
+
+
+class RowBlockHolder:
+    """Runs on a worker: holds its row blocks and returns their block sums.
+
+    ``blocks`` are the blocks of every array, ``arrays`` per row block in order
+    (``x_0, y_0, x_1, y_1, ...``); Dask passes the worker's own persisted blocks by reference.
+    The zero-record rule (:func:`~dpfit.distributed.zero_nonfinite_records`) is applied once,
+    here: a row block is copied only if it has a non-finite record (or is not float64).
+    ``threads`` blocks are worked on at a time (NumPy releases the GIL).
+    """
+
+    def __init__(self, arrays: int, threads: int, *blocks: np.ndarray) -> None:
+        from .reduce import zero_nonfinite_records
+
+        self._rows = [
+            zero_nonfinite_records(*blocks[i : i + arrays]) for i in range(0, len(blocks), arrays)
+        ]
+        self._pool = ThreadPoolExecutor(threads) if threads > 1 and len(self._rows) > 1 else None
+
+        self._state_key: Any = None
+        self._states: list[Any] = []
+
+    def _map(self, func: Callable[[Any], np.ndarray], items: list[Any]) -> list[Any]:
+        return list(map(func, items) if self._pool is None else self._pool.map(func, items))
+
+    def block_sums(
+        self, block_fn: Callable[..., np.ndarray], args: tuple, state: BlockState | None = None
+    ) -> np.ndarray:
+        """(blocks held x width): ``block_fn``'s sum over each held row block, in order; with
+        a registered :class:`BlockState`, from the blocks' states (built once per static key)."""
+        from .reduce import block_sum
+
+        if state is None:
+            return np.stack(
+                self._map(
+                    lambda row: block_sum(*row, block_fn=block_fn, args=args, checked=True),
+                    self._rows,
+                )
+            )
+        key = (state.make, state.static(args))
+        if key != self._state_key:  # one static key at a time: free the old states first
+            self._state_key, self._states = None, []
+            self._states = self._map(lambda row: state.make(*row, *args), self._rows)
+            self._state_key = key
+        return np.stack(
+            self._map(lambda s: np.asarray(state.call(s, *args), dtype=np.float64), self._states)
+        )
+
+
+@dataclass(frozen=True)
+class _Holders:
+    """The holders of one set of arrays: actor handles, their futures (which keep them
+    alive) and, per holder, the indices of its row blocks."""
+
+    actors: tuple[Any, ...]
+    futures: tuple[Any, ...]
+    indices: tuple[tuple[int, ...], ...]
+    blocks: int
+
+
+#: Arrays (by their names) -> their holders, or None once holders failed for them.
+_HOLDERS: dict[tuple[str, ...], _Holders | None] = {}
+
+
+def _share(rows: Sequence[int], owners: Sequence[str], threads: dict[str, int]) -> dict:
+    """worker -> indices of the row blocks it works on: rows in proportion to its threads; a
+    block stays with its owner while the owner has room (module docstring)."""
+    total, capacity = sum(rows), sum(threads.values())
+    room = {w: total * t / capacity for w, t in threads.items()}
+    load = dict.fromkeys(threads, 0.0)
+    share: dict[str, list[int]] = {w: [] for w in threads}
+    moved = []
+    for i, (size, owner) in enumerate(zip(rows, owners, strict=True)):
+        if owner in load and load[owner] + size <= room[owner] * (1.0 + 1e-9):
+            share[owner].append(i)
+            load[owner] += size
+        else:
+            moved.append(i)
+    for i in moved:
+        worker = min(threads, key=lambda w: (load[w] / threads[w], w))
+        share[worker].append(i)
+        load[worker] += rows[i]
+    return {w: sorted(indices) for w, indices in share.items() if indices}
+
+
+def _make(client: Any, arrays: Sequence[Any], blocks: list[list[Any]]) -> _Holders:
+    """One holder per worker, sharing out the row blocks (:func:`_share`)."""
+    gather(client, [f for array in blocks for f in array])  # the persist has finished
+    who_has = client.who_has(blocks[0])
+    owners = [sorted(who_has[future.key])[0] for future in blocks[0]]
+    threads = {w: t for w, t in client.nthreads().items() if t > 0}
+    futures, indices = [], []
+    sizes = arrays[0].chunks[0]
+    if any(math.isnan(size) for size in sizes):  # unknown lengths: count blocks
+        sizes = (1,) * len(sizes)
+    for worker, rows in sorted(_share(sizes, owners, threads).items()):
+        args = [array[i] for i in rows for array in blocks]
+        holder = client.submit(
+            RowBlockHolder, len(blocks), threads[worker], *args, workers=[worker], actor=True,
+            pure=False,
+        )  # fmt: skip
+        futures.append(holder)
+        indices.append(tuple(rows))
+    actors = gather(client, futures)
+    return _Holders(tuple(actors), tuple(futures), tuple(indices), len(blocks[0]))
+
+
+def block_results(
+    client: Any,
+    arrays: Sequence[Any],
+    blocks: list[list[Any]],
+    block_fn: Callable[..., np.ndarray],
+    args: tuple,
+    width: int,
+) -> np.ndarray | None:
+    """(row blocks x width): every row block's sum, in block order, from the holders of
+    ``arrays`` (made on the first call); None when the holders failed (module docstring)."""
+    key = tuple(a.name for a in arrays)
+    if key not in _HOLDERS:
+        try:
+            _HOLDERS[key] = _make(client, arrays, blocks)
+        except WorkersLostError:
+            raise
+        except Exception:  # any other failure: the caller's ordinary tasks
+            _HOLDERS[key] = None
+        weakref.finalize(arrays[0], _HOLDERS.pop, key, None)  # released with the arrays
+    holders = _HOLDERS[key]
+    if holders is None:
+        return None
+    out = np.empty((holders.blocks, width))
+    try:
+        state = _BLOCK_STATES.get(_name(block_fn))
+        calls = [actor.block_sums(block_fn, args, state) for actor in holders.actors]
+        for call, rows in zip(calls, holders.indices, strict=True):
+            out[list(rows)] = call.result()
+    except Exception:  # a holder is gone: the caller's ordinary tasks
+        _HOLDERS[key] = None
+        return None
+    return out
