@@ -120,6 +120,25 @@ def test_every_route_gives_the_same_sums_bit_for_bit(client, monkeypatch):
     assert seen == [(12, P + 2)] * 3
 
 
+def test_no_row_block_is_fetched_to_the_driver(client, monkeypatch):
+    """Making the holders waits for the persisted blocks but fetches none of them."""
+    Xd, yd = client.persist(
+        [da.from_array(X, chunks=(500, P), name=False), da.from_array(Y, chunks=500, name=False)]
+    )
+    real_gather, fetched = client.gather, []
+
+    def gather(futures, *args, **kwargs):
+        out = real_gather(futures, *args, **kwargs)
+        fetched.extend(out if isinstance(out, list) else [out])
+        return out
+
+    monkeypatch.setattr(client, "gather", gather)
+    lazy = dp_gd(Xd, yd, n_public=N, **FIT)
+    assert_close(MEMORY.iterates, lazy.iterates)
+    assert holders_module._HOLDERS[(Xd.name, yd.name)] is not None
+    assert fetched and all(np.size(f) <= P + 1 for f in fetched if isinstance(f, np.ndarray))
+
+
 def test_a_failed_holder_falls_back_to_tasks(client, monkeypatch):
     Xd, yd = client.persist(
         [da.from_array(X, chunks=(500, P), name=False), da.from_array(Y, chunks=500, name=False)]

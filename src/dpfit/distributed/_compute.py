@@ -2,10 +2,11 @@
 
 A computation on a ``distributed`` cluster with no worker left waits forever (the scheduler
 keeps the tasks for workers that may join), and a private fit would hang part-way with the
-releases before it already charged. :func:`gather` (and :func:`compute`, built on it)
-therefore polls the cluster while it waits and raises :class:`WorkersLostError` once it has
-had no worker for ``dpfit.lost-workers-timeout`` seconds (Dask configuration, default 60). A
-fit's budget keeps exactly what was charged before the failure (``docs/dask.md``).
+releases before it already charged. :func:`wait` (and :func:`gather` and :func:`compute`,
+built on it) therefore polls the cluster while it waits and raises
+:class:`WorkersLostError` once it has had no worker for ``dpfit.lost-workers-timeout``
+seconds (Dask configuration, default 60). A fit's budget keeps exactly what was charged
+before the failure (``docs/dask.md``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-__all__ = ["LOST_WORKERS_TIMEOUT", "WorkersLostError", "compute", "distributed_client", "gather"]
+__all__ = [
+    "LOST_WORKERS_TIMEOUT",
+    "WorkersLostError",
+    "compute",
+    "distributed_client",
+    "gather",
+    "wait",
+]
 
 #: Dask configuration key: seconds without any worker before a computation gives up.
 LOST_WORKERS_TIMEOUT = "dpfit.lost-workers-timeout"
@@ -39,19 +47,18 @@ def distributed_client() -> Any:
     return client if isinstance(client, Client) else None
 
 
-def gather(client: Any, futures: list[Any]) -> list[Any]:
-    """``client.gather(futures)``, raising :class:`WorkersLostError` instead of waiting forever
-    when the cluster stays without workers (module docstring); a failed task raises its error.
-    """
+def wait(client: Any, futures: list[Any]) -> None:
+    """Wait until ``futures`` are done, raising :class:`WorkersLostError` instead of waiting
+    forever when the cluster stays without workers (module docstring). Nothing is fetched."""
     import dask
-    from distributed import wait
+    from distributed import wait as wait_for
 
     patience = float(dask.config.get(LOST_WORKERS_TIMEOUT, _DEFAULT_PATIENCE))
     alone_since = None
     while True:
         try:
-            wait(futures, timeout=_POLL_SECONDS)
-            return client.gather(futures)
+            wait_for(futures, timeout=_POLL_SECONDS)
+            return
         except (FutureTimeout, TimeoutError):
             pass
         if client.nthreads():
@@ -66,6 +73,13 @@ def gather(client: Any, futures: list[Any]) -> list[Any]:
                 "rest of a budget is available; restart workers and fit again (Dask config "
                 f"{LOST_WORKERS_TIMEOUT!r} sets the wait)"
             )
+
+
+def gather(client: Any, futures: list[Any]) -> list[Any]:
+    """``client.gather(futures)`` after :func:`wait` (no endless wait for lost workers); a
+    failed task raises its error."""
+    wait(client, futures)
+    return client.gather(futures)
 
 
 def compute(collection: Any) -> Any:

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ._compute import WorkersLostError, gather
+from ._compute import WorkersLostError, gather, wait
 
 __all__ = ["BlockState", "RowBlockHolder", "block_results", "register_block_state"]
 
@@ -189,7 +189,7 @@ def _share(rows: Sequence[int], owners: Sequence[str], threads: dict[str, int]) 
 
 def _make(client: Any, arrays: Sequence[Any], blocks: list[list[Any]]) -> _Holders:
     """One holder per worker, sharing out the row blocks (:func:`_share`)."""
-    gather(client, [f for array in blocks for f in array])  # the persist has finished
+    wait(client, [f for array in blocks for f in array])  # the persist has finished
     who_has = client.who_has(blocks[0])
     owners = [sorted(who_has[future.key])[0] for future in blocks[0]]
     threads = {w: t for w, t in client.nthreads().items() if t > 0}
