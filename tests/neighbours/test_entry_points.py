@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import importlib.util
 
+import numpy as np
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
-from neighbour_data import neighbours, worst_cases
+from neighbour_data import Neighbour, neighbours, worst_cases
 from neighbour_known import KNOWN, ignored, reason
 from neighbour_registry import ENTRY_POINTS, SEED, EntryPoint
 
+from dpfit.noise import nu_dpftrl
 from dpfit.testing import check_neighbours
 
 #: Hypothesis explores beyond the fixed worst cases; derandomised (the suite's profile) and
@@ -47,6 +49,7 @@ def _check(name: str, entry: EntryPoint, base, neighbour, label: str = "") -> tu
             ignore=ignored(name) + entry.ignore,
             skip=entry.skip,
             views=entry.views,
+            replay_only=entry.replay_only,
         )
     except AssertionError as exc:
         raise AssertionError(f"{name}{label}, neighbour: {neighbour}\n{exc}") from None
@@ -83,3 +86,23 @@ def test_only_noised_releases_depend_on_one_record(name):
         assert max(s for _, s in runs) > 0.2, f"{name}: no neighbour moved a query much"
     else:
         assert releases == 0, f"{name} now releases: set releases=True in its registry entry"
+
+
+@pytest.mark.parametrize(
+    "name, data_seed, neighbour",
+    [
+        ("kl_spider", 1, Neighbour("extreme-cell", 5, "x0", 1e154)),
+        ("minimize kl-spider", 1, Neighbour("extreme-cell", 5, "x0", 1e154)),
+        ("dp_ftrl epsilon-delta", 1, Neighbour("extreme-cell", 0, "y", -1e154)),
+    ],
+)
+def test_the_layer_measures_what_runs(name, data_seed, neighbour):
+    """No false alarms: KL-Spider's early stop (a number of iterates that follows the noisy
+    releases) is compared under replay only, and dp_ftrl with (epsilon, delta) is measured
+    with the encoder of the nu it selects, not nu = 0.1 (the query 'moved 1.11x')."""
+    entry = ENTRY_POINTS[name]
+    _check(name, entry, entry.data(data_seed), neighbour)
+    if name.startswith("dp_ftrl"):
+        config = entry.run(entry.data(data_seed)).config
+        run_encoder = nu_dpftrl(config["nu"], steps=config["steps"]).encoder_matrix()
+        np.testing.assert_array_equal(entry.encoders[0], run_encoder)
