@@ -37,9 +37,11 @@ EXTREME_ROW = Neighbour("extreme-row", -1, value=1.7e308)
 ADD_EXTREME = Neighbour("add", 0, value=1.7e308)
 
 
-def _check(run, frame, neighbour, *, leak: str, **kw):
-    """check_neighbours on (frame, neighbour), leaving out what *other* open leaks change."""
-    kw.setdefault("ignore", others(leak))
+def _check(run, frame, neighbour, *, leak: str, like: str, **kw):
+    """check_neighbours on (frame, neighbour), leaving out what *other* open leaks change in
+    the registry entry ``like`` (the entry point this run resembles)."""
+    assert like in ENTRY_POINTS, like
+    kw.setdefault("ignore", others(leak, like))
     return check_neighbours(run, (frame,), (neighbour.apply(frame),), **kw)
 
 
@@ -81,7 +83,7 @@ def test_finding_2_stateful_transforms_are_not_fitted_to_the_data(api, transform
         run = formula(dpfit.iv, f"y ~ 1 + [x0 ~ {transform}(z0) + z1]", steps=6, m=3)
         data = instrumental(1)
     column = "x0" if api == "ols" else "z0"
-    _check(run, data, Neighbour("extreme-cell", 0, column, 1e3), leak="finding 2")
+    _check(run, data, Neighbour("extreme-cell", 0, column, 1e3), leak="finding 2", like=api)
 
 
 # -- finding 3: category levels read off the data --
@@ -99,7 +101,7 @@ def test_finding_2_stateful_transforms_are_not_fitted_to_the_data(api, transform
 def test_finding_3_a_new_level_in_one_record_changes_nothing_public(api, text):
     params = GD if api == "ols" else {}
     run = formula(getattr(dpfit, api), text, **params)
-    _check(run, grouped(1), Neighbour("new-level", -1), leak="finding 3")
+    _check(run, grouped(1), Neighbour("new-level", -1), leak="finding 3", like=api)
 
 
 # -- finding 4: add/remove shows the private n --
@@ -121,7 +123,7 @@ def test_finding_3_a_new_level_in_one_record_changes_nothing_public(api, text):
 def test_finding_4_add_remove_never_shows_the_private_n(name, run):
     # without n_public: refused (the same error on D and D'), or nothing shows the count
     for neighbour in (ADD_EXTREME, Neighbour("remove", 0)):
-        _check(run, linear(1, n=30), neighbour, leak="finding 4")
+        _check(run, linear(1, n=30), neighbour, leak="finding 4", like=f"{name} add-remove")
 
 
 # -- finding 5: a finite extreme instrument makes DP-2S-GD raise after releases --
@@ -129,9 +131,8 @@ def test_finding_4_add_remove_never_shows_the_private_n(name, run):
 @pytest.mark.parametrize("name", ["dp_two_stage_gd", "DPIVRegression unscaled batched-means"])
 def test_finding_5_two_stage_gd_survives_an_extreme_finite_instrument(name):
     entry = ENTRY_POINTS[name]
-    _check(
-        entry.run, instrumental(1), Neighbour("extreme-cell", -1, "z0", 1.7e308), leak="finding 5"
-    )
+    neighbour = Neighbour("extreme-cell", -1, "z0", 1.7e308)
+    _check(entry.run, instrumental(1), neighbour, leak="finding 5", like=name)
 
 
 # -- finding 6: adaptive methods report their realised (data-dependent) spend --
@@ -146,9 +147,8 @@ def test_finding_6_the_privacy_claim_of_adaptive_methods_is_public(method, optio
         )
 
     frame = unit_ball(1, n=5000)
-    report = _check(
-        run, frame, Neighbour("extreme-row", 0, value=1.0, signs=(1, -1)), leak="finding 6"
-    )
+    neighbour = Neighbour("extreme-row", 0, value=1.0, signs=(1, -1))
+    report = _check(run, frame, neighbour, leak="finding 6", like=f"minimize {method}")
     on_d = report.observations[0].value
     assert on_d.rho == RHO  # the guarantee is the budget fixed before the first release
     assert on_d.ledger.epsilon(1e-5) == dpfit.privacy.zcdp_to_approx_dp(RHO, 1e-5)
@@ -183,7 +183,14 @@ def test_finding_7_the_torch_optimizer_privatises_only_what_it_clipped():
         training.optimizer.step(np.full(4, 1e6))  # a sum no per-example clip produced
     assert len(rec) == 0
     entry = ENTRY_POINTS["torch make_private fixed-epoch"]
-    _check(entry.run, linear(1), EXTREME_ROW, leak="finding 7", encoders=entry.encoders)
+    _check(
+        entry.run,
+        linear(1),
+        EXTREME_ROW,
+        leak="finding 7",
+        like="torch make_private fixed-epoch",
+        encoders=entry.encoders,
+    )
 
 
 # -- finding 8: numpy warnings, Toeplitz inverse, pickled diagnostics --
@@ -237,7 +244,7 @@ def test_finding_8_a_pickled_fit_holds_no_non_private_diagnostic(name):
         fitted = entry.run(frame)
     assert b"fraction_clipped" not in pickle.dumps(fitted)
     # the pickled state is compared in full
-    _check(entry.run, frame, EXTREME_ROW, leak="finding 8 pickles")
+    _check(entry.run, frame, EXTREME_ROW, leak="finding 8 pickles", like=name)
 
 
 # -- finding 9: Dask --
@@ -282,7 +289,7 @@ def test_new_a_trajectory_repr_shows_no_non_private_diagnostic():
         warnings.simplefilter("ignore")
         traj = entry.run(linear(1))
     assert "fraction_clipped" not in repr(traj)
-    _check(entry.run, linear(1), EXTREME_ROW, leak="new: Trajectory repr")
+    _check(entry.run, linear(1), EXTREME_ROW, leak="new: Trajectory repr", like="dp_gd")
 
 
 @until_fixed("new: formula overflow")
@@ -300,7 +307,8 @@ def test_new_a_row_wise_transform_that_overflows_is_not_an_error(api, text):
         run = formula(dpfit.iv, text, **IV_BOUNDS, steps=6, m=3)
         frame, column = instrumental(1), "z0"
     value = 1e3 if "exp" in text else 1.7e308
-    _check(run, frame, Neighbour("extreme-cell", -1, column, value), leak="new: formula overflow")
+    neighbour = Neighbour("extreme-cell", -1, column, value)
+    _check(run, frame, neighbour, leak="new: formula overflow", like=api)
 
 
 @until_fixed("new: IV moments claim")
@@ -314,6 +322,7 @@ def test_new_the_privacy_claim_of_iv_moments_is_public(name):
         instrumental(1),
         Neighbour("extreme-cell", -1, "x0", 1.7e308),
         leak="new: IV moments claim",
+        like=name,
     )
 
 

@@ -48,7 +48,8 @@ class Trajectory:
     releases : Mapping[str, ndarray]
         Other released quantities (e.g. a privately estimated clip), read-only.
     diagnostics : Mapping
-        **Non-private** quantities for experiments and debugging only.
+        **Non-private** quantities for experiments and debugging only; left out of the
+        repr, so printing a trajectory shows only releases and public inputs.
     """
 
     iterates: np.ndarray
@@ -58,7 +59,7 @@ class Trajectory:
     noise_backend: str
     seeded: bool
     releases: Mapping[str, np.ndarray] = field(default_factory=dict)
-    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    diagnostics: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "iterates", _readonly(self.iterates))
