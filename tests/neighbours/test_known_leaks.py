@@ -371,6 +371,7 @@ def test_new_adding_a_record_leaves_the_other_poisson_inclusions_unchanged():
 
 @until_fixed("new: DPOptimizer unpickle")
 def test_new_unpickling_a_torch_optimizer_breaks_no_later_training():
+    pytest.importorskip("torch", reason="torch is not installed (optional extra)")
     from dpfit.torch import DPOptimizer
 
     first = _torch_training(*xy(linear(1)))

@@ -34,7 +34,12 @@ _CAPACITY = 256
 def _columns(a: Any) -> tuple:
     """The shape of ``a`` after its first axis (public metadata; nothing is read)."""
     shape = getattr(a, "shape", None)
-    return tuple(np.shape(a)[1:] if shape is None else shape[1:])
+    if shape is None:
+        try:
+            shape = np.shape(a)
+        except TypeError:  # an array-like that refuses numpy's functions (checked in fit)
+            return ()
+    return tuple(shape[1:])
 
 
 def note_fit(estimator: str, rho: float, *data: Any, n: int, budget: Any = None) -> None:
