@@ -22,6 +22,7 @@ workers before its first step (:mod:`dpfit.distributed.persist`).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -102,8 +103,15 @@ def response_name(y: Any) -> str:
     return "y"
 
 
+#: formulaic compiles each factor with Python's ``ast``; on CPython 3.11 compiling in several
+#: threads at once can fail ("AST constructor recursion depth mismatch"), and Dask's
+#: threaded workers build several partitions at once. One lock per process serialises it.
+_FORMULA_LOCK = threading.Lock()
+
+
 def _partition_matrix(part: pd.DataFrame, design: Design) -> pd.DataFrame:
-    return materialise(design, part, refuse_missing=False)
+    with _FORMULA_LOCK:
+        return materialise(design, part, refuse_missing=False)
 
 
 def dask_model_matrix(formula: str, data: Any) -> tuple[Any, Design]:
