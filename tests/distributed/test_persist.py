@@ -194,6 +194,21 @@ def test_a_block_is_summed_over_cache_sized_sub_blocks(client, monkeypatch, pers
     np.testing.assert_allclose(total, [N, calls, calls, Y.sum()], rtol=1e-12)
 
 
+def test_misaligned_blocks_are_copied_once():
+    """A block received from another worker can be a misaligned view into the message buffer
+    (float64 at an odd address); it is copied into aligned memory, equal values."""
+    buffer = bytearray(8 * 12 + 1)
+    view = np.frombuffer(buffer, dtype=np.float64, count=12, offset=1).reshape(4, 3)
+    assert not view.flags.aligned
+    copy = reduce_module.aligned(view)
+    assert copy.flags.aligned and copy.flags.c_contiguous and copy is not view
+    np.testing.assert_array_equal(copy, view)
+    fine = np.ones((4, 3))
+    assert reduce_module.aligned(fine) is fine
+    holder = holders_module.RowBlockHolder(2, 1, view, np.ones(4))
+    assert all(b.flags.aligned for row in holder._rows for b in row)
+
+
 def test_a_bad_persist_setting_fails_before_any_release():
     Xd, yd = da.from_array(X, chunks=1000), da.from_array(Y, chunks=1000)
     with (

@@ -109,15 +109,19 @@ class RowBlockHolder:
     ``blocks`` are the blocks of every array, ``arrays`` per row block in order
     (``x_0, y_0, x_1, y_1, ...``); Dask passes the worker's own persisted blocks by reference.
     The zero-record rule (:func:`~dpfit.distributed.zero_nonfinite_records`) is applied once,
-    here: a row block is copied only if it has a non-finite record (or is not float64).
+    here: a row block is copied only if it has a non-finite record, is not float64, or is not
+    an aligned C-contiguous array. A block received from another worker is a view into the
+    message buffer, misaligned even for float64, and the BLAS calls of a step ran 12 times
+    slower on it (0.056 against 0.0045 s of CPU for 250,000 x 20 rows).
     ``threads`` blocks are worked on at a time (NumPy releases the GIL).
     """
 
     def __init__(self, arrays: int, threads: int, *blocks: np.ndarray) -> None:
-        from .reduce import zero_nonfinite_records
+        from .reduce import aligned, zero_nonfinite_records
 
         self._rows = [
-            zero_nonfinite_records(*blocks[i : i + arrays]) for i in range(0, len(blocks), arrays)
+            [aligned(b) for b in zero_nonfinite_records(*blocks[i : i + arrays])]
+            for i in range(0, len(blocks), arrays)
         ]
         self._pool = ThreadPoolExecutor(threads) if threads > 1 and len(self._rows) > 1 else None
 

@@ -47,6 +47,7 @@ from .persist import persisted_blocks
 __all__ = [
     "SUB_BLOCK_BYTES",
     "WorkersLostError",
+    "aligned",
     "block_sum",
     "row_block_sum",
     "tree_sum",
@@ -87,6 +88,16 @@ def zero_nonfinite_records(*blocks: np.ndarray) -> list[np.ndarray]:
     return out
 
 
+def aligned(block: np.ndarray) -> np.ndarray:
+    """``block``, or a C-contiguous copy in fresh (aligned) memory if it is not one: a block
+    received from another worker can be a misaligned view into the message buffer, on which
+    NumPy's BLAS calls run many times slower (see
+    :class:`~dpfit.distributed.holders.RowBlockHolder`)."""
+    if block.flags.c_contiguous and block.flags.aligned:
+        return block
+    return np.array(block, order="C")
+
+
 def block_sum(
     *blocks: np.ndarray,
     block_fn: Callable[..., np.ndarray],
@@ -101,7 +112,7 @@ def block_sum(
     step = max(_MIN_SUB_ROWS, SUB_BLOCK_BYTES // (8 * columns))
     total = None
     for start in range(0, max(rows, 1), step):
-        sub = [b[start : start + step] for b in blocks]
+        sub = [aligned(b[start : start + step]) for b in blocks]
         part = block_fn(*(sub if checked else zero_nonfinite_records(*sub)), *args)
         part = np.asarray(part, dtype=np.float64)
         total = part if total is None else total + part
