@@ -117,3 +117,31 @@ def test_joint_epsilon_beside_a_zcdp_ledger():
     both.charge(pld.entries[0])
     both.charge(g)
     assert both.epsilon(1e-5) == pytest.approx(exact, abs=1e-6)
+
+
+def test_plain_gaussian_is_exact_under_replace_one():
+    # dpfit's sensitivity is the replace-one one: mu = sensitivity / noise_std, not twice it
+    from dpfit.privacy import gaussian_epsilon
+
+    ledger = PLDLedger(relation="replace-one")
+    ledger.charge(GaussianEntry(label="mean", sensitivity=1.0, noise_std=2.0, count=4))
+    assert ledger.epsilon(1e-5) == pytest.approx(gaussian_epsilon(1.0, 1e-5), abs=1e-3)
+
+
+def test_joint_epsilon_with_a_filter_entry_uses_basic_composition():
+    from dpfit.privacy import Budget, privacy_filter
+
+    zcdp = PrivacyLedger(relation="add-remove", budget=Budget(rho=1.0))
+    with privacy_filter(zcdp, label="adaptive", rho=0.5) as filt:
+        filt.ledger.charge(
+            GaussianEntry(label="g", sensitivity=1.0, noise_std=2.0, relation="add-remove")
+        )
+    pld = PLDLedger()
+    pld.charge(
+        SubsampledGaussianEntry(
+            label="sgd", sensitivity=1.0, noise_std=1.2, sampling_probability=0.05, count=30
+        )
+    )
+    # the filter's guarantee is its bound, never its (data-dependent) realised releases
+    expected = pld.epsilon(5e-6) + zcdp.epsilon(5e-6)
+    assert joint_epsilon(1e-5, pld, zcdp) == pytest.approx(expected)

@@ -121,8 +121,18 @@ class SubsampledGaussianEntry:
 
 
 def _gaussian_event(entry: GaussianEntry) -> Any:
+    """The entry as a dp_accounting event, exact under its relation.
+
+    dp_accounting reads a Gaussian's noise multiplier against the add/remove sensitivity and,
+    under REPLACE_ONE, compares means 2 sensitivities apart; dpfit's ``sensitivity`` is already
+    the replace-one one, so the multiplier is doubled there (mu = sensitivity / noise_std
+    either way).
+    """
     dpa = _dp_accounting()
-    return dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(entry.noise_multiplier), entry.count)
+    z = entry.noise_multiplier
+    if entry.relation is Relation.REPLACE_ONE:
+        z *= 2.0
+    return dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(z), entry.count)
 
 
 def _event(entry: Any) -> Any:
@@ -270,9 +280,9 @@ class PLDLedger:
 def joint_epsilon(delta: float, pld: PLDLedger, zcdp: PrivacyLedger) -> float:
     """epsilon at ``delta`` of everything charged to ``pld`` and to the zCDP ledger ``zcdp``.
 
-    Exact PLD composition when ``zcdp`` holds only plain Gaussian entries; otherwise
-    eps_pld(delta / 2) + eps_zcdp(delta / 2) (basic composition). Both ledgers must share
-    one relation.
+    Exact PLD composition when ``zcdp`` holds only plain Gaussian entries (no parallel or
+    filter entries); otherwise eps_pld(delta / 2) + eps_zcdp(delta / 2) (basic composition).
+    Both ledgers must share one relation.
     """
     delta = check_delta(delta)
     if pld.relation is not zcdp.relation:
@@ -282,7 +292,7 @@ def joint_epsilon(delta: float, pld: PLDLedger, zcdp: PrivacyLedger) -> float:
         )
     if not len(zcdp):
         return pld.epsilon(delta)
-    if zcdp.is_gaussian_only:
+    if all(isinstance(e, GaussianEntry) for e in zcdp) and zcdp.is_gaussian_only:
         events = [*pld._events, *(_gaussian_event(e) for e in zcdp)]
         return float(_accountant(pld.relation, events).get_epsilon(delta))
     return pld.epsilon(delta / 2) + zcdp.epsilon(delta / 2)
