@@ -3,13 +3,14 @@ that do not contain the data (a private count, charged on the ledger); formula e
 one-line ValueErrors."""
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import dpfit
-from dpfit.exceptions import SideConditionWarning
+from dpfit.exceptions import CoverageWarning, SideConditionWarning
 from dpfit.mechanisms import recording
 
 RNG = np.random.default_rng(11)
@@ -47,7 +48,7 @@ def test_bounds_check_is_charged_on_the_ledger_and_shown():
     assert labels[-1] == "bounds-check/outside-counts" and labels.count(labels[-1]) == 1
     check = res.ledger.entries[-1]
     assert check.rho == pytest.approx(0.02 * KW["rho"], rel=1e-12)
-    assert check.sensitivity == pytest.approx(math.sqrt(3))  # x, z and y: one count each
+    assert check.sensitivity == pytest.approx(math.sqrt(4))  # x, z, y and the zero records
     assert res.rho == pytest.approx(KW["rho"], rel=1e-12)
     assert budget.spent == pytest.approx(KW["rho"], rel=1e-12)
     assert "Bounds check" in " ".join(res.summary().as_text().split())
@@ -56,6 +57,20 @@ def test_bounds_check_is_charged_on_the_ledger_and_shown():
 def test_bounds_that_clip_many_records_warn():
     with pytest.warns(SideConditionWarning, match=r"bounds of \['x'\] clip many records"):
         dpfit.ols("y ~ x + z", FRAME, **{**KW, "bounds": {"x": (0, 5), "z": (0, 1)}})
+
+
+def test_a_text_column_read_as_numbers_warns_through_the_noisy_zero_record_count():
+    """Every value of a text column used as a number makes its record the zero record; the
+    charged count of zero records (not the data) says so, and a clean frame does not warn."""
+    text = FRAME.assign(z=np.where(FRAME["z"] > 0, "yes", "no"))
+    with pytest.warns(SideConditionWarning, match=r"zero records .* C\(column, levels="):
+        with warnings.catch_warnings():  # all-zero data: X'X/n is barely identified too
+            warnings.simplefilter("ignore", CoverageWarning)
+            dpfit.ols("y ~ x + z", text, **KW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SideConditionWarning)
+        res = dpfit.ols("y ~ x + z", FRAME, **KW)
+    assert "zero records" in " ".join(res.summary().as_text().split())
 
 
 def test_bounds_check_off_is_the_estimator():

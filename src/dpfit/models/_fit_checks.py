@@ -39,6 +39,7 @@ from .results import Result, snapshot_ledger
 __all__ = [
     "CLIPPED_SHARE",
     "DEFAULT_BOUNDS_CHECK",
+    "ZERO_RECORDS",
     "checked_linear_fit",
     "release_outside_counts",
     "warn_public_settings",
@@ -54,6 +55,8 @@ MIXING_FACTOR = 10
 _DEFAULT_GD_STEPS = 1000
 #: A noisy count above this share of n (plus three noise standard deviations) draws a warning.
 CLIPPED_SHARE = 0.05
+#: Key of the zero-record count among :func:`release_outside_counts`' results.
+ZERO_RECORDS = "zero records"
 
 
 def warn_public_settings(
@@ -126,13 +129,17 @@ def release_outside_counts(
     source: Any,
     indicators: tuple[str, ...] = (),
 ) -> tuple[dict[str, float], float]:
-    """Noisy counts of the records outside the public bounds, per bounded column.
+    """Noisy counts of the records outside the public bounds, per bounded column, and of the
+    zero records.
 
+    A zero record (a value that is not a number or not finite, or a category outside the
+    declared levels: an all-NaN row of the design or a NaN response) is fitted as all zeros
+    and never counted as outside; its count comes last, under :data:`ZERO_RECORDS`, so that
+    a text column read as numbers (every record a zero record) is not a silent fit.
     Replacing (or adding or removing) one record moves each of the k counts by at most 1,
     so the vector has L2 sensitivity sqrt(k) under either relation; it is released once
     with noise std sqrt(k) / sqrt(2 rho), which costs exactly ``rho`` (Gaussian mechanism,
-    zCDP). Missing values (the zero records of undeclared levels) are never counted.
-    Returns the counts keyed by column name and the noise std.
+    zCDP). Returns the counts keyed by column name and the noise std.
     """
     columns = _bounded_columns(X, bounds, indicators)
     queries = []
@@ -144,6 +151,8 @@ def release_outside_counts(
         low, high = y_bounds
         queries.append(((y < low) | (y > high)).sum())
         names.append(str(getattr(y, "name", None) or "y"))
+    queries.append(_zero_record_count(X, y))
+    names.append(ZERO_RECORDS)
     if any(hasattr(q, "compute") for q in queries):  # Dask: one distributed reduction
         import dask
 
@@ -159,6 +168,15 @@ def release_outside_counts(
         label="bounds-check/outside-counts",
     )
     return dict(zip(names, (float(v) for v in noisy), strict=True)), noise_std
+
+
+def _zero_record_count(X: Any, y: Any) -> Any:
+    """The number of zero records: rows with a NaN in the design or the response."""
+    if hasattr(X, "isna"):
+        null = X.isna().any(axis=1)
+    else:
+        null = np.isnan(np.asarray(X, dtype=np.float64)).any(axis=1)
+    return (null | (y.isna() if hasattr(y, "isna") else np.isnan(y))).sum()
 
 
 def _refuse_response_bounds(bounds: Any, X: Any, y: Any) -> None:
@@ -267,14 +285,24 @@ def _check_bounds(
         source=source,
         indicators=indicators,
     )
+    zero = counts.pop(ZERO_RECORDS)
     shown = ", ".join(f"{name} {value:.0f}" for name, value in counts.items())
     share = rho / (result.ledger.rho + rho)
     note = (
         f"Bounds check: a private count of the records outside each column's public bounds "
         f"(clipped by the fit), noise std {noise_std:.3g}, rho = {rho:.3g} "
-        f"({100 * share:.3g}% of the budget): {shown}."
+        f"({100 * share:.3g}% of the budget): {shown}; zero records {zero:.0f}."
     )
     limit = CLIPPED_SHARE * result.n + 3.0 * noise_std
+    if zero > limit:
+        warnings.warn(
+            f"about {zero:.0f} of n = {result.n} records are zero records (noise std "
+            f"{noise_std:.3g}): a value that is not a number or not finite, or a category "
+            "outside the declared levels, makes its record all zeros; a text column used as "
+            "a number needs C(column, levels=[...]) (docs/user-guide.md)",
+            SideConditionWarning,
+            stacklevel=4,
+        )
     large = [name for name, value in counts.items() if value > limit]
     if large:
         warnings.warn(
