@@ -46,6 +46,7 @@ __all__ = [
     "interval_estimates",
     "t_interval",
     "t_interval_from_stderr",
+    "t_quantile",
 ]
 
 CONSTRUCTIONS = ("batched-means", "checkpoints", "independent-runs")
@@ -57,19 +58,34 @@ DEFAULT_BURN_IN = 20
 DEFAULT_M = 10
 
 
+def t_quantile(prob: float, dof: ArrayLike) -> np.ndarray:
+    """Upper quantile per coordinate: Student-t with ``dof`` (normal where dof is inf)."""
+    dof = np.asarray(dof, dtype=np.float64)
+    out = np.full(dof.shape, float(stats.norm.ppf(prob)))
+    finite = np.isfinite(dof)
+    out[finite] = stats.t.ppf(prob, dof[finite])
+    return out
+
+
 def t_interval_from_stderr(
-    center: ArrayLike, stderr: ArrayLike, *, dof: int, alpha: float = 0.05
+    center: ArrayLike, stderr: ArrayLike, *, dof: int | ArrayLike, alpha: float = 0.05
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """center +/- t_{1 - alpha/2, dof} * stderr, elementwise (the one Student-t step).
+
+    ``dof`` is an int >= 1, or per-coordinate degrees of freedom >= 1 (floats, e.g.
+    Welch-Satterthwaite; ``inf`` gives the normal quantile).
 
     Returns
     -------
     center, lower, upper : ndarray
     """
     alpha = check_alpha(alpha)
-    dof = check_int(dof, "dof", low=1)
+    if np.ndim(dof) == 0:
+        dof = check_int(dof, "dof", low=1)
+    elif not (np.asarray(dof, dtype=np.float64) >= 1.0).all():
+        raise ValueError("dof must be >= 1 (inf for a normal quantile)")
     center = np.asarray(center, dtype=np.float64)
-    half = stats.t.ppf(1.0 - alpha / 2.0, dof) * np.asarray(stderr, dtype=np.float64)
+    half = t_quantile(1.0 - alpha / 2.0, dof) * np.asarray(stderr, dtype=np.float64)
     return center, center - half, center + half
 
 

@@ -18,16 +18,7 @@ from scipy import stats
 
 from ..inference.population import CovarianceEstimate
 
-__all__ = ["WaldTestResult", "constraints", "quantile", "two_sided_pvalues", "wald"]
-
-
-def quantile(prob: float, dof: np.ndarray) -> np.ndarray:
-    """Upper quantile per coordinate: Student-t with ``dof`` (normal where dof is inf)."""
-    dof = np.asarray(dof, dtype=np.float64)
-    out = np.full(dof.shape, float(stats.norm.ppf(prob)))
-    finite = np.isfinite(dof)
-    out[finite] = stats.t.ppf(prob, dof[finite])
-    return out
+__all__ = ["WaldTestResult", "constraints", "two_sided_pvalues", "wald"]
 
 
 def two_sided_pvalues(tvalues: np.ndarray, dof: np.ndarray) -> np.ndarray:

@@ -27,10 +27,10 @@ import pandas as pd
 
 from .._validation import check_alpha, check_delta, check_option
 from ..exceptions import LargeBudgetWarning
-from ..inference import t_interval
+from ..inference import t_interval, t_interval_from_stderr
 from ..inference.population import TARGETS, CovarianceEstimate, sample_covariance
 from ..privacy import GaussianEntry, PrivacyLedger
-from ._hypothesis import WaldTestResult, constraints, quantile, two_sided_pvalues, wald
+from ._hypothesis import WaldTestResult, constraints, two_sided_pvalues, wald
 from .summary import Summary
 
 __all__ = ["Result", "snapshot_ledger"]
@@ -267,8 +267,8 @@ class Result:
             _, lower, upper = t_interval(self.interval_estimates, alpha)
             return lower, upper
         cov = self.covariance(target)
-        half = quantile(1.0 - alpha / 2.0, cov.dof) * cov.bse
-        return self.estimate - half, self.estimate + half
+        _, lower, upper = t_interval_from_stderr(self.estimate, cov.bse, dof=cov.dof, alpha=alpha)
+        return lower, upper
 
     def conf_int(self, alpha: float = 0.05, target: str = "population") -> pd.DataFrame:
         """Per-coefficient intervals of level 1 - alpha for ``target``.
@@ -440,12 +440,18 @@ class Result:
                 )
         elif target == "sample":
             notes.append(label + self.interval_method)
-            notes.append(
-                "No population interval was released: these intervals do not include "
-                "sampling error and do not cover the population coefficients. "
-                "DPLinearRegression and dpfit.ols release one when public feature bounds "
-                "are given (docs/inference.md)."
-            )
+            if self.population is not None:
+                notes.append(
+                    "These intervals do not include sampling error and do not cover the "
+                    "population coefficients; conf_int(target='population') does."
+                )
+            else:
+                notes.append(
+                    "No population interval was released: these intervals do not include "
+                    "sampling error and do not cover the population coefficients. "
+                    "DPLinearRegression and dpfit.ols release one when public feature bounds "
+                    "are given (docs/inference.md)."
+                )
         else:
             notes.append(self.interval_method or "No confidence interval is released.")
         if self.seeded:
