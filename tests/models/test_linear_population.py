@@ -74,3 +74,28 @@ def test_population_coverage_on_fresh_data():
             ci = _fit(X, y, rho=0.5, random_state=seed).conf_int().to_numpy()
         covered.append((ci[:, 0] <= THETA) & (THETA <= ci[:, 1]))
     assert np.mean(covered) >= 0.89, np.mean(covered, axis=0)
+
+
+def test_residual_scale_divides_by_the_public_n_under_add_remove():
+    """The private clip's residual scale is (1/n_public) sum min(r_i^2, 4), not a mean over
+    the (private) row count: its sensitivity 4 / n_public holds only then. Rebuilt here from
+    the recorded releases before it (X'X/n and the pilot X'y/n) and the public rescaling."""
+    from dpfit.inference.population import NoisyMoment
+    from dpfit.models._scaling import PublicScaling
+
+    X, y = _data(2, n=600)
+    n_public = 1000
+    with recording() as rec:
+        _fit(X, y, relation="add-remove", n_public=n_public)
+    by_label = {r.entry.label: r for r in rec.releases}
+    xtx, pilot_b = by_label["gd/xtx"], by_label["gd/xty-pilot"]
+    k = pilot_b.output.shape[0]
+    H = np.empty((k, k))
+    H[np.triu_indices(k)] = xtx.output
+    H.T[np.triu_indices(k)] = xtx.output
+    Hp = NoisyMoment(matrix=H, noise_std=xtx.entry.noise_std).psd()
+    scaling = PublicScaling.from_bounds([(-3, 3)] * 3, (-6, 8), n_features=3, fit_intercept=True)
+    D, yy = scaling.design(X), scaling.response(y)
+    r2 = np.minimum((yy - D @ np.linalg.solve(Hp, pilot_b.output)) ** 2, 4.0)
+    value = by_label["gd/residual-scale"].value
+    np.testing.assert_allclose(value, [r2.sum() / n_public], rtol=1e-9)

@@ -1,27 +1,33 @@
 """Preconditioned DP-GD with a population interval: the default of ``DPLinearRegression``.
 
 With public feature bounds every row of the design the algorithm sees has ||d_i|| <= B =
-sqrt(k) (k coefficients, ones column included). The fit makes three kinds of release
-(docs/inference.md):
+sqrt(k) (k coefficients, ones column included). The fit makes these releases, in this order
+(docs/inference.md; shares of rho in brackets, s = ``moment_share``):
 
 1. **H~** = (1/n) D'D + noise (:func:`~dpfit.inference.population.release_second_moment`,
-   share ``moment_share / 2`` of rho), projected onto eigenvalues >= its public noise floor:
-   Hp. It is both the preconditioner and the bread of the sandwich.
-2. **DP-GD in whitened coordinates** (Brown et al. 2024, Alg. 1, with rows z_i = P d_i,
-   P = Hp^{-1/2}; share 1 - ``moment_share``). There E[z z'] is about I, so a step size of
-   0.5 mixes in a few steps whatever the conditioning of the features, and 200 steps are
-   plenty. The noise in H~ changes only the geometry, not the fixed point: the iterates
-   still centre on the data's clipped-loss minimiser theta_hat.
-3. **Omega~** = (1/n) sum g_i g_i' of the clipped whitened gradients g_i = clip_C(z_i r_i)
-   at the released estimate (share ``moment_share / 2``; sensitivity sqrt(2) C^2 / n).
+   [s / 4]), projected onto eigenvalues >= its public noise floor: Hp. It is the
+   preconditioner P = Hp^{-1/2}.
+2. Only when no ``clip`` is given: a **private clip** 3 sqrt(k) s~ from a pilot
+   Hp^-1 (D'y/n + noise) and a noisy residual scale s~ ([2 x ``SCALE_SHARE``],
+   :func:`_private_clip`).
+3. **DP-GD in whitened coordinates** (Brown et al. 2024, Alg. 1, with rows z_i = P d_i;
+   the rest of rho). There E[z z'] is about I, so a step size of 0.5 mixes in a few steps
+   whatever the conditioning of the features, and 200 steps are plenty. The noise in H~
+   changes only the geometry, not the fixed point: the iterates still centre on the data's
+   clipped-loss minimiser theta_hat.
+4. **Hh~** = (1/n) sum_i 1{g_i unclipped} d_i d_i' + noise, the Huber Hessian at the
+   released estimate: the bread for the clipped-loss target ([3 s / 8]).
+5. **Omega~** = (1/n) sum g_i g_i' of the clipped whitened gradients g_i = clip_C(z_i r_i)
+   at the released estimate ([3 s / 8]; sensitivity sqrt(2) C^2 / n).
 
 Covariance of the released estimate theta~ = P u~ around the population parameter:
 
-    V = P Omega~ P / n        (sandwich H^-1 Omega H^-1 / n with bread Hp; P Hp P = I)
-      + P S_u P / m           (privacy part: the m released batch means' covariance, eq. 12)
+    V = Hh^-1 Omega_d Hh^-1 / n   (the sandwich, Omega_d = P^-1 Omega~ P^-1 in the design's
+                                   coordinates; :func:`~dpfit.inference.population.sandwich`)
+      + P S_u P / m               (privacy part: the m released batch means' covariance, eq. 12)
 
 with Welch-Satterthwaite degrees of freedom (the privacy part has m - 1). Everything after
-the three releases is post-processing.
+the releases is post-processing.
 """
 
 from __future__ import annotations
@@ -36,13 +42,13 @@ import numpy as np
 from ..algorithms import dp_gd
 from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
-from ..inference.population import population_covariance, release_second_moment
+from ..inference.population import population_covariance, release_second_moment, sandwich
 from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
 from ..privacy import PrivacyLedger, mean_sensitivity
 
 __all__ = ["DEFAULT_MOMENT_SHARE", "PRECONDITIONED_STEPS", "run_preconditioned_gd"]
 
-#: Share of rho for the two moment releases (H~ and Omega~, half each).
+#: Share of rho for the three moment releases (H~ a quarter, Hh~ and Omega~ 3/8 each).
 DEFAULT_MOMENT_SHARE = 0.2
 #: Default steps and step size in whitened coordinates.
 PRECONDITIONED_STEPS = 200
@@ -57,9 +63,11 @@ def _inverse_sqrt(matrix: np.ndarray) -> np.ndarray:
 def _description(m: int, burn_in: int, share: float, clip: float) -> str:
     return (
         "Population interval: estimate +/- t * sqrt(V_sampling + V_privacy). V_sampling is "
-        "the heteroscedasticity-robust sandwich H^-1 Omega H^-1 / n with H = X'X/n and "
-        "Omega = mean of the clipped per-record gradients' outer products, both released "
-        f"privately ({100 * share:g}% of rho in all; docs/inference.md); V_privacy is the "
+        "the heteroscedasticity-robust sandwich H^-1 Omega H^-1 / n with H = X'X/n over the "
+        "records whose gradient is not clipped (the Huber Hessian) and Omega = mean of the "
+        "clipped per-record gradients' outer products, released privately with the "
+        f"preconditioner X'X/n ({100 * share:g}% of rho in all; docs/inference.md); "
+        "V_privacy is the "
         f"covariance of m = {m} batch means of the released preconditioned DP-GD iterates "
         f"after a burn-in of {burn_in} (Brown et al. 2024, eq. 12); Student-t with "
         "Welch-Satterthwaite degrees of freedom. It covers the population coefficient when "
@@ -93,7 +101,7 @@ def run_preconditioned_gd(
     P = _inverse_sqrt(Hp)
     Z = D @ P  # each record through a released (public) linear map
     gd_share = 1.0 - share
-    if clip is None:  # from a private residual scale (module docstring, step 2a)
+    if clip is None:  # from a private residual scale (module docstring, step 2)
         clip = _private_clip(D, y, Hp, Z.shape[1], settings, ledger, source)
         gd_share -= 2.0 * SCALE_SHARE
     runs = settings["runs"]
@@ -139,9 +147,8 @@ def run_preconditioned_gd(
         label="gd/omega",
     )
     Op = Omega.psd()
-    Hinv = np.linalg.inv(Hh.psd())
     Pinv = np.linalg.inv(P)
-    sampling = Hinv @ (Pinv @ Op @ Pinv) @ Hinv / n
+    sampling = sandwich(Hh.psd(), Pinv @ Op @ Pinv, n)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
     privacy = P @ S_u @ P
     population = population_covariance(
@@ -153,7 +160,8 @@ def run_preconditioned_gd(
     checks = []
     if Hh.min_eigenvalue() < Hh.floor:
         checks.append(
-            "The released X'X/n has an eigenvalue below its noise level: some direction "
+            "The released Huber Hessian (X'X/n over the records whose gradient is not "
+            "clipped) has an eigenvalue below its noise level: some direction "
             "of the features is barely identified at this n and rho; population intervals may "
             "under-cover (more records, a larger rho or tighter bounds help)."
         )
@@ -196,17 +204,16 @@ def _private_clip(
     """Clip = 3 sqrt(k) s~ from a private residual scale s~ (needs |y| <= 1, y bounds).
 
     A pilot theta_0 = Hp^-1 b~ from b~ = D'y/n + noise (sensitivity 2 B / n, ||d|| <= B,
-    |y| <= 1), then s~^2 = mean(min(r_i^2, 4)) + noise at theta_0 (sensitivity 4 / n), each
-    with ``SCALE_SHARE`` of rho. The pilot's error only inflates s~ (a conservative clip).
+    |y| <= 1), then s~^2 = (1/n) sum_i min(r_i^2, 4) + noise at theta_0 (sensitivity 4 / n,
+    n the public count), each with ``SCALE_SHARE`` of rho. The pilot's error only inflates s~ (a conservative clip).
     """
     n, rho, bound = settings["n"], settings["rho"], settings["row_bound"]
-    factor = settings["relation"].sum_factor
+    relation = settings["relation"]
+    sens_b = mean_sensitivity(bound, n, relation)
     b = gaussian(
         D.T @ y / n,
-        sensitivity=mean_sensitivity(bound, n, settings["relation"]),
-        noise_std=noise_std_for_rho(
-            mean_sensitivity(bound, n, settings["relation"]), rho * SCALE_SHARE
-        ),
+        sensitivity=sens_b,
+        noise_std=noise_std_for_rho(sens_b, rho * SCALE_SHARE),
         ledger=ledger,
         rng=source,
         label="gd/xty-pilot",
@@ -214,14 +221,14 @@ def _private_clip(
     pilot = np.linalg.solve(Hp, b)
     with np.errstate(all="ignore"):
         r2 = np.minimum((y - D @ pilot) ** 2, 4.0)
-    sens = mean_sensitivity(4.0, n, settings["relation"]) / factor  # one term in [0, 4]
+    sens = mean_sensitivity(4.0, n, relation) / relation.sum_factor  # one term in [0, 4]
+    floor = noise_std_for_rho(sens, rho * SCALE_SHARE)
     q = gaussian(
-        np.array([r2.mean()]),
+        np.array([r2.sum() / n]),  # the public n, never the row count (add/remove)
         sensitivity=sens,
-        noise_std=noise_std_for_rho(sens, rho * SCALE_SHARE),
+        noise_std=floor,
         ledger=ledger,
         rng=source,
         label="gd/residual-scale",
     )
-    floor = noise_std_for_rho(sens, rho * SCALE_SHARE)
     return CLIP_MULTIPLIER * math.sqrt(k) * math.sqrt(max(float(q[0]), floor, 1e-6))
