@@ -219,3 +219,28 @@ def test_history_is_chronological_and_readable(store):
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.stdout.strip() == "[0.1, 0.2]"
+
+
+def test_the_stored_check_is_exact_at_the_boundary_like_an_in_memory_budget(store):
+    # three charges of 0.1 sum to 0.30000000000000004 in float64: both budgets decide on the
+    # exact sum against total * (1 + RELATIVE_TOLERANCE), never on a rounded float sum
+    from fractions import Fraction
+
+    from dpfit.privacy.budget import RELATIVE_TOLERANCE
+
+    stored = dpfit.Budget.open(store, dataset="edge", rho=0.3)
+    memory = dpfit.Budget(rho=0.3)
+    for b in (stored, memory):
+        for _ in range(3):
+            b.spend(0.1)
+    limit = Fraction(0.3) * (1 + Fraction(RELATIVE_TOLERANCE)) - 3 * Fraction(0.1)
+    fits = float(limit)
+    while Fraction(fits) > limit:
+        fits = np.nextafter(fits, 0.0)
+    above = np.nextafter(fits, 1.0)
+    for b in (stored, memory):
+        assert b.can_afford(float(fits)) and not b.can_afford(float(above))
+    with pytest.raises(dpfit.BudgetExceededError):
+        stored.spend(float(above))
+    stored.spend(float(fits))
+    assert len(stored.history()) == 4

@@ -27,12 +27,13 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from .._validation import check_positive
 from ..exceptions import BudgetExceededError
-from .budget import RELATIVE_TOLERANCE, Budget
+from .budget import RELATIVE_TOLERANCE, Budget, exact_units, units_to_float
 
 __all__ = ["Charge", "StoredBudget", "create_budget", "open_budget", "stored_datasets"]
 
@@ -140,6 +141,12 @@ def _transaction(path: Path) -> Iterator[sqlite3.Connection]:
 
 
 def _total_and_spent(conn: sqlite3.Connection, dataset: str) -> tuple[float, float]:
+    total, units = _total_and_units(conn, dataset)
+    return total, max(0.0, units_to_float(units))
+
+
+def _total_and_units(conn: sqlite3.Connection, dataset: str) -> tuple[float, int]:
+    """The dataset's total, and the exact sum of its charges in units of 2^-1074."""
     row = conn.execute("SELECT total FROM datasets WHERE name = ?", (dataset,)).fetchone()
     if row is None:
         known = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
@@ -147,12 +154,14 @@ def _total_and_spent(conn: sqlite3.Connection, dataset: str) -> tuple[float, flo
             f"dataset {dataset!r} has no budget in this store (it has {known}); create it with "
             f"dpfit budget create PATH --dataset {dataset} --rho TOTAL"
         )
-    rhos = [r[0] for r in conn.execute("SELECT rho FROM charges WHERE dataset = ?", (dataset,))]
-    return float(row[0]), max(0.0, math.fsum(rhos))
+    rows = conn.execute("SELECT rho FROM charges WHERE dataset = ?", (dataset,))
+    return float(row[0]), sum(exact_units(float(r[0])) for r in rows)
 
 
-def _affordable(total: float, spent: float, rho: float) -> bool:
-    return spent + rho <= total * (1.0 + RELATIVE_TOLERANCE)
+def _affordable(total: float, spent_units: int, rho: float) -> bool:
+    """Exactly as :meth:`Budget.can_afford`: spent + rho <= total (1 + RELATIVE_TOLERANCE)."""
+    limit = Fraction(total) * (1 + Fraction(RELATIVE_TOLERANCE))
+    return Fraction(spent_units + exact_units(rho), 1 << 1074) <= limit
 
 
 class StoredBudget(Budget):
@@ -207,8 +216,9 @@ class StoredBudget(Budget):
         """Whether ``spend(rho, count=count)`` would succeed now."""
         if self._local is not None:
             return self._local.can_afford(rho, count=count)
-        total, spent = self._read()
-        return _affordable(total, spent, rho * count)
+        with contextlib.closing(_connect(self._path, create=False)) as conn:
+            total, units = _total_and_units(conn, self._dataset)
+        return _affordable(total, units, rho * count)
 
     def history(self) -> list[Charge]:
         """Every charge of this dataset, oldest first, with the releases recorded for it."""
@@ -218,8 +228,9 @@ class StoredBudget(Budget):
     def _charge(self, rho: float, mechanism: str) -> int:
         """One transaction: refuse or append the charge; returns its id."""
         with _transaction(self._path) as conn:
-            total, spent = _total_and_spent(conn, self._dataset)
-            if not _affordable(total, spent, rho):
+            total, units = _total_and_units(conn, self._dataset)
+            if not _affordable(total, units, rho):
+                spent = max(0.0, units_to_float(units))
                 raise BudgetExceededError(
                     f"charge of rho={rho:.6g} exceeds the remaining budget "
                     f"{max(0.0, total - spent):.6g} of dataset {self._dataset!r} in "
@@ -279,7 +290,11 @@ class StoredBudget(Budget):
                 yield self
         finally:
             self._local = None
-            unused = rho - local.spent
+            # the unspent part, rounded down: a refund never returns rho that was drawn
+            unused_units = exact_units(rho) - local._spent_units
+            unused = units_to_float(unused_units)
+            if exact_units(unused) > unused_units:
+                unused = math.nextafter(unused, 0.0)
             with _transaction(self._path) as conn:
                 conn.executemany(
                     "INSERT INTO releases VALUES (?, ?, ?, ?)",
