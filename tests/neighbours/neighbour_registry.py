@@ -170,35 +170,40 @@ class TorchRun:
     optimizer: dict[str, Any]  # the optimizer's public attributes (it is not picklable)
 
 
+def private_linear_training(X: np.ndarray, y: np.ndarray, **options: Any) -> Any:
+    """``dpfit.torch.make_private`` on a float64 linear model: SGD (lr 0.1), mean squared
+    error, clip 1, batches of 10, ``random_state=SEED`` unless ``options`` say otherwise."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from dpfit.torch import make_private
+
+    model = torch.nn.Linear(X.shape[1], 1, dtype=torch.float64)
+    data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y)[:, None])
+    return make_private(
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        DataLoader(data, batch_size=10),
+        loss_fn=torch.nn.functional.mse_loss,
+        clip=1.0,
+        **{"random_state": SEED, **options},
+    )
+
+
 def torch_training(**options: Any) -> Callable[[pd.DataFrame], TorchRun]:
     """``dpfit.torch.make_private`` on a linear model, batches of 10, two epochs of training."""
 
     def run(frame: pd.DataFrame) -> TorchRun:
         import torch
-        from torch.utils.data import DataLoader, TensorDataset
 
-        from dpfit.torch import make_private
-
-        X, y = xy(frame)
         torch.manual_seed(0)
-        model = torch.nn.Linear(X.shape[1], 1, dtype=torch.float64)
-        data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y)[:, None])
-        training = make_private(
-            model,
-            torch.optim.SGD(model.parameters(), lr=0.1),
-            DataLoader(data, batch_size=10),
-            loss_fn=torch.nn.functional.mse_loss,
-            clip=1.0,
-            epochs=2,
-            random_state=SEED,
-            **options,
-        )
+        training = private_linear_training(*xy(frame), epochs=2, **options)
         for _ in range(2):
             for _batch in training.data_loader:
                 training.optimizer.zero_grad()
                 training.optimizer.step()
         return TorchRun(
-            parameters=[p.detach().numpy().copy() for p in model.parameters()],
+            parameters=[p.detach().numpy().copy() for p in training.model.parameters()],
             ledger=training.ledger,
             epsilon=training.epsilon(1e-5),
             statement=training.statement(),

@@ -24,6 +24,7 @@ from neighbour_registry import (
     RHO,
     SEED,
     formula,
+    private_linear_training,
     xy,
 )
 
@@ -154,30 +155,18 @@ def test_finding_6_the_privacy_claim_of_adaptive_methods_is_public(method, optio
     assert on_d.ledger.epsilon(1e-5) == dpfit.privacy.zcdp_to_approx_dp(RHO, 1e-5)
 
 
+def _torch_training(X, y, **options):
+    pytest.importorskip("torch", reason="torch is not installed (optional extra)")
+    return private_linear_training(X, y, **{"epochs": 1, "rho": RHO, **options})
+
+
 # -- finding 7: the torch optimizer privatises any vector --
 @until_fixed("finding 7")
 def test_finding_7_the_torch_optimizer_privatises_only_what_it_clipped():
     # the trusting path (privatise whatever vector the caller passes) is gone: step() takes
     # no gradient, and a neighbour whose record is extreme moves the release by at most its
     # declared sensitivity (the registry's training loop)
-    torch = pytest.importorskip("torch", reason="torch is not installed (optional extra)")
-    from torch.utils.data import DataLoader, TensorDataset
-
-    from dpfit.torch import make_private
-
-    X, y = xy(linear(1))
-    model = torch.nn.Linear(3, 1, dtype=torch.float64)
-    data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y)[:, None])
-    training = make_private(
-        model,
-        torch.optim.SGD(model.parameters(), lr=0.1),
-        DataLoader(data, batch_size=10),
-        loss_fn=torch.nn.functional.mse_loss,
-        clip=1.0,
-        epochs=1,
-        rho=RHO,
-        random_state=SEED,
-    )
+    training = _torch_training(*xy(linear(1)))
     next(iter(training.data_loader))
     with recording() as rec, pytest.raises((TypeError, ValueError)):
         training.optimizer.step(np.full(4, 1e6))  # a sum no per-example clip produced
@@ -323,25 +312,6 @@ def test_new_the_privacy_claim_of_iv_moments_is_public(name):
         Neighbour("extreme-cell", -1, "x0", 1.7e308),
         leak="new: IV moments claim",
         like=name,
-    )
-
-
-def _torch_training(X, y, **options):
-    torch = pytest.importorskip("torch", reason="torch is not installed (optional extra)")
-    from torch.utils.data import DataLoader, TensorDataset
-
-    from dpfit.torch import make_private
-
-    model = torch.nn.Linear(X.shape[1], 1, dtype=torch.float64)
-    data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y)[:, None])
-    options = {"epochs": 1, "rho": RHO, "random_state": SEED, **options}
-    return make_private(
-        model,
-        torch.optim.SGD(model.parameters(), lr=0.1),
-        DataLoader(data, batch_size=10),
-        loss_fn=torch.nn.functional.mse_loss,
-        clip=1.0,
-        **options,
     )
 
 
