@@ -154,7 +154,8 @@ def test_clip_false_still_enforces_the_declared_bound(name):
     X2 = X.copy()
     X2[-1, 0] = 1e6
     report = check_neighbours(NO_CLIP[name], (X, y), (X2, y))
-    assert report.releases > 0 and report.max_share <= 1.0
+    # the far record moves some release by a sizeable share of its sensitivity (0.5-0.73 here)
+    assert report.releases > 0 and 0.2 < report.max_share <= 1.0
 
 
 # -- RepeatedFitWarning: keyed by public quantities (models/_refits.py) ------------------------
@@ -234,7 +235,6 @@ def test_the_callers_numpy_error_state_never_sees_a_record(name, value):
         warnings.simplefilter("ignore", dpfit.PrivacyWarning)
         FLOAT_CASES[name](X, y)
     with np.errstate(all="warn"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", dpfit.PrivacyWarning)
         warnings.simplefilter("error", RuntimeWarning)
         warnings.simplefilter("ignore", dpfit.PrivacyWarning)  # some are RuntimeWarnings
         FLOAT_CASES[name](X, y)
