@@ -99,3 +99,10 @@ def test_residual_scale_divides_by_the_public_n_under_add_remove():
     r2 = np.minimum((yy - D @ np.linalg.solve(Hp, pilot_b.output)) ** 2, 4.0)
     value = by_label["gd/residual-scale"].value
     np.testing.assert_allclose(value, [r2.sum() / n_public], rtol=1e-9)
+
+
+def test_sample_interval_text_names_the_variant_that_built_it():
+    X, y = _data(3, n=800)
+    model = _fit(X, y, interval="independent-runs", interval_variant="formal")
+    assert "each run's final iterate" in model.result_.interval_method
+    assert model.result_.config["interval_variant"] == "formal"

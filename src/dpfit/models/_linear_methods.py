@@ -112,6 +112,27 @@ _INTERVAL_TEXT = {
 }
 
 
+def _shown(settings: Mapping[str, Any], traj: Any, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The public settings of a DP-GD fit for the summary, with the released noise std."""
+    keys = ("clip", "steps", "step_size", "interval", "m", "burn_in", "interval_variant", *extra)
+    public = {key: settings[key] for key in keys if settings[key] is not None}
+    public["noise_std"] = traj.config["noise_std"]
+    return public
+
+
+def _interval_text(settings: Mapping[str, Any]) -> str:
+    """How the m estimates behind the Student-t interval were built (_INTERVAL_TEXT)."""
+    burn_in = settings["burn_in"]
+    return _INTERVAL_TEXT[settings["interval"]].format(
+        m=settings["m"],
+        burn=f", after a burn-in of {burn_in} iterates" if burn_in else "",
+        per_run=settings["steps"] // settings["runs"],
+        estimate="each run's final iterate"
+        if settings["interval_variant"] == "formal"
+        else f"each run's mean after a burn-in of {burn_in}",
+    )
+
+
 def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) -> dict[str, Any]:
     """Public defaults and cross-checks of DP-GD; nothing here reads the data."""
     clip = config.clip
@@ -127,8 +148,6 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
     if not precondition and config.moment_share is not None:
         raise ValueError("moment_share applies to the preconditioned fit only (precondition)")
     share = DEFAULT_MOMENT_SHARE if config.moment_share is None else config.moment_share
-    if not 0.0 < share < 1.0:
-        raise ValueError(f"moment_share must be in (0, 1), got {share!r}")
     if clip is None:
         if row_bound is None or scaling.y_bounds is None:
             raise TypeError(
@@ -218,12 +237,7 @@ def _run_gd(
         rng=source,
     )
     interval = settings["interval"]
-    public = {
-        key: settings[key]
-        for key in ("clip", "steps", "step_size", "interval", "m", "burn_in", "interval_variant")
-        if settings[key] is not None
-    }
-    public["noise_std"] = traj.config["noise_std"]
+    public = _shown(settings, traj)
     diagnostics = {"fraction_clipped": traj.diagnostics["fraction_clipped"]}
     if interval == "none":
         return LinearFit(
@@ -238,21 +252,11 @@ def _run_gd(
         )
     m, burn_in, variant = settings["m"], settings["burn_in"], settings["interval_variant"]
     estimates = interval_estimates(traj, interval, m=m, burn_in=burn_in, variant=variant)
-    per_run_estimate = (
-        "each run's final iterate"
-        if variant == "formal"
-        else f"each run's mean after a burn-in of {burn_in}"
-    )
-    text = _INTERVAL_TEXT[interval].format(
-        m=m,
-        burn=f", after a burn-in of {burn_in} iterates" if burn_in else "",
-        per_run=settings["steps"] // runs,
-        estimate=per_run_estimate,
-    )
     return LinearFit(
         estimate=estimates.mean(axis=0),
         interval_estimates=estimates,
-        interval_method=f"{text} {_TARGET} The point estimate is the intervals' centre.",
+        interval_method=f"{_interval_text(settings)} {_TARGET} The point estimate is the "
+        "intervals' centre.",
         settings=public,
         noise_backend=traj.noise_backend,
         seeded=traj.seeded,
@@ -269,26 +273,14 @@ def _run_preconditioned(
 ) -> LinearFit:
     out = run_preconditioned_gd(np.asarray(X), np.asarray(y), settings, ledger, source)
     traj = out["trajectory"]
-    public = {
-        key: settings[key]
-        for key in ("clip", "steps", "step_size", "interval", "m", "burn_in", "moment_share")
-    }
-    public["clip"] = (
-        f"{out['clip']:.6g} (on whitened gradients |r_i| * ||P x_i||"
-        + ("; 3 sqrt(k) x a private residual scale)" if settings["clip"] is None else ")")
-    )
-    public["noise_std"] = traj.config["noise_std"]
-    m, burn_in = settings["m"], settings["burn_in"]
-    text = _INTERVAL_TEXT[settings["interval"]].format(
-        m=m,
-        burn=f", after a burn-in of {burn_in} iterates" if burn_in else "",
-        per_run=settings["steps"] // settings["runs"],
-        estimate=f"each run's mean after a burn-in of {burn_in}",
+    public = _shown(settings, traj, extra=("moment_share",))
+    public["clip"] = f"{out['clip']:.6g} (on whitened gradients |r_i| * ||P x_i||" + (
+        "; 3 sqrt(k) x a private residual scale)" if settings["clip"] is None else ")"
     )
     return LinearFit(
         estimate=out["estimate"],
         interval_estimates=out["estimates"],
-        interval_method=f"{text} {_TARGET}",
+        interval_method=f"{_interval_text(settings)} {_TARGET}",
         settings=public,
         noise_backend=traj.noise_backend,
         seeded=traj.seeded,

@@ -205,7 +205,8 @@ def _private_clip(
 
     A pilot theta_0 = Hp^-1 b~ from b~ = D'y/n + noise (sensitivity 2 B / n, ||d|| <= B,
     |y| <= 1), then s~^2 = (1/n) sum_i min(r_i^2, 4) + noise at theta_0 (sensitivity 4 / n,
-    n the public count), each with ``SCALE_SHARE`` of rho. The pilot's error only inflates s~ (a conservative clip).
+    n the public count), each with ``SCALE_SHARE`` of rho. The pilot's error only inflates
+    s~ (a conservative clip).
     """
     n, rho, bound = settings["n"], settings["rho"], settings["row_bound"]
     relation = settings["relation"]
