@@ -49,13 +49,14 @@ _SAFE_SQUARES = 2.0**-968
 
 
 def _scaled_row_norms(G: np.ndarray) -> np.ndarray:
-    """Row norms computed as max|g| * ||g / max|g|||: no over- or underflow; inf/NaN -> inf."""
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        scale = np.max(np.abs(G), axis=1)
-        finite = np.isfinite(scale) & (scale > 0)
-        safe = np.where(finite, scale, 1.0)
-        scaled = G / safe[:, None]
-        norms = safe * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+    """Row norms computed as max|g| * ||g / max|g|||: no over- or underflow; inf/NaN -> inf.
+
+    Called by :func:`row_norms` only (under its :func:`quiet_floats`)."""
+    scale = np.max(np.abs(G), axis=1)
+    finite = np.isfinite(scale) & (scale > 0)
+    safe = np.where(finite, scale, 1.0)
+    scaled = G / safe[:, None]
+    norms = safe * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
     return np.where(finite, norms, np.where(scale == 0, 0.0, np.inf))
 
 
@@ -68,8 +69,7 @@ def row_norms(G: np.ndarray) -> np.ndarray:
     for every finite row (far inside the clipping margin).
     """
     G = np.asarray(G, dtype=np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        squares = np.einsum("ij,ij->i", G, G)
+    squares = np.einsum("ij,ij->i", G, G)
     norms = np.sqrt(squares)
     redo = ~(squares >= _SAFE_SQUARES) | np.isinf(squares)  # NaN, inf, tiny or zero sums
     if redo.any():
@@ -82,11 +82,10 @@ def clip_factors(norms: np.ndarray, clip: float) -> np.ndarray:
     """Factors min(1, C/norm) with the safety margin; 0 for non-finite norms, 1 for norm 0."""
     clip = check_positive(clip, "clip")
     norms = np.asarray(norms, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # Rows within the margin of the bound are shrunk too: their computed norm may round
-        # to <= clip while the exact norm is just above it.
-        bound = clip * CLIP_MARGIN
-        factors = np.where(norms > bound, bound / norms, 1.0)
+    # Rows within the margin of the bound are shrunk too: their computed norm may round
+    # to <= clip while the exact norm is just above it.
+    bound = clip * CLIP_MARGIN
+    factors = np.where(norms > bound, bound / norms, 1.0)
     return np.where(np.isfinite(norms), factors, 0.0)
 
 
@@ -100,8 +99,7 @@ def residual_thresholds(x_norms: np.ndarray, clip: float) -> np.ndarray:
     bound fails) are set to 0, so those rows are always checked exactly. Rows with
     ||x_i|| = 0 get inf (their gradient is 0).
     """
-    with np.errstate(divide="ignore", over="ignore"):
-        t = (clip * CLIP_MARGIN / x_norms) * (1.0 - 2.0**-50)
+    t = (clip * CLIP_MARGIN / x_norms) * (1.0 - 2.0**-50)
     t[t < _SAFE_QUOTIENT] = 0.0
     return t
 
@@ -127,8 +125,8 @@ def clip_residuals(
     are caller-owned buffers of the same length (nothing of that size is allocated).
 
     A non-finite product is left for the caller to detect: such an r_i becomes 0 or stays
-    NaN or inf, where :func:`scale_rows` gives 0. Call under ``np.errstate(over="ignore",
-    invalid="ignore")``: products overflow only for such records.
+    NaN or inf, where :func:`scale_rows` gives 0 (products overflow only for such records;
+    numpy stays quiet, as everywhere in this module).
     """
     bound = clip * CLIP_MARGIN
     np.abs(residuals, out=norms)
@@ -167,8 +165,7 @@ def scale_rows(values: np.ndarray, factors: np.ndarray) -> np.ndarray:
     """``values * factors`` along the first axis, with zero-factor rows set exactly to 0."""
     values = np.asarray(values, dtype=np.float64)
     f = factors.reshape((-1,) + (1,) * (values.ndim - 1))
-    with np.errstate(invalid="ignore", over="ignore"):
-        return np.where(f > 0, values * f, 0.0)
+    return np.where(f > 0, values * f, 0.0)
 
 
 @quiet_floats()
