@@ -39,7 +39,7 @@ from .._floats import quiet_floats
 from .._validation import check_identified, check_int, check_iv_data
 from .._validation import check_X_y as _check_X_y
 from ..distributed import check_dask_rows, is_dask, row_block_sum
-from ..losses.base import checked_gradients, finite_factors
+from ..losses.base import checked_gradients
 from ..mechanisms import (
     clip_factors,
     clip_residuals,
@@ -55,6 +55,7 @@ __all__ = [
     "check_iv",
     "clipped_outer_sum",
     "clipped_row_sum",
+    "least_squares_sum",
     "least_squares_sums",
     "level_counts",
     "loss_sums",
@@ -131,15 +132,12 @@ def least_squares_block(
     ||g_i|| = |r_i| ||x_i||, so clipping needs the row norms of X (computed here unless
     given) and the residuals only: two passes over X and nothing of size n x p.
     """
-    with np.errstate(over="ignore", invalid="ignore"):  # overflowing rows get factor 0 below
-        r = X @ theta - y
+    r = X @ theta - y  # an overflowing row gets factor 0 below (quiet_floats: no warning)
     if clip is None:
         return np.append(X.T @ r, 0.0)
     if x_norms is None:
         x_norms = row_norms(X)
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms = np.abs(r) * x_norms
-    factors = clip_factors(norms, clip)
+    factors = clip_factors(np.abs(r) * x_norms, clip)
     return np.append(X.T @ scale_rows(r, factors), np.count_nonzero(factors < 1.0))
 
 
@@ -190,7 +188,7 @@ class LeastSquaresSums:
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, int]:
         clip, part = self._clip, self._part
         total, clipped = None, 0
-        with np.errstate(over="ignore", invalid="ignore"):
+        with quiet_floats():
             for Xb, XbT, yb, r, *clipping in self._blocks:
                 np.matmul(Xb, theta, out=r)
                 np.subtract(r, yb, out=r)
@@ -211,6 +209,19 @@ class LeastSquaresSums:
         return total, clipped
 
 
+def least_squares_sum(
+    X: Any, y: Any, theta: np.ndarray, clip: float | None
+) -> tuple[np.ndarray, int]:
+    """``(sum_i c_i (x_i.theta - y_i) x_i, number clipped)`` once, in memory or on Dask.
+
+    For a single query (DP-AMBSSGD's fresh batch per step); repeated queries on the same
+    data take :func:`least_squares_sums`, which computes the row norms and buffers once.
+    """
+    p = X.shape[1]
+    out = _run(least_squares_block, (X, y), (theta, clip), p + 1)
+    return out[:p], int(out[p])
+
+
 def least_squares_sums(
     X: Any, y: Any, clip: float | None
 ) -> Callable[[np.ndarray], tuple[np.ndarray, int]]:
@@ -218,13 +229,7 @@ def least_squares_sums(
     (:class:`LeastSquaresSums`) or on Dask (one reduction per call)."""
     if not is_dask(X):
         return LeastSquaresSums(X, y, clip)
-    p = X.shape[1]
-
-    def sums(theta: np.ndarray) -> tuple[np.ndarray, int]:
-        out = _run(least_squares_block, (X, y), (theta, clip), p + 1)
-        return out[:p], int(out[p])
-
-    return sums
+    return lambda theta: least_squares_sum(X, y, theta, clip)
 
 
 def level_counts(X: Any, y: Any, theta: np.ndarray, search: Any) -> np.ndarray:
@@ -255,9 +260,7 @@ def clipped_outer_sum(
     if clip is None:
         grad = features.T @ R
         return (grad if residuals.ndim == 2 else grad[:, 0]), 0
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms = feature_norms * row_norms(R)
-    factors = clip_factors(norms, clip)
+    factors = clip_factors(feature_norms * row_norms(R), clip)
     if not factors.all():  # some row is zeroed: zero its features as well
         features = scale_rows(features, factors > 0)
     grad = features.T @ scale_rows(R, factors)
@@ -281,14 +284,12 @@ def two_stage_block(
     G1 = sum_i CLIP(z_i (Theta^T z_i - x_i)^T) (skipped, zeros, when ``first`` is False) and
     g2 = sum_i CLIP(w_i (w_i.beta - y_i)) with w_i = Theta^T z_i (Liang et al. 2025, Alg. 1).
     """
-    with np.errstate(over="ignore", invalid="ignore"):  # overflowing rows get factor 0 below
-        W = Z @ theta  # w_i = Theta^T z_i
-        R1 = W - X if first else None
-        w_norms = row_norms(W)
-        s = W @ beta - y
+    W = Z @ theta  # w_i = Theta^T z_i; an overflowing row gets factor 0 below
+    w_norms = row_norms(W)
+    s = W @ beta - y
     if first:
         z_norms = row_norms(Z) if z_norms is None else z_norms
-        g1, c1 = clipped_outer_sum(Z, R1, z_norms, clip_theta)
+        g1, c1 = clipped_outer_sum(Z, W - X, z_norms, clip_theta)
     else:
         g1, c1 = np.zeros(theta.shape), 0
     g2, c2 = clipped_outer_sum(W, s, w_norms, clip_beta)
@@ -311,23 +312,23 @@ def two_stage_sums(X: Any, y: Any, Z: Any, *, clip_theta, clip_beta, first: bool
 
 # -- per-example losses (noisy GD and the KL methods) -----------------------------------------
 @quiet_floats()
-def clipped_row_sum(rows: np.ndarray, bound: float, *, clip: bool) -> tuple[np.ndarray, int]:
-    """sum_i of the rows, each clipped to ``bound`` (``clip``) or kept, non-finite rows zeroed
-    (the rules of :mod:`dpfit.mechanisms.clipping`); and #{||row|| > bound}."""
+def clipped_row_sum(rows: np.ndarray, bound: float) -> tuple[np.ndarray, int]:
+    """sum_i of the rows, each clipped to ``bound``, non-finite rows zeroed (the rules of
+    :mod:`dpfit.mechanisms.clipping`); and #{||row|| > bound}. The bound is always enforced:
+    a loss's declared constants are never trusted (:class:`~._loss_queries.LossQueries`)."""
     norms = row_norms(rows)
-    factors = clip_factors(norms, bound) if clip else finite_factors(norms)
+    factors = clip_factors(norms, bound)
     return scale_rows(rows, factors).sum(axis=0), int(np.count_nonzero(norms > bound))
 
 
 @quiet_floats()
-def _loss_rows_sum(X, y, loss, thetas, bound: float, clip: bool) -> np.ndarray:
+def _loss_rows_sum(X, y, loss, thetas, bound: float) -> np.ndarray:
     """[clipped sum, #clipped] of per-example gradients at ``thetas[0]`` (minus those at
     ``thetas[1]`` when two are given)."""
     rows = checked_gradients(loss, thetas[0], X, y)
     if len(thetas) == 2:
-        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are zeroed
-            rows = rows - checked_gradients(loss, thetas[1], X, y)
-    total, clipped = clipped_row_sum(rows, bound, clip=clip)
+        rows = rows - checked_gradients(loss, thetas[1], X, y)  # inf - inf rows are zeroed
+    total, clipped = clipped_row_sum(rows, bound)
     return np.append(total, clipped)
 
 
@@ -339,7 +340,7 @@ def _unsupervised_block(X: np.ndarray, *args) -> np.ndarray:
     return _loss_rows_sum(X, None, *args)
 
 
-def loss_sums(loss: Any, X: Any, y: Any, *, clip: bool):
+def loss_sums(loss: Any, X: Any, y: Any):
     """``sums(thetas, bound) -> (sum, clipped)`` over Dask row blocks (one reduction); the
     in-memory path of :class:`~dpfit.algorithms._loss_queries.LossQueries` caches gradients
     and calls :func:`clipped_row_sum` directly."""
@@ -347,7 +348,7 @@ def loss_sums(loss: Any, X: Any, y: Any, *, clip: bool):
 
     def sums(thetas: tuple[np.ndarray, ...], bound: float) -> tuple[np.ndarray, int]:
         p = thetas[0].shape[0]
-        out = row_block_sum(block, arrays, (loss, thetas, bound, clip), width=p + 1)
+        out = row_block_sum(block, arrays, (loss, thetas, bound), width=p + 1)
         return out[:p], int(out[p])
 
     return sums

@@ -56,7 +56,7 @@ class LossQueries:
         self.clip, self.ledger, self.source, self.prefix = clip, ledger, source, prefix
         self.max_clipped_fraction = 0.0  # NON-PRIVATE diagnostic
         self._cache: list[tuple[bytes, np.ndarray]] = []
-        self._dask_sums = loss_sums(loss, X, y, clip=True) if is_dask(X) else None
+        self._dask_sums = loss_sums(loss, X, y) if is_dask(X) else None
 
     def grads(self, theta: np.ndarray) -> np.ndarray:
         """Raw per-example gradients at ``theta`` (shape-checked); the last two are cached."""
@@ -80,7 +80,7 @@ class LossQueries:
             if len(thetas) == 2:
                 with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are zeroed
                     G = G - self.grads(thetas[1])
-            total, clipped = clipped_row_sum(G, bound, clip=True)  # enforced, never trusted
+            total, clipped = clipped_row_sum(G, bound)  # enforced, never trusted
             rows = G.shape[0]
         if self.clip:
             self.max_clipped_fraction = max(self.max_clipped_fraction, clipped / rows)

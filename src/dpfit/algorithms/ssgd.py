@@ -168,11 +168,8 @@ def dp_ssgd(
     n_clipped = 0
     sizes = [_CHUNK] * (N // _CHUNK) + ([N % _CHUNK] if N % _CHUNK else [])
     # An extreme record (e.g. 1e308) may overflow its residual or gradient; its clip factor is
-    # then 0 or tiny, and no numpy warning may reveal it (warnings are releases too).
-    with (
-        ledger.parallel("dp_ssgd", rho_per_block=charged) as blocks,
-        np.errstate(over="ignore", invalid="ignore"),
-    ):
+    # then 0 or tiny, and no numpy warning reveals it (quiet_floats: warnings are releases too).
+    with ledger.parallel("dp_ssgd", rho_per_block=charged) as blocks:
         t = 0
         for Xc, yc in data.segments(sizes, source.generator):
             norms = row_norms(Xc)

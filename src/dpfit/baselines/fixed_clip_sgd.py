@@ -28,11 +28,12 @@ import numpy as np
 
 from .._floats import quiet_floats
 from .._validation import check_int, check_positive, check_real, check_rho, check_X_y
+from ..algorithms._kernels import least_squares_block
 from ..algorithms._ledger import prepare_ledger
 from ..algorithms.ambssgd import replace_one_only
 from ..algorithms.onepass import tail_average
 from ..algorithms.trajectory import Trajectory
-from ..mechanisms import clip_factors, gaussian, make_noise_source, noise_std_for_rho, row_norms
+from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, row_norms
 from ..privacy import Relation, sum_sensitivity
 
 __all__ = ["fixed_clip_sgd"]
@@ -113,14 +114,12 @@ def fixed_clip_sgd(
     iterates = np.empty((steps, d))
     for t in range(steps):
         rows = np.flatnonzero(sampler.random(n) < q)
-        Xb = np.take(X, rows, axis=0)
-        with np.errstate(over="ignore", invalid="ignore"):  # no warning may reveal a record
-            r = Xb @ w - np.take(y, rows)
-            factors = clip_factors(np.take(norms, rows) * np.abs(r), clip)
-            total = Xb.T @ np.where(factors > 0, r * factors, 0.0)
+        sums = least_squares_block(  # the clipped gradient sum and the number clipped
+            np.take(X, rows, axis=0), np.take(y, rows), w, clip, np.take(norms, rows)
+        )
         sens = sum_sensitivity(clip, relation, n=max(rows.size, 1))  # rows.size terms summed
         noisy = gaussian(
-            total,
+            sums[:-1],
             sensitivity=sens,
             noise_std=multiplier * sens,
             ledger=ledger,
