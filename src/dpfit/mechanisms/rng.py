@@ -1,4 +1,4 @@
-"""The noise source: where every random bit of dpfit comes from (reliability spec 3.7).
+"""The noise source: where every random bit of dpfit comes from (``docs/privacy.md``).
 
 Policy (after diffprivlib, Opacus and Tumult):
 

@@ -4,8 +4,8 @@ Tree aggregation (Honaker 2015; Kairouz et al. 2021a): one noise row per *comple
 node [j 2^l, (j+1) 2^l) inside [0, T). The noisy prefix sum after step t adds the noises of
 the dyadic decomposition of [0, t] (the binary digits of t + 1), N_t, and the per-step noise
 is N_t - N_{t-1}. A step lies in at most one complete node per level, so a record touches
-bitlen(T) = floor(log2 T) + 1 nodes: single-participation sens^2 = bitlen(T) (reliability
-§4.6; ceil(log2 T) + 1 over-counts for T = 1000 or 1023).
+bitlen(T) = floor(log2 T) + 1 nodes: single-participation sens^2 = bitlen(T)
+(``tests/noise/test_tree.py``; ceil(log2 T) + 1 over-counts for T = 1000 or 1023).
 
 Node ids follow completion order (all nodes ending at step e, by level), so a stream reads
 rows in increasing order and a node's row exists as soon as the node is complete.

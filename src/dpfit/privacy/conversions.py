@@ -17,7 +17,7 @@ Three curves are offered:
 
 All routines are computed in float64 with reparametrisations that avoid cancellation and
 overflow, over rho in [1e-12, 1e3] and delta in [1e-300, 0.5] (tested against 50-digit
-mpmath values in the reliability spec, section 4).
+mpmath values, ``tests/privacy/test_conversions.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Poisson subsampling amplifies the Gaussian mechanism, but not in zCDP terms that add up
 tightly, so dpfit never puts an amplified release in a :class:`~dpfit.privacy.PrivacyLedger`
-(reliability: no zCDP amplification claims). Amplified releases are charged to a
+(``docs/privacy.md``: no zCDP amplification claims). Amplified releases are charged to a
 :class:`PLDLedger` instead, which composes them with the PLD accountant of Google's
 ``dp_accounting`` (Koskela et al. 2020; Doroshenko et al. 2022) and reports (epsilon, delta)
 only. ``docs/privacy.md`` ("Amplified releases") describes how the two ledgers sit side by

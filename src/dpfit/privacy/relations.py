@@ -6,7 +6,7 @@ Two datasets are neighbours under
   A sum of vectors clipped to norm C moves by at most 2C; a mean by 2C/n.
 * ``ADD_REMOVE``: one record added or removed, so n itself is private. A clipped sum moves
   by at most C. A *mean* has no bounded sensitivity unless it divides by a public n_pub
-  (then C/n_pub); dividing by the actual n would leak it (reliability pitfall P2).
+  (then C/n_pub); dividing by the actual n would leak it (``docs/privacy.md``).
 
 Sensitivities of sums over a public number of summands include the float64 rounding
 relaxation of Casacuberta, Shoemate, Vadhan & Wagaman (2022), so they bound the computed
@@ -95,14 +95,15 @@ def mean_sensitivity(clip: float, n: int, relation: Relation | str = Relation.RE
 
     Includes the float64 rounding relaxation of :func:`float_sum_excess` (a relative
     increase of about n^2 2^-52 / 2, e.g. 2.2e-12 at n = 100 and 1.1e-4 at n = 1e6), so the
-    declared sensitivity bounds what the library actually computes (reliability H.2).
+    declared sensitivity bounds what the library actually computes (Casacuberta et al.
+    2022; ``docs/threat-model.md``, "Floating-point summation").
     """
     n = check_int(n, "n", low=1)
     return sum_sensitivity(clip, relation, n=n) / n
 
 
 def public_n(rows: int, n_public: int | None, relation: Relation | str) -> int:
-    """The public record count that divides a clipped sum (reliability pitfall P2).
+    """The public record count that divides a clipped sum (``docs/privacy.md``).
 
     Under replace-one n is public: ``n_public`` may be omitted and, if given, must equal
     ``rows``. Under add/remove the actual count is private, so ``n_public`` is required and
