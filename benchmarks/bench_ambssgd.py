@@ -11,13 +11,13 @@ blocks of s + b records, step size eta). The floor is the fastest honest non-pri
 
 (no validation, no DP-STAT records read, no clipping, no noise). DP-AMBSSGD adds the
 validation of X (finiteness), DP-STAT on the s further records of each block (a gather, one
-residual pass, a sort of s residuals and one charged release of K + 1 noisy counts), the
-per-example clip (row norms and factors) and a charged Gaussian release per block. Each pass
-is timed end to end, in pairs whose order alternates, ``--repeats`` times, with one BLAS / OpenMP
-thread; the slowdown is the median of the paired ratios (private seconds / plain seconds),
-robust to the load of a shared machine drifting during the run. Before timing, the floor is
-checked against :func:`dpfit.baselines.onepass_sgd.onepass_sgd` (same iterates to rounding),
-so it really uses the same permutation and batches. Target (issue 19): at most 1.3x at
+residual pass, a count of the residuals at K + 1 levels and one charged release of those K + 1
+noisy counts), the per-example clip (row norms and factors) and a charged Gaussian release per
+block. Each pass is timed end to end, in pairs whose order alternates, ``--repeats`` times,
+with one BLAS / OpenMP thread; the slowdown is the median of the paired ratios (private
+seconds / plain seconds), robust to the load of a shared machine drifting during the run.
+Before timing, the floor is checked against :func:`dpfit.baselines.onepass_sgd.onepass_sgd`
+(same iterates to rounding), so it really uses the same permutation and batches. Target (issue 19): at most 1.3x at
 N = 1e6, d = 32.
 
 Run:  .venv/bin/python benchmarks/bench_ambssgd.py [--n 1000000] [--d 32] [--repeats 9]
@@ -34,7 +34,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402 - after the thread settings
 import json  # noqa: E402
 import math  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -47,6 +46,9 @@ from dpfit.algorithms.ambssgd import dp_ambssgd  # noqa: E402
 from dpfit.baselines.onepass_sgd import onepass_sgd  # noqa: E402
 from dpfit.mechanisms import make_noise_source  # noqa: E402
 from dpfit.theory.ambssgd import ambssgd_schedule, rho_for_epsilon  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import command, machine  # noqa: E402 - this folder's helper
 
 SEED = 1
 
@@ -63,26 +65,6 @@ def plain_sgd(X: np.ndarray, y: np.ndarray, sched, seed: int) -> np.ndarray:
         w = w - eta * (Xb.T @ (Xb @ w - yb)) / b
         iterates[t] = w
     return iterates
-
-
-def _machine() -> dict:
-    cpuinfo = Path("/proc/cpuinfo")
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in (cpuinfo.read_text().splitlines() if cpuinfo.exists() else [])
-            if line.startswith("model name")
-        ),
-        platform.processor() or platform.machine(),
-    )
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "threads": {v: os.environ[v] for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
-    }
 
 
 def main() -> dict:
@@ -143,8 +125,9 @@ def main() -> dict:
         "slowdown_paired_quartiles": statistics.quantiles(ratios, n=4),
         "slowdown_of_medians": med["dp_ambssgd"] / med["plain_sgd"],
         "load_average": {"start": load_start, "end": os.getloadavg()},
-        "machine": _machine(),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": machine()
+        | {"threads": {v: os.environ[v] for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}},
+        "command": command(),
     }
     q1, _, q3 = result["slowdown_paired_quartiles"]
     print(

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -51,28 +50,11 @@ from dpfit.algorithms import dp_gd
 from dpfit.mechanisms import clip_rows, gaussian, make_noise_source, noise_std_for_rho
 from dpfit.privacy import PrivacyLedger, mean_sensitivity
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import command, machine  # this folder's helper
+
 RESULTS = Path(__file__).resolve().parent / "results"
 RHO, STEP_SIZE = 0.5, 0.2
-
-
-def _machine() -> dict:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "platform": platform.platform(),
-        "load_average_at_start": os.getloadavg(),
-    }
 
 
 def _data(n: int, p: int) -> tuple[np.ndarray, np.ndarray]:
@@ -365,15 +347,15 @@ def main() -> None:
     if args.what == "memory-child":
         _memory_child(args.n, args.p, args.steps)
         return
-    machine = _machine()
+    host = machine()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded runs: InsecureRandomnessWarning
         benches = {"step": bench_step, "grid": bench_grid, "memory": bench_memory}
         result = {**benches, "opacus": bench_opacus}[args.what](args)
-    machine["load_average_at_end"] = os.getloadavg()
+    host["load_average_at_end"] = os.getloadavg()
     record = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "machine": machine,
+        "command": command(),
+        "machine": host,
         "parameters": {
             "n": args.n if args.what != "grid" else args.sizes,
             "p": args.p,

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -42,27 +41,11 @@ import dpfit
 from dpfit import mechanisms
 from dpfit.privacy import Budget, GaussianEntry, PrivacyLedger
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import command, machine  # this folder's helper
+
 RESULTS = Path(__file__).resolve().parent / "results"
 SENSITIVITY, NOISE_STD = 1.0, 1000.0
-
-
-def _machine() -> dict:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "dpfit": dpfit.__file__,
-        "load_average_at_start": os.getloadavg(),
-    }
 
 
 def _release_routes(steps: int) -> dict:
@@ -175,7 +158,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    machine = _machine()
+    host = machine() | {"dpfit": dpfit.__file__}  # which checkout ran (before/after)
     with warnings.catch_warnings(), threadpool_limits(1):
         warnings.simplefilter("ignore")  # seeded sources: InsecureRandomnessWarning
         if args.what == "release":
@@ -186,10 +169,10 @@ def main() -> None:
             times = _interleaved(_charge_routes(args.charges), args.repeats, args.charges)
             pairs = [("dpfit", k) for k in times["cpu"] if k != "dpfit"]
             result = {**_ratios(times, pairs), "target": 2.0}
-    machine["load_average_at_end"] = os.getloadavg()
+    host["load_average_at_end"] = os.getloadavg()
     record = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "machine": machine,
+        "command": command(),
+        "machine": host,
         "parameters": vars(args) | {"json": str(args.json) if args.json else None},
         "result": result,
     }

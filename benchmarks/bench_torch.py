@@ -5,34 +5,49 @@ The same small MLP (784 -> 128 -> 10, ReLU, 101,770 float32 parameters), the sam
 iteration: the next batch from the data loader, per-example gradients, clipping, noise and the
 SGD update.
 
-* Opacus (``GradSampleModule`` hooks + ``DPOptimizer``, noise multiplier 1, the loader's
-  fixed-size shuffled batches): ``loss.backward(); optimizer.step()``.
+* Opacus (noise multiplier 1, the loader's fixed-size shuffled batches), in both of its modes,
+  so that dpfit is compared with the faster one: ``hooks`` (``GradSampleModule`` +
+  ``DPOptimizer``: materialised per-example gradients) and ``ghost``
+  (``GradSampleModuleFastGradientClipping(use_ghost_clipping=True)`` +
+  ``DPOptimizerFastGradientClipping`` + ``DPLossFastGradientClipping``: per-example norms
+  without the per-example gradients, then a second backward pass).
 * dpfit, fixed-epoch sampling with the default noise (nu-DP-FTRL streamed as the optimal BLT):
   ``optimizer.step()``; and dpfit with Poisson sampling and independent noise (DP-SGD, PLD
   accounting).
 
-Steps are interleaved (one Opacus step, then one of each dpfit variant) after a warm-up, so
-machine load drifts hit all alike; reported: median per-step seconds, the ratio of medians and
-the median of paired ratios.
+Steps are interleaved (one step of each Opacus mode, then one of each dpfit variant) after a
+warm-up, so machine load drifts hit all alike; reported: median per-step seconds, and for each
+dpfit variant over each Opacus mode the ratio of medians and the median of paired ratios.
+The JSON also records the machine, its load average and the command.
 
-Run:  python benchmarks/bench_torch.py --steps 60 --json benchmarks/results/torch_vs_opacus.json
+Run:  OMP_NUM_THREADS=1 python benchmarks/bench_torch.py --steps 60 \
+          --json benchmarks/results/torch_vs_opacus.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
+import os
+import sys
 import time
 import warnings
+from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 import torch
 from opacus import GradSampleModule
+from opacus.grad_sample import GradSampleModuleFastGradientClipping
 from opacus.optimizers import DPOptimizer as OpacusDPOptimizer
+from opacus.optimizers import DPOptimizerFastGradientClipping
+from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
 from torch.utils.data import DataLoader, TensorDataset
 
 from dpfit.torch import make_private
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import command, machine  # this folder's helper
 
 N, D_IN, HIDDEN, CLASSES, BATCH = 10240, 784, 128, 10, 256
 
@@ -56,16 +71,22 @@ def _cycle(loader):
         yield from loader
 
 
-def opacus_stepper(data: TensorDataset):
-    model = GradSampleModule(_model())
-    opt = OpacusDPOptimizer(
-        torch.optim.SGD(model.parameters(), lr=0.1),
-        noise_multiplier=1.0,
-        max_grad_norm=1.0,
-        expected_batch_size=BATCH,
-    )
-    batches = _cycle(DataLoader(data, batch_size=BATCH, shuffle=True, drop_last=True))
+def opacus_stepper(data: TensorDataset, mode: str):
+    """One Opacus DP-SGD step per call: ``mode`` "hooks" or "ghost" (ghost clipping)."""
+    options = {"noise_multiplier": 1.0, "max_grad_norm": 1.0, "expected_batch_size": BATCH}
     loss_fn = torch.nn.CrossEntropyLoss()
+    if mode == "hooks":
+        model = GradSampleModule(_model())
+        opt = OpacusDPOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), **options)
+    else:
+        model = GradSampleModuleFastGradientClipping(
+            _model(), max_grad_norm=1.0, use_ghost_clipping=True, loss_reduction="mean"
+        )
+        opt = DPOptimizerFastGradientClipping(
+            torch.optim.SGD(model.parameters(), lr=0.1), loss_reduction="mean", **options
+        )
+        loss_fn = DPLossFastGradientClipping(model, opt, loss_fn, loss_reduction="mean")
+    batches = _cycle(DataLoader(data, batch_size=BATCH, shuffle=True, drop_last=True))
 
     def step():
         x, y = next(batches)
@@ -112,14 +133,14 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
+    host = machine()
     data = _data()
     total = args.steps + args.warmup
     epochs = -(-total // (N // BATCH)) + 1
-    steppers = {"opacus": opacus_stepper(data)}
+    opacus = ("opacus_hooks", "opacus_ghost")
+    steppers = {name: opacus_stepper(data, name.split("_")[1]) for name in opacus}
     steppers["dpfit_fixed_epoch"], choice = dpfit_stepper(data, epochs)
-    steppers["dpfit_poisson_dpsgd"], _ = dpfit_stepper(
-        data, epochs, sampling="poisson", n_public=N
-    )
+    steppers["dpfit_poisson_dpsgd"], _ = dpfit_stepper(data, epochs, sampling="poisson", n_public=N)
     times = {name: [] for name in steppers}
     for i in range(total):
         for name, step in steppers.items():
@@ -129,20 +150,24 @@ def main() -> None:
                 times[name].append(time.perf_counter() - start)
     t = {k: np.array(v) for k, v in times.items()}
     report = {
-        "machine": platform.processor() or platform.machine(),
+        "command": command(),
+        "machine": host | {"load_average_at_end": os.getloadavg()},
         "torch": torch.__version__,
+        "opacus": metadata.version("opacus"),
         "threads": 1,
         "params": sum(p.numel() for p in _model().parameters()),
         "batch": BATCH,
         "steps": args.steps,
         "dpfit_fixed_epoch_noise": choice,
         "median_s": {k: float(np.median(v)) for k, v in t.items()},
+        "fastest_opacus": min(opacus, key=lambda k: np.median(t[k])),
     }
     for name in ("dpfit_fixed_epoch", "dpfit_poisson_dpsgd"):
-        report[f"{name}_over_opacus"] = {
-            "ratio_of_medians": float(np.median(t[name]) / np.median(t["opacus"])),
-            "median_of_paired_ratios": float(np.median(t[name] / t["opacus"])),
-        }
+        for base in opacus:
+            report[f"{name}_over_{base}"] = {
+                "ratio_of_medians": float(np.median(t[name]) / np.median(t[base])),
+                "median_of_paired_ratios": float(np.median(t[name] / t[base])),
+            }
     print(json.dumps(report, indent=1))
     if args.json:
         with open(args.json, "w") as fh:

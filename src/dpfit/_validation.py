@@ -1,15 +1,18 @@
 """Checks that convert and return the canonical value, or raise a clear error.
 
 Every public entry point of dpfit validates its inputs here, *before* any data-dependent
-computation, privacy charge or noise draw (reliability spec, section 6). Messages name the
+computation, privacy charge or noise draw (docs/threat-model.md). Messages name the
 parameter and the allowed range; for public hyperparameters they echo the received value,
 for data they name the array and the failed property only, never a value or a row index.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+import os
+import sys
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -33,14 +36,35 @@ __all__ = [
     "check_real",
     "check_rho",
     "check_vector",
+    "user_stacklevel",
 ]
 
 #: rho above this is flagged as a weak guarantee: eps(1e-5) > 19 (CKS), as OpenDP flags
 #: large budgets.
 LARGE_RHO = 5.0
+
 #: Smallest rho an algorithm accepts: below it the noise std overflows or swamps any answer
-#: (reliability section 6, row 4; Google's library floors epsilon at 2**-50 likewise).
+#: (Google's differential-privacy library floors epsilon at 2**-50 likewise).
 RHO_FLOOR = 2.0**-100
+
+
+#: Frames attributed to dpfit, not to its caller: the package and contextlib (whose decorator
+#: frame wraps every function under ``@quiet_floats()``).
+_INTERNAL = (os.path.dirname(os.path.abspath(__file__)) + os.sep, contextlib.__file__)
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for :func:`warnings.warn` that points at the first caller outside dpfit.
+
+    A fixed ``stacklevel`` breaks whenever a decorator (``@quiet_floats()``) or a helper adds
+    a frame: the warning was attributed to ``contextlib.py``, so filters by module and the
+    once-per-location rule saw the wrong place. As pandas' ``find_stack_level``, this counts
+    the frames that belong to dpfit (or to contextlib) above the caller of ``warnings.warn``.
+    """
+    frame, level = sys._getframe(1), 1  # the function that calls warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _as_scalar(value: Any, name: str) -> Any:
@@ -102,7 +126,7 @@ def check_rho(value: Any, name: str = "rho") -> float:
         warnings.warn(
             f"{name}={v:g} is a weak privacy guarantee (epsilon > 19 at delta=1e-5)",
             LargeBudgetWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return v
 
@@ -142,7 +166,7 @@ def check_delta(value: Any, name: str = "delta", *, n: int | None = None) -> flo
     """Return delta in the open interval (0, 1), with a specific message for delta = 0.
 
     With the public dataset size ``n``, warn when delta > 1/n: such a delta allows a
-    mechanism that publishes one whole record (reliability section 6, row 7).
+    mechanism that publishes one whole record.
     """
     v = check_real(value, name)
     if v == 0.0:
@@ -154,7 +178,7 @@ def check_delta(value: Any, name: str = "delta", *, n: int | None = None) -> flo
             f"{name}={v:g} exceeds 1/n = {1.0 / n:g}: a guarantee this weak allows releasing "
             "a whole record; use delta < 1/n",
             LargeBudgetWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return v
 
@@ -186,7 +210,7 @@ def check_option(value: Any, name: str, options: Iterable[str]) -> str:
 
 
 def reject_sparse(value: Any, name: str) -> None:
-    """Raise TypeError for a scipy.sparse matrix (dense input is required; reliability row 28)."""
+    """Raise TypeError for a scipy.sparse matrix (dense input is required)."""
     if hasattr(value, "tocsr") and hasattr(value, "nnz"):
         raise TypeError(f"{name} is a scipy.sparse matrix; pass a dense array (X.toarray())")
 
@@ -204,7 +228,7 @@ def check_array(value: Any, name: str, *, ndim: int) -> np.ndarray:
     """Return ``value`` as a C-contiguous float64 array with ``ndim`` dimensions and finite entries.
 
     Integer and low-precision float inputs are up-cast to float64 before any arithmetic, so
-    no integer wrap-around or float32 summation error reaches a sensitivity (reliability H.2-H.3).
+    no integer wrap-around or float32 summation error reaches a sensitivity.
     Dask collections are refused rather than silently loaded into memory.
     """
     reject_sparse(value, name)
@@ -260,7 +284,7 @@ def check_iv_data(
     """Validate IV data: regressors X (n x p), response y (n,), instruments Z (n x q), q >= p.
 
     Only shapes and finiteness are checked (public properties); rank is a release and is
-    never checked here (reliability P12).
+    never checked here (docs/liang2025.md).
     """
     X, y = check_X_y(X, y, x_name=x_name, y_name=y_name)
     Z = check_array(Z, z_name, ndim=2)

@@ -1,6 +1,5 @@
 """``dpfit audit``: bounds next to the claim for a configuration given on the command line."""
 
-
 import pytest
 
 from dpfit.cli import main

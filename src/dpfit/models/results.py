@@ -208,15 +208,14 @@ class Result:
             if self.population is None:
                 raise ValueError(
                     f"target='population': this fit ({self.method}) released no population "
-                    "interval; "
+                    "interval. "
                     + (
                         "target='sample' gives the interval for the data's own minimiser "
                         "(privacy error only). "
                         if self.m is not None
                         else ""
                     )
-                    + "DPLinearRegression and dpfit.ols release one when public bounds "
-                    "of the features (bounds=...) are given (docs/inference.md)"
+                    + _POPULATION_HINT
                 )
             return self.population
         return self._sample_covariance
@@ -449,8 +448,8 @@ class Result:
                 notes.append(
                     "No population interval was released: these intervals do not include "
                     "sampling error and do not cover the population coefficients. "
-                    "DPLinearRegression and dpfit.ols release one when public feature bounds "
-                    "are given (docs/inference.md)."
+                    + _POPULATION_HINT
+                    + "."
                 )
         else:
             notes.append(self.interval_method or "No confidence interval is released.")
@@ -480,6 +479,13 @@ class Result:
     def _repr_html_(self) -> str:
         return self.summary().as_html()
 
+
+#: Which fits release a population interval (errors and notes of fits that did not).
+_POPULATION_HINT = (
+    "Population intervals come from DPLinearRegression / dpfit.ols with public feature "
+    "bounds (bounds=...) and from DPIVRegression / dpfit.iv with method='moments' "
+    "(docs/inference.md)"
+)
 
 _TARGET_TEXT = {
     "population": "the population coefficients (sampling + privacy error)",
