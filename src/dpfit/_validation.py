@@ -115,14 +115,19 @@ def check_positive(value: Any, name: str) -> float:
     return v
 
 
-def check_rho(value: Any, name: str = "rho") -> float:
-    """Return a zCDP parameter in [RHO_FLOOR, inf); warn when it is large."""
+def check_rho(value: Any, name: str = "rho", *, warn: bool = True) -> float:
+    """Return a zCDP parameter in [RHO_FLOOR, inf); warn when it is large.
+
+    ``warn=False`` is for a caller that checks a rho its user's own check has already warned
+    about (an estimator validating early, or passing its budget on to an algorithm): a flag
+    rather than ``warnings.catch_warnings()``, which is not thread-safe.
+    """
     v = check_positive(value, name)
     if v < RHO_FLOOR:
         raise ValueError(
             f"{name} must be >= {RHO_FLOOR:g} (noise scale not finite or meaningless), got {v!r}"
         )
-    if v > LARGE_RHO:
+    if warn and v > LARGE_RHO:
         warnings.warn(
             f"{name}={v:g} is a weak privacy guarantee (epsilon > 19 at delta=1e-5)",
             LargeBudgetWarning,

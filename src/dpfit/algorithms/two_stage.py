@@ -69,6 +69,7 @@ def dp_two_stage_gd(
     n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
+    warn_large_rho: bool = True,
 ) -> Trajectory:
     """DP two-stage gradient descent for IV regression (DP-2S-GD, Liang et al. 2025, Alg. 1).
 
@@ -115,6 +116,9 @@ def dp_two_stage_gd(
         rho_theta + rho_beta).
     rng : None, int, numpy.random.Generator or NoiseSource
         Noise source; an int or Generator gives reproducible (insecure) noise.
+    warn_large_rho : bool, default=True
+        Emit :class:`~dpfit.LargeBudgetWarning` when rho_theta + rho_beta is large. An
+        estimator that has already checked (and warned about) its whole budget passes False.
 
     Returns
     -------
@@ -158,7 +162,7 @@ def dp_two_stage_gd(
     """
     rho_theta = check_positive(rho_theta, "rho_theta")
     rho_beta = check_positive(rho_beta, "rho_beta")
-    check_rho(rho_theta + rho_beta, "rho_theta + rho_beta")  # LargeBudgetWarning if weak
+    check_rho(rho_theta + rho_beta, "rho_theta + rho_beta", warn=warn_large_rho)
     clip_theta = check_positive(clip_theta, "clip_theta")
     clip_beta = check_positive(clip_beta, "clip_beta")
     steps = check_int(steps, "steps", low=1)
