@@ -1,6 +1,7 @@
 """Buffered-linear-Toeplitz noise: coefficients, exact sensitivity, optimisation, streaming."""
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from dpfit.noise import (
     toeplitz,
 )
 from dpfit.noise import streams as streams_module
+from dpfit.noise.blt import _decoder_column, _decoder_poles, _log_objective
 from dpfit.noise.streams import fft_workspace_bytes
 from dpfit.noise.toeplitz import ToeplitzMechanism
 from dpfit.privacy import PrivacyLedger
@@ -42,6 +44,25 @@ def test_coefficients_are_the_closed_form_and_its_reciprocal():
     dense = np.linalg.inv(mech.encoder_matrix())[:, 0]
     np.testing.assert_allclose(mech.beta, dense, rtol=0, atol=1e-14)
     assert mech.monotone and mech.buffers == 2
+
+
+@pytest.mark.parametrize("omega", [[0.3, 1e-300], [0.3, 0.0]])
+def test_decoder_poles_of_an_underflowed_weight_need_no_division_by_zero(omega):
+    """A weight that underflows in the optimiser's softmax leaves its decay as an exact pole.
+
+    The residue formula divided by lambda_j - theta_i = 0 there; the eigenvector form must stay
+    finite, silent (warnings are errors here) and equal to the streaming decoder.
+    """
+    theta, omega = np.array([0.5, 0.9]), np.array(omega)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lam, w = _decoder_poles(theta, omega)
+        u = np.array([0.0, 2.0, 0.0, -800.0])  # exp(-800) underflows: omega_2 = 0 exactly
+        value, grad = _log_objective(u, 2, 40, 2, 20)
+    t = np.arange(29, dtype=np.float64)
+    beta = np.concatenate(([1.0], (lam[None, :] ** t[:, None]) @ w))
+    np.testing.assert_allclose(beta, _decoder_column(theta, omega, 30), atol=1e-15)
+    assert np.isfinite(value) and np.isfinite(grad).all()
 
 
 @pytest.mark.parametrize("mech", RANDOM_BLTS, ids=lambda m: m.name)

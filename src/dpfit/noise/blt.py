@@ -188,14 +188,17 @@ def _unpack(u: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
 def _decoder_poles(theta: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Decays lambda_j and weights w_j of B = C^{-1}: beta_t = sum_j w_j lambda_j^{t-1}.
 
-    lambda_j solve sum_i omega_i / (lambda - theta_i) = -1 (the eigenvalues of
-    diag(theta) - omega 1^T; real and interlaced with theta), and w_j is the residue
-    -1 / sum_i omega_i / (lambda_j - theta_i)^2.
+    The decoder recurrence of :func:`_decoder_column` is S_t = D S_{t-1} with
+    D = diag(theta) - 1 omega^T and beta_t = -omega^T D^{t-1} 1 for t >= 1, so with
+    D = V diag(lambda) V^{-1}: w = -(omega^T V) * (V^{-1} 1). Unlike the residue formula
+    -1 / sum_i omega_i / (lambda_j - theta_i)^2, this has no division by lambda_j - theta_i,
+    which is exactly zero when a weight omega_i underflows to 0 in the optimiser (the decay
+    theta_i is then an eigenvalue with eigenvector e_i and weight 0). A defective D (merged
+    decays) raises ``numpy.linalg.LinAlgError``.
     """
-    lam = np.linalg.eigvals(np.diag(theta) - omega[:, None]).real
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # merged decays
-        w = -1.0 / (omega[None, :] / (lam[:, None] - theta[None, :]) ** 2).sum(axis=1)
-    return lam, w
+    lam, vecs = np.linalg.eig(np.diag(theta) - np.outer(np.ones_like(theta), omega))
+    w = -(omega @ vecs) * np.linalg.solve(vecs, np.ones_like(theta))
+    return lam.real, w.real
 
 
 def _log_objective(u: np.ndarray, m: int, steps: int, k: int, b: int) -> tuple[float, np.ndarray]:
@@ -210,7 +213,10 @@ def _log_objective(u: np.ndarray, m: int, steps: int, k: int, b: int) -> tuple[f
     t = np.arange(T - 1, dtype=np.float64)
     powers = np.exp(np.outer(t, np.log(theta)))  # theta_i^{t-1} for t = 1 .. T-1
     c = np.concatenate(([1.0], powers @ omega))
-    lam, w = _decoder_poles(theta, omega)
+    try:
+        lam, w = _decoder_poles(theta, omega)
+    except np.linalg.LinAlgError:
+        return math.inf, np.zeros_like(u)
     if not (
         np.isfinite(lam).all() and np.isfinite(w).all() and (0 < lam).all() and (lam < 1).all()
     ):

@@ -34,7 +34,7 @@ from .._validation import (
     check_real,
     check_rho,
 )
-from ..mechanisms import noise_std_for_rho
+from ..mechanisms import noise_std_for_rho, rho_within
 from ..privacy import Relation, gaussian_mu, sum_sensitivity
 from .base import CorrelatedMechanism, check_mechanism
 from .toeplitz import nu_dpftrl
@@ -143,7 +143,8 @@ def calibrate(
     )
     if rho is not None:
         rho = check_rho(rho)
-        sigma = noise_std_for_rho(sens, rho)
+        # sigma and the ledger's charge each round once: rho_within keeps the charge <= rho.
+        sigma = noise_std_for_rho(sens, rho_within(sens, rho))
         return Calibration(
             sensitivity=sens, noise_std=sigma, rho=rho, mu=math.sqrt(2 * rho), target="rho"
         )
