@@ -185,12 +185,6 @@ def _flaky(block):
     return block
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DP-GD now charges all its releases before the first draw "
-    "(mechanisms.gaussian_releases, issue 19), so a failed fit keeps its whole rho spent; "
-    "releasing the undrawn part needs GaussianReleases to return it on failure",
-)
 def test_a_failed_fit_keeps_only_what_it_charged():
     """The releases before a failure stay spent; the rest of the budget is available."""
     _STORAGE["reads"] = 0

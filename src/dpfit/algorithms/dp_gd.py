@@ -207,31 +207,32 @@ def dp_gd(
     noise_std = noise_std_for_rho(sensitivity, rho / total)
 
     sums = least_squares_sums(X, y, clip)
-    releases = gaussian_releases(  # all runs * steps releases charged now, before any draw
+    # all runs * steps releases charged now, before any draw; a failure returns the undrawn
+    with gaussian_releases(
         count=total,
         sensitivity=sensitivity,
         noise_std=noise_std,
         ledger=ledger,
         rng=source,
         label=LABEL,
-    )
+    ) as releases:
 
-    def perturb(gradient: np.ndarray, t: int) -> np.ndarray:
-        return releases.release(gradient)
+        def perturb(gradient: np.ndarray, t: int) -> np.ndarray:
+            return releases.release(gradient)
 
-    runs_out = [
-        _descend(
-            X,
-            y,
-            theta0,
-            steps=steps,
-            step_size=step_size,
-            normaliser=normaliser,
-            perturb=perturb,
-            sums=sums,
-        )
-        for _ in range(runs)
-    ]
+        runs_out = [
+            _descend(
+                X,
+                y,
+                theta0,
+                steps=steps,
+                step_size=step_size,
+                normaliser=normaliser,
+                perturb=perturb,
+                sums=sums,
+            )
+            for _ in range(runs)
+        ]
     iterates = np.concatenate([it for it, _ in runs_out])
     clipped = np.concatenate([c for _, c in runs_out])
     finals = iterates[steps - 1 :: steps]

@@ -9,7 +9,8 @@ count, before any of them is drawn, and returns a :class:`GaussianReleases` that
 one by one: an iterative algorithm's per-step release then costs little more than the draw
 itself. The entry's rho is exactly the sum of the per-release entries' (zCDP composes
 additively, also adaptively; Bun & Steinke 2016, Lemma 2.3), so the ledger's statement and
-epsilon are the same either way.
+epsilon are the same either way. Used as a context manager, a :class:`GaussianReleases` whose
+block fails returns the releases it never drew (see :meth:`GaussianReleases.__exit__`).
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ def _secure_gaussian(value: np.ndarray, entry: GaussianEntry) -> np.ndarray:
         raise RuntimeError(  # pragma: no cover - internal invariant
             f"{entry.label}: OpenDP's privacy map exceeds the charged rho; nothing was drawn"
         )
-    return np.asarray(meas(flat), dtype=np.float64).reshape(value.shape)
+    output = np.asarray(meas(flat), dtype=np.float64).reshape(value.shape)
+    return output[()] if output.ndim == 0 else output  # 0-d: a float64, as value + noise is
 
 
 def gaussian(
@@ -200,13 +202,36 @@ class GaussianReleases:
     Build it with :func:`gaussian_releases` (which charges the ledger first). Each
     :meth:`release` is exactly what :func:`gaussian` does after its charge: the same noise
     from the same source, the same record/replay hooks, one release of ``count``.
+
+    Use it as a context manager around the loop that draws the releases: when the block
+    raises, the releases not yet drawn are returned to the ledger and its budget
+    (:meth:`__exit__`), so a fit that fails part-way keeps spent only what it drew.
     """
 
-    __slots__ = ("__weakref__", "_count", "_each", "_made", "_source")
+    __slots__ = (
+        "__weakref__",
+        "_broken",
+        "_charged",
+        "_count",
+        "_each",
+        "_ledger",
+        "_made",
+        "_source",
+    )
 
-    def __init__(self, *, each: GaussianEntry, count: int, source: NoiseSource) -> None:
+    def __init__(
+        self,
+        *,
+        each: GaussianEntry,
+        count: int,
+        source: NoiseSource,
+        ledger: PrivacyLedger,
+        charged: GaussianEntry,
+    ) -> None:
         self._each, self._count, self._source = each, count, source
+        self._ledger, self._charged = ledger, charged
         self._made = 0
+        self._broken = False  # set when a query value broke the finiteness invariant
 
     @property
     def entry(self) -> GaussianEntry:
@@ -215,7 +240,7 @@ class GaussianReleases:
 
     @property
     def count(self) -> int:
-        """Number of releases charged."""
+        """Number of releases charged (after a refund, the number drawn)."""
         return self._count
 
     @property
@@ -238,9 +263,43 @@ class GaussianReleases:
                 f"{self._each.label}: all {self._count} charged releases were made; "
                 "nothing was drawn"
             )
-        value = _finite_value(value, self._each.label)
-        self._made += 1
+        try:
+            value = _finite_value(value, self._each.label)
+        except ValueError:
+            self._broken = True
+            raise
+        self._made += 1  # counted before the draw: an interrupted draw stays charged
         return _draw(value, self._each, self._source)
+
+    def __enter__(self) -> GaussianReleases:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        """On a failure, return the undrawn releases' rho; never on a normal exit.
+
+        What stays spent is every release :meth:`release` began to draw, so a release whose
+        draw was interrupted is kept. The ledger's entry is replaced by one of the drawn
+        count (removed when none was drawn) and its budget gets exactly the undrawn
+        releases' rho back (a stored budget rounds the refund down; ``docs/threat-model.md``).
+
+        Why the refund reveals nothing about a record: the number drawn is the index of the
+        step at which the block failed, so it must not depend on the data. Every failure a
+        record's value could cause is ruled out after the charge: queries are clipped sums,
+        finite for every finite input, and inputs are validated before the charge
+        (``tests/mechanisms/test_gaussian_refund.py`` runs DP-GD on rows of +-1.7e308 to the
+        end). What remains are failures outside the data (a storage or worker error, an
+        interrupt, memory), and a refund by the count they leave is a fully adaptive
+        composition whose total never exceeds the budget, which stays a guarantee (Feldman &
+        Zrnic 2021; Whitehouse et al. 2023). If a query value is nevertheless not finite,
+        which only a bug could cause, nothing is refunded: the whole charge stays spent, so
+        the budget does not show the step at which it happened. A normal exit with releases
+        left (an algorithm that stopped early) refunds nothing either, since its stop may
+        depend on the data.
+        """
+        if exc_type is None or self._broken or self._made >= self._count:
+            return
+        drawn, self._count = self._made, self._made  # no release may be drawn after this
+        self._ledger._return_undrawn(self._charged, drawn=drawn)
 
 
 def gaussian_releases(
@@ -282,7 +341,9 @@ def gaussian_releases(
     -----
     Charging before the first draw is what :func:`gaussian` does for one release: the budget
     refuses an overspend before any noise exists. If the algorithm stops early, the ledger
-    overstates the cost (never understates it).
+    overstates the cost (never understates it). Draw inside ``with gaussian_releases(...) as
+    releases:`` so that a failure returns the releases never drawn
+    (:meth:`GaussianReleases.__exit__`).
     """
     _check_ledger_and_source(ledger, rng)
     count = check_int(count, "count", low=1)
@@ -293,14 +354,13 @@ def gaussian_releases(
         relation=ledger.relation,
         subsampled=subsampled,
     )
-    ledger.charge(
-        GaussianEntry(
-            label=label,
-            sensitivity=each.sensitivity,
-            noise_std=each.noise_std,
-            count=count,
-            relation=each.relation,
-            subsampled=subsampled,
-        )
+    charged = GaussianEntry(
+        label=label,
+        sensitivity=each.sensitivity,
+        noise_std=each.noise_std,
+        count=count,
+        relation=each.relation,
+        subsampled=subsampled,
     )
-    return GaussianReleases(each=each, count=count, source=rng)
+    ledger.charge(charged)
+    return GaussianReleases(each=each, count=count, source=rng, ledger=ledger, charged=charged)

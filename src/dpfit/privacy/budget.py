@@ -121,6 +121,19 @@ class Budget:
             )
         self._add(exact_units(rho) * count)
 
+    def _refund(self, rho: float, *, count: int, label: str) -> None:
+        """Return ``count`` times ``rho``, exactly: releases that were charged, never drawn.
+
+        Only :meth:`dpfit.privacy.PrivacyLedger._return_undrawn` calls this, for a fit that
+        failed part-way (``docs/threat-model.md``); ``label`` names the releases.
+        """
+        units = exact_units(rho) * count
+        if not 0 < units <= self._spent_units:
+            raise RuntimeError(  # pragma: no cover - internal invariant
+                f"{label}: a refund of rho={rho * count:.6g} exceeds what was spent"
+            )
+        self._add(-units)
+
     def _add(self, units: int) -> None:
         self._spent_units += units
         self._spent = units_to_float(self._spent_units)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .._validation import check_int, check_positive
@@ -115,6 +115,10 @@ class GaussianEntry:
 class PrivacyLedger:
     """Append-only record of every charged release, under one neighbouring relation.
 
+    The one exception: releases charged together but never drawn because their fit failed
+    are taken out again (:meth:`dpfit.mechanisms.GaussianReleases.__exit__`), so the ledger
+    lists exactly the releases that exist.
+
     Parameters
     ----------
     relation : Relation or str, default="replace-one"
@@ -190,6 +194,24 @@ class PrivacyLedger:
         from .parallel import ParallelComposition
 
         return ParallelComposition(self, label=label, rho_per_block=rho_per_block)
+
+    def _return_undrawn(self, entry: GaussianEntry, *, drawn: int) -> None:
+        """Keep only the first ``drawn`` of ``entry``'s releases; the rest were never drawn.
+
+        For :meth:`dpfit.mechanisms.GaussianReleases.__exit__` (a fit that failed part-way):
+        ``entry`` (the object charged) is replaced by the same entry with ``count = drawn``,
+        or removed when ``drawn`` is 0, and the undrawn releases' rho, exactly, is returned
+        to the budget first (if that fails, nothing changes and the whole charge stays).
+        """
+        index = next(i for i in reversed(range(len(self._entries))) if self._entries[i] is entry)
+        undrawn = entry.count - check_int(drawn, "drawn", low=0, high=entry.count - 1)
+        if self._budget is not None:
+            self._budget._refund(entry.rho_each, count=undrawn, label=entry.label)
+        if drawn:
+            self._entries[index] = replace(entry, count=drawn)
+        else:
+            del self._entries[index]
+        self._units -= exact_units(entry.rho_each) * undrawn
 
     def _record_reserved(self, entry: ParallelEntry) -> None:
         """Append an entry whose rho was already spent from the budget (parallel composition)."""

@@ -12,6 +12,9 @@ commit leaves its charge recorded. A fit run through :meth:`StoredBudget.reserve
 ``dpfit.ols`` and the command line do) reserves its whole rho in one transaction, spends it
 in memory, records its releases (mechanism, count, rho) when it ends and returns only a part
 it provably did not draw; a fit killed part-way keeps its whole reservation (conservative).
+A fit that fails part-way with an exception returns its undrawn releases
+(:meth:`dpfit.mechanisms.GaussianReleases.__exit__`): into the open reservation, or as a refund
+row rounded down.
 
 Unlike an in-memory :class:`~dpfit.Budget`, a stored budget may be pickled: the copy in
 another process reopens the same file and spends from the same total.
@@ -164,6 +167,18 @@ def _affordable(total: float, spent_units: int, rho: float) -> bool:
     return Fraction(spent_units + exact_units(rho), 1 << 1074) <= limit
 
 
+def _float_at_most(units: int) -> float:
+    """The float nearest to ``units`` * 2^-1074, rounded down if nearest is above it."""
+    value = units_to_float(units)
+    return math.nextafter(value, 0.0) if exact_units(value) > units else value
+
+
+def _float_at_least(units: int) -> float:
+    """The float nearest to ``units`` * 2^-1074, rounded up if nearest is below it."""
+    value = units_to_float(units)
+    return math.nextafter(value, math.inf) if exact_units(value) < units else value
+
+
 class StoredBudget(Budget):
     """A :class:`~dpfit.Budget` whose total and charges live in an SQLite file.
 
@@ -248,7 +263,33 @@ class StoredBudget(Budget):
         if self._local is not None:
             self._local.spend(rho, count=count)
             return
-        self._charge(rho * count, "direct spend")
+        # the row holds count * rho rounded up: a stored charge is never below the exact one
+        self._charge(_float_at_least(exact_units(rho) * count), "direct spend")
+
+    def _refund(self, rho: float, *, count: int, label: str) -> None:
+        """Return ``count`` undrawn releases of ``rho`` (a fit that failed part-way).
+
+        Inside a reservation they go back to it (and so into its refund row when it ends);
+        otherwise one refund row of -count * rho, rounded down, is appended: a refund never
+        returns rho that was drawn.
+        """
+        if self._local is not None:
+            self._local._refund(rho, count=count, label=label)
+            return
+        amount = _float_at_most(exact_units(rho) * count)
+        if amount > 0:
+            with _transaction(self._path) as conn:
+                conn.execute(
+                    "INSERT INTO charges (dataset, rho, mechanism, created, pid) "
+                    "VALUES (?,?,?,?,?)",
+                    (
+                        self._dataset,
+                        -amount,
+                        f"refund: {count} undrawn releases of {label} (the fit failed)",
+                        _now(),
+                        os.getpid(),
+                    ),
+                )
 
     def split(self, k: int) -> list[Budget]:
         """Charge the whole remaining rho now and return ``k`` in-memory budgets sharing it."""
@@ -291,10 +332,7 @@ class StoredBudget(Budget):
         finally:
             self._local = None
             # the unspent part, rounded down: a refund never returns rho that was drawn
-            unused_units = exact_units(rho) - local._spent_units
-            unused = units_to_float(unused_units)
-            if exact_units(unused) > unused_units:
-                unused = math.nextafter(unused, 0.0)
+            unused = _float_at_most(exact_units(rho) - local._spent_units)
             with _transaction(self._path) as conn:
                 conn.executemany(
                     "INSERT INTO releases VALUES (?, ?, ?, ?)",
