@@ -22,19 +22,20 @@ RHO_EACH = 0.1  # not a dyadic number: sums of its multiples round in float64
 COUNT = 10
 
 
-class Storage(Exception):
+class StorageError(Exception):
     """A failure that is not the data's (a storage or worker error)."""
 
 
-def _fit(ledger, *, fail_after, exc=Storage("storage went away"), seed=0):
+def _fit(ledger, *, fail_after, exc=None):
     """Charge COUNT releases, draw ``fail_after`` of them, then raise ``exc``."""
+    exc = StorageError("storage went away") if exc is None else exc
     with pytest.raises(type(exc)):
         with gaussian_releases(
             count=COUNT,
             sensitivity=1.0,
             noise_std=(1 / (2 * RHO_EACH)) ** 0.5,
             ledger=ledger,
-            rng=make_noise_source(seed),
+            rng=make_noise_source(0),
             label="step",
         ) as releases:
             for _ in range(fail_after):
@@ -47,7 +48,7 @@ def _units(rho, count):
     return exact_units(rho) * count
 
 
-@pytest.mark.parametrize("exc", [Storage("gone"), KeyboardInterrupt(), MemoryError()])
+@pytest.mark.parametrize("exc", [StorageError("gone"), KeyboardInterrupt(), MemoryError()])
 @pytest.mark.parametrize("drawn", [0, 1, 3, COUNT - 1])
 def test_a_failure_returns_exactly_the_undrawn_releases(drawn, exc):
     ledger = PrivacyLedger(budget=Budget(rho=2.0))
