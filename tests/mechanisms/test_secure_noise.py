@@ -126,3 +126,14 @@ def test_dp_gd_on_the_secure_backend_passes_a_canary_audit():
     res = audit("dp_gd", runs=200, secure=True, alpha=1e-6)
     assert res.config["noise_backend"] == "secure"
     assert res.passed, res.table()
+
+
+def test_a_scalar_release_is_a_float64_as_on_the_default_backend():
+    # the two backends (and a replay of either) return the same type for a 0-d query
+    out, _ = _release(0.5, 1.0, 1.0)
+    default = gaussian(
+        np.asarray(0.5), sensitivity=1.0, noise_std=1.0, ledger=PrivacyLedger(),
+        rng=make_noise_source(0), label="default",
+    )  # fmt: skip
+    assert type(out) is type(default) is np.float64
+    assert _release([0.5, 0.5], 1.0, 1.0)[0].shape == (2,)

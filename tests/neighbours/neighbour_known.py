@@ -36,12 +36,6 @@ KNOWN: dict[str, Leak] = {
         "cannot couple such neighbours to check each step's sensitivity",
         {"torch make_private poisson add-remove": ("sensitivity",)},
     ),
-    "new: replayed scalar": Leak(
-        "NEW (neighbour layer, test fidelity): replaying a scalar release returns a 0-d array "
-        "where the live mechanism returns a numpy float64, so a replayed run can differ from "
-        "every real run",
-        {},
-    ),
 }
 
 

@@ -103,7 +103,11 @@ def replaying(original: Recording) -> Iterator[Recording]:
 
 
 def replayed_output(entry: GaussianEntry, value: np.ndarray) -> np.ndarray | None:
-    """The recorded output for this call when replaying, else None (mechanism-internal)."""
+    """The recorded output for this call when replaying, else None (mechanism-internal).
+
+    Of the type the live mechanism returns: a fresh array, or for a 0-d release a numpy
+    float64 (``value + noise`` of a 0-d value is one), never the 0-d array it is stored as.
+    """
     rec = _ACTIVE.get()
     if rec is None or rec.replay_of is None:
         return None
@@ -113,7 +117,7 @@ def replayed_output(entry: GaussianEntry, value: np.ndarray) -> np.ndarray | Non
     old = rec.replay_of.releases[i]
     if old.entry != entry or old.value.shape != value.shape:
         raise ReplayMismatchError(f"release {i} differs: recorded {old.entry}, replayed {entry}")
-    return old.output.copy()
+    return old.output[()] if old.output.ndim == 0 else old.output.copy()
 
 
 def open_stream(
