@@ -5,12 +5,9 @@ rests on that: the clipped-sum sensitivity 2C/n (Brown et al. 2024, Lemma 2.1) h
 replacing one record changes one row. formulaic would break it in two ways, so both
 :func:`dpfit.ols` and :func:`dpfit.iv`, in memory and on Dask, build their designs here:
 
-* **Stateful transforms** (``scale``, ``center``, ``standardize``, ``poly``, ``bs``, ...) learn
-  the private mean, sd or quantiles, so every row depends on every record; ``lag`` makes a row
-  depend on another record; a method call such as ``x.mean()`` reads the whole column. Every
-  python term is checked against an allow-list of row-wise operations *before* any data is
-  read: arithmetic, comparisons, ``I()``, ``Q()``, NumPy ufuncs (``np.log``, ``np.sqrt``, ...),
-  ``np.clip``, ``np.where``, formulaic's ``log``/``exp`` and ``C(column, levels=[...])``.
+* **Stateful transforms** (``scale``, ``poly``, ``lag``, ...) make a row depend on other
+  records: every python term is checked against an allow-list of row-wise operations
+  *before* any data is read (:mod:`dpfit.models._row_wise`).
 * **Levels read off the data**: the levels of a string or categorical variable, hence the
   released term names and the dimension, come from the data. The design is therefore specified
   on the frame's *empty* version (Dask's ``_meta``; ``data.iloc[:0]`` in memory), so its
@@ -36,7 +33,6 @@ one record can never change how another record is read.
 
 from __future__ import annotations
 
-import ast
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +43,7 @@ from formulaic import Formula, model_matrix
 from formulaic.parser.types import Factor
 from formulaic.transforms.contrasts import TreatmentContrasts
 
+from ._row_wise import check_terms, declared_column, factor_column, refuse
 from ._values import level_values, numeric_values
 
 __all__ = [
@@ -62,144 +59,6 @@ __all__ = [
 #: ``Series.attrs`` key of a response built here: rows of NaN in the design are zero records.
 NULL_RECORDS = "dpfit_null_records"
 
-#: Stateful or cross-row transforms of formulaic, and why each is refused.
-_REFUSED = {
-    **dict.fromkeys(
-        ("center", "scale", "standardize", "poly", "bs", "cs", "cc", "cr", "te"),
-        "is a stateful transform that learns from the data (mean, sd, quantiles), so every row "
-        "would depend on every record; use I() with public constants, e.g. I((x - 40) / 10)",
-    ),
-    "lag": "shifts rows, so a row would depend on another record",
-    "hashed": "is not supported; declare the levels with C(column, levels=[...])",
-}
-#: Row-wise functions callable by name: formulaic's stateless transforms and ``abs``.
-_ROW_WISE = frozenset({"log", "log10", "log2", "exp", "exp10", "exp2", "abs", "I"})
-_NUMPY_EXTRA = frozenset({"clip", "where"})
-_CONTRASTS = frozenset({"Treatment", "Sum", "Helmert", "Diff", "Poly"})
-_ALLOWED_HINT = (
-    "allowed: arithmetic, comparisons, I(), Q(), NumPy ufuncs such as np.log, np.clip, "
-    "np.where, log/exp, and C(column, levels=[...]) at the top of a term"
-)
-
-
-def _refuse(term: str, why: str) -> ValueError:
-    return ValueError(f"formula term {term!r}: {why}")
-
-
-def _is_constant(node: ast.AST) -> bool:
-    """A literal (number, string, bool, None), possibly negated, or a list/tuple of them."""
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        return _is_constant(node.operand)
-    if isinstance(node, ast.List | ast.Tuple):
-        return all(_is_constant(e) for e in node.elts)
-    return False
-
-
-def _callee(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        return f"{func.value.id}.{func.attr}"
-    return ast.unparse(func)
-
-
-def _check_contrasts(term: str, node: ast.AST) -> None:
-    """``contr.treatment('b')``, ``contr.sum``, ``Treatment(base='b')`` with literal arguments."""
-    target = node.func if isinstance(node, ast.Call) else node
-    ok = (isinstance(target, ast.Name) and target.id in _CONTRASTS) or (
-        isinstance(target, ast.Attribute)
-        and isinstance(target.value, ast.Name)
-        and target.value.id == "contr"
-    )
-    if isinstance(node, ast.Call):
-        ok = ok and all(_is_constant(a) for a in node.args)
-        ok = ok and all(_is_constant(k.value) for k in node.keywords)
-    if not ok:
-        raise _refuse(term, "the contrasts of C() must be contr.<name>(...) with literal arguments")
-
-
-def column_of(node: ast.AST) -> str | None:
-    """The column a factor names: ``x``, ``Q("x y")``; else None."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if (
-        isinstance(node, ast.Call)
-        and _callee(node) == "Q"
-        and len(node.args) == 1
-        and not node.keywords
-        and isinstance(node.args[0], ast.Constant)
-        and isinstance(node.args[0].value, str)
-    ):
-        return node.args[0].value
-    return None
-
-
-def _check_categorical(term: str, node: ast.Call) -> None:
-    """``C(column, [contrasts], levels=[...], spans_intercept=...)``."""
-    if not node.args or column_of(node.args[0]) is None:
-        raise _refuse(term, "C() must wrap a column name; create derived columns first")
-    if len(node.args) > 2:
-        raise _refuse(term, "C() takes a column and optional contrasts")
-    if len(node.args) == 2:
-        _check_contrasts(term, node.args[1])
-    for keyword in node.keywords:
-        if keyword.arg == "contrasts":
-            _check_contrasts(term, keyword.value)
-        elif keyword.arg in ("levels", "spans_intercept"):
-            if not _is_constant(keyword.value):
-                raise _refuse(term, f"C(..., {keyword.arg}=...) must be a literal")
-        else:
-            raise _refuse(term, f"C() has no argument {keyword.arg!r}")
-
-
-def _check_row_wise(term: str, node: ast.AST) -> None:
-    """Refuse anything in a python factor that is not a row-wise operation."""
-    if isinstance(node, ast.Constant | ast.Name):
-        return
-    if isinstance(node, ast.BinOp):
-        _check_row_wise(term, node.left)
-        _check_row_wise(term, node.right)
-    elif isinstance(node, ast.UnaryOp):
-        _check_row_wise(term, node.operand)
-    elif isinstance(node, ast.Compare):
-        for child in (node.left, *node.comparators):
-            _check_row_wise(term, child)
-    elif isinstance(node, ast.Call):
-        name = _callee(node)
-        base = name.rpartition(".")[2]
-        if name == "Q":
-            if column_of(node) is None:
-                raise _refuse(term, 'Q() takes one column name, e.g. Q("my column")')
-            return
-        if name == "C":
-            raise _refuse(term, "C() must be the whole term, e.g. C(region, levels=[...])")
-        if name in _REFUSED:
-            raise _refuse(term, f"{name}() {_REFUSED[name]}")
-        numpy_ok = name.partition(".")[0] in ("np", "numpy") and (
-            isinstance(getattr(np, base, None), np.ufunc) or base in _NUMPY_EXTRA
-        )
-        if not (numpy_ok or name in _ROW_WISE):
-            raise _refuse(
-                term, f"{name}() is not a row-wise transform dpfit allows ({_ALLOWED_HINT})"
-            )
-        for child in (*node.args, *(k.value for k in node.keywords)):
-            _check_row_wise(term, child)
-    else:
-        raise _refuse(
-            term,
-            f"{ast.unparse(node)!r} is not a row-wise operation dpfit allows ({_ALLOWED_HINT})",
-        )
-
-
-def _python_factor(factor: Factor) -> ast.AST:
-    try:
-        return ast.parse(factor.expr, mode="eval").body
-    except SyntaxError as exc:
-        raise _refuse(factor.expr, "not a valid Python expression") from exc
-
 
 def _declared_columns(side: str) -> set[str]:
     """The columns of the ``C(column, levels=[...])`` factors of a checked formula side."""
@@ -207,7 +66,7 @@ def _declared_columns(side: str) -> set[str]:
     for term in Formula(side):
         for factor in term.factors:
             if factor.eval_method is Factor.EvalMethod.PYTHON:
-                column = _declared_column(factor.expr)
+                column = declared_column(factor.expr)
                 if column is not None:
                     declared.add(column)
     return declared
@@ -239,19 +98,6 @@ def _read_as(meta: pd.DataFrame, side: str) -> tuple[tuple[str, ...], tuple[str,
     return tuple(numeric), tuple(sorted(c for c in declared if c in meta.columns))
 
 
-def check_terms(side: str) -> None:
-    """Refuse a formula side with a term that is not row-wise (module docstring); no data."""
-    for term in Formula(side):
-        for factor in term.factors:
-            if factor.eval_method is not Factor.EvalMethod.PYTHON:
-                continue
-            node = _python_factor(factor)
-            if isinstance(node, ast.Call) and _callee(node) == "C":
-                _check_categorical(factor.expr, node)
-            else:
-                _check_row_wise(factor.expr, node)
-
-
 @dataclass(frozen=True, kw_only=True)
 class Design:
     """A checked formula side: the formulaic spec built on metadata and its public facts.
@@ -277,22 +123,6 @@ def _levels_hint(expr: str, column: str | None) -> str:
     )
 
 
-def _factor_column(expr: str) -> str | None:
-    node = ast.parse(expr, mode="eval").body
-    if isinstance(node, ast.Call) and _callee(node) == "C" and node.args:
-        return column_of(node.args[0])
-    return column_of(node)
-
-
-def _declared_column(expr: str) -> str | None:
-    """The column of ``C(column, levels=[...])``, whose dtype may be anything."""
-    node = ast.parse(expr, mode="eval").body
-    if isinstance(node, ast.Call) and _callee(node) == "C":
-        if any(k.arg == "levels" for k in node.keywords):
-            return column_of(node.args[0])
-    return None
-
-
 def design_spec(side: str, meta: pd.DataFrame) -> Design:
     """Check ``side`` and build its formulaic spec on ``meta`` (an empty frame: dtypes only).
 
@@ -315,17 +145,17 @@ def design_spec(side: str, meta: pd.DataFrame) -> Design:
         warnings.simplefilter("ignore")
         spec = model_matrix(side, meta, na_action="ignore").model_spec
     if spec.transform_state:  # a backstop: check_terms refuses every stateful transform
-        raise _refuse(side, "stateful formula transforms learn from the data")
+        raise refuse(side, "stateful formula transforms learn from the data")
     categoricals: dict[str, tuple[Any, ...]] = {}
     categorical_factors = set()
     declared = set()
     for expr, (kind, state) in spec.encoder_state.items():
         if kind.value != "categorical":
             continue
-        column = _factor_column(expr)
+        column = factor_column(expr)
         levels = tuple(state.get("categories") or ())
         if column is None or column not in meta.columns:
-            raise _refuse(expr, "a categorical term must name a column of the data")
+            raise refuse(expr, "a categorical term must name a column of the data")
         if "__UNKNOWN_CATEGORIES__" in levels:  # Dask's placeholder: categories not known
             raise TypeError(
                 f"column {column!r} is categorical with unknown categories: declare them "
@@ -334,9 +164,9 @@ def design_spec(side: str, meta: pd.DataFrame) -> Design:
         if not levels:
             raise TypeError(_levels_hint(expr, column))
         if categoricals.setdefault(column, levels) != levels:
-            raise _refuse(expr, f"column {column!r} is used with two different sets of levels")
+            raise refuse(expr, f"column {column!r} is used with two different sets of levels")
         categorical_factors.add(expr)
-        if _declared_column(expr) == column:
+        if declared_column(expr) == column:
             declared.add(column)
     for name in sorted(v for v in spec.variables if v in meta.columns):
         dtype = meta[name].dtype

@@ -5,22 +5,25 @@ The estimator follows the scikit-learn contract like :class:`~dpfit.DPLinearRegr
 included) before touching the data and keeps a frozen :class:`~dpfit.models.Result` as
 ``result_``.
 
-Pipeline of a fit with budget rho (every step charged to one ledger):
+Pipeline of a fit with budget rho (every step charged to one ledger), in ``fit``:
 
-1. with ``bounds``: ``scale_fraction * rho`` releases the columns' means and mean squares
-   (:mod:`._iv_scaling`), and every column is standardised with them;
-2. ``method="moments"`` (default): one noisy second-moment matrix of (design, y), 2SLS from
-   its blocks and a noisy Omega for the robust sandwich (:mod:`._iv_moments`): a population
-   interval. ``method="2s-gd"``: DP-2S-GD (Liang et al. 2025, Alg. 1), the rest split
-   ``rho_split`` : ``1 - rho_split`` between its stages, run ``m`` times independently or
-   once for batched means: privacy-only (``target="sample"``) intervals;
-3. post-processing: coefficients and covariances are mapped back to the original units.
+1. public checks: the constraint table into a frozen config and DP-2S-GD's defaults from
+   the shapes (:mod:`._iv_config`), bounds, data; nothing is read off the data;
+2. scale: with ``bounds``, ``scale_fraction * rho`` releases the columns' means and mean
+   squares (:mod:`._iv_scaling`), and every column is standardised with them;
+3. run: the method table (:mod:`._iv_methods`). ``method="moments"`` (default): one noisy
+   second-moment matrix of (design, y), 2SLS from its blocks and a noisy Omega for the
+   robust sandwich (:mod:`._iv_moments`): a population interval. ``method="2s-gd"``:
+   DP-2S-GD (Liang et al. 2025, Alg. 1), the rest split ``rho_split`` : ``1 - rho_split``
+   between its stages, run ``m`` times independently or once for batched means:
+   privacy-only (``target="sample"``) intervals;
+4. result: coefficients and covariances are mapped back to the original units
+   (:mod:`._iv_release`, post-processing) into a frozen :class:`~dpfit.models.Result`.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -29,97 +32,28 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
 from .._floats import quiet_floats
-from .._validation import (
-    check_int,
-    check_iv_data,
-    check_option,
-    check_positive,
-    check_real,
-    check_rho,
-)
+from .._validation import check_iv_data
 from ..algorithms._ledger import prepare_ledger
-from ..algorithms.two_stage import NOISE_CALIBRATIONS, dp_two_stage_gd
-from ..exceptions import LargeBudgetWarning
-from ..inference import VARIANTS, interval_estimates
-from ..inference.population import transform
-from ..mechanisms import make_noise_source
+from ..mechanisms import NoiseSource, make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation
+from ._constraints import check_budget
 from ._design import take_null_records
 from ._formula_errors import formula_errors
-from ._iv_moments import fit_moments, rest_of, row_clip
-from ._iv_release import (
-    MOMENTS_METHOD,
-    Back,
-    check_interval,
-    interval_text,
-    notes,
-    settings_from,
-    shown,
-    shown_moments,
-)
-from ._iv_scaling import release_moments
+from ._iv_config import EXPERIMENTAL_INTERVALS as EXPERIMENTAL_INTERVALS  # public names
+from ._iv_config import IV_INTERVALS, IVConfig, check_interval, iv_config, settings_from
+from ._iv_config import IV_METHODS as IV_METHODS
+from ._iv_config import TWO_STAGE_SETTINGS as TWO_STAGE_SETTINGS
+from ._iv_methods import IV_METHOD_TABLE, IVData
+from ._iv_moments import rest_of
+from ._iv_release import Back
+from ._iv_scaling import Standardization, release_moments
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import check_bounds
 from .formula import iv_matrices, with_indicator_bounds
-from .linear import _check_bool, _optional
 from .results import Result
 
 __all__ = ["IV_INTERVALS", "DPIVRegression", "iv"]
-
-IV_INTERVALS = ("independent-runs", "batched-means")
-#: ``"moments"``: 2SLS from privately released second moments with a population interval
-#: (the default); ``"2s-gd"``: DP-2S-GD (Liang et al. 2025, Alg. 1) with privacy-only intervals.
-IV_METHODS = ("moments", "2s-gd")
-#: Settings of DP-2S-GD only, with their defaults: refused with method="moments" when changed.
-TWO_STAGE_SETTINGS = {
-    "rho_split": 0.75,
-    "clip": None,
-    "steps": 20,
-    "step_size": None,
-    "interval": "independent-runs",
-    "m": 10,
-    "burn_in": None,
-    "interval_variant": "formal",
-    "noise_calibration": "exact",
-}
-
-#: Constructions whose measured coverage of 2SLS fell below nominal - 3 standard errors
-#: (docs/liang2025.md; ``dpfit reproduce liang2025-coverage --scale quick``): the noise in
-#: the first stage biases beta towards zero, which the intervals do not account for.
-EXPERIMENTAL_INTERVALS: frozenset[str] = frozenset({"batched-means", "independent-runs"})
-
-
-def _scalar_or_pair(value: Any, name: str) -> tuple[float, float]:
-    """A positive number for both stages, or a (theta stage, beta stage) pair."""
-    if isinstance(value, tuple | list):
-        if len(value) != 2:
-            raise ValueError(f"{name} must be a number or a (theta, beta) pair")
-        return check_positive(value[0], f"{name}[0]"), check_positive(value[1], f"{name}[1]")
-    v = check_positive(value, name)
-    return v, v
-
-
-def _fraction(value: Any, name: str) -> float:
-    return check_real(value, name, low=0.0, high=1.0)
-
-
-_CONSTRAINTS: dict[str, Callable[[Any, str], Any]] = {
-    "rho": lambda v, name: check_rho(v, name),
-    "method": lambda v, name: check_option(v, name, IV_METHODS),
-    "rho_split": _fraction,
-    "scale_fraction": _fraction,
-    "clip": _optional(_scalar_or_pair),
-    "steps": lambda v, name: check_int(v, name, low=1),
-    "step_size": _optional(_scalar_or_pair),
-    "fit_intercept": _check_bool,
-    "interval": _optional(lambda v, name: check_option(v, name, IV_INTERVALS)),
-    "m": lambda v, name: check_int(v, name, low=2),
-    "burn_in": _optional(lambda v, name: check_int(v, name, low=0)),
-    "interval_variant": lambda v, name: check_option(v, name, VARIANTS),
-    "noise_calibration": lambda v, name: check_option(v, name, NOISE_CALIBRATIONS),
-    "secure": _check_bool,
-}
 
 
 class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
@@ -268,18 +202,13 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.secure = secure
 
-    def _config(self) -> dict[str, Any]:
-        cfg = {name: check(getattr(self, name), name) for name, check in _CONSTRAINTS.items()}
-        if cfg["method"] == "moments":
-            changed = [k for k, v in TWO_STAGE_SETTINGS.items() if getattr(self, k) != v]
-            if changed:
-                raise ValueError(
-                    f"{', '.join(changed)} apply to method='2s-gd' (DP-2S-GD) only; the "
-                    "default method='moments' has no steps, clips or intervals to set: drop "
-                    "them or pass method='2s-gd'"
-                )
-        if cfg["interval_variant"] == "formal" and cfg["burn_in"]:
-            raise ValueError("burn_in applies to interval_variant='experimental' only")
+    def _config(self, *, warn_large_rho: bool = True) -> IVConfig:
+        """Validate every scalar parameter (constraint table) into a frozen config.
+
+        ``warn_large_rho=False`` checks without the LargeBudgetWarning, for a caller that
+        validates early and leaves the warning to ``fit``.
+        """
+        cfg = iv_config(self, warn_large_rho=warn_large_rho)
         if self.bounds is not None and not isinstance(self.bounds, Mapping):
             raise TypeError("bounds must be a mapping from column name to (low, high)")
         return cfg
@@ -312,153 +241,46 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
             ``budget`` cannot afford ``rho``; nothing was charged or drawn.
         """
         cfg = self._config()
-        if budget is not None and not isinstance(budget, Budget):
-            raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
-        source = make_noise_source(self.random_state, secure=cfg["secure"])
+        check_budget(budget)
+        source = make_noise_source(self.random_state, secure=cfg.secure)
         null, y, (X, Z) = take_null_records(y, X, Z)  # dpfit.iv: the zero records
         X_arr, y_arr, Z_arr = check_iv_data(X, y, Z)
         validate_data(self, X, y, reset=True, skip_check_array=True)
         (n, p), q = X_arr.shape, Z_arr.shape[1]
-        x_names = _names(X, "x", p)
-        z_names = _names(Z, "z", q)
+        x_names, z_names = _names(X, "x", p), _names(Z, "z", q)
         y_name = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
         columns, bounds = self._bounds(x_names, z_names, y_name)
-        settings = settings_from(cfg, p + cfg["fit_intercept"], q + cfg["fit_intercept"])
-        if cfg["method"] == "2s-gd":
-            check_interval(cfg, settings, p + cfg["fit_intercept"])  # before any charge
+        p1, q1 = p + cfg.fit_intercept, q + cfg.fit_intercept
+        settings = settings_from(cfg, p1, q1)
+        if cfg.method == "2s-gd":
+            check_interval(cfg, settings, p1)  # before any charge
         # Checked now; each release is then spent from the budget as it is charged, so a fit
         # that fails part-way keeps only what it drew.
         ledger = prepare_ledger(
-            PrivacyLedger(budget=budget), Relation.REPLACE_ONE, cfg["rho"], name="DPIVRegression"
+            PrivacyLedger(budget=budget), Relation.REPLACE_ONE, cfg.rho, name="DPIVRegression"
         )
-        rho_fit = cfg["rho"]
-        std = None
-        V = np.column_stack(
-            [
-                {
-                    **dict(zip(x_names, X_arr.T, strict=True)),
-                    **dict(zip(z_names, Z_arr.T, strict=True)),
-                    y_name: y_arr,
-                }[c]
-                for c in columns
-            ]
-        )
-        if bounds is not None:
-            rho_scale = cfg["scale_fraction"] * cfg["rho"]
-            if null is not None:  # the zero record: u = 0, it adds nothing to the moments
-                V[null] = bounds.mean(axis=1)
-            std = release_moments(V, bounds, rho=rho_scale, ledger=ledger, rng=source)
-            V = std.apply(V)
-            rho_fit = rest_of(cfg["rho"], rho_scale)  # the two shares sum to at most rho
-        if cfg["fit_intercept"]:
-            V = np.column_stack([np.ones(n), V])
-        if null is not None:  # zero records add nothing to any clipped sum
-            V[null] = 0.0
-        index = {c: j + int(cfg["fit_intercept"]) for j, c in enumerate(columns)}
-        lead = [0] if cfg["fit_intercept"] else []
-        x_idx = lead + [index[c] for c in x_names]
-        z_idx = lead + [index[c] for c in z_names]
-        run = self._fit_moments if cfg["method"] == "moments" else self._fit_two_stage
-        self.result_ = run(
-            V, x_idx, z_idx, index[y_name],
-            cfg=cfg, settings=settings, rho_fit=rho_fit, ledger=ledger, source=source,
-            back=Back(std, columns, x_names, y_name, cfg["fit_intercept"]),
-            public={
-                "names": ["Intercept"] * len(lead) + x_names, "n": n,
-                "response": y_name, "bounds": bounds, "columns": columns, "std": std,
-            },
+        values = {
+            **dict(zip(x_names, X_arr.T, strict=True)),
+            **dict(zip(z_names, Z_arr.T, strict=True)),
+            y_name: y_arr,
+        }
+        V = np.column_stack([values[c] for c in columns])
+        V, std, rho_fit = _scale(V, bounds, null, cfg=cfg, ledger=ledger, source=source)
+        lead = [0] if cfg.fit_intercept else []
+        index = {c: j + len(lead) for j, c in enumerate(columns)}
+        data = IVData(
+            V=V, rho_fit=rho_fit, x_idx=lead + [index[c] for c in x_names],
+            z_idx=lead + [index[c] for c in z_names], y_idx=index[y_name], n=n,
+            names=["Intercept"] * len(lead) + x_names, response=y_name, columns=columns,
+            bounds=bounds, std=std, back=Back(std, columns, x_names, y_name, cfg.fit_intercept),
         )  # fmt: skip
+        self.result_ = IV_METHOD_TABLE[cfg.method](data, cfg, settings, ledger, source)
         estimate = self.result_.estimate
         self.privacy_ = self.result_.ledger
-        self.intercept_ = float(estimate[0]) if cfg["fit_intercept"] else 0.0
-        self.coef_ = np.array(estimate[int(cfg["fit_intercept"]) :])
-        note_fit(type(self).__name__, cfg["rho"], X, y, Z, n=n, budget=budget)  # tuning
+        self.intercept_ = float(estimate[0]) if cfg.fit_intercept else 0.0
+        self.coef_ = np.array(estimate[int(cfg.fit_intercept) :])
+        note_fit(type(self).__name__, cfg.rho, X, y, Z, n=n, budget=budget)  # tuning
         return self
-
-    def _fit_moments(self, V, x_idx, z_idx, y_idx, *, cfg, settings, rho_fit, ledger, source,
-                     back, public) -> Result:  # fmt: skip
-        """Noisy-moment 2SLS with a population interval (:mod:`._iv_moments`)."""
-        row_bound = None
-        if public["std"] is not None:  # |standardised value| <= its bound's distance / sd
-            std = public["std"]
-            reach = np.maximum(std.mean - std.bounds[:, 0], std.bounds[:, 1] - std.mean) / std.sd
-            row_bound = float(np.sqrt(np.sum(reach**2) + cfg["fit_intercept"]))
-        clip = row_clip(V.shape[1], row_bound)
-        out = fit_moments(
-            V, x_idx, z_idx, y_idx, rho=rho_fit, n=public["n"], clip=clip, ledger=ledger,
-            source=source,
-        )  # fmt: skip
-        population = transform(out["population"], back.jacobian(len(x_idx)))
-        return Result(
-            names=public["names"],
-            estimate=back(out["estimate"][None, :])[0],
-            interval_estimates=None,
-            interval_method=MOMENTS_METHOD,
-            n=public["n"],
-            ledger=ledger,
-            model="DP IV regression",
-            method="noisy-moment 2SLS",
-            response=public["response"],
-            noise_backend=source.backend,
-            seeded=source.seeded,
-            config=shown_moments(cfg, clip, public["bounds"], public["columns"]),
-            notes=notes(public["std"], cfg),
-            population=population,
-            # Not experimental: the registered inference-coverage-iv claim passes at paper
-            # scale (docs/inference.md); outside its regime the fit warns (CoverageWarning).
-            experimental=False,
-        )
-
-    def _fit_two_stage(self, V, x_idx, z_idx, y_idx, *, cfg, settings, rho_fit, ledger, source,
-                       back, public) -> Result:  # fmt: skip
-        """DP-2S-GD (Liang et al. 2025, Alg. 1) with privacy-only intervals."""
-        rho_theta = cfg["rho_split"] * rho_fit
-        with warnings.catch_warnings():  # rho was checked (and warned about) above
-            warnings.simplefilter("ignore", LargeBudgetWarning)
-            traj = dp_two_stage_gd(
-                V[:, x_idx],
-                V[:, y_idx],
-                V[:, z_idx],
-                rho_theta=rho_theta,
-                rho_beta=rho_fit - rho_theta,
-                noise_calibration=cfg["noise_calibration"],
-                ledger=ledger,
-                rng=source,
-                **settings["algorithm"],
-            )
-        estimates = None
-        if cfg["interval"] is not None:
-            estimates = back(
-                interval_estimates(
-                    traj,
-                    cfg["interval"],
-                    m=cfg["m"],
-                    burn_in=settings["burn_in"],
-                    variant=cfg["interval_variant"],
-                )
-            )
-        estimate = (
-            back(np.asarray(traj.estimate)[None, :])[0]
-            if estimates is None
-            else (estimates.mean(axis=0))
-        )
-        return Result(
-            names=public["names"],
-            estimate=estimate,
-            interval_estimates=estimates,
-            interval_method=interval_text(cfg, settings),
-            n=public["n"],
-            ledger=ledger,
-            model="DP IV regression",
-            method="DP-2S-GD (Liang et al. 2025, Alg. 1)",
-            response=public["response"],
-            noise_backend=traj.noise_backend,
-            seeded=traj.seeded,
-            config=shown(cfg, settings, traj, public["bounds"], public["columns"]),
-            notes=notes(public["std"], cfg),
-            experimental=cfg["interval"] in EXPERIMENTAL_INTERVALS,
-            diagnostics={k: float(np.mean(v)) for k, v in traj.diagnostics.items()},
-        )
 
     def _bounds(self, x_names, z_names, y_name) -> tuple[list[str], np.ndarray | None]:
         design = list(dict.fromkeys([*x_names, *z_names]))
@@ -493,9 +315,41 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
 
 
 def _names(data: Any, prefix: str, k: int) -> list[str]:
+    """Column names of a frame, else ``prefix`` 0.. k-1 (the keys of ``bounds``)."""
     if isinstance(data, pd.DataFrame):
         return [str(c) for c in data.columns]
     return [f"{prefix}{j}" for j in range(k)]
+
+
+def _scale(
+    V: np.ndarray,
+    bounds: np.ndarray | None,
+    null: np.ndarray | None,
+    *,
+    cfg: IVConfig,
+    ledger: PrivacyLedger,
+    source: NoiseSource,
+) -> tuple[np.ndarray, Standardization | None, float]:
+    """The rows the method sees, their standardisation and the budget left for the method.
+
+    With ``bounds``: ``scale_fraction * rho`` releases the clipped columns' means and mean
+    squares (:mod:`._iv_scaling`) and every column is standardised with them. Then the ones
+    column is prepended, and every zero record's row is set to 0 (it adds nothing to any
+    clipped sum).
+    """
+    std, rho_fit = None, cfg.rho
+    if bounds is not None:
+        rho_scale = cfg.scale_fraction * cfg.rho
+        if null is not None:  # the zero record: u = 0, it adds nothing to the moments
+            V[null] = bounds.mean(axis=1)
+        std = release_moments(V, bounds, rho=rho_scale, ledger=ledger, rng=source)
+        V = std.apply(V)
+        rho_fit = rest_of(cfg.rho, rho_scale)  # the two shares sum to at most rho
+    if cfg.fit_intercept:
+        V = np.column_stack([np.ones(V.shape[0]), V])
+    if null is not None:
+        V[null] = 0.0
+    return V, std, rho_fit
 
 
 @quiet_floats()
@@ -525,9 +379,8 @@ def iv(
     """
     if "fit_intercept" in params:
         raise TypeError("iv: the intercept is set by the formula ('0 +' removes it)")
-    with warnings.catch_warnings():  # public parameters first; fit() warns about a large rho
-        warnings.simplefilter("ignore", LargeBudgetWarning)
-        DPIVRegression(rho=rho, **params)._config()
+    # Public parameters first (fit() warns about a large rho).
+    DPIVRegression(rho=rho, **params)._config(warn_large_rho=False)
     with formula_errors(data):
         mats = iv_matrices(formula, data)
     if "bounds" in params:

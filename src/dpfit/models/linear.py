@@ -8,7 +8,7 @@ method table and copies the result into ``_`` attributes). The fitted model keep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
 from .._floats import quiet_floats
-from .._validation import check_int, check_option, check_positive, check_real, check_rho
+from .._validation import check_int, check_option, check_positive, check_real
 from ..algorithms._ledger import prepare_ledger
 from ..distributed import is_dask, map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
@@ -25,6 +25,7 @@ from ..inference.population import transform
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.budget import RELATIVE_TOLERANCE
+from ._constraints import Check, check_bool, check_budget, optional, rho_check, validated
 from ._dask import fit_data, frame_columns, response_name
 from ._linear_methods import LINEAR_METHODS, LinearConfig
 from ._refits import note_fit
@@ -35,35 +36,25 @@ from .results import Result
 __all__ = ["DPLinearRegression"]
 
 
-def _optional(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
-    return lambda value, name: None if value is None else check(value, name)
-
-
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return bool(value)
-
-
 #: Constraint table of the scalar parameters (cf. scikit-learn's ``_parameter_constraints``):
 #: parameter -> check returning the clean value. ``bounds``, ``y_bounds`` (whose shape depends
 #: on the data's number of columns) and ``random_state`` are checked in ``fit``.
-_CONSTRAINTS: dict[str, Callable[[Any, str], Any]] = {
-    "rho": lambda v, name: check_rho(v, name),
+_CONSTRAINTS: dict[str, Check] = {
+    "rho": rho_check(warn=True),
     "method": lambda v, name: check_option(v, name, LINEAR_METHODS),
-    "clip": _optional(check_positive),
-    "steps": _optional(lambda v, name: check_int(v, name, low=1)),
-    "step_size": _optional(check_positive),
-    "fit_intercept": _check_bool,
-    "interval": _optional(lambda v, name: check_option(v, name, CONSTRUCTIONS)),
+    "clip": optional(check_positive),
+    "steps": optional(lambda v, name: check_int(v, name, low=1)),
+    "step_size": optional(check_positive),
+    "fit_intercept": check_bool,
+    "interval": optional(lambda v, name: check_option(v, name, CONSTRUCTIONS)),
     "m": lambda v, name: check_int(v, name, low=2),
-    "burn_in": _optional(lambda v, name: check_int(v, name, low=0)),
+    "burn_in": optional(lambda v, name: check_int(v, name, low=0)),
     "interval_variant": lambda v, name: check_option(v, name, VARIANTS),
     "relation": lambda v, name: parse_relation(v),
-    "n_public": _optional(lambda v, name: check_int(v, name, low=1)),
-    "secure": _check_bool,
-    "precondition": _optional(_check_bool),
-    "moment_share": _optional(lambda v, name: check_real(v, name, low=0.0, high=1.0)),
+    "n_public": optional(lambda v, name: check_int(v, name, low=1)),
+    "secure": check_bool,
+    "precondition": optional(check_bool),
+    "moment_share": optional(lambda v, name: check_real(v, name, low=0.0, high=1.0)),
 }
 
 
@@ -224,11 +215,13 @@ default="batched-means"
         self.precondition = precondition
         self.moment_share = moment_share
 
-    def _config(self) -> LinearConfig:
-        """Validate every scalar parameter (constraint table) into a frozen config."""
-        return LinearConfig(
-            **{name: check(getattr(self, name), name) for name, check in _CONSTRAINTS.items()}
-        )
+    def _config(self, *, warn_large_rho: bool = True) -> LinearConfig:
+        """Validate every scalar parameter (constraint table) into a frozen config.
+
+        ``warn_large_rho=False`` checks without the LargeBudgetWarning, for a caller that
+        validates early and leaves the warning to ``fit``.
+        """
+        return LinearConfig(**validated(self, _CONSTRAINTS, warn_large_rho=warn_large_rho))
 
     def _bounds_array(self, names: list[str] | None) -> Any:
         if not isinstance(self.bounds, Mapping):
@@ -274,8 +267,7 @@ default="batched-means"
             ``budget`` cannot afford ``rho``; nothing was charged or drawn.
         """
         config = self._config()
-        if budget is not None and not isinstance(budget, Budget):
-            raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
+        check_budget(budget)
         source = make_noise_source(self.random_state, secure=config.secure)
         if y is None:
             raise ValueError(

@@ -31,6 +31,7 @@ from ..inference import t_interval, t_interval_from_stderr
 from ..inference.population import TARGETS, CovarianceEstimate, sample_covariance
 from ..privacy import GaussianEntry, PrivacyLedger
 from ._hypothesis import WaldTestResult, constraints, two_sided_pvalues, wald
+from ._result_summary import POPULATION_HINT, result_summary
 from .summary import Summary
 
 __all__ = ["Result", "snapshot_ledger"]
@@ -215,7 +216,7 @@ class Result:
                         if self.m is not None
                         else ""
                     )
-                    + _POPULATION_HINT
+                    + POPULATION_HINT
                 )
             return self.population
         return self._sample_covariance
@@ -380,92 +381,7 @@ class Result:
         else:
             target = check_option(target, "target", TARGETS)
             self.covariance(target)  # raises when the fit released no interval for it
-        level = f"{100 * (1 - alpha):g}%"
-        table = pd.DataFrame({"coef": self.estimate}, index=list(self.names))
-        if target is not None:
-            cov = self.covariance(target)
-            lower, upper = self._interval(alpha, target)
-            table["std err"] = cov.bse
-            table["t"] = self.estimate / cov.bse
-            table["P>|t|"] = two_sided_pvalues(self.estimate / cov.bse, cov.dof)
-            table[f"[{alpha / 2:g}"] = lower
-            table[f"{1 - alpha / 2:g}]"] = upper
-        seeded = "yes (reproducible; not for real releases)" if self.seeded else "no"
-        header = [
-            ("Dep. variable", self.response),
-            ("Model", self.model),
-            ("Method", self.method),
-            ("No. observations", f"{self.n} (public)"),
-            ("Privacy (zCDP)", f"rho = {self.rho:.4g}"),
-            ("(epsilon, delta)-DP", f"({self.epsilon(delta):.4g}, {delta:.3g}) via CKS 2020"),
-            ("Neighbouring relation", str(self.ledger.relation)),
-            ("Noise backend", self.noise_backend),
-            ("Seeded noise", seeded),
-            ("Interval covers", _TARGET_TEXT[target]),
-            (
-                "Interval",
-                _interval_text(level, self.covariance(target) if target else None),
-            ),
-            ("dpfit version", self.version),
-        ]
-        sections: list[tuple[str, list[tuple[str, str]]]] = [
-            ("Public configuration", [(k, _config_text(v)) for k, v in self.config.items()])
-        ]
-        if diagnostics and self.diagnostics:
-            sections.append(
-                (
-                    "NON-PRIVATE diagnostics (computed from the raw data; not covered by the "
-                    "privacy guarantee; do not publish)",
-                    [(k, _config_text(v)) for k, v in self.diagnostics.items()],
-                )
-            )
-        return Summary(
-            title=f"{self.model} results",
-            header=header,
-            table=table,
-            sections=sections,
-            notes=self._notes(delta, target),
-        )
-
-    def _notes(self, delta: float, target: str | None) -> list[str]:
-        notes = []
-        label = "EXPERIMENTAL interval (no coverage guarantee). " if self.experimental else ""
-        if target == "population":
-            notes.append(label + self.covariance("population").description)
-            if self.m is not None:
-                notes.append(
-                    "conf_int(target='sample') gives the privacy-only interval instead: "
-                    + self.interval_method
-                )
-        elif target == "sample":
-            notes.append(label + self.interval_method)
-            if self.population is not None:
-                notes.append(
-                    "These intervals do not include sampling error and do not cover the "
-                    "population coefficients; conf_int(target='population') does."
-                )
-            else:
-                notes.append(
-                    "No population interval was released: these intervals do not include "
-                    "sampling error and do not cover the population coefficients. "
-                    + _POPULATION_HINT
-                    + "."
-                )
-        else:
-            notes.append(self.interval_method or "No confidence interval is released.")
-        if self.seeded:
-            notes.append(
-                "The noise came from a seeded generator (random_state was set): the fit is "
-                "reproducible, which is fine for research but not for a real release."
-            )
-        if self.noise_backend == "fast":
-            notes.append(
-                "Noise is floating-point Gaussian from numpy, not hardened against "
-                "floating-point attacks; use secure=True (OpenDP) for a hardened sampler."
-            )
-        notes += list(self.notes)
-        notes.append(self.ledger.statement(delta))
-        return notes
+        return result_summary(self, alpha, target, delta, diagnostics)
 
     def __str__(self) -> str:
         return self.summary().as_text()
@@ -478,35 +394,3 @@ class Result:
 
     def _repr_html_(self) -> str:
         return self.summary().as_html()
-
-
-#: Which fits release a population interval (errors and notes of fits that did not).
-_POPULATION_HINT = (
-    "Population intervals come from DPLinearRegression / dpfit.ols with public feature "
-    "bounds (bounds=...) and from DPIVRegression / dpfit.iv with method='moments' "
-    "(docs/inference.md)"
-)
-
-_TARGET_TEXT = {
-    "population": "the population coefficients (sampling + privacy error)",
-    "sample": "this sample's clipped-loss minimiser only (privacy error, not sampling error)",
-    None: "none (no interval released)",
-}
-
-
-def _interval_text(level: str, cov: CovarianceEstimate | None) -> str:
-    if cov is None:
-        return "none"
-    finite = cov.dof[np.isfinite(cov.dof)]
-    if finite.size == 0:
-        return f"{level}, normal"
-    low, high = float(finite.min()), float(finite.max())
-    dof = f"{low:.3g}" if low == high else f"{low:.3g} to {high:.3g}"
-    tail = "" if finite.size == cov.dof.size else " (normal where infinite)"
-    return f"{level}, Student-t, df = {dof}{tail}"
-
-
-def _config_text(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)

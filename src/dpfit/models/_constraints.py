@@ -1,0 +1,60 @@
+"""Declarative parameter constraints of dpfit's estimators (cf. scikit-learn's
+``_parameter_constraints``).
+
+An estimator lists its scalar parameters in a table, parameter -> check; each check takes
+``(value, name)`` and returns the clean value or raises ``TypeError`` / ``ValueError`` naming
+the parameter. :func:`validated` runs the table on an estimator's stored parameters, so that
+``fit`` checks every public input before it reads any data, and both estimators
+(:class:`~dpfit.DPLinearRegression`, :class:`~dpfit.DPIVRegression`) build their frozen
+configs the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_rho
+from ..privacy import Budget
+
+__all__ = ["Check", "check_bool", "check_budget", "optional", "rho_check", "validated"]
+
+#: A constraint: ``(value, name) -> clean value``.
+Check = Callable[[Any, str], Any]
+
+
+def optional(check: Check) -> Check:
+    """``check``, or None passed through."""
+    return lambda value, name: None if value is None else check(value, name)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """A Python or NumPy bool (an int such as 1 is refused: it usually means a typo)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def rho_check(*, warn: bool) -> Check:
+    """The check of a zCDP budget; ``warn=False`` leaves the LargeBudgetWarning to the fit."""
+    return lambda value, name: check_rho(value, name, warn=warn)
+
+
+def validated(
+    estimator: Any, table: Mapping[str, Check], *, warn_large_rho: bool = True
+) -> dict[str, Any]:
+    """Every parameter of ``table`` read off ``estimator`` and checked, in table order.
+
+    ``rho`` is checked with :func:`rho_check` (its LargeBudgetWarning only when
+    ``warn_large_rho``), so a caller validating early need not silence warnings.
+    """
+    checks = {**table, "rho": rho_check(warn=warn_large_rho)} if "rho" in table else table
+    return {name: check(getattr(estimator, name), name) for name, check in checks.items()}
+
+
+def check_budget(budget: Any) -> None:
+    """Refuse a ``budget`` argument of ``fit`` that is neither None nor a :class:`~dpfit.Budget`."""
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
