@@ -14,7 +14,7 @@ from sklearn.base import clone
 import dpfit
 from dpfit import Budget, BudgetExceededError, DPIVRegression
 from dpfit.baselines import two_sls
-from dpfit.exceptions import InsecureRandomnessWarning
+from dpfit.exceptions import InsecureRandomnessWarning, LargeBudgetWarning
 from dpfit.mechanisms import recording, replaying
 
 N = 3000
@@ -154,6 +154,8 @@ def test_record_replay_through_the_model(frame):
         ({"interval": "checkpoints"}, ValueError, "interval"),
         ({"m": 1}, ValueError, "m"),
         ({"noise_calibration": "loose"}, ValueError, "noise_calibration"),
+        ({"fit_intercept": 1}, TypeError, "fit_intercept must be a bool"),
+        ({"secure": "yes"}, TypeError, "secure must be a bool"),
         ({"burn_in": 5}, ValueError, "burn_in"),
         ({"bounds": [(0, 1)]}, TypeError, "bounds must be a mapping"),
         ({"bounds": {**BOUNDS, "extra": (0, 1)}}, ValueError, "unknown \\['extra'\\]"),
@@ -192,6 +194,33 @@ def test_impossible_interval_settings_are_refused_before_any_charge(frame, kwarg
     with recording() as rec, pytest.raises(ValueError, match="nothing was charged"):
         model.fit(frame[["w", "x"]], frame["y"], Z=frame[["w", "z"]], budget=budget)
     assert len(rec) == 0 and budget.spent == 0.0
+
+
+def test_config_is_a_frozen_record_of_the_checked_parameters():
+    """The constraint table turns the stored parameters into a frozen config (as for
+    DPLinearRegression): a scalar clip or step size becomes a (theta, beta) pair."""
+    cfg = DPIVRegression(rho=1.0, method="2s-gd", clip=2.0, step_size=(0.5, 0.25))._config()
+    assert (cfg.method, cfg.clip, cfg.step_size, cfg.interval) == (
+        "2s-gd",
+        (2.0, 2.0),
+        (0.5, 0.25),
+        "independent-runs",
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.rho = 2.0  # type: ignore[misc]
+
+
+def test_a_large_rho_warns_once_per_fit_and_not_on_early_validation(frame):
+    """One LargeBudgetWarning per fit: DP-2S-GD, given the estimator's budget, does not warn
+    again, and validating early (as dpfit.iv does) with warn_large_rho=False does not warn."""
+    kw = {"rho": 50.0, "method": "2s-gd", "m": 2, "steps": 4}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPIVRegression(**kw)._config(warn_large_rho=False)
+        _fit(frame, **kw)
+        dpfit.iv("y ~ w + [x ~ z]", frame, bounds=BOUNDS, y_bounds=Y_BOUNDS, random_state=0, **kw)
+    large = [str(w.message) for w in caught if issubclass(w.category, LargeBudgetWarning)]
+    assert large == ["rho=50 is a weak privacy guarantee (epsilon > 19 at delta=1e-5)"] * 2
 
 
 def test_bad_data_gives_clear_errors_before_any_noise(frame):
