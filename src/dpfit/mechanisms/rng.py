@@ -89,8 +89,11 @@ class NoiseSource:
         return f"NoiseSource(backend={self._backend!r}, seeded={self._seeded})"
 
 
-def make_noise_source(rng: Any = None, *, secure: bool = False) -> NoiseSource:
+def make_noise_source(rng: Any = None, *, secure: bool = False, name: str = "rng") -> NoiseSource:
     """Normalise ``rng`` (None, int, Generator or NoiseSource) into a :class:`NoiseSource`.
+
+    ``name`` is the argument the caller's user passed ``rng`` as (estimators take
+    ``random_state``), so that an error names what the user wrote.
 
     Raises
     ------
@@ -112,7 +115,7 @@ def make_noise_source(rng: Any = None, *, secure: bool = False) -> NoiseSource:
         )
     if isinstance(rng, bool) or not isinstance(rng, (int, np.integer, np.random.Generator)):
         raise TypeError(
-            f"rng must be None, an int or a numpy.random.Generator, got {type(rng).__name__}"
+            f"{name} must be None, an int or a numpy.random.Generator, got {type(rng).__name__}"
         )
     if secure:
         raise ValueError("secure=True cannot be combined with a seed: secure noise is unseedable")
@@ -120,7 +123,7 @@ def make_noise_source(rng: Any = None, *, secure: bool = False) -> NoiseSource:
         seed_seq = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
     else:
         if rng < 0:
-            raise ValueError(f"rng seed must be >= 0, got {int(rng)}")
+            raise ValueError(f"{name} seed must be >= 0, got {int(rng)}")
         seed_seq = np.random.SeedSequence(int(rng))
     warnings.warn(
         "noise is drawn from a seeded generator: reproducible, but not for real releases",

@@ -268,7 +268,7 @@ default="batched-means"
         """
         config = self._config()
         check_budget(budget)
-        source = make_noise_source(self.random_state, secure=config.secure)
+        source = make_noise_source(self.random_state, secure=config.secure, name="random_state")
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"

@@ -56,7 +56,8 @@ from ..noise import (
     select_nu,
 )
 from ..privacy import PLDLedger, PrivacyLedger, Relation, subsampled_gaussian_noise_multiplier
-from ._clipping import chunked_sum_excess, trainable
+from ._clipping import trainable
+from ._rounding import chunked_sum_excess
 from .optimizer import DPOptimizer, check_optimizer_params
 from .samplers import FixedEpochSampler, PoissonSampler
 
@@ -333,7 +334,7 @@ def make_private(
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer)}")
     check_optimizer_params(optimizer, model)  # before anything is charged
-    source = make_noise_source(random_state)
+    source = make_noise_source(random_state, name="random_state")
     n = len(data_loader.dataset)
     if sampling == "fixed-epoch":
         if groups != 1:
