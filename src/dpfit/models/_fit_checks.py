@@ -1,7 +1,8 @@
 """Fits that would run but silently mislead: warnings from public inputs and charged releases.
 
 :func:`checked_linear_fit` runs :class:`~dpfit.DPLinearRegression` for :func:`dpfit.ols` (and
-so for ``dpfit fit``) and adds three checks:
+so for ``dpfit fit``) and adds the checks below. The first runs for every fit of
+:class:`~dpfit.DPLinearRegression`, called from its method table (``_linear_methods.py``):
 
 * **too few records per coefficient** (public n and p): with n < 10 p the private fit's
   noise, of order p / (n sqrt(rho)) per coefficient (Brown et al. 2024, Thm 3.1), swamps
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_real, check_rho
+from .._validation import check_real, check_rho, user_stacklevel
 from ..exceptions import LargeBudgetWarning, SideConditionWarning
 from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
 from ..privacy import Budget, PrivacyLedger
@@ -42,6 +43,7 @@ __all__ = [
     "ZERO_RECORDS",
     "checked_linear_fit",
     "release_outside_counts",
+    "warn_few_records",
     "warn_public_settings",
 ]
 
@@ -59,9 +61,30 @@ CLIPPED_SHARE = 0.05
 ZERO_RECORDS = "zero records"
 
 
+def warn_few_records(*, n: int | None, p: int) -> None:
+    """Warn when there are fewer than :data:`RECORDS_PER_COEFFICIENT` records per coefficient.
+
+    ``p`` counts the coefficients (intercept included) and ``n`` is the public record count
+    (None when it is not public: then nothing is said). Public quantities only; raised by
+    every linear method before anything is drawn.
+    """
+    if n is None or n >= RECORDS_PER_COEFFICIENT * p:
+        return
+    why = (
+        "more coefficients than records: least squares is not identified"
+        if p >= n
+        else f"fewer than {RECORDS_PER_COEFFICIENT} records per coefficient: the privacy "
+        "noise will swamp the estimates"
+    )
+    warnings.warn(
+        f"p = {p} coefficients with n = {n} records: {why}; drop terms or pool categories",
+        SideConditionWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def warn_public_settings(
     *,
-    n: int | None,
     p: int,
     method: str,
     steps: int | None,
@@ -71,25 +94,12 @@ def warn_public_settings(
     rescaled: bool,
     default_steps: bool,
 ) -> None:
-    """Warn about settings that cannot give a useful fit, from public quantities only.
+    """Warn when dpfit's default steps cannot converge, from public quantities only.
 
-    ``p`` counts the coefficients (intercept included); ``n`` is the public record count
-    (None when it is not public); ``rescaled`` says whether public bounds map every
-    feature to [-1, 1]; ``default_steps`` whether ``steps`` is dpfit's default (a number of
-    steps the user chose is theirs to judge).
+    ``p`` counts the coefficients (intercept included); ``rescaled`` says whether public
+    bounds map every feature to [-1, 1]; ``default_steps`` whether ``steps`` is dpfit's
+    default (a number of steps the user chose is theirs to judge).
     """
-    if n is not None and n < RECORDS_PER_COEFFICIENT * p:
-        why = (
-            "more coefficients than records: least squares is not identified"
-            if p >= n
-            else f"fewer than {RECORDS_PER_COEFFICIENT} records per coefficient: the privacy "
-            "noise will swamp the estimates"
-        )
-        warnings.warn(
-            f"p = {p} coefficients with n = {n} records: {why}; drop terms or pool categories",
-            SideConditionWarning,
-            stacklevel=3,
-        )
     if method != "gd" or not rescaled or not default_steps or steps is None:
         return
     eta = 1.0 / p if step_size is None else step_size  # the default after public rescaling
@@ -222,7 +232,9 @@ def checked_linear_fit(
     bounds, y_bounds = params.get("bounds"), params.get("y_bounds")
     _refuse_response_bounds(bounds, X, y)
     share = share if (bounds is not None or y_bounds is not None) else 0.0
-    source = make_noise_source(params.pop("random_state", None), secure=params.get("secure", False))
+    source = make_noise_source(
+        params.pop("random_state", None), secure=params.get("secure", False), name="random_state"
+    )
     model = DPLinearRegression(
         rho=rho * (1.0 - share), fit_intercept=fit_intercept, random_state=source, **params
     )
@@ -235,10 +247,8 @@ def checked_linear_fit(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LargeBudgetWarning)
             result = model.fit(X, y, budget=budget).result_
-        public_n = config.n_public is not None or config.relation.value == "replace-one"
         plain_gd = getattr(config, "precondition", False) is False  # a preconditioned fit
         warn_public_settings(  # chooses its own steps and step size
-            n=result.n if public_n else None,
             p=len(result.names),
             method=config.method if plain_gd else "preconditioned gd",
             steps=_DEFAULT_GD_STEPS if config.steps is None else config.steps,

@@ -29,6 +29,7 @@ from ..inference.population import CovarianceEstimate
 from ..mechanisms import NoiseSource
 from ..privacy import PrivacyLedger, Relation
 from ._ambssgd_method import resolve_ambssgd, run_ambssgd
+from ._fit_checks import warn_few_records
 from ._linear_population import (
     DEFAULT_MOMENT_SHARE,
     PRECONDITIONED_STEP_SIZE,
@@ -87,6 +88,20 @@ class LinearMethod:
     run: Callable[
         [np.ndarray, np.ndarray, Mapping[str, Any], PrivacyLedger, NoiseSource], LinearFit
     ]
+
+
+def _warned(resolve: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``resolve`` preceded by the public warning every method shares: too few records per
+    coefficient (``_fit_checks.warn_few_records``), said only when n is public."""
+
+    def settings(config: LinearConfig, scaling: PublicScaling, n: int, p: int) -> dict[str, Any]:
+        public_n = config.n_public
+        if public_n is None and config.relation is Relation.REPLACE_ONE:
+            public_n = n  # replace-one neighbours have the same n
+        warn_few_records(n=public_n, p=p + int(config.fit_intercept))
+        return resolve(config, scaling, n, p)
+
+    return settings
 
 
 # -- DP-GD (Brown et al. 2024) ----------------------------------------------------------------
@@ -342,9 +357,13 @@ def _run_adassp(
 
 #: Method name -> implementation. One entry per algorithm; add new methods here.
 LINEAR_METHODS: dict[str, LinearMethod] = {
-    "gd": LinearMethod("DP-GD (Brown et al. 2024, Alg. 1)", _resolve_gd, _run_gd),
-    "adassp": LinearMethod("AdaSSP (Wang 2018, Alg. 2), zCDP", _resolve_adassp, _run_adassp),
+    "gd": LinearMethod("DP-GD (Brown et al. 2024, Alg. 1)", _warned(_resolve_gd), _run_gd),
+    "adassp": LinearMethod(
+        "AdaSSP (Wang 2018, Alg. 2), zCDP", _warned(_resolve_adassp), _run_adassp
+    ),
     "ambssgd": LinearMethod(
-        "DP-AMBSSGD (Varshney et al. 2022, Alg. 2), one pass", resolve_ambssgd, run_ambssgd
+        "DP-AMBSSGD (Varshney et al. 2022, Alg. 2), one pass",
+        _warned(resolve_ambssgd),
+        run_ambssgd,
     ),
 }
