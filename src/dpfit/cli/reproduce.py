@@ -2,8 +2,9 @@
 
 Exit status: 0 when every evaluated claim passed and every plot was drawn; 1 when a claim
 failed or errored or a plot raised (0 anyway with ``--allow-failures``), or a trial raised;
-2 on bad input; 130 when interrupted (Ctrl-C). Finished trials are always kept in the store,
-so rerunning the same command resumes.
+2 on bad input (a ``--budget-store`` that lacks a dataset the trials read, or cannot afford
+them, included: nothing is charged or run); 130 when interrupted (Ctrl-C). Finished trials
+are always kept in the store, so rerunning the same command resumes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ EXAMPLES = examples(
     "dpfit reproduce --list",
     "dpfit reproduce --scale smoke --out out/smoke            # every experiment, seconds",
     "dpfit reproduce brown2024 --scale quick --out out/brown --jobs 2",
+    "dpfit budget create budget.sqlite --dataset card --rho 5",
+    "dpfit reproduce liang2025-fig13 --scale smoke --out out/card --budget-store budget.sqlite",
 )
 
 __all__ = ["add_parser", "run"]
@@ -65,6 +68,12 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     )
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even when a claim fails")
     p.add_argument(
+        "--budget-store",
+        metavar="PATH",
+        help="charge the trials that read a bundled dataset (card, labsup) to its total in "
+        "this persistent budget store, before any trial runs (dpfit budget --help)",
+    )
+    p.add_argument(
         "--progress",
         action="store_true",
         help="show a progress bar (default: only when standard error is a terminal)",
@@ -81,6 +90,23 @@ def _list() -> int:
         sizes = ", ".join(f"{s} {len(exp.tasks(s))}" for s in ("smoke", "quick", "paper"))
         print(f"{name}\n    {exp.paper}; {exp.figure}\n    trials: {sizes}")
     return 0
+
+
+def _charge(args: argparse.Namespace, selected: list[str], store) -> None:
+    """Charge the trials to run that read a bundled dataset (``_reproduce_budget``)."""
+    from ._reproduce_budget import charge_reproduction, dataset_rho
+
+    charges = dataset_rho(selected, scale=args.scale, store_path=store, version=args.code_version)
+    if not charges:
+        print(
+            f"dpfit reproduce: no trial to run reads a bundled dataset: nothing charged to "
+            f"{args.budget_store}",
+            file=sys.stderr,
+        )
+        return
+    label = f"dpfit reproduce {' '.join(selected)} --scale {args.scale}"
+    for line in charge_reproduction(args.budget_store, charges, label=label):
+        print(f"dpfit reproduce: {line}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,9 +129,12 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     store = Path(args.store) if args.store else out / "results.sqlite"
+    selected = args.names or names()
+    if args.budget_store is not None:
+        _charge(args, selected, store)
     try:
         result = run_trials(
-            args.names or names(),
+            selected,
             scale=args.scale,
             store_path=store,
             jobs=args.jobs,
