@@ -181,3 +181,91 @@ def test_fig8_claim_fails_if_the_curves_cross_or_the_ratio_is_flat():
     assert not claims.ratio_falls_without_crossing(crossing).passed
     flat = _cost_table(lambda n: 3 / np.sqrt(n), lambda n: 1.5 / np.sqrt(n))
     assert not claims.ratio_falls_without_crossing(flat).passed
+
+
+def _clipping_table(growth, reps=3, noise=0.02):
+    """Fig. 3 rows: a residual ~ N(0, 2) times ``growth(p)`` is clipped at each grid clip.
+
+    ``noise`` is a 2% multiplicative run-to-run spread, about that of the real runs' fraction
+    clipped over 2000 p gradients, so the bootstrap s.e. are of the real runs' size.
+    """
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for p in (5, 10, 20, 50, 100, 200):
+        for clip in np.linspace(math.sqrt(5), 3 * math.sqrt(200), 20):
+            frac = 2 * stats.norm.sf(clip / (math.sqrt(2) * growth(p)))
+            for r in range(reps):
+                rows.append(
+                    {
+                        "p": p,
+                        "clip": clip,
+                        "replicate": r,
+                        "fraction_clipped": frac * math.exp(noise * rng.standard_normal()),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_fig3_claims_fail_when_the_boundary_grows_faster_than_sqrt_p():
+    """Paper: the 5% boundary grows like sqrt(p) and clipping at 3 sqrt(p) stays low. A
+    boundary growing like p^0.8 fails both; one replicate per cell has no s.e. and fails."""
+    good = _clipping_table(np.sqrt)
+    assert claims.clipping_boundary_sqrt_p(good).passed
+    assert claims.low_clipping_above_3_sqrt_p(good).passed
+    fast = _clipping_table(lambda p: p**0.8 / 3)
+    assert not claims.clipping_boundary_sqrt_p(fast).passed
+    assert not claims.low_clipping_above_3_sqrt_p(fast).passed
+    assert not claims.low_clipping_above_3_sqrt_p(good[good["replicate"] == 0]).passed
+
+
+_FIG4_GRID = [0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 5 * math.sqrt(10), 25.0, 40.0]
+
+
+def _bias_variance_rows(bias, sd, steps=(20,), clips=_FIG4_GRID, reps=40):
+    """Figs. 4/7 rows: dev = bias(c, T) e_1 + sd(c) z (z ~ N(0, I_10)), clipped exp(-c / 3)."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for t in steps:
+        for c in clips:
+            for r in range(reps):
+                dev = sd(c) * rng.standard_normal(10)
+                dev[0] += bias(c, t)
+                rows.append(
+                    {
+                        "steps": t,
+                        "clip": c,
+                        "replicate": r,
+                        "error": float(np.linalg.norm(dev)),
+                        "fraction_clipped": math.exp(-c / 3),
+                        **{f"dev_{j}": float(v) for j, v in enumerate(dev)},
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_fig4_claims_fail_without_bias_or_with_variance_growing_like_the_clip():
+    """Paper: bias at small clips, variance ~ clip^2 at large ones, the best clip clips much.
+    Negative controls: no bias (the error is monotone in the clip) and variance ~ clip."""
+    good = _bias_variance_rows(lambda c, t: 2 / (1 + c**2), lambda c: 0.02 * c)
+    assert claims.u_shape_in_clip(good).passed and claims.bias_left_variance_right(good).passed
+    no_bias = _bias_variance_rows(lambda c, t: 0.0, lambda c: 0.02 * c)
+    assert not claims.u_shape_in_clip(no_bias).passed
+    assert not claims.bias_left_variance_right(no_bias).passed
+    linear = _bias_variance_rows(lambda c, t: 2 / (1 + c**2), lambda c: 0.06 * math.sqrt(c))
+    assert not claims.bias_left_variance_right(linear).passed
+
+
+def test_fig7_claim_fails_when_half_clipping_hurts_or_the_best_fraction_stays_put():
+    """Paper: the error at 50% clipping stays low and the best fraction clipped grows with T.
+    Negative controls: a bias at 50% clipping larger than the noise at 5 sqrt(p); a bias that
+    does not fall with T (the best clip, hence fraction, is the same at every T)."""
+    clips = [0.1, 0.2, 0.3, *_FIG4_GRID]
+    sd = lambda c: 0.02 * c  # noqa: E731
+    good = _bias_variance_rows(lambda c, t: 20 / t / (1 + c**2), sd, (10, 100), clips, 30)
+    assert claims.tolerates_clipping(good).passed
+    harsh = _bias_variance_rows(lambda c, t: 200 / t / (1 + c**2), sd, (10, 100), clips, 30)
+    assert not claims.tolerates_clipping(harsh).passed
+    fixed = _bias_variance_rows(lambda c, t: 2 / (1 + c**2), sd, (10, 100), clips, 30)
+    assert not claims.tolerates_clipping(fixed).passed

@@ -211,7 +211,8 @@ EXPERIMENTS = [
                     for c in _FIG3_CLIPS
                 ],
             },
-            replicates={"smoke": 1, "quick": 1, "paper": 1},
+            # 3 runs per cell: the claims' s.e. are bootstraps over them
+            replicates={"smoke": 1, "quick": 3, "paper": 3},
             trial=trials.clipping_fraction,
             claims=[
                 _claim("boundary-sqrt-p", claims.clipping_boundary_sqrt_p),
