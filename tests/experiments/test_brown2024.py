@@ -269,3 +269,36 @@ def test_fig7_claim_fails_when_half_clipping_hurts_or_the_best_fraction_stays_pu
     assert not claims.tolerates_clipping(harsh).passed
     fixed = _bias_variance_rows(lambda c, t: 2 / (1 + c**2), sd, (10, 100), clips, 30)
     assert not claims.tolerates_clipping(fixed).passed
+
+
+def _width_rows(bm=lambda t: 0.08, cp=lambda t: 0.0086 * np.sqrt(t), bm_pred=None, reps=50):
+    """Figs. 6/11 rows: per-coordinate lengths with a 10% run-to-run spread (about the real
+    runs'); independent runs 1 + 3/sqrt(total) times batched means (omitted below 210)."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for total in (100, 200, 500, 1000, 2000):
+        for r in range(reps):
+            row = {"total": total, "replicate": r, "ols_len": 0.04}
+            row["bm_pred_len"] = (bm_pred or bm)(total)
+            row["cp_pred_len"] = cp(total)
+            for j in range(10):
+                spread = np.exp(0.1 * rng.standard_normal(3))
+                row[f"bm_len_{j}"] = bm(total) * spread[0]
+                row[f"cp_len_{j}"] = cp(total) * spread[1]
+                ir = bm(total) * (1 + 3 / np.sqrt(total)) * spread[2]
+                row[f"ir_len_{j}"] = ir if total >= 210 else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_fig6_claims_fail_for_wrong_widths():
+    """Paper: ir wider than bm at few iterations, checkpoints ~ sqrt(total), bm flat, as
+    Section 3.2 predicts. Negative controls: checkpoints ~ total; bm 20% above prediction."""
+    good = _width_rows()
+    assert claims.width_behaviour(good).passed and claims.widths_match_theory(good).passed
+    linear = _width_rows(cp=lambda t: 0.0004 * t)
+    assert not claims.width_behaviour(linear).passed
+    off = _width_rows(bm_pred=lambda t: 0.08 / 1.2)
+    assert not claims.widths_match_theory(off).passed
+    growing_bm = _width_rows(bm=lambda t: 0.004 * t**0.4, bm_pred=lambda t: 0.08)
+    assert not claims.width_behaviour(growing_bm).passed
