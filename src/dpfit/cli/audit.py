@@ -19,7 +19,7 @@ EXAMPLES = examples(
     "dpfit audit dp_two_stage_gd --set rho_beta=0.2 --seed 0 --progress",
 )
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "releases_per_run", "run"]
 
 #: Shortcut flags -> target option names (any other option goes through --set).
 _SHORTCUTS = {
@@ -105,7 +105,32 @@ def _list_targets() -> None:
         print(f"{name} ({t.kind}): {t.description}\n    defaults: {defaults}")
 
 
+def releases_per_run(target: str, options: dict) -> int:
+    """The releases one run of ``target`` makes, counted on a pilot of two runs per side.
+
+    The pilot draws its own synthetic canary data and fresh noise (an audit's data are
+    synthetic, so nothing private is read) and leaves the audit's seeded streams untouched.
+    Releases streamed row by row (correlated-noise targets) are not counted: 0 then.
+    """
+    import warnings
+
+    import numpy as np
+
+    from ..audit.registry import get_target
+    from ..mechanisms import make_noise_source
+    from ..mechanisms.recorder import observing
+
+    spec = get_target(target)
+    config = spec.config(options)
+    counted = [0]
+    with warnings.catch_warnings(), observing(lambda entry: counted.append(entry.count)):
+        warnings.simplefilter("ignore")  # the audit itself shows its warnings
+        spec.run(config, 2, make_noise_source(None), np.random.default_rng())
+    return sum(counted) // 4
+
+
 def run(args: argparse.Namespace) -> int:
+    from .._validation import check_int
     from ..audit import DEFAULT_DELTAS, audit
     from ._console import progress_wanted, release_progress
 
@@ -114,17 +139,20 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.target is None:
         raise ValueError("TARGET is required (see dpfit audit --list)")
-    with release_progress(
-        progress_wanted(args.progress), total=None, desc="dpfit audit", unit="release"
-    ):
+    runs = check_int(args.runs, "runs", low=2)
+    options = _options(args)
+    total = None
+    if show := progress_wanted(args.progress):
+        total = 2 * runs * releases_per_run(args.target, options) or None
+    with release_progress(show, total=total, desc="dpfit audit", unit="release"):
         result = audit(
             args.target,
-            runs=args.runs,
+            runs=runs,
             seed=args.seed,
             secure=args.secure,
             alpha=args.alpha,
             deltas=tuple(args.deltas) if args.deltas else DEFAULT_DELTAS,
-            **_options(args),
+            **options,
         )
     config = " ".join(
         f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.config.items()
