@@ -163,7 +163,7 @@ def test_record_replay_through_the_model(frame):
         ({"bounds": {**BOUNDS, "y": Y_BOUNDS}}, ValueError, "give its bounds as y_bounds"),
         ({"y_bounds": None}, ValueError, "y_bounds is required with bounds"),
         ({"bounds": {**BOUNDS, "x": (3, 1)}}, ValueError, "low must be < its high"),
-        ({"random_state": "seed"}, TypeError, "rng"),
+        ({"random_state": "seed"}, TypeError, "random_state must be"),
     ],
 )
 def test_bad_parameters_release_nothing(frame, kwargs, exc, match):

@@ -221,7 +221,7 @@ BAD_PARAMS = [
     ({"relation": "neighbours"}, ValueError, "relation must be one of"),
     ({"relation": "add-remove"}, ValueError, "n_public is required"),
     ({"fit_intercept": 1}, TypeError, "fit_intercept"),
-    ({"random_state": np.random.RandomState(0)}, TypeError, "rng"),
+    ({"random_state": np.random.RandomState(0)}, TypeError, "random_state must be"),
     ({"secure": True, "random_state": 1}, ValueError, "secure"),
     ({"bounds": [(0, 1)] * 2}, ValueError, "bounds must have shape"),
     ({"bounds": [(1, 0)] * 3}, ValueError, "low must be < its high"),

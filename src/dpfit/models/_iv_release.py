@@ -14,6 +14,7 @@ import numpy as np
 from ._iv_config import IVConfig
 from ._iv_moments import OMEGA_SHARE
 from ._iv_scaling import Standardization
+from ._scaling import bounds_text
 
 __all__: list[str] = []
 
@@ -115,9 +116,7 @@ def _bounds_shown(cfg: IVConfig, bounds: np.ndarray | None, columns: list[str]) 
     if bounds is None:
         return {}
     return {
-        "bounds": ", ".join(
-            f"{c} [{lo:g}, {hi:g}]" for c, (lo, hi) in zip(columns, bounds, strict=True)
-        ),
+        "bounds": bounds_text(columns, bounds),
         "standardisation share of rho": f"{cfg.scale_fraction:g}",
     }
 

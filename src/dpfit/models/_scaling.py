@@ -16,6 +16,7 @@ coef_j = h_y * b'_j / h_j and intercept = c_y + h_y * (b0' - sum_j b'_j * c_j / 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from .._validation import check_bounds_layout
 
-__all__ = ["PublicScaling", "check_bounds"]
+__all__ = ["PublicScaling", "bounds_in_order", "bounds_text", "check_bounds"]
 
 
 def check_bounds(value: Any, name: str, *, size: int) -> np.ndarray:
@@ -49,6 +50,28 @@ def check_bounds(value: Any, name: str, *, size: int) -> np.ndarray:
         where = int(np.flatnonzero(~(arr[:, 0] < arr[:, 1]))[0])
         raise ValueError(f"{name}: every low must be < its high (column {where} is not)")
     return arr
+
+
+def bounds_in_order(bounds: Mapping[str, Any], names: list[str], columns: str) -> list[Any]:
+    """The (low, high) pairs of a mapping of bounds, in the order of ``names``.
+
+    Every name needs a pair and every key must be a name; ``columns`` says which columns in
+    the error (e.g. ``"per column"``).
+    """
+    missing = [name for name in names if name not in bounds]
+    unknown = [key for key in bounds if key not in names]
+    if missing or unknown:
+        raise ValueError(
+            f"bounds must give one (low, high) pair {columns}: missing {missing}, unknown {unknown}"
+        )
+    return [bounds[name] for name in names]
+
+
+def bounds_text(names: list[str], bounds: Any) -> str:
+    """``name [low, high], ...``: public bounds as the summary shows them."""
+    return ", ".join(
+        f"{name} [{lo:g}, {hi:g}]" for name, (lo, hi) in zip(names, bounds, strict=True)
+    )
 
 
 def _centre_scale(b: np.ndarray, centred: bool) -> tuple[np.ndarray, np.ndarray]:

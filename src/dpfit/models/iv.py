@@ -49,7 +49,7 @@ from ._iv_release import Back
 from ._iv_scaling import Standardization, release_moments
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
-from ._scaling import check_bounds
+from ._scaling import bounds_in_order, check_bounds
 from .formula import iv_matrices, with_indicator_bounds
 from .results import Result
 
@@ -242,7 +242,7 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         """
         cfg = self._config()
         check_budget(budget)
-        source = make_noise_source(self.random_state, secure=cfg.secure)
+        source = make_noise_source(self.random_state, secure=cfg.secure, name="random_state")
         null, y, (X, Z) = take_null_records(y, X, Z)  # dpfit.iv: the zero records
         X_arr, y_arr, Z_arr = check_iv_data(X, y, Z)
         validate_data(self, X, y, reset=True, skip_check_array=True)
@@ -300,15 +300,8 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
                 f"bounds has the response {y_name!r}: give its bounds as y_bounds=(low, high) "
                 "(dpfit's one convention: bounds for the design, y_bounds for the response)"
             )
-        missing = [c for c in design if c not in self.bounds]
-        unknown = [c for c in self.bounds if c not in design]
-        if missing or unknown:
-            raise ValueError(
-                f"bounds must give one (low, high) pair for every column of X and Z: "
-                f"missing {missing}, unknown {unknown}"
-            )
         pairs = [
-            *(self.bounds[c] for c in design),
+            *bounds_in_order(self.bounds, design, "for every column of X and Z"),
             check_bounds(self.y_bounds, "y_bounds", size=1)[0],
         ]
         return columns, check_bounds(pairs, "bounds", size=len(columns))

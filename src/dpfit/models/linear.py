@@ -30,7 +30,7 @@ from ._dask import fit_data, frame_columns, response_name
 from ._linear_methods import LINEAR_METHODS, LinearConfig
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
-from ._scaling import PublicScaling
+from ._scaling import PublicScaling, bounds_in_order, bounds_text
 from .results import Result
 
 __all__ = ["DPLinearRegression"]
@@ -228,14 +228,7 @@ default="batched-means"
             return self.bounds
         if names is None:
             raise ValueError("bounds given as a mapping need X with column names")
-        missing = [name for name in names if name not in self.bounds]
-        unknown = [key for key in self.bounds if key not in names]
-        if missing or unknown:
-            raise ValueError(
-                f"bounds must give one (low, high) pair per column: missing {missing}, "
-                f"unknown {unknown}"
-            )
-        return [self.bounds[name] for name in names]
+        return bounds_in_order(self.bounds, names, "per column")
 
     @quiet_floats()
     def fit(self, X: Any, y: Any, *, budget: Budget | None = None) -> DPLinearRegression:
@@ -346,10 +339,7 @@ default="batched-means"
 def _bounds_text(names: list[str], scaling: PublicScaling) -> dict[str, str]:
     shown = {}
     if scaling.x_bounds is not None:
-        shown["bounds"] = ", ".join(
-            f"{name} [{lo:g}, {hi:g}]"
-            for name, (lo, hi) in zip(names, scaling.x_bounds, strict=True)
-        )
+        shown["bounds"] = bounds_text(names, scaling.x_bounds)
     if scaling.y_bounds is not None:
         shown["y_bounds"] = f"[{scaling.y_bounds[0]:g}, {scaling.y_bounds[1]:g}]"
     return shown
