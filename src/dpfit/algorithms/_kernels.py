@@ -179,24 +179,36 @@ class LeastSquaresSums:
         self._blocks = []
         for a in range(0, n, rows):
             b = min(a + rows, n)
-            block = [X[a:b], X[a:b].T, y[a:b], r[: b - a]]
-            if clip is not None:
-                t = thresholds[a:b]
-                block += [self._x_norms[a:b], t, norms[: b - a], mask[: b - a]]
-            self._blocks.append(tuple(block))
+            block = (X[a:b], X[a:b].T, y[a:b], r[: b - a])
+            if clip is None:
+                block += (None, None, norms[: b - a], mask[: b - a])
+            else:
+                block += (self._x_norms[a:b], thresholds[a:b], norms[: b - a], mask[: b - a])
+            self._blocks.append(block)
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, int]:
         clip, part = self._clip, self._part
         total, clipped = None, 0
         with quiet_floats():
-            for Xb, XbT, yb, r, *clipping in self._blocks:
+            for Xb, XbT, yb, r, x_norms, thresholds, norms, mask in self._blocks:
                 np.matmul(Xb, theta, out=r)
                 np.subtract(r, yb, out=r)
-                if clipping:
-                    x_norms, thresholds, norms, mask = clipping
-                    clipped += clip_residuals(
-                        r, x_norms, clip, thresholds=thresholds, norms=norms, mask=mask
-                    )
+                if thresholds is not None:
+                    # clip_residuals' candidate test, here: most steps of a fit have no
+                    # candidate, and then the call is not made at all
+                    np.abs(r, out=norms)
+                    np.greater(norms, thresholds, out=mask)
+                    candidates = np.count_nonzero(mask)
+                    if candidates:
+                        clipped += clip_residuals(
+                            r,
+                            x_norms,
+                            clip,
+                            thresholds=thresholds,
+                            norms=norms,
+                            mask=mask,
+                            candidates=candidates,
+                        )
                 if total is None:
                     total = XbT @ r
                 else:

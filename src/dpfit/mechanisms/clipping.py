@@ -113,6 +113,7 @@ def clip_residuals(
     thresholds: np.ndarray,
     norms: np.ndarray,
     mask: np.ndarray,
+    candidates: int | None = None,
 ) -> int:
     """Clip rank-one per-example gradients r_i x_i in place; return how many were clipped.
 
@@ -122,16 +123,19 @@ def clip_residuals(
     ``scale_rows(r, clip_factors(|r| * x_norms, clip))`` for every finite product. Rows with
     |r_i| <= ``thresholds[i]`` (:func:`residual_thresholds`) cannot be clipped and are not
     looked at again; the others are checked exactly. ``norms`` (float) and ``mask`` (bool)
-    are caller-owned buffers of the same length (nothing of that size is allocated).
+    are caller-owned buffers of the same length (nothing of that size is allocated). A caller
+    that has already run the test ``mask = |r| > thresholds`` (its loop, one call fewer per
+    step when nothing is a candidate) passes the number of candidates it found.
 
     A non-finite product is left for the caller to detect: such an r_i becomes 0 or stays
     NaN or inf, where :func:`scale_rows` gives 0 (products overflow only for such records;
     numpy stays quiet, as everywhere in this module).
     """
     bound = clip * CLIP_MARGIN
-    np.abs(residuals, out=norms)
-    np.greater(norms, thresholds, out=mask)  # candidates: every clipped row, and a few more
-    candidates = int(np.count_nonzero(mask))
+    if candidates is None:
+        np.abs(residuals, out=norms)
+        np.greater(norms, thresholds, out=mask)  # candidates: every clipped row, and a few more
+        candidates = int(np.count_nonzero(mask))
     if candidates == 0:
         return 0
     if candidates <= _SCALAR_CANDIDATES:  # a handful: Python floats (the same IEEE ops)
