@@ -16,10 +16,20 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_rho
+from .._validation import check_int, check_option, check_real, check_rho
 from ..privacy import Budget
 
-__all__ = ["Check", "check_bool", "check_budget", "optional", "rho_check", "validated"]
+__all__ = [
+    "Check",
+    "check_bool",
+    "check_budget",
+    "fraction",
+    "integer",
+    "one_of",
+    "optional",
+    "rho_check",
+    "validated",
+]
 
 #: A constraint: ``(value, name) -> clean value``.
 Check = Callable[[Any, str], Any]
@@ -35,6 +45,21 @@ def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
     return bool(value)
+
+
+def integer(low: int) -> Check:
+    """An int >= ``low`` (a float such as 2.0 is refused)."""
+    return lambda value, name: check_int(value, name, low=low)
+
+
+def one_of(options: Any) -> Check:
+    """One of the strings ``options``."""
+    return lambda value, name: check_option(value, name, options)
+
+
+def fraction(value: Any, name: str) -> float:
+    """A real number in [0, 1]."""
+    return check_real(value, name, low=0.0, high=1.0)
 
 
 def rho_check(*, warn: bool) -> Check:

@@ -16,11 +16,20 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_int, check_option, check_positive, check_real
+from .._validation import check_positive
 from ..algorithms.two_stage import NOISE_CALIBRATIONS
 from ..exceptions import CoverageWarning
 from ..inference import VARIANTS, interval_estimates
-from ._constraints import Check, check_bool, optional, rho_check, validated
+from ._constraints import (
+    Check,
+    check_bool,
+    fraction,
+    integer,
+    one_of,
+    optional,
+    rho_check,
+    validated,
+)
 
 __all__ = [
     "EXPERIMENTAL_INTERVALS",
@@ -31,6 +40,7 @@ __all__ = [
     "check_interval",
     "iv_config",
     "settings_from",
+    "two_stage_estimates",
 ]
 
 IV_INTERVALS = ("independent-runs", "batched-means")
@@ -66,26 +76,22 @@ def _scalar_or_pair(value: Any, name: str) -> tuple[float, float]:
     return v, v
 
 
-def _fraction(value: Any, name: str) -> float:
-    return check_real(value, name, low=0.0, high=1.0)
-
-
 #: Constraint table of the scalar parameters; ``bounds`` and ``y_bounds`` (whose keys depend
 #: on the data's column names) and ``random_state`` are checked in ``fit``.
 _CONSTRAINTS: dict[str, Check] = {
     "rho": rho_check(warn=True),
-    "method": lambda v, name: check_option(v, name, IV_METHODS),
-    "rho_split": _fraction,
-    "scale_fraction": _fraction,
+    "method": one_of(IV_METHODS),
+    "rho_split": fraction,
+    "scale_fraction": fraction,
     "clip": optional(_scalar_or_pair),
-    "steps": lambda v, name: check_int(v, name, low=1),
+    "steps": integer(1),
     "step_size": optional(_scalar_or_pair),
     "fit_intercept": check_bool,
-    "interval": optional(lambda v, name: check_option(v, name, IV_INTERVALS)),
-    "m": lambda v, name: check_int(v, name, low=2),
-    "burn_in": optional(lambda v, name: check_int(v, name, low=0)),
-    "interval_variant": lambda v, name: check_option(v, name, VARIANTS),
-    "noise_calibration": lambda v, name: check_option(v, name, NOISE_CALIBRATIONS),
+    "interval": optional(one_of(IV_INTERVALS)),
+    "m": integer(2),
+    "burn_in": optional(integer(0)),
+    "interval_variant": one_of(VARIANTS),
+    "noise_calibration": one_of(NOISE_CALIBRATIONS),
     "secure": check_bool,
 }
 
@@ -166,16 +172,18 @@ def check_interval(cfg: IVConfig, settings: dict[str, Any], p1: int) -> None:
     try:
         with warnings.catch_warnings():  # the real construction warns once, after the fit
             warnings.simplefilter("ignore", CoverageWarning)
-            interval_estimates(
-                dry,
-                cfg.interval,
-                m=cfg.m,
-                burn_in=settings["burn_in"],
-                variant=cfg.interval_variant,
-            )
+            two_stage_estimates(dry, cfg, settings)
     except ValueError as err:
         raise ValueError(
             f"interval={cfg.interval!r} with steps={alg['steps']}, m={cfg.m}, "
             f"burn_in={settings['burn_in']} ({cfg.interval_variant}): {err}; raise steps "
             "or lower m / burn_in (nothing was charged)"
         ) from None
+
+
+def two_stage_estimates(traj: Any, cfg: IVConfig, settings: dict[str, Any]) -> np.ndarray:
+    """The m estimates behind a DP-2S-GD interval, from the released iterates of ``traj``
+    (:func:`dpfit.inference.interval_estimates`; in standardised units)."""
+    return interval_estimates(
+        traj, cfg.interval, m=cfg.m, burn_in=settings["burn_in"], variant=cfg.interval_variant
+    )

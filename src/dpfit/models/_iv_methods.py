@@ -26,11 +26,10 @@ from typing import Any
 import numpy as np
 
 from ..algorithms.two_stage import dp_two_stage_gd
-from ..inference import interval_estimates
 from ..inference.population import transform
 from ..mechanisms import NoiseSource
 from ..privacy import PrivacyLedger
-from ._iv_config import EXPERIMENTAL_INTERVALS, IVConfig
+from ._iv_config import EXPERIMENTAL_INTERVALS, IVConfig, two_stage_estimates
 from ._iv_moments import fit_moments, row_clip
 from ._iv_release import MOMENTS_METHOD, Back, interval_text, notes, shown, shown_moments
 from ._iv_scaling import Standardization
@@ -139,15 +138,7 @@ def run_two_stage(
     )
     estimates = None
     if cfg.interval is not None:
-        estimates = data.back(
-            interval_estimates(
-                traj,
-                cfg.interval,
-                m=cfg.m,
-                burn_in=settings["burn_in"],
-                variant=cfg.interval_variant,
-            )
-        )
+        estimates = data.back(two_stage_estimates(traj, cfg, settings))
     estimate = (
         data.back(np.asarray(traj.estimate)[None, :])[0]
         if estimates is None

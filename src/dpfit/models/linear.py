@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
 from .._floats import quiet_floats
-from .._validation import check_int, check_option, check_positive, check_real
+from .._validation import check_positive
 from ..algorithms._ledger import prepare_ledger
 from ..distributed import is_dask, map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
@@ -25,7 +25,17 @@ from ..inference.population import transform
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.budget import RELATIVE_TOLERANCE
-from ._constraints import Check, check_bool, check_budget, optional, rho_check, validated
+from ._constraints import (
+    Check,
+    check_bool,
+    check_budget,
+    fraction,
+    integer,
+    one_of,
+    optional,
+    rho_check,
+    validated,
+)
 from ._dask import fit_data, frame_columns, response_name
 from ._linear_methods import LINEAR_METHODS, LinearConfig
 from ._refits import note_fit
@@ -41,20 +51,20 @@ __all__ = ["DPLinearRegression"]
 #: on the data's number of columns) and ``random_state`` are checked in ``fit``.
 _CONSTRAINTS: dict[str, Check] = {
     "rho": rho_check(warn=True),
-    "method": lambda v, name: check_option(v, name, LINEAR_METHODS),
+    "method": one_of(LINEAR_METHODS),
     "clip": optional(check_positive),
-    "steps": optional(lambda v, name: check_int(v, name, low=1)),
+    "steps": optional(integer(1)),
     "step_size": optional(check_positive),
     "fit_intercept": check_bool,
-    "interval": optional(lambda v, name: check_option(v, name, CONSTRUCTIONS)),
-    "m": lambda v, name: check_int(v, name, low=2),
-    "burn_in": optional(lambda v, name: check_int(v, name, low=0)),
-    "interval_variant": lambda v, name: check_option(v, name, VARIANTS),
+    "interval": optional(one_of(CONSTRUCTIONS)),
+    "m": integer(2),
+    "burn_in": optional(integer(0)),
+    "interval_variant": one_of(VARIANTS),
     "relation": lambda v, name: parse_relation(v),
-    "n_public": optional(lambda v, name: check_int(v, name, low=1)),
+    "n_public": optional(integer(1)),
     "secure": check_bool,
     "precondition": optional(check_bool),
-    "moment_share": optional(lambda v, name: check_real(v, name, low=0.0, high=1.0)),
+    "moment_share": optional(fraction),
 }
 
 
