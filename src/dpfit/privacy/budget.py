@@ -2,7 +2,9 @@
 
 A :class:`Budget` is a resource, not a value: it refuses to be copied or pickled, so that
 ``sklearn.clone`` or ``GridSearchCV`` cannot fork it silently into copies that each spend in
-full (STYLE 2.7). Pass it at call time, e.g. ``fit(X, y, budget=b)``.
+full (STYLE 2.7). Pass it at call time, e.g. ``fit(X, y, budget=b)``. Nothing spent is ever
+given back, except releases charged together and never drawn because their fit failed
+(:meth:`dpfit.mechanisms.GaussianReleases.__exit__`, ``docs/threat-model.md``).
 
 Sums of charges are exact. Every finite float64 is an integer multiple of 2^-1074, so a sum of
 floats is kept as a Python integer in those units (:func:`exact_units`): the same exact value
