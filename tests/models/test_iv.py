@@ -23,15 +23,9 @@ Y_BOUNDS = (-10, 14)
 
 
 @pytest.fixture(scope="module")
-def frame():
+def frame(iv_frame):
     """A strong binary instrument z, a confounder u and an exogenous control w."""
-    rng = np.random.default_rng(5)
-    z = rng.integers(0, 2, N).astype(float)
-    u = rng.standard_normal(N)
-    w = np.clip(rng.standard_normal(N), -4, 4)
-    x = 1 + 2 * z + 0.5 * w + u + rng.standard_normal(N)
-    y = 1 + 0.5 * x - 0.3 * w + u + rng.standard_normal(N)
-    return pd.DataFrame({"x": x, "w": w, "z": z, "y": y})
+    return iv_frame(N)
 
 
 def _fit(frame, **kw):

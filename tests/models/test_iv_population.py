@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import dpfit
@@ -21,15 +20,9 @@ Y_BOUNDS = (-10, 14)
 
 
 @pytest.fixture(scope="module")
-def frame():
-    """A strong binary instrument z, a confounder u, an exogenous control w (as test_iv)."""
-    rng = np.random.default_rng(5)
-    z = rng.integers(0, 2, N).astype(float)
-    u = rng.standard_normal(N)
-    w = np.clip(rng.standard_normal(N), -4, 4)
-    x = 1 + 2 * z + 0.5 * w + u + rng.standard_normal(N)
-    y = 1 + 0.5 * x - 0.3 * w + u + (0.5 + 0.5 * np.abs(w)) * rng.standard_normal(N)
-    return pd.DataFrame({"x": x, "w": w, "z": z, "y": y})
+def frame(iv_frame):
+    """As test_iv's data, with an error whose sd grows with |w|."""
+    return iv_frame(N, heteroskedastic=True)
 
 
 def _fit(frame, **kw):
