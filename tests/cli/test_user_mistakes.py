@@ -222,7 +222,7 @@ API_MISTAKES = {
         ["diffprivlib"],
     ),
     "estimator y_bounds scalar": (_lin(y_bounds=5.0, clip=1.0), ValueError, ["y_bounds"]),
-    "estimator random_state": (_lin(clip=1.0, random_state="seed"), TypeError, ["rng"]),
+    "estimator random_state": (_lin(clip=1.0, random_state="seed"), TypeError, ["random_state"]),
     "iv response in bounds": (
         _iv(bounds={"x": (0, 10), "w": (0, 1), "y": (-5, 15)}),
         ValueError,
