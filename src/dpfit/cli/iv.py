@@ -57,6 +57,13 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         help="public bounds of the response, e.g. --y-bounds 4.6,8 (with --bound)",
     )
     p.add_argument(
+        "--bounds-check",
+        type=float,
+        default=0.02,
+        metavar="SHARE",
+        help="share of rho spent counting records outside the bounds (default 0.02; 0: off)",
+    )
+    p.add_argument(
         "--unscaled",
         action="store_true",
         help="no bounds: the data are already centred and scaled with public constants",
@@ -83,8 +90,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
 
 
 def run(args: argparse.Namespace) -> int:
-    import contextlib
-
+    from .._validation import check_real
     from ._args import budget_from_store
     from ._console import progress_wanted, release_progress
 
@@ -98,28 +104,25 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.unscaled and (args.bound is not None or args.y_bounds is not None):
         raise ValueError("--unscaled means no bounds: drop --bound and --y-bounds, or --unscaled")
+    check_real(args.bounds_check, "bounds_check", low=0.0, high=1.0, low_open=False)
     bounds = bounds_mapping(args.bound, args.formula)
     budget = budget_from_store(args)
     data = read_data(args.data, args.sample, sep=args.sep)
     args.columns = list(data.columns)  # public schema, for error messages
 
-    from ..models import iv
-
     params = _iv_parameters(args, bounds)
-    reservation = contextlib.nullcontext()
-    if budget is not None:  # every public parameter is checked before the reservation
-        _check_iv_parameters(args.rho, params)
-        reservation = budget.reserve(args.rho, mechanism=f"dpfit iv {args.formula}")
+    _check_iv_parameters(args.rho, params)  # every public parameter, before any charge
     if args.method == "2s-gd":
         runs = (args.m or 10) if (args.interval or "independent-runs") == "independent-runs" else 1
         total = 2 * (args.steps or 20) * runs
     else:
         total = 3  # standardisation, moments, Omega
-    progress = release_progress(progress_wanted(args.progress), total=total, desc="dpfit iv")
-    with reservation, progress:
-        result = iv(
-            args.formula, data, rho=args.rho, budget=budget, random_state=args.seed, **params
-        )
+    checked = not args.unscaled and args.bounds_check > 0
+    progress = release_progress(
+        progress_wanted(args.progress), total=total + checked, desc="dpfit iv"
+    )
+    with progress:
+        result = _checked_iv(args, data, params, budget)
     summary = result.summary(args.alpha, delta=args.delta)
     print(
         {"text": summary.as_text, "html": summary.as_html, "latex": summary.as_latex}[args.format]()
@@ -128,6 +131,39 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(nonprivate_2sls_text(args.formula, data, list(result.names), args.alpha))
     return 0
+
+
+def _checked_iv(args: argparse.Namespace, data, params: dict, budget):
+    """:func:`dpfit.iv` with the private count of records outside the bounds
+    (``models/_fit_checks.checked_iv_fit``), as ``dpfit fit`` has through :func:`dpfit.ols`."""
+    import pandas as pd
+
+    from ..models import iv, iv_matrices
+    from ..models._fit_checks import checked_iv_fit
+    from ..models._formula_errors import formula_errors
+
+    with formula_errors(data):
+        mats = iv_matrices(args.formula, data)
+    exog = mats.exog.drop(columns=["Intercept"], errors="ignore")
+
+    def fit(rho: float, source):
+        return iv(args.formula, data, rho=rho, budget=budget, random_state=source, **params)
+
+    return checked_iv_fit(
+        fit,
+        pd.concat([exog, mats.endog], axis=1),
+        pd.concat([exog, mats.instruments], axis=1),
+        mats.y,
+        rho=args.rho,
+        budget=budget,
+        bounds=params["bounds"],
+        y_bounds=params["y_bounds"],
+        label=f"dpfit iv {args.formula}",
+        bounds_check=args.bounds_check,
+        random_state=args.seed,
+        secure=args.secure,
+        indicators=tuple(mats.indicators),
+    )
 
 
 def _iv_parameters(args: argparse.Namespace, bounds: dict | None) -> dict:

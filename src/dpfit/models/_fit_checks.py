@@ -17,6 +17,7 @@ so for ``dpfit fit``) and adds the checks below. The first runs for every fit of
   :func:`dpfit.mechanisms.gaussian` with a declared share ``bounds_check`` of rho (2% by
   default), charged on the fit's ledger, and a warning when a noisy count is large.
 
+:func:`checked_iv_fit` gives an instrumental-variable fit the same bounds check (``dpfit iv``).
 Every warning is built from public inputs or from the charged noisy counts only.
 """
 
@@ -26,14 +27,14 @@ import contextlib
 import dataclasses
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from .._validation import check_real, check_rho, user_stacklevel
 from ..exceptions import LargeBudgetWarning, SideConditionWarning
-from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
+from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho
 from ..privacy import Budget, PrivacyLedger
 from .results import Result, snapshot_ledger
 
@@ -41,6 +42,7 @@ __all__ = [
     "CLIPPED_SHARE",
     "DEFAULT_BOUNDS_CHECK",
     "ZERO_RECORDS",
+    "checked_iv_fit",
     "checked_linear_fit",
     "release_outside_counts",
     "warn_few_records",
@@ -121,6 +123,8 @@ def warn_public_settings(
 def _bounded_columns(X: Any, bounds: Any, indicators: tuple[str, ...]) -> list[tuple[Any, Any]]:
     """(column of X, (low, high)) for every bounded column that can hold outside values."""
     names = list(getattr(X, "columns", range(np.shape(X)[1])))
+    if bounds is None:  # y_bounds only: the response is checked, no design column
+        return []
     if isinstance(bounds, Mapping):
         pairs = [(name, bounds[name]) for name in names if name in bounds]
     else:
@@ -243,7 +247,8 @@ def checked_linear_fit(
         config = model._config()  # every public parameter, before anything is charged
     if budget is not None and not budget.can_afford(rho):
         budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
-    with _reservation(budget, rho, X, y):
+    terms = " + ".join(str(c) for c in getattr(X, "columns", [])) or "X"
+    with _reservation(budget, rho, f"dpfit.ols {getattr(y, 'name', None) or 'y'} ~ {terms}"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LargeBudgetWarning)
             result = model.fit(X, y, budget=budget).result_
@@ -263,14 +268,58 @@ def checked_linear_fit(
         return _check_bounds(X, y, result, rho * share, budget, source, indicators, params)
 
 
-def _reservation(budget: Budget | None, rho: float, X: Any, y: Any) -> Any:
+def _reservation(budget: Budget | None, rho: float, mechanism: str) -> Any:
     """A stored budget reserves the whole fit in one transaction (``privacy/store.py``)."""
     from ..privacy.store import StoredBudget
 
     if not isinstance(budget, StoredBudget):
         return contextlib.nullcontext()
-    terms = " + ".join(str(c) for c in getattr(X, "columns", [])) or "X"
-    return budget.reserve(rho, mechanism=f"dpfit.ols {getattr(y, 'name', None) or 'y'} ~ {terms}")
+    return budget.reserve(rho, mechanism=mechanism)
+
+
+def checked_iv_fit(
+    fit: Callable[[float, NoiseSource], Result],
+    X: Any,
+    Z: Any,
+    y: Any,
+    *,
+    rho: float,
+    budget: Budget | None,
+    bounds: Mapping[str, Any] | None,
+    y_bounds: Any,
+    label: str,
+    bounds_check: float = DEFAULT_BOUNDS_CHECK,
+    random_state: Any = None,
+    secure: bool = False,
+    indicators: tuple[str, ...] = (),
+) -> Result:
+    """An IV fit ``fit(rho_fit, source)`` followed by the bounds check of ``dpfit.ols``.
+
+    ``X`` and ``Z`` are the regressor and instrument frames the fit sees (exogenous columns
+    in both) and ``y`` the response. With public bounds and ``bounds_check > 0``, the fit
+    gets ``(1 - bounds_check) * rho`` and the private count of the records outside the
+    bounds of every regressor, instrument and the response (:func:`release_outside_counts`)
+    the rest, charged on the result's ledger and on ``budget``: a Card fit with
+    ``educ`` bounded by [0, 5] then warns instead of attenuating silently. The budget must
+    afford the whole ``rho`` before anything is drawn; a stored budget reserves it in one
+    transaction, recorded as ``label``.
+    """
+    rho = check_rho(rho)
+    share = check_real(bounds_check, "bounds_check", low=0.0, high=1.0, low_open=False)
+    share = share if (bounds is not None or y_bounds is not None) else 0.0
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
+    source = make_noise_source(random_state, secure=secure, name="random_state")
+    if budget is not None and not budget.can_afford(rho):
+        budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
+    with _reservation(budget, rho, label):
+        result = fit(rho * (1.0 - share), source)
+        if share == 0:
+            return result
+        instruments = [c for c in Z.columns if c not in X.columns]
+        columns = X.join(Z[instruments]) if instruments else X
+        check = {"bounds": bounds, "y_bounds": y_bounds}
+        return _check_bounds(columns, y, result, rho * share, budget, source, indicators, check)
 
 
 def _check_bounds(
