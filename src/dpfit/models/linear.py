@@ -84,10 +84,15 @@ class DPLinearRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
     ----------
     rho : float
         zCDP budget of the whole fit, finite and > 0 (required).
-    method : {"gd", "adassp"}, default="gd"
+    method : {"gd", "adassp", "ambssgd"}, default="gd"
         Private algorithm: ``"gd"`` is DP-GD with intervals; ``"adassp"`` is AdaSSP
         (Wang 2018, zCDP calibration), which needs ``bounds`` and ``y_bounds``, releases a
-        point estimate only (``interval=None``) and ignores ``clip`` and ``step_size``.
+        point estimate only (``interval=None``) and ignores ``clip`` and ``step_size``;
+        ``"ambssgd"`` is one-pass DP-AMBSSGD (Varshney et al. 2022, Alg. 2), which needs
+        ``bounds`` and ``y_bounds`` (its public constants come from them), takes ``steps``
+        as its number of blocks and an optional ``step_size``, refuses ``clip`` and
+        ``burn_in``, needs ``relation="replace-one"`` and releases a point estimate only
+        (``interval=None``).
     clip : float, optional
         Public bound on each per-example gradient norm |y_i - x_i.theta| * ||x_i|| (the
         paper's gamma), in the units the algorithm sees (after the public rescaling when
