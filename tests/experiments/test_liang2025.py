@@ -142,3 +142,65 @@ def test_u_shape_needs_the_rise_beyond_monte_carlo_error():
     assert an.u_shape(curve, 2.0, pd.Series(0.01, index=curve.index))[0]
     assert not an.u_shape(curve, 2.0, pd.Series(0.2, index=curve.index))[0]  # noise too large
     assert not an.u_shape(pd.Series([1.0, 1.5, 2.5], index=[1, 10, 100]), 2.0)[0]  # monotone
+
+
+def _fig7_rows(curve, reps=20):
+    """Fig. 7 rows: error = curve(fraction) with a 20% run-to-run spread (about the real
+    runs'), on both panels of the quick grid."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for panel in ("eta", "alpha"):
+        for f in [i / 21 for i in range(1, 21)]:
+            for r in range(reps):
+                rows.append(
+                    {
+                        "panel": panel,
+                        "eta_frac": f if panel == "eta" else 0.9,
+                        "alpha_frac": f if panel == "alpha" else 1.0,
+                        "replicate": r,
+                        "error": curve(f) * np.exp(0.2 * rng.standard_normal()),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_fig7_claims_fail_for_a_flat_or_diverging_curve():
+    """Measured: converges in the region, grows towards the bound. Negative controls: a flat
+    curve (the paper's 'insensitive' taken literally) fails the growth claim; a curve that
+    blows up inside the region fails the convergence claim."""
+    from dpfit.experiments.liang2025_tuning import fig7_converge, fig7_grows_to_the_bound
+
+    measured = _fig7_rows(lambda f: 0.05 + 0.02 / f**2 + 0.3 * f**2)
+    assert fig7_converge(measured).passed and fig7_grows_to_the_bound(measured).passed
+    flat = _fig7_rows(lambda f: 0.1 + 0.03 / f**2)
+    assert not fig7_grows_to_the_bound(flat).passed
+    diverging = _fig7_rows(lambda f: 0.1 + 0.03 / f**2 + 100 * max(f - 0.6, 0))
+    assert not fig7_converge(diverging).passed
+
+
+def _fig9_rows(dist, reps=5):
+    """Fig. 9 rows: p = 20 distance to 2SLS dist(T) (20% spread), 2SLS error 0.2; p = 5 at 0."""
+    rng = np.random.default_rng(9)
+    rows = []
+    for n in (500, 1000, 2000, 3000, 5000):
+        for r in range(reps):
+            row = {"p": 20, "n": n, "replicate": r, "error_2sls": 0.2}
+            for t in (10, 100, 3000):
+                row[f"dist_to_2sls_T{t}"] = dist(t) * np.exp(0.2 * rng.standard_normal())
+            row["error_T100"] = row["error_2sls"] + row["dist_to_2sls_T100"]
+            rows.append(row)
+    rows += [{"p": 5, "n": 500, "replicate": 0, "dist_to_2sls_T1000": 1e-14}]
+    return pd.DataFrame(rows)
+
+
+def test_fig9_claims_fail_without_convergence_or_gap():
+    """Paper: above 2SLS at T = 100; measured: the gap closes as T grows. Negative controls:
+    a distance that stops falling after T = 100, and no gap at T = 100."""
+    from dpfit.experiments.liang2025_tuning import fig9_above_2sls, fig9_converges
+
+    good = _fig9_rows(lambda t: 20 / t**0.5)
+    assert fig9_above_2sls(good).passed and fig9_converges(good).passed
+    stuck = _fig9_rows(lambda t: 2.0 if t >= 100 else 3.0)
+    assert not fig9_converges(stuck).passed
+    converged = _fig9_rows(lambda t: 1e-3 / t)
+    assert not fig9_above_2sls(converged.assign(error_T100=0.19)).passed

@@ -10,6 +10,7 @@ import pandas as pd
 
 from . import _liang2025_analysis as an
 from ._liang2025_trials import convergence_trial, synthetic_trial
+from ._stats import bootstrap
 from .liang2025 import PAPER, PRIVACY
 from .registry import Claim, ClaimResult, Experiment, register
 
@@ -28,15 +29,50 @@ def _fig7_grid(k):
     ]
 
 
-def _fig7_claim(results: pd.DataFrame) -> ClaimResult:
+#: Steps below this fraction of eq. 3's bound do not converge in T = 20 (Fig. 7's left end).
+ADMISSIBLE = 0.25
+
+
+def _fig7_curves(results: pd.DataFrame, panel: str) -> tuple[pd.Series, pd.Series]:
+    x = f"{panel}_frac"
+    return an.curve(results, x, "error", panel=panel), an.curve_se(results, x, "error", panel=panel)
+
+
+def fig7_converge(results: pd.DataFrame) -> ClaimResult:
+    """Paper (Fig. 7): within eq. 3's region the iterates converge whatever the steps. For
+    each panel the mean error at every grid step from 25% to 95% of its bound is below that
+    at the smallest grid step (1/21 of the bound, too small to converge in T = 20) by 3
+    Monte Carlo s.e. on the log scale (delta method)."""
     checks, numbers = {}, {}
     for panel in ("eta", "alpha"):
-        c = an.curve(results, f"{panel}_frac", "error", panel=panel)
-        admissible = c[c.index >= 0.25]
-        ratio = float(admissible.max() / admissible.min())
-        checks[f"{panel}: within 4x over [0.25, 1) of eq. 3"] = ratio <= 4.0
-        checks[f"{panel}: no divergence"] = bool(admissible.max() < 1.0)
-        numbers[f"{panel} max/min"] = ratio
+        err, se = _fig7_curves(results, panel)
+        small = err.index[0]
+        gaps = [an.ratio(err, se, small, x) for x in err.index if x >= ADMISSIBLE]
+        worst = min(gaps, key=lambda g: g.value - 3 * g.se, default=None)
+        checks[f"{panel}: admissible steps beat the smallest"] = bool(
+            worst is not None and all(g.above(0.0) for g in gaps)
+        )
+        if worst is not None:
+            numbers.update(worst.numbers(f"{panel} smallest log(error at 1/21 / admissible)"))
+        numbers[f"{panel} error at the smallest step"] = float(err.iloc[0])
+    return an.verdict(checks, numbers)
+
+
+def fig7_grows_to_the_bound(results: pd.DataFrame) -> ClaimResult:
+    """Deviation. Paper (Fig. 7): the error is fairly insensitive to the steps inside eq. 3's
+    region. Measured: it grows towards either bound (larger steps carry proportionally more
+    noise per step): log(error at the largest grid step / the minimum over steps >= 25% of
+    the bound) is above 0 by 3 Monte Carlo s.e. in both panels."""
+    checks, numbers = {}, {}
+    for panel in ("eta", "alpha"):
+        err, se = _fig7_curves(results, panel)
+        admissible = err[err.index >= ADMISSIBLE]
+        if admissible.empty:
+            checks[f"{panel}: points >= 25% of the bound"] = False
+            continue
+        rise = an.ratio(err, se, err.index[-1], admissible.idxmin())
+        checks[f"{panel}: error at the bound above the best"] = rise.above(0.0)
+        numbers.update(rise.numbers(f"{panel} log(error at largest step / best)"))
         numbers[f"{panel} best fraction"] = float(admissible.idxmin())
     return an.verdict(checks, numbers)
 
@@ -80,13 +116,15 @@ FIG7 = Experiment(
     ],
     claims=[
         Claim(
-            name="flat-in-step-size",
-            evaluate=_fig7_claim,
-            statement=(
-                "Across step sizes from 25% to 95% of eq. 3's bounds the mean error varies by "
-                "at most 4x and never diverges (roughly flat in the admissible region)."
-            ),
-        )
+            name="admissible-steps-converge",
+            evaluate=fig7_converge,
+            statement=" ".join(fig7_converge.__doc__.split()),
+        ),
+        Claim(
+            name="error-grows-towards-the-bound",
+            evaluate=fig7_grows_to_the_bound,
+            statement=" ".join(fig7_grows_to_the_bound.__doc__.split()),
+        ),
     ],
 )
 
@@ -126,25 +164,56 @@ FIG8 = Experiment(
 # -- Figure 9: 2S-GD vs 2SLS ----------------------------------------------------------------------
 
 
-def _fig9_claim(results: pd.DataFrame) -> ClaimResult:
-    checks, numbers = {}, {}
-    p5 = results[results["p"] == 5]
-    worst = float(p5["dist_to_2sls_T1000"].max()) if len(p5) else float("nan")
-    checks["p=5 reaches 2SLS by T=1000"] = bool(worst < 1e-10)
-    numbers["p=5 max ||beta^(1000) - beta_hat||"] = worst
-    numbers["p=5 max ||beta^(100) - beta_hat||"] = float(p5["dist_to_2sls_T100"].max())
-    p20 = results[results["p"] == 20]
+def _fig9_p20(results: pd.DataFrame) -> pd.DataFrame:
+    rows = results[results["p"] == 20]
     last = max(
         int(c.split("T")[-1])
-        for c in p20.columns
-        if c.startswith("dist_to_2sls_T") and p20[c].notna().any()
+        for c in rows.columns
+        if c.startswith("dist_to_2sls_T") and rows[c].notna().any()
     )
-    for n, rows in p20.groupby("n"):
-        d = [rows[f"dist_to_2sls_T{t}"].mean() for t in (10, 100, last)]
-        checks[f"p=20 n={n} shrinks with T"] = bool(d[0] > d[1] > d[2])
-        numbers[f"p=20 n={n} dist T=100, T={last}"] = float(d[1])
-        numbers[f"p=20 n={n} dist T={last}"] = float(d[2])
-    return an.verdict(checks, numbers, "Non-private 2S-GD, no clipping.")
+    return rows.assign(dist_last=rows[f"dist_to_2sls_T{last}"]), last
+
+
+def fig9_above_2sls(results: pd.DataFrame) -> ClaimResult:
+    """Paper (Fig. 9, p = q = r = 20, T = 100): 2S-GD's error ||beta^(T) - beta|| is above
+    2SLS's. The mean paired difference error(T = 100) - error(2SLS) over runs and n is above
+    0 by 3 s.e. (bootstrap over runs within each n). The gap is non-convergence at T = 100,
+    not a slower rate (the claim 2sgd-converges-to-2sls)."""
+    rows, _ = _fig9_p20(results)
+    (gap,) = bootstrap(rows, ["n"], lambda d: [(d["error_T100"] - d["error_2sls"]).mean()])
+    return an.verdict({"2S-GD (T = 100) above 2SLS": gap.above(0.0)}, gap.numbers("mean gap"))
+
+
+def fig9_converges(results: pd.DataFrame) -> ClaimResult:
+    """Non-private 2S-GD converges to 2SLS (Liang et al. Section 3.1): at p = 5 it is within
+    1e-10 of beta_hat by T = 1000 (numerical precision; the run is deterministic given the
+    data); at p = 20 the mean distance to beta_hat falls from T = 10 to 100 and from 100 to
+    the last T, each by 3 s.e. (paired over runs, bootstrap within each n)."""
+    p5 = results[results["p"] == 5]
+    worst = float(p5.get("dist_to_2sls_T1000", pd.Series(np.nan)).max())
+    rows, last = _fig9_p20(results)
+    early, late = bootstrap(
+        rows,
+        ["n"],
+        lambda d: [
+            (d["dist_to_2sls_T10"] - d["dist_to_2sls_T100"]).mean(),
+            (d["dist_to_2sls_T100"] - d["dist_last"]).mean(),
+        ],
+    )
+    return an.verdict(
+        {
+            "p=5 reaches 2SLS by T=1000": bool(worst < 1e-10),
+            "p=20 distance falls T=10 -> 100": early.above(0.0),
+            f"p=20 distance falls T=100 -> {last}": late.above(0.0),
+        },
+        {
+            "p=5 max ||beta^(1000) - beta_hat||": worst,
+            **early.numbers("p=20 fall T=10 -> 100"),
+            **late.numbers(f"p=20 fall T=100 -> {last}"),
+            f"p=20 mean distance at T={last}": float(rows["dist_last"].mean()),
+        },
+        "Non-private 2S-GD, no clipping.",
+    )
 
 
 FIG9 = Experiment(
@@ -163,7 +232,7 @@ FIG9 = Experiment(
         [{"p": 5, "n": n, "steps": 1000} for n in (500, 2000)]
         + [{"p": 20, "n": n, "steps": 20_000} for n in (500, 1000, 2000, 3000, 4000, 5000)],
     ),
-    replicates=an.scales(1, 3, 100),
+    replicates=an.scales(1, 5, 100),
     trial=convergence_trial,
     privacy="Non-private baseline.",
     plot=lambda r: [
@@ -178,14 +247,15 @@ FIG9 = Experiment(
     ],
     claims=[
         Claim(
+            name="2sgd-above-2sls-at-T100",
+            evaluate=fig9_above_2sls,
+            statement=" ".join(fig9_above_2sls.__doc__.split()),
+        ),
+        Claim(
             name="2sgd-converges-to-2sls",
-            evaluate=_fig9_claim,
-            statement=(
-                "Non-private 2S-GD converges to 2SLS: p = 5 is within 1e-10 of beta_hat by "
-                "T = 1000; for p = 20 the distance to beta_hat shrinks from T = 10 to 100 to the "
-                "last T."
-            ),
-        )
+            evaluate=fig9_converges,
+            statement=" ".join(fig9_converges.__doc__.split()),
+        ),
     ],
 )
 
