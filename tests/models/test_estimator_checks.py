@@ -7,7 +7,7 @@ from dpfit import DPLinearRegression
 #: Checks that cannot hold for dpfit's private estimator, with the reason.
 EXPECTED_FAILED_CHECKS = {
     "check_complex_data": (
-        "complex input raises TypeError (reliability section 6, row 26), not the ValueError "
+        "complex input raises TypeError (no silent conversion of private data), not the ValueError "
         "scikit-learn expects"
     ),
     "check_estimators_empty_data_messages": (
@@ -19,11 +19,11 @@ EXPECTED_FAILED_CHECKS = {
         "scikit-learn's 'Reshape your data' wording"
     ),
     "check_dtype_object": (
-        "object arrays are refused with a TypeError (reliability row 26) even when every entry "
+        "object arrays are refused with a TypeError even when every entry "
         "is a number: no silent conversion of private data"
     ),
     "check_supervised_y_2d": (
-        "a column-vector y is refused (reliability row 19: no silent repair) instead of being "
+        "a column-vector y is refused (no silent repair of private data) instead of being "
         "ravelled with a DataConversionWarning"
     ),
 }

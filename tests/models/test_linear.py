@@ -38,7 +38,7 @@ def test_fit_recovers_ols_and_charges_rho(data):
     model = _model().fit(X, y)
     target = nonprivate_ols(np.column_stack([np.ones(N), X]), y).params
     # Batched-means centre over 580 iterates: per-coordinate s.d. ~ clip sqrt(2/rho)/n ~ 0.014
-    # (spec 3.2); 0.08 is > 5 s.d.
+    # (Brown et al. 2024, Lemma 2.1: sensitivity 2 clip / n); 0.08 is > 5 s.d.
     np.testing.assert_allclose(model.intercept_, target[0], atol=0.08)
     np.testing.assert_allclose(model.coef_, target[1:], atol=0.08)
     assert model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
@@ -199,7 +199,7 @@ def test_summary_delta_warning(data):
         model.summary(delta=0.01)
 
 
-# -- validation: reliability section 6, before any charge or draw ----------------------------
+# -- validation: every bad input refused before any charge or draw ---------------------------
 BAD_PARAMS = [
     ({"rho": None}, TypeError, "rho is required"),
     ({"rho": float("nan")}, ValueError, "rho"),

@@ -1,4 +1,4 @@
-"""Record/replay on neighbouring datasets (reliability 3.3) through the model layer.
+"""Record/replay on neighbouring datasets (docs/auditing.md) through the model layer.
 
 The fit on D is recorded; the fit on D' (one record replaced by a worst-case one) replays the
 recorded outputs. Then (1) the same releases are made, (2) each query moved by at most its

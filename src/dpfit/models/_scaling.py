@@ -7,7 +7,7 @@ could not absorb a shift); the response likewise. The map depends only on public
 so running a private algorithm on the mapped records is as private as on the originals
 (each record is transformed on its own), and the fitted coefficients map back exactly by
 the inverse affine map, which is post-processing. Clipping into the bounds is documented,
-data-independent behaviour (reliability section 6, row 23).
+data-independent behaviour (docs/user-guide.md, on bounds).
 
 Notation: x' = (clip(x, lo, hi) - c) / h per feature, y' = (clip(y) - c_y) / h_y, and the
 fitted model y' = b0' + x'^T b'. Back in original units:

@@ -53,7 +53,7 @@ def snapshot_ledger(ledger: PrivacyLedger) -> PrivacyLedger:
     """A budget-free copy of ``ledger``'s entries (a value that can be stored and pickled).
 
     A fitted model keeps this snapshot rather than the live ledger, so it never holds a
-    reference to a spendable :class:`~dpfit.Budget` (STYLE 2.7).
+    reference to a spendable :class:`~dpfit.Budget`.
     """
     copy = PrivacyLedger(relation=ledger.relation)
     for entry in ledger.entries:

@@ -3,7 +3,7 @@
 A :class:`Summary` is a plain value built by :meth:`dpfit.models.Result.summary` (or by any
 other model's result): a title, a two-column header of public inputs and privacy facts, the
 coefficient table, optional labelled sections and numbered notes. It renders itself; it never
-computes anything from data. Deliberately absent (STYLE 2.9): R^2, F-statistics, condition
+computes anything from data. Deliberately absent: R^2, F-statistics, condition
 numbers and residual tests (all read off the raw data), and dates or times (untestable).
 """
 
