@@ -5,8 +5,14 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from dpfit.algorithms._kernels import LeastSquaresSums, least_squares_block
-from dpfit.mechanisms import row_norms
+from dpfit.algorithms._kernels import (
+    LeastSquaresSums,
+    Rows,
+    least_squares_block,
+    least_squares_sum,
+    level_counts,
+)
+from dpfit.mechanisms import DoublingSearch, row_norms
 
 
 def _data(n, p, seed=0):
@@ -92,3 +98,22 @@ def test_a_call_allocates_nothing_of_the_size_of_n():
     # test's threads) cancel instead of breaking an absolute cap.
     n = 200_000
     assert _call_peak(2 * n) - _call_peak(n) < 8 * n / 20
+
+
+@pytest.mark.parametrize("clip", [None, 0.5, 3.0])
+def test_rows_are_gathered_block_by_block_with_the_same_per_record_arithmetic(clip):
+    # Rows of a permutation (a one-pass segment), 3.5 blocks of 4096 rows at p = 64
+    X, y, theta = _data(40_000, 64, seed=4)
+    rows = np.random.default_rng(5).permutation(40_000)[:14_500]
+    Xg, yg = np.take(X, rows, axis=0), np.take(y, rows)
+    total, clipped = least_squares_sum(Rows(X, rows), Rows(y, rows), theta, clip)
+    ref = least_squares_block(Xg, yg, theta, clip)
+    # only the order of the block sums differs: a few ulp of sum |terms| per coordinate
+    scale = np.abs(Xg).T @ np.abs(Xg @ theta - yg)
+    np.testing.assert_array_less(np.abs(total - ref[:-1]), 1e-13 * scale)
+    assert clipped == ref[-1]
+    search = DoublingSearch(ceiling=100.0, noise_multiplier=1.0, threshold=10.0, n_levels=12)
+    np.testing.assert_array_equal(  # counts are integers: exactly the same
+        level_counts(Rows(X, rows), Rows(y, rows), theta, search),
+        level_counts(Xg, yg, theta, search),
+    )

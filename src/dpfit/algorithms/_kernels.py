@@ -10,7 +10,11 @@ vector (the sums, then the number of clipped records); the kernel runs it
   :func:`dpfit.distributed.row_block_sum`; only the block results travel to the driver,
   where they are added.
 
-The two paths differ only in the order in which block sums are added (floating-point
+* on rows of in-memory arrays not yet gathered (:class:`Rows`, a one-pass algorithm's
+  segment in a random order): on blocks of those rows gathered one at a time into a buffer
+  that stays in cache, so the segment is never copied out whole and then read again.
+
+The paths differ only in the order in which block sums are added (floating-point
 summation order). The caller divides by its public n and adds the noise on the driver.
 
 Least squares in memory (DP-GD, every step) has a faster route, :class:`LeastSquaresSums`:
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -51,6 +55,7 @@ from ..privacy import Relation
 
 __all__ = [
     "LeastSquaresSums",
+    "Rows",
     "check_data",
     "check_iv",
     "clipped_outer_sum",
@@ -115,10 +120,53 @@ def _row_norms_chunked(X: np.ndarray) -> np.ndarray:
     return out
 
 
+class Rows(NamedTuple):
+    """The rows ``rows`` of an in-memory array, in that order, not yet gathered.
+
+    A kernel given :class:`Rows` (for every one of its arrays, with the same ``rows``) gathers
+    them a block at a time into one buffer (:func:`_gathered_sum`).
+    """
+
+    array: np.ndarray
+    rows: np.ndarray
+
+    def gather(self) -> np.ndarray:
+        """The selected rows as one new array (for a caller that needs them all at once)."""
+        return np.take(self.array, self.rows, axis=0)
+
+
+def _gathered_sum(
+    block_fn: Callable[..., np.ndarray], arrays: tuple, args: tuple, width: int
+) -> np.ndarray:
+    """``block_fn`` summed over blocks of the selected rows, each gathered into a buffer.
+
+    A block of ``_block_rows`` rows stays in a core's cache while ``block_fn`` reads it
+    (twice or more: row norms, residuals, X^T r), so the selected rows are read from memory
+    once. ``mode="clip"`` lets ``np.take`` write into the buffer directly (the rows come from
+    a permutation, so none is out of range); with the default mode it copies through a
+    second buffer.
+    """
+    rows = arrays[0].rows
+    size = min(len(rows), _block_rows(arrays[0].array.shape[1]))
+    buffers = [np.empty((size, *a.array.shape[1:]), dtype=a.array.dtype) for a in arrays]
+    total = np.zeros(width)
+    for start in range(0, len(rows), size):
+        block = rows[start : start + size]
+        parts = [
+            np.take(a.array, block, axis=0, out=buf[: len(block)], mode="clip")
+            for a, buf in zip(arrays, buffers, strict=True)
+        ]
+        np.add(total, block_fn(*parts, *args), out=total)
+    return total
+
+
 def _run(block_fn: Callable[..., np.ndarray], arrays: tuple, args: tuple, width: int):
-    """The block function on whole NumPy arrays, or summed over the row blocks on Dask."""
+    """The block function on whole NumPy arrays, summed over the row blocks on Dask, or
+    summed over gathered blocks of :class:`Rows`."""
     if is_dask(arrays[0]):
         return row_block_sum(block_fn, arrays, args, width=width)
+    if isinstance(arrays[0], Rows):
+        return _gathered_sum(block_fn, arrays, args, width)
     return block_fn(*arrays, *args)
 
 
@@ -224,12 +272,13 @@ class LeastSquaresSums:
 def least_squares_sum(
     X: Any, y: Any, theta: np.ndarray, clip: float | None
 ) -> tuple[np.ndarray, int]:
-    """``(sum_i c_i (x_i.theta - y_i) x_i, number clipped)`` once, in memory or on Dask.
+    """``(sum_i c_i (x_i.theta - y_i) x_i, number clipped)`` once: in memory, on :class:`Rows`
+    of in-memory arrays, or on Dask.
 
     For a single query (DP-AMBSSGD's fresh batch per step); repeated queries on the same
     data take :func:`least_squares_sums`, which computes the row norms and buffers once.
     """
-    p = X.shape[1]
+    p = theta.shape[0]
     out = _run(least_squares_block, (X, y), (theta, clip), p + 1)
     return out[:p], int(out[p])
 

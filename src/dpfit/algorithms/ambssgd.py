@@ -39,7 +39,7 @@ from ..mechanisms import (
 )
 from ..privacy import Relation, mean_sensitivity, parse_relation
 from ..theory.ambssgd import ambssgd_schedule
-from ._kernels import least_squares_sum, level_counts
+from ._kernels import Rows, least_squares_sum, level_counts
 from ._ledger import prepare_ledger
 from .onepass import one_pass_data, tail_average
 from .trajectory import Trajectory
@@ -266,7 +266,8 @@ def dp_ambssgd(
                 label="dp_ambssgd/dp_stat",
             )
             if diagnostics:  # NON-PRIVATE: the true largest DP-STAT residual at w_t
-                max_residual[t] = float(np.abs(Xs @ w - ys).max())
+                Xd, yd = (v.gather() if isinstance(v, Rows) else v for v in (Xs, ys))
+                max_residual[t] = float(np.abs(Xd @ w - yd).max())
             zeta = multiplier * found.value
             total, n_clipped = least_squares_sum(Xb, yb, w, zeta)
             mean = total / b

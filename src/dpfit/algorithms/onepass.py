@@ -12,8 +12,9 @@ consecutive segments of a data-independent order. :func:`one_pass_data` accepts
   array yields exactly the records, in exactly the order, of the same array in memory. Dask
   arrays need the public ``n`` declared and known chunk sizes; an algorithm that only sums
   over each segment may ask for ``lazy`` segments: unevaluated Dask selections of the
-  segment's records (in index order, which a sum does not see), reduced on the workers
-  (:mod:`dpfit.algorithms._kernels`);
+  segment's records (in index order, which a sum does not see), reduced on the workers, and,
+  for shuffled in-memory arrays, the segment's rows not yet gathered
+  (:class:`dpfit.algorithms._kernels.Rows`, summed a cache-sized block at a time);
 * a stream: an iterator of ``(X_chunk, y_chunk)`` pairs of any sizes, with ``y=None`` and the
   public number of records ``n`` declared. It is read in its own order (a stream cannot be
   shuffled), so that order must not depend on the records' values.
@@ -39,6 +40,7 @@ import numpy as np
 from .._validation import check_int, check_X_y, reject_sparse
 from ..distributed import check_dask_rows, is_dask, zero_nonfinite_records
 from ..privacy import Relation
+from ._kernels import Rows
 
 __all__ = ["OnePassData", "one_pass_data", "tail_average"]
 
@@ -103,9 +105,10 @@ class OnePassData:
         ``rng`` draws the permutation of all n records when ``shuffle`` is set (the noise
         source's generator, so the order is independent of the data); the rows of every
         segment come in that order. Each dataset can be passed over once (a stream cannot be
-        rewound). With ``lazy=True``, a Dask dataset yields unevaluated Dask selections of each
-        segment's records in index order (for callers that only sum over a segment; nothing
-        is read on the driver).
+        rewound). With ``lazy=True`` (for callers that only sum over a segment), a Dask
+        dataset yields unevaluated Dask selections of each segment's records in index order
+        (nothing is read on the driver), and shuffled in-memory arrays yield
+        :class:`~dpfit.algorithms._kernels.Rows` (the kernels gather them block by block).
         """
         if sum(sizes) > self.n:
             raise ValueError("segments ask for more records than n")
@@ -115,7 +118,7 @@ class OnePassData:
         if self.kind == "stream":
             return self._stream_segments(sizes)
         order = rng.permutation(self.n) if self.shuffle else None
-        return self._array_segments(sizes, order, lazy and self.kind == "dask")
+        return self._array_segments(sizes, order, lazy)
 
     def _array_segments(
         self, sizes: Sequence[int], order: np.ndarray | None, lazy: bool
@@ -124,9 +127,11 @@ class OnePassData:
         for size in sizes:
             start, stop = stop, stop + size
             rows: Any = slice(start, stop) if order is None else order[start:stop]
-            if lazy:  # Dask, unevaluated; index order is enough for a sum over the segment
+            if lazy and self.kind == "dask":  # unevaluated; index order is enough for a sum
                 rows = rows if order is None else np.sort(rows)
                 yield self._X[rows], self._y[rows]
+            elif lazy and self.kind == "array" and order is not None:
+                yield Rows(self._X, rows), Rows(self._y, rows)  # gathered by the kernels
             elif order is None:  # in memory: views (validated float64); lazy: one read
                 X, y = self._X[rows], self._y[rows]
                 yield (X, y) if self.kind == "array" else tuple(zero_nonfinite_records(X, y))
