@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_alpha, check_delta, check_option
+from .._version import __version__
 from ..exceptions import LargeBudgetWarning
 from ..inference import t_interval, t_interval_from_stderr
 from ..inference.population import TARGETS, CovarianceEstimate, sample_covariance
@@ -35,12 +36,6 @@ from ._result_summary import POPULATION_HINT, result_summary
 from .summary import Summary
 
 __all__ = ["Result", "snapshot_ledger"]
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
 
 
 def _readonly(a: Any) -> np.ndarray:
@@ -126,7 +121,7 @@ class Result:
     notes: Sequence[str] = ()
     experimental: bool = False
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
-    version: str = field(default_factory=_version)
+    version: str = __version__
     population: CovarianceEstimate | None = None
 
     def __post_init__(self) -> None:
