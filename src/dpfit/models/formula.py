@@ -29,6 +29,7 @@ import pandas as pd
 
 from .._floats import quiet_floats
 from ..distributed import is_dask
+from ..distributed._compute import compute
 from ..privacy import Budget, Relation, parse_relation
 from ._dask import dask_model_matrix
 from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
@@ -129,8 +130,6 @@ def _read_everything(y: Any, X: Any, params: dict[str, Any]) -> None:
         return  # refused by the fit, before anything is read
     if relation is not Relation.ADD_REMOVE:
         return
-    from ..distributed._compute import compute
-
     compute(X.map_partitions(len).sum() + y.map_partitions(len).sum())  # nothing kept
 
 
