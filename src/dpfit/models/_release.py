@@ -1,8 +1,9 @@
 """The fitted-model methods shared by dpfit's linear estimators (post-processing only).
 
-An estimator whose ``fit`` sets ``coef_``, ``intercept_`` and ``result_`` (a
-:class:`~dpfit.models.Result`) gets ``predict``, ``conf_int`` (with its ``target``) and
-``summary`` from :class:`ReleasedLinearModel`; all three read only the release. The rest of
+An estimator whose ``fit`` stores its :class:`~dpfit.models.Result` with ``_keep`` (which
+sets ``result_``, ``privacy_``, ``coef_`` and ``intercept_``) gets ``predict``, ``conf_int``
+(with its ``target``) and ``summary`` from :class:`ReleasedLinearModel`; all three read only
+the release. The rest of
 the statsmodels-like API (``bse``, ``tvalues``, ``pvalues``, ``cov_params()``,
 ``wald_test()``, ``f_test()``) lives on ``result_``.
 """
@@ -16,6 +17,7 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_array
+from .results import Result
 from .summary import Summary
 
 __all__ = ["ReleasedLinearModel"]
@@ -23,6 +25,14 @@ __all__ = ["ReleasedLinearModel"]
 
 class ReleasedLinearModel:
     """Mixin: predictions, intervals and the summary of a fitted private linear model."""
+
+    def _keep(self, result: Result, fit_intercept: bool) -> None:
+        """Store a fit's release: ``result_``, ``privacy_`` (its ledger snapshot), and
+        ``intercept_`` and ``coef_`` read off its estimate (the intercept first, if any)."""
+        self.result_ = result
+        self.privacy_ = result.ledger
+        self.intercept_ = float(result.estimate[0]) if fit_intercept else 0.0
+        self.coef_ = np.array(result.estimate[int(fit_intercept) :])
 
     def predict(self, X: Any) -> np.ndarray:
         """X @ coef_ + intercept_ (post-processing of the release; bounds are not applied)."""

@@ -274,11 +274,8 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
             names=["Intercept"] * len(lead) + x_names, response=y_name, columns=columns,
             bounds=bounds, std=std, back=Back(std, columns, x_names, y_name, cfg.fit_intercept),
         )  # fmt: skip
-        self.result_ = IV_METHOD_TABLE[cfg.method](data, cfg, settings, ledger, source)
-        estimate = self.result_.estimate
-        self.privacy_ = self.result_.ledger
-        self.intercept_ = float(estimate[0]) if cfg.fit_intercept else 0.0
-        self.coef_ = np.array(estimate[int(cfg.fit_intercept) :])
+        result = IV_METHOD_TABLE[cfg.method](data, cfg, settings, ledger, source)
+        self._keep(result, cfg.fit_intercept)
         note_fit(type(self).__name__, cfg.rho, X, y, Z, n=n, budget=budget)  # tuning
         return self
 

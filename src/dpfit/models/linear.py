@@ -37,7 +37,7 @@ from ._constraints import (
     validated,
 )
 from ._dask import fit_data, frame_columns, response_name
-from ._linear_methods import LINEAR_METHODS, LinearConfig
+from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import PublicScaling, bounds_in_order, bounds_text
@@ -312,43 +312,68 @@ default="batched-means"
         fit = method.run(design, response, settings, ledger, source)
         if not ledger.rho <= config.rho * (1.0 + RELATIVE_TOLERANCE):  # internal invariant
             raise RuntimeError(f"{method.label} spent rho={ledger.rho!r} > {config.rho!r}")
-        estimate = scaling.to_original(fit.estimate)
-        interval_est = (
-            None if fit.interval_estimates is None else scaling.to_original(fit.interval_estimates)
+        self._keep(
+            _result(
+                fit,
+                scaling,
+                ledger,
+                names=(["Intercept"] if config.fit_intercept else []) + names,
+                x_names=names,
+                n=n if config.n_public is None else config.n_public,  # never the private n
+                response=response_name(y),
+                label=fit.label or method.label,
+            ),
+            config.fit_intercept,
         )
-        population = None
-        if fit.population is not None:  # the affine map back is exact: J V J'
-            k = estimate.shape[0]
-            J = (scaling.to_original(np.eye(k)) - scaling.to_original(np.zeros(k))).T
-            population = transform(fit.population, J)
-        config_shown = dict(fit.settings)
-        notes = list(fit.notes)
-        if (scaling_note := scaling.describe()) is not None:
-            notes.append(scaling_note)
-            config_shown.update(_bounds_text(names, scaling))
-        self.result_ = Result(
-            names=(["Intercept"] if config.fit_intercept else []) + names,
-            estimate=estimate,
-            interval_estimates=interval_est,
-            interval_method=fit.interval_method,
-            n=n if config.n_public is None else config.n_public,  # never the private n
-            ledger=ledger,
-            model="DP linear regression",
-            method=fit.label or method.label,
-            response=response_name(y),
-            noise_backend=fit.noise_backend,
-            seeded=fit.seeded,
-            config=config_shown,
-            notes=notes,
-            experimental=fit.experimental,
-            diagnostics=fit.diagnostics,
-            population=population,
-        )
-        self.privacy_ = self.result_.ledger
-        self.intercept_ = float(estimate[0]) if config.fit_intercept else 0.0
-        self.coef_ = np.array(estimate[int(config.fit_intercept) :])
         note_fit(type(self).__name__, config.rho, X, y, n=n, budget=budget)  # tuning spends privacy
         return self
+
+
+def _result(
+    fit: LinearFit,
+    scaling: PublicScaling,
+    ledger: PrivacyLedger,
+    *,
+    names: list[str],
+    x_names: list[str],
+    n: int,
+    response: str,
+    label: str,
+) -> Result:
+    """The release in original units: the public rescaling undone exactly (post-processing),
+    covariances as J V J', and the bounds and scaling shown in the summary."""
+    estimate = scaling.to_original(fit.estimate)
+    interval_est = (
+        None if fit.interval_estimates is None else scaling.to_original(fit.interval_estimates)
+    )
+    population = None
+    if fit.population is not None:  # the affine map back is exact: J V J'
+        k = estimate.shape[0]
+        J = (scaling.to_original(np.eye(k)) - scaling.to_original(np.zeros(k))).T
+        population = transform(fit.population, J)
+    config_shown = dict(fit.settings)
+    notes = list(fit.notes)
+    if (scaling_note := scaling.describe()) is not None:
+        notes.append(scaling_note)
+        config_shown.update(_bounds_text(x_names, scaling))
+    return Result(
+        names=names,
+        estimate=estimate,
+        interval_estimates=interval_est,
+        interval_method=fit.interval_method,
+        n=n,
+        ledger=ledger,
+        model="DP linear regression",
+        method=label,
+        response=response,
+        noise_backend=fit.noise_backend,
+        seeded=fit.seeded,
+        config=config_shown,
+        notes=notes,
+        experimental=fit.experimental,
+        diagnostics=fit.diagnostics,
+        population=population,
+    )
 
 
 def _bounds_text(names: list[str], scaling: PublicScaling) -> dict[str, str]:
