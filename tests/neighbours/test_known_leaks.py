@@ -358,6 +358,30 @@ def test_new_unpickling_a_torch_optimizer_breaks_no_later_training():
         DPOptimizer.step = step  # never leave the class patched for later tests
 
 
+@until_fixed("new: Poisson groups by index")
+def test_new_removing_a_record_leaves_the_others_cyclic_poisson_chances_unchanged():
+    # Under add/remove, the chance that another record joins a step must not depend on
+    # whether record 0 is there. Record 1's frequency in step 0 over S seeds in D and S other
+    # seeds in D' (row 0 removed): each frequency has SE <= 0.5 / sqrt(S), their (independent)
+    # difference <= 0.035 at S = 400; the test allows 0.15 (over 4 SE). Grouping by index
+    # makes the difference q = 0.5 (record 1 is in group 1 in D, in group 0 in D').
+    pytest.importorskip("torch", reason="torch is not installed (optional extra)")
+    from dpfit.mechanisms import make_noise_source
+    from dpfit.torch import PoissonSampler
+
+    n, q, seeds = 12, 0.5, 400
+    freq = []
+    for rows, index, first in ((n, 1, 0), (n - 1, 0, seeds)):  # record 1's index in D, D'
+        joined = 0
+        for seed in range(first, first + seeds):
+            sampler = PoissonSampler(
+                rows, sample_rate=q, epochs=1, rng=make_noise_source(seed), groups=2
+            )
+            joined += index in next(iter(sampler))
+        freq.append(joined / seeds)
+    assert abs(freq[0] - freq[1]) < 0.15, freq
+
+
 @until_fixed("new: replayed scalar")
 def test_new_a_replayed_scalar_release_has_the_type_of_the_live_one():
     # the recorder's replay must be indistinguishable from the live mechanism, or the layer
