@@ -12,5 +12,6 @@ from . import (  # noqa: F401
     mechanism_check,
     menart2024,
     menart2024_beyond_pl,
+    menart2024_grid_search,
     varshney2022,
 )

@@ -1,0 +1,162 @@
+"""Private grid search over a private optimiser's hyperparameters (e.g. KL parameters).
+
+Menart et al. (2024)'s Algorithms 1 and 2 need the KL parameters (gamma, kappa), which are
+rarely known; their Algorithm 3 (:func:`~dpfit.algorithms.adaptive_gd`) needs none. The
+alternative it removes is the usual private tuning: run the algorithm once per candidate
+on a share of the budget and pick a candidate privately (docs/menart2024.md). This module is
+that baseline, with the whole search charged to one ledger:
+
+* each of the k candidate runs gets (1 - s) rho / k (zCDP composes additively);
+* the selection releases the vector of the k empirical losses, each per-example loss
+  clipped to [0, ``value_bound``], through one Gaussian release costing s rho. One record
+  moves each mean by at most value_bound / n (replace-one, or add/remove with the public
+  n as the denominator), so the vector's L2 sensitivity is sqrt(k) value_bound / n; the
+  argmin of the noisy losses ("report noisy min" with Gaussian noise) is post-processing.
+
+The total is rho-zCDP on every path, whatever the data, the candidates or the runs' own
+spending (each run is budgeted by its own share).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_real, check_rho
+from ..algorithms._ledger import prepare_ledger
+from ..algorithms.trajectory import Trajectory
+from ..losses.base import Loss, check_loss
+from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, rho_within
+from ..optimize import minimize
+from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
+
+__all__ = ["GridSearchResult", "private_grid_search"]
+
+
+@dataclass(frozen=True)
+class GridSearchResult:
+    """The chosen candidate's run and the search's releases."""
+
+    #: The chosen run's estimate.
+    estimate: np.ndarray
+    #: Index of the chosen candidate in ``candidates``.
+    chosen: int
+    #: The chosen candidate's options.
+    candidate: dict[str, Any]
+    #: The released noisy clipped empirical losses, one per candidate.
+    noisy_losses: np.ndarray
+    #: Every release of the search (k runs and the selection).
+    ledger: PrivacyLedger
+    #: The chosen candidate's trajectory.
+    trajectory: Trajectory = field(repr=False)
+
+    @property
+    def rho(self) -> float:
+        """zCDP guarantee of the whole search (the sum of its charges)."""
+        return float(self.ledger.rho)
+
+
+def private_grid_search(
+    loss: Loss,
+    X: Any,
+    y: Any = None,
+    *,
+    rho: float,
+    candidates: Sequence[Mapping[str, Any]],
+    value_bound: float,
+    method: str = "kl-spider",
+    selection_share: float = 0.1,
+    relation: Relation | str = "replace-one",
+    n_public: int | None = None,
+    ledger: PrivacyLedger | None = None,
+    rng: Any = None,
+) -> GridSearchResult:
+    """Run ``method`` once per candidate and pick one privately; rho-zCDP in total.
+
+    Parameters
+    ----------
+    loss : Loss
+        Per-example loss with public constants.
+    X, y : array-like
+        Private data (``y`` omitted for losses without a response).
+    rho : float
+        zCDP budget of the whole search.
+    candidates : sequence of mappings
+        Options of :func:`~dpfit.minimize` per candidate, e.g. ``{"gamma": 1.0, "kappa":
+        2.0, "loss_bound": 0.5}``; public (fixed before seeing the data).
+    value_bound : float
+        Public bound B_f: per-example losses are clipped to [0, B_f] for the selection
+        (a loose bound only costs selection accuracy, never privacy).
+    method : str, default="kl-spider"
+        The :func:`~dpfit.minimize` method run for every candidate.
+    selection_share : float, default=0.1
+        Share s of rho spent on the selection; each run gets (1 - s) rho / k.
+    relation, n_public, ledger, rng
+        As in :func:`~dpfit.minimize` (``rng`` is its ``random_state``).
+
+    Returns
+    -------
+    GridSearchResult
+    """
+    loss = check_loss(loss)
+    rho = check_rho(rho)
+    candidates = [dict(c) for c in candidates]
+    if not candidates:
+        raise ValueError("candidates must not be empty")
+    value_bound = check_real(value_bound, "value_bound", low=0.0)
+    share = check_real(selection_share, "selection_share", low=0.0, high=1.0)
+    relation = parse_relation(relation)
+    ledger = prepare_ledger(ledger, relation, rho, name="private_grid_search")
+    Xa = np.asarray(X, dtype=np.float64)
+    ya = None if y is None else np.asarray(y, dtype=np.float64)
+    n = public_n(Xa.shape[0], n_public, relation)
+    source = make_noise_source(rng)
+    k = len(candidates)
+    rho_run = (1.0 - share) * rho / k
+    runs = []
+    for options in candidates:
+        data = Xa if ya is None else (Xa, ya)
+        runs.append(
+            minimize(
+                loss,
+                data,
+                rho=rho_run,
+                method=method,
+                random_state=source,
+                ledger=ledger,
+                relation=relation,
+                n_public=n_public,
+                **options,
+            )
+        )
+    clipped = [
+        np.clip(loss.per_example_values(t.estimate, Xa, ya), 0.0, value_bound).sum() / n
+        for t in runs
+    ]
+    sensitivity = math.sqrt(k) * value_bound / n
+    rest = Fraction(rho) - k * Fraction(rho_run)  # exact: the runs' shares sum to <= this
+    rho_select = float(rest)
+    if Fraction(rho_select) > rest:
+        rho_select = math.nextafter(rho_select, 0.0)
+    noisy = gaussian(
+        np.array(clipped),
+        sensitivity=sensitivity,
+        noise_std=noise_std_for_rho(sensitivity, rho_within(sensitivity, rho_select)),
+        ledger=ledger,
+        rng=source,
+        label="grid_search/losses",
+    )
+    chosen = int(np.argmin(noisy))
+    return GridSearchResult(
+        estimate=runs[chosen].estimate,
+        chosen=chosen,
+        candidate=candidates[chosen],
+        noisy_losses=noisy,
+        ledger=ledger,
+        trajectory=runs[chosen],
+    )
