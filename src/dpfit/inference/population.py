@@ -52,6 +52,7 @@ from numpy.typing import ArrayLike
 from .._validation import check_int, check_positive, check_rho
 from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity
+from .diagnostics import Drift
 
 __all__ = [
     "TARGETS",
@@ -110,6 +111,25 @@ class NoisyMoment:
     def min_eigenvalue(self) -> float:
         """Smallest eigenvalue of the release (post-processing)."""
         return float(np.linalg.eigvalsh(self.matrix)[0])
+
+    def floor_binds(self, z: float = 1.0) -> bool:
+        """Whether the data's own smallest eigenvalue is below :attr:`floor` (evidence z).
+
+        :meth:`psd` raises released eigenvalues to the floor, which shrinks the inverse in
+        that direction: harmless when the data's eigenvalue lambda is above the floor, but
+        when it is below, a sandwich built on the projection understates the variance by up
+        to (lambda / floor)^2 along it. A released eigenvalue below the floor is not enough
+        evidence: for a simple eigenvalue with unit eigenvector v, to first order
+        lambda~ - lambda = v'Ev with Var(v'Ev) = s^2 (sum_a v_a^4 + 4 sum_{a<b} v_a^2 v_b^2)
+        <= 2 s^2 (upper-triangle noise N(0, s^2), shared by the symmetric entries). So the
+        test is lambda~_min < floor - z s sqrt(2). With z = 1 a data eigenvalue exactly at
+        the floor triggers it in at most about 16% of releases (one-sided normal tail), one
+        at 1.4 x the floor (where coverage is nominal) in 8-10%, and one at 0.45 x the floor
+        or below (where the sandwich's standard errors fall to about 0.6 of those with the
+        noise-free bread) in 97-100% (measured, docs/inference.md); z = 2 halves the false
+        alarms but misses 30-70% of the cases that matter. Post-processing of the release.
+        """
+        return self.min_eigenvalue() < self.floor - z * self.noise_std * math.sqrt(2.0)
 
 
 def release_second_moment(
@@ -215,6 +235,10 @@ class CovarianceEstimate:
         One paragraph: how the covariance was built and what the interval covers.
     parts : Mapping of str to (p, p) arrays, default={}
         The components, e.g. ``"sampling"`` and ``"privacy"``.
+    drift : Drift, optional
+        Convergence diagnostic of the released iterates behind the estimate
+        (:mod:`dpfit.inference.diagnostics`); None when the estimate is not an average of
+        iterates or there were too few of them.
     """
 
     target: str
@@ -222,6 +246,7 @@ class CovarianceEstimate:
     dof: np.ndarray
     description: str
     parts: Mapping[str, np.ndarray] = field(default_factory=dict)
+    drift: Drift | None = None
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
@@ -245,9 +270,11 @@ class CovarianceEstimate:
             "dof": self.dof,
             "description": self.description,
             "parts": dict(self.parts),
+            "drift": self.drift,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state = {"drift": None, **state}  # pickles from before the drift diagnostic
         for key, value in state.items():
             object.__setattr__(self, key, value)
         self.__post_init__()
@@ -256,6 +283,22 @@ class CovarianceEstimate:
     def bse(self) -> np.ndarray:
         """Standard errors, sqrt(diag(cov))."""
         return np.sqrt(np.clip(np.diag(self.cov), 0.0, None))
+
+    @property
+    def relative_drift(self) -> np.ndarray | None:
+        """|second-half mean - first-half mean| of the iterates over :attr:`bse`, or None.
+
+        Released-iterate post-processing (:mod:`dpfit.inference.diagnostics`): above about
+        0.5 the centre's bias (about half the drift) starts to cost coverage.
+        """
+        return None if self.drift is None else self.drift.relative(self.bse)
+
+    @property
+    def untrusted(self) -> np.ndarray:
+        """Per coordinate: the iterates are still drifting enough to bias the interval."""
+        if self.drift is None:
+            return np.zeros(self.cov.shape[0], dtype=bool)
+        return self.drift.untrusted(self.bse)
 
 
 def sample_covariance(estimates: ArrayLike, description: str) -> CovarianceEstimate:
@@ -283,6 +326,7 @@ def population_covariance(
     *,
     description: str,
     privacy_dof: float = math.inf,
+    drift: Drift | None = None,
 ) -> CovarianceEstimate:
     """V_sampling + V_privacy, with Welch-Satterthwaite degrees of freedom per coordinate.
 
@@ -307,6 +351,7 @@ def population_covariance(
         dof=dof,
         description=description,
         parts={"sampling": sampling, "privacy": privacy},
+        drift=drift,
     )
 
 
@@ -314,7 +359,8 @@ def transform(estimate: CovarianceEstimate, matrix: ArrayLike) -> CovarianceEsti
     """The covariance of J theta: J cov J' (and each part likewise); dof unchanged.
 
     Used to map a covariance from the units the algorithm ran in back to the user's (the
-    public rescaling is affine, so its linear part J is exact). The dof of coordinate j of
+    public rescaling is affine, so its linear part J is exact; the drift diagnostic maps
+    with it). The dof of coordinate j of
     J theta is the smallest dof of the coordinates it mixes (conservative).
     """
     J = np.asarray(matrix, dtype=np.float64)
@@ -326,4 +372,5 @@ def transform(estimate: CovarianceEstimate, matrix: ArrayLike) -> CovarianceEsti
         dof=dof,
         description=estimate.description,
         parts={k: J @ v @ J.T for k, v in estimate.parts.items()},
+        drift=None if estimate.drift is None else estimate.drift.transform(J),
     )

@@ -27,7 +27,12 @@ Covariance of the released estimate theta~ = P u~ around the population paramete
       + P S_u P / m               (privacy part: the m released batch means' covariance, eq. 12)
 
 with Welch-Satterthwaite degrees of freedom (the privacy part has m - 1). Everything after
-the releases is post-processing.
+the releases is post-processing, including two checks that warn (``CoverageWarning``) when
+the interval cannot be trusted: the released iterates still drift between the first and the
+second half of the run (:mod:`dpfit.inference.diagnostics`; reported on the population
+covariance as ``drift``), and the released Huber Hessian's smallest eigenvalue lies below
+its noise floor by more than a noise s.d.
+(:meth:`~dpfit.inference.population.NoisyMoment.floor_binds`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import numpy as np
 from ..algorithms import dp_gd
 from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
+from ..inference.diagnostics import iterate_drift
 from ..inference.population import population_covariance, release_second_moment, sandwich
 from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
 from ..privacy import PrivacyLedger, mean_sensitivity
@@ -151,18 +157,30 @@ def run_preconditioned_gd(
     sampling = sandwich(Hh.psd(), Pinv @ Op @ Pinv, n)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
     privacy = P @ S_u @ P
+    drift = iterate_drift(traj.iterates, runs=runs, burn_in=burn_in)
     population = population_covariance(
         sampling,
         privacy,
         description=_description(m, burn_in, share, clip),
         privacy_dof=m - 1.0,
+        drift=None if drift is None else drift.transform(P),
     )
     checks = []
-    if Hh.min_eigenvalue() < Hh.floor:
+    if population.untrusted.any():
+        worst = float(np.max(population.relative_drift))
+        checks.append(
+            "The released DP-GD iterates have not converged: the mean of the second half "
+            f"differs from the first half's by up to {worst:.2g} interval standard errors "
+            f"in {int(population.untrusted.sum())} coefficient(s) (covariance().drift); "
+            "the interval is off centre and may under-cover (more steps or a larger step "
+            "size help)."
+        )
+    if Hh.floor_binds():
         checks.append(
             "The released Huber Hessian (X'X/n over the records whose gradient is not "
-            "clipped) has an eigenvalue below its noise level: some direction "
-            "of the features is barely identified at this n and rho; population intervals may "
+            "clipped) has an eigenvalue below its noise level by more than one noise s.d.: "
+            "some direction of the features is barely identified at this n and rho, and the "
+            "sandwich understates the sampling variance along it; population intervals may "
             "under-cover (more records, a larger rho or tighter bounds help)."
         )
     rel_noise = Omega.noise_std / max(float(np.diag(Op).min()), 1e-300)
