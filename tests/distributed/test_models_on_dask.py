@@ -185,12 +185,18 @@ def _flaky(block):
     return block
 
 
-def test_a_failed_fit_keeps_only_what_it_charged():
+@pytest.mark.parametrize("stored", [False, True])
+def test_a_failed_fit_keeps_only_what_it_charged(stored, tmp_path):
     """The releases before a failure stay spent; the rest of the budget is available."""
     _STORAGE["reads"] = 0
-    X = da.from_array(FRAME[["x"]].to_numpy(), chunks=(N, 1)).map_blocks(_flaky, dtype=np.float64)
+    # name=False: a fresh task key, so the cluster cannot answer with an earlier run's error
+    X = da.from_array(FRAME[["x"]].to_numpy(), chunks=(N, 1), name=False)
+    X = X.map_blocks(_flaky, dtype=np.float64)
     y = da.from_array(FRAME["y"].to_numpy(), chunks=N)
-    budget = Budget(rho=3.0)
+    if stored:  # a persistent budget: the undrawn steps come back as a refund row
+        budget = Budget.open(tmp_path / "budget.sqlite", dataset="d", rho=3.0)
+    else:
+        budget = Budget(rho=3.0)
     model = DPLinearRegression(
         rho=1.0, bounds=[(0, 10)], y_bounds=(-5, 15), steps=10, interval=None, n_public=N
     )
@@ -204,6 +210,11 @@ def test_a_failed_fit_keeps_only_what_it_charged():
     assert 0 < drawn < 10
     assert budget.spent == pytest.approx(0.1 * drawn, rel=1e-9)  # what was drawn, no more
     assert budget.remaining == pytest.approx(3.0 - 0.1 * drawn, rel=1e-9)
+    if stored:
+        assert [c.mechanism for c in budget.history()] == [
+            "direct spend",
+            f"refund: {10 - drawn} undrawn releases of dp_gd/gradient (the fit failed)",
+        ]
 
 
 @pytest.mark.parametrize("persist", ["auto", True])
