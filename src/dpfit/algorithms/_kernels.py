@@ -235,34 +235,39 @@ class LeastSquaresSums:
             self._blocks.append(block)
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, int]:
+        with quiet_floats():
+            return self.quiet_call(theta)
+
+    def quiet_call(self, theta: np.ndarray) -> tuple[np.ndarray, int]:
+        """``self(theta)`` for a caller that already runs inside :func:`quiet_floats` (a loop
+        of many steps enters it once instead of at every step)."""
         clip, part = self._clip, self._part
         total, clipped = None, 0
-        with quiet_floats():
-            for Xb, XbT, yb, r, x_norms, thresholds, norms, mask in self._blocks:
-                np.matmul(Xb, theta, out=r)
-                np.subtract(r, yb, out=r)
-                if thresholds is not None:
-                    # clip_residuals' candidate test, here: most steps of a fit have no
-                    # candidate, and then the call is not made at all
-                    np.abs(r, out=norms)
-                    np.greater(norms, thresholds, out=mask)
-                    candidates = np.count_nonzero(mask)
-                    if candidates:
-                        clipped += clip_residuals(
-                            r,
-                            x_norms,
-                            clip,
-                            thresholds=thresholds,
-                            norms=norms,
-                            mask=mask,
-                            candidates=candidates,
-                        )
-                if total is None:
-                    total = XbT @ r
-                else:
-                    np.matmul(XbT, r, out=part)
-                    np.add(total, part, out=total)
-            finite = math.isfinite(total @ total)  # also False if the sum is huge
+        for Xb, XbT, yb, r, x_norms, thresholds, norms, mask in self._blocks:
+            np.matmul(Xb, theta, out=r)
+            np.subtract(r, yb, out=r)
+            if thresholds is not None:
+                # clip_residuals' candidate test, here: most steps of a fit have no
+                # candidate, and then the call is not made at all
+                np.abs(r, out=norms)
+                np.greater(norms, thresholds, out=mask)
+                candidates = np.count_nonzero(mask)
+                if candidates:
+                    clipped += clip_residuals(
+                        r,
+                        x_norms,
+                        clip,
+                        thresholds=thresholds,
+                        norms=norms,
+                        mask=mask,
+                        candidates=candidates,
+                    )
+            if total is None:
+                total = XbT @ r
+            else:
+                np.matmul(XbT, r, out=part)
+                np.add(total, part, out=total)
+        finite = math.isfinite(total @ total)  # also False if the sum is huge
         if not finite:  # some non-finite per-example gradient (or a huge sum): recompute
             out = least_squares_block(self._X, self._y, theta, clip, self._x_norms)
             return out[:-1], int(out[-1])

@@ -81,17 +81,21 @@ def _descend(
 
     ``sums(theta)`` is the clipped gradient sum of (X, y) and its clipped count
     (:func:`~dpfit.algorithms._kernels.least_squares_sums`); ``perturb(mean_gradient, t)``
-    returns the noisy mean gradient. The clipped counts are non-private.
+    returns the noisy mean gradient. The clipped counts are non-private. The loop enters
+    :func:`~dpfit._floats.quiet_floats` once, and an in-memory kernel's steps skip their own
+    (:meth:`~dpfit.algorithms._kernels.LeastSquaresSums.quiet_call`).
     """
     iterates = np.empty((steps, X.shape[1]))
     clipped = np.zeros(steps, dtype=np.int64)
     step = np.empty(X.shape[1])
     theta = theta0
-    for t in range(steps):
-        total, clipped[t] = sums(theta)
-        np.divide(total, normaliser, out=total)
-        np.multiply(perturb(total, t), step_size, out=step)
-        theta = np.subtract(theta, step, out=iterates[t])  # theta - eta * noisy gradient
+    sums = getattr(sums, "quiet_call", sums)
+    with quiet_floats():
+        for t in range(steps):
+            total, clipped[t] = sums(theta)
+            np.divide(total, normaliser, out=total)
+            np.multiply(perturb(total, t), step_size, out=step)
+            theta = np.subtract(theta, step, out=iterates[t])  # theta - eta * noisy gradient
     return iterates, clipped
 
 
