@@ -45,3 +45,30 @@ def test_claim_holds_at_quick_scale(tmp_path):
     result = run([name], scale="quick", store_path=tmp_path / "s.sqlite", jobs=2, progress=False)
     verdicts = evaluate_claims(get(name), result.results[name], "quick")
     assert verdicts and not any(v.failed for v in verdicts), [v.detail for v in verdicts]
+
+
+def test_plot_has_one_row_per_cell():
+    rows = pd.DataFrame(
+        {
+            "design": ["just-strong"] * 4 + ["over-strong"] * 4,
+            "n": 2000,
+            "rho": 0.5,
+            "covers_x": [1.0, 1.0, 0.0, 1.0] * 2,
+            "covers_all": 1.0,
+            "width_ratio_x": 1.5,
+            "error_x": 0.0,
+            "se_2sls_x": 1.0,
+            "gd_covers_x": [0.0, 1.0, 0.0, 0.0] * 2,
+            "gd_width_ratio_x": 0.5,
+            "gd_error_x": 0.0,
+            "warned": [0.0] * 4 + [1.0] * 4,
+        }
+    )
+    (fig,) = get("inference-coverage-iv").plot(rows)
+    left = fig.axes[0]
+    assert [t.get_text() for t in left.get_yticklabels()] == [
+        "just-strong, n=2000, rho=0.5",
+        "over-strong, n=2000, rho=0.5",
+    ]
+    # coverage point, its error bar, DP-2S-GD's cross, and one warned square (over-strong)
+    assert len(left.lines[-1].get_xdata()) == 1

@@ -162,6 +162,12 @@ def _claim(results: pd.DataFrame) -> ClaimResult:
     )
 
 
+def _plot(results: pd.DataFrame) -> list:
+    from ._inference_coverage_plot import iv_coverage_figure
+
+    return [iv_coverage_figure(coverage_table(results))]
+
+
 def _grid(ns: list[int], rhos: list[float], designs: tuple[str, ...] = DESIGNS) -> list[dict]:
     return [{"design": d, "n": n, "rho": r} for d in designs for n in ns for r in rhos]
 
@@ -184,6 +190,7 @@ EXPERIMENT = register(
         },
         replicates={"smoke": 2, "quick": 100, "paper": 200},
         trial=_trial,
+        plot=_plot,
         privacy="Each trial is one (or two) fits at rho (replace-one, public n); seeded noise.",
         claims=[
             Claim(
