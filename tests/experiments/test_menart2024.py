@@ -8,10 +8,11 @@ import pytest
 
 from dpfit.datasets import kl_benchmarks as kb
 from dpfit.experiments import _menart2024_claims as mc
-from dpfit.experiments import menart2024, menart2024_beyond_pl
+from dpfit.experiments import menart2024, menart2024_beyond_pl, menart2024_grid_search
 from dpfit.experiments.verdicts import evaluate_claims
 
 EXPERIMENTS = menart2024.EXPERIMENTS + menart2024_beyond_pl.EXPERIMENTS
+GRID = menart2024_grid_search.EXPERIMENTS
 
 
 def test_all_eight_benchmarks_are_registered(catalog_names):
@@ -20,7 +21,7 @@ def test_all_eight_benchmarks_are_registered(catalog_names):
     assert expected <= set(catalog_names)
 
 
-@pytest.mark.parametrize("exp", EXPERIMENTS, ids=lambda e: e.name)
+@pytest.mark.parametrize("exp", EXPERIMENTS + GRID, ids=lambda e: e.name)
 def test_smoke_trials_run_and_respect_the_budget(exp):
     for params, replicate in exp.tasks("smoke"):
         metrics = exp.trial(params, 1000 + replicate)
@@ -108,9 +109,9 @@ def test_quick_scale_claims_hold(tmp_path):
     """Runs every benchmark at quick scale (about 4 minutes on 2 cores) and checks each claim."""
     from dpfit.experiments.runner import run
 
-    result = run(EXPERIMENTS, scale="quick", store_path=tmp_path / "s.sqlite", jobs=2)
+    result = run(EXPERIMENTS + GRID, scale="quick", store_path=tmp_path / "s.sqlite", jobs=2)
     failed = []
-    for exp in EXPERIMENTS:
+    for exp in EXPERIMENTS + GRID:
         for verdict in evaluate_claims(exp, result.results[exp.name], "quick"):
             if verdict.status != "PASS":
                 failed.append(f"{exp.name}/{verdict.claim}: {verdict.status} {verdict.numbers}")
@@ -126,3 +127,42 @@ def test_deviation_claim_fails_when_the_rate_is_reached():
     assert claim(shallow).passed
     reached = _frame("m", "rho", xs, xs**-1.5, bounds=xs**-1.27, reps=5)
     assert not claim(reached).passed
+
+
+def _grid_rows(factors: dict[str, float], reps: int = 6) -> pd.DataFrame:
+    """menart2024-grid-search rows: median excess factors[method] * 1e-3 / rho at B0 and B4,
+    with a log-normal spread of 0.5 (about the real runs')."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for bench in ("b0", "b4"):
+        for rho in (256.0, 1024.0, 4096.0):
+            for method, factor in factors.items():
+                for r in range(reps):
+                    excess = factor * 1e-3 / rho * math.exp(0.5 * rng.standard_normal())
+                    rows.append(
+                        {
+                            "bench": bench,
+                            "rho": rho,
+                            "method": method,
+                            "replicate": r,
+                            "excess": excess,
+                            "chosen_gamma": 1.0,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_grid_search_claims_fail_when_tuning_is_free_or_adaptive_loses():
+    """Adaptive GD below the grid search, and the grid search above true-parameter KL-Spider.
+    Negative controls: a grid search as good as adaptive GD; one as good as the oracle."""
+    from dpfit.experiments._menart2024_common import AD, SP
+    from dpfit.experiments.menart2024_grid_search import (
+        GS,
+        adaptive_beats_grid_search,
+        tuning_costs,
+    )
+
+    good = _grid_rows({GS: 30.0, SP: 10.0, AD: 0.1})
+    assert adaptive_beats_grid_search(good).passed and tuning_costs(good).passed
+    assert not adaptive_beats_grid_search(_grid_rows({GS: 0.1, SP: 10.0, AD: 0.1})).passed
+    assert not tuning_costs(_grid_rows({GS: 10.0, SP: 10.0, AD: 0.1})).passed
