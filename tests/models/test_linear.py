@@ -192,6 +192,19 @@ def test_large_rho_warns_before_fitting(data):
         _model(rho=10.0).fit(X, y)
 
 
+def test_early_validation_can_leave_the_large_rho_warning_to_fit():
+    """``_config(warn_large_rho=False)`` (for callers that validate before fitting, such as
+    the formula API and the CLI) checks rho without warning; the default warns."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = _model(rho=10.0)._config(warn_large_rho=False)
+    assert config.rho == 10.0
+    with pytest.warns(LargeBudgetWarning, match="rho=10 is a weak"):
+        _model(rho=10.0)._config()
+    with pytest.raises(ValueError, match="rho"):  # still checked
+        _model(rho=-1.0)._config(warn_large_rho=False)
+
+
 def test_summary_delta_warning(data):
     X, y = data
     model = _model().fit(X, y)
