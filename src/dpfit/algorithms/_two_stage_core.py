@@ -3,8 +3,8 @@
 One loop (:func:`iterate`) serves Algorithms 1-3 of Liang et al. (2025); a stage's release
 is either the Gaussian mechanism (:func:`gaussian_release`) or the identity (non-private).
 Per-example clipping uses the rank-1 structure: ||z r^T||_F = ||z|| ||r||, so no
-n x q x p tensor is built (spec 3.0). Both stages' clipped sums at (Theta^(t), beta^(t)) come
-from one kernel call (:func:`dpfit.algorithms._kernels.two_stage_sums`: one pass in memory,
+n x q x p tensor is built. Both stages' clipped sums at (Theta^(t), beta^(t)) come from one
+kernel call (:func:`dpfit.algorithms._kernels.two_stage_sums`: one pass in memory,
 one distributed reduction on Dask).
 """
 

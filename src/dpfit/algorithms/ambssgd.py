@@ -1,8 +1,9 @@
 """DP-AMBSSGD: one-pass private linear regression with private adaptive clipping.
 
-Varshney, Thakurta & Jain (2022), Alg. 2, with the fixes of spec
-``varshney2022-dp-ambssgd.md`` section 6. The records are read once, in blocks of ``s + b``
-consecutive records of a data-independent order; in block t,
+Varshney, Thakurta & Jain (2022), Alg. 2, with the departures D1-D19 listed in
+``docs/varshney2022.md`` ("Departures from the paper"; cited below as D<k>). The records
+are read once, in blocks of ``s + b`` consecutive records of a data-independent order; in
+block t,
 
 1. DP-STAT (:class:`dpfit.mechanisms.DoublingSearch`) on the first s records privately finds
    the scale gamma_t of the residuals ``|<x, w_t> - y|`` (n_q noisy counts, sensitivity 1);
@@ -46,16 +47,16 @@ from .trajectory import Trajectory
 
 __all__ = ["ACCOUNTING_MODES", "THRESHOLDS", "dp_ambssgd", "replace_one_only"]
 
-#: ``"paper"``: rho = 1/alpha^2 (Thm. 3.6); ``"parallel"``: rho = 1/(2 alpha^2) (spec D13).
+#: ``"paper"``: rho = 1/alpha^2 (Thm. 3.6); ``"parallel"``: rho = 1/(2 alpha^2) (D13).
 ACCOUNTING_MODES = ("paper", "parallel")
-#: DP-STAT thresholds: ``"margin"`` s - Gamma' (spec D3, default) or ``"literal"`` s.
+#: DP-STAT thresholds: ``"margin"`` s - Gamma' (D3, default) or ``"literal"`` s.
 THRESHOLDS = ("margin", "literal")
-#: Grids finer than this are warned against (spec D4: 24-48 levels are reasonable).
+#: Grids finer than this are warned against (D4: 24-48 levels are reasonable).
 _MANY_LEVELS = 64
 
 
 def replace_one_only(relation: Any, name: str) -> Relation:
-    """The relation of a one-pass algorithm: replace-one only (spec section 7)."""
+    """The relation of a one-pass algorithm: replace-one only (docs/varshney2022.md)."""
     rel = parse_relation(relation)
     if rel is not Relation.REPLACE_ONE:
         raise ValueError(
@@ -117,7 +118,7 @@ def dp_ambssgd(
     steps : int, optional
         T, even; default max(2, 2 ceil(steps_factor * kappa * ln(n) / 2)).
     steps_factor : float, default=1.0
-        c1 in the default T (spec D6; use 2 at high signal-to-noise).
+        c1 in the default T (D6; use 2 at high signal-to-noise).
     stat_fraction : float, default=1/11
         Share of each block given to DP-STAT (s = b/10 as in Thm. 3.7).
     step_size : float, optional
@@ -128,17 +129,17 @@ def dp_ambssgd(
     tail_exponent : float, default=0.5
         a in the default clip multiplier (1/2 for sub-Gaussian data).
     n_levels : int, default=32
-        K: DP-STAT's grid is B 2^(i-K), i = 0..K (spec D4), at most 1074 (float64 range; the
+        K: DP-STAT's grid is B 2^(i-K), i = 0..K (D4), at most 1074 (float64 range; the
         paper's K = ceil(200 log2 N) is not representable and is refused); above 64 it warns.
     threshold : {"margin", "literal"}, default="margin"
-        DP-STAT's threshold: s - Gamma' (spec D3) or the paper-literal s (kept to reproduce
+        DP-STAT's threshold: s - Gamma' (D3) or the paper-literal s (kept to reproduce
         its failure; not recommended).
     stat_failure : float, default=0.01
         beta_stat of the margin: all T (K + 1) count noises stay within it w.p. 1 - beta_stat.
     accounting : {"paper", "parallel"}, default="paper"
         How rho maps to the noise multiplier alpha: ``"paper"`` alpha = 1/sqrt(rho) (the
         paper's 1/alpha^2 per block); ``"parallel"`` alpha = 1/sqrt(2 rho), valid because the
-        DP-STAT and gradient records of a block are disjoint (spec D13).
+        DP-STAT and gradient records of a block are disjoint (D13).
     n : int, optional
         The public number of records; required for a stream.
     shuffle : bool, optional
@@ -171,8 +172,8 @@ def dp_ambssgd(
     Warns
     -----
     SideConditionWarning
-        DP-STAT's stat set is smaller than four margins (s < 4 Gamma', spec D7), so the clip
-        is unreliable; b < 10 R_x^2 / ||H|| (spec section 7), so the step size is small; or
+        DP-STAT's stat set is smaller than four margins (s < 4 Gamma', D7), so the clip
+        is unreliable; b < 10 R_x^2 / ||H|| (docs/varshney2022.md), so the step size is small; or
         n_levels > 64.
 
     Notes
@@ -327,7 +328,8 @@ def _check_public_settings(
     h_norm: float,
     threshold: str,
 ) -> None:
-    """Reject settings whose noise is not finite on the whole clip grid; warn on spec 7 limits."""
+    """Reject settings whose noise is not finite on the whole clip grid; warn on the side
+    conditions of docs/varshney2022.md."""
     tiny = np.finfo(np.float64).tiny  # below it, rounding would change the charged rho
     for zeta in (multiplier * search.floor, multiplier * search.ceiling):
         sens = 2.0 * zeta / b
@@ -340,7 +342,7 @@ def _check_public_settings(
         warnings.warn(
             f"n_levels={search.n_levels}: each of the n_levels + 1 counts gets noise std "
             f"sqrt(n_levels + 1) * alpha, so DP-STAT needs many more records; 24-48 levels "
-            "are enough for any practical residual range (spec D4)",
+            "are enough for any practical residual range (docs/varshney2022.md, D4)",
             SideConditionWarning,
             stacklevel=3,
         )
