@@ -1,6 +1,7 @@
 """``dpfit reproduce --budget-store``: trials on a bundled dataset are charged to its stored
 total before any runs; a store without the dataset, or too small a total, is refused with
-nothing charged or run; a resumed run pays only for the trials it still has to run."""
+nothing charged or run; a resumed run pays only for the trials it still has to run. A
+reproduction shows a bar of its trials against their total."""
 
 import re
 
@@ -87,3 +88,12 @@ def test_experiments_on_synthetic_data_charge_nothing(tmp_path, capsys):
     assert main(argv) == 0
     assert "no trial to run reads a bundled dataset: nothing charged" in capsys.readouterr().err
     assert dpfit.Budget.open(store, dataset="card").spent == 0
+
+
+def test_progress_counts_trials_against_their_total(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    argv = ["reproduce", "mechanism-check", "--scale", "smoke", "--out", out, "--progress"]
+    assert main(argv) == 0
+    assert "dpfit reproduce (smoke): 100%" in capsys.readouterr().err.replace("\r", "\n")
+    assert main(argv) == 0  # resumed: nothing left to run, no bar
+    assert "dpfit reproduce (smoke)" not in capsys.readouterr().err
