@@ -17,7 +17,8 @@ from dpfit.mechanisms import clip_rows, recording, replaying  # noqa: E402
 from dpfit.noise import release_sensitivity  # noqa: E402
 from dpfit.privacy import Budget, PLDLedger, PrivacyLedger  # noqa: E402
 from dpfit.torch import make_private  # noqa: E402
-from dpfit.torch._clipping import chunked_sum_excess, clipped_sum  # noqa: E402
+from dpfit.torch._clipping import clipped_sum  # noqa: E402
+from dpfit.torch._rounding import chunked_sum_excess  # noqa: E402
 
 LOSS = torch.nn.functional.cross_entropy
 

@@ -7,7 +7,8 @@ gradient. dpfit owns
 * the batches: a :class:`~dpfit.torch.FixedEpochSampler` (shuffle once, k epochs of b
   fixed-size batches) or a :class:`~dpfit.torch.PoissonSampler` (Poisson or cyclic Poisson
   sampling), drawn from public randomness and replacing the loader's own sampler;
-* the clipping: per-example gradients by ``torch.func``, clipped to ``clip``;
+* the clipping: per-example gradient norms by book-keeping for ``nn.Linear`` models, by
+  ``torch.func.vmap`` otherwise (:mod:`dpfit.torch._clipping`), clipped to ``clip``;
 * the noise: one stream charged once for the whole run, with the sensitivity of exactly the
   pattern the sampler produces;
 * the accounting: a zCDP :class:`~dpfit.privacy.PrivacyLedger` (fixed-epoch, replace-one;

@@ -4,8 +4,9 @@ Phases of one :meth:`DPOptimizer.step` (after Opacus' ``DPOptimizer``):
 
 1. *take the batch*: the one the private data loader (:class:`PrivateDataLoader`) yielded
    last, each batch exactly once; there is no way to hand the step a gradient;
-2. *clip*: per-example gradients by ``torch.func``, clipped to the charged ``clip`` and
-   summed with a proven rounding bound that the charge includes (:mod:`dpfit.torch._clipping`);
+2. *clip*: per-example gradients (book-keeping or ``torch.func``), clipped to the charged
+   ``clip`` and summed with a proven rounding bound that the charge includes
+   (:mod:`dpfit.torch._clipping`);
 3. *privatise*: the stream adds the step's noise; the noise is drawn only inside
    :mod:`dpfit.mechanisms`, and the whole run was charged once when the stream was built;
 4. *average*: divide by the public batch size (never the actual batch length);

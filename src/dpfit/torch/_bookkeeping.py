@@ -1,0 +1,228 @@
+"""Book-keeping clipping for models made of ``nn.Linear`` layers (library-internal).
+
+For a linear layer z = W a + b the gradient of one example's loss is G_b a_b^T for W and G_b
+for b, where a_b is the layer's input and G_b = d loss_b / d z_b. Writing A_b = [a_b, 1] (the
+1 for a trainable bias), the example's gradient in that layer is the outer product G_b A_b^T,
+whose squared norm is ||G_b||^2 ||A_b||^2, and the sum of the clipped gradients is
+(f * G)^T A: one matrix product per layer. So one forward pass that keeps every layer's A,
+and one backward pass of the summed per-example losses that returns every layer's G, give
+the clipped sum without the B x p per-example gradients ("book-keeping", Bu, Wang, Zha &
+Karypis 2023, arXiv 2210.00038; Opacus' ghost clipping needs a second backward pass instead).
+
+It applies only where it is exact: a plain ``nn.Sequential`` (nested allowed) of
+``nn.Linear`` layers, each called once on 2-D inputs (batch, features), and parameter-free
+modules from :data:`ELEMENTWISE` (they act on each example alone), with no hooks, and every
+trainable parameter a float32 weight or bias of one of those layers. Anything else (other
+layers, batch coupling such as BatchNorm, other dtypes) uses the general ``vmap(grad)`` route.
+
+Each example's loss is ``loss_fn`` on a batch of that ONE example, as in the vmap route
+(``torch.func.vmap`` over the outputs), so G_b depends on example b alone.
+
+Rounding (the declared sensitivity must hold for the computed sum; see
+:mod:`dpfit.torch._rounding`):
+
+* norms: ||G_b||^2 and ||A_b||^2 are float64 sums of exact squares of float32 entries (a
+  float32 square fits in float64 exactly and cannot overflow there), multiplied and added
+  over layers in float64: relative error below 2^-22 for layers narrower than 2^30 units,
+  covered by the clip factor's margin :data:`~dpfit.torch._rounding.FLOAT32_MARGIN`
+  (the vmap route's margin, with the same slack);
+* float32 sums (fixed-epoch): G_b is scaled by s_b = f_b n_b and A_b by 1 / n_b (n_b the
+  computed ||A_b||; products in float64, then rounded to float32). n_b cancels exactly in
+  the product, so each term f_b G_bj A_bk gets at most two float32 and four float64
+  roundings on top of the chunk's inner product: the EXTRA_ROUNDINGS of
+  :func:`~dpfit.torch._rounding.chunked_sum_excess`. The scaling keeps |A'_bk| <= 1 and
+  |G'_bj| <= clip, so subnormal results lose at most 2^-150 max(1, clip) each, and nothing
+  overflows while clip <= MAX_FAST_CLIP;
+* float64 sums (Poisson sampling): the record's vector is fl(f_b G_b) A_b^T, of norm at most
+  clip thanks to the same margin, and each coordinate of (f * G)^T A is a float64 inner
+  product of n terms, the error form of :func:`dpfit.privacy.float_sum_excess`;
+* non-finite values: a row whose A_b or G_b (in any layer) is not finite gets the factor 0
+  (:func:`dpfit.mechanisms.clip_factors`) and is zeroed. The decision is per row, so the
+  other rows' vectors, and the other chunks, do not depend on it; a switch of the whole
+  batch to the vmap route would change every row's rounding and break the one-chunk bound.
+
+Like the vmap route, this relies on rows of a matrix product being computed independently
+of the other rows' values, so a record's A_b, G_b depend on that record alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import vmap
+
+from ..mechanisms import clip_factors
+from ._rounding import CHUNK, FLOAT32_MARGIN, MAX_FAST_CLIP, MIN_FAST_CLIP
+
+__all__: list[str] = []
+
+#: Parameter-free modules that act on each example (each row) alone.
+ELEMENTWISE = (
+    nn.ReLU,
+    nn.Tanh,
+    nn.Sigmoid,
+    nn.GELU,
+    nn.SiLU,
+    nn.LeakyReLU,
+    nn.ELU,
+    nn.Softplus,
+    nn.Identity,
+)
+_MAX_WIDTH = 2**30
+
+
+@dataclass(frozen=True, eq=False)
+class _Layer:
+    """A linear layer and where its trainable weight and bias sit in the flat gradient."""
+
+    module: nn.Linear
+    weight: slice | None
+    bias: slice | None
+
+
+def _leaves(module: nn.Module) -> list[nn.Module] | None:
+    """The modules a plain ``nn.Sequential`` applies in turn (nested ones flattened)."""
+    if type(module) is not nn.Sequential:
+        return [module]
+    out: list[nn.Module] = []
+    for child in module:
+        sub = _leaves(child)
+        if sub is None:
+            return None
+        out.extend(sub)
+    return out
+
+
+def _hooked(module: nn.Module) -> bool:
+    return any(
+        getattr(module, name)
+        for name in (
+            "_forward_hooks",
+            "_forward_pre_hooks",
+            "_backward_hooks",
+            "_backward_pre_hooks",
+        )
+    )
+
+
+def _allowed(m: nn.Module) -> bool:
+    if type(m) is nn.Linear:
+        return m.in_features < _MAX_WIDTH and m.out_features < _MAX_WIDTH
+    if type(m) is nn.Flatten:
+        return m.start_dim == 1 and m.end_dim == -1
+    return type(m) in ELEMENTWISE
+
+
+def linear_plan(model: nn.Module, clip: float) -> list[nn.Module] | None:
+    """The modules in order, with each trainable ``nn.Linear`` as a :class:`_Layer`; or None.
+
+    None means book-keeping does not apply (module docstring): the caller uses vmap. The
+    answer depends on the model's structure, dtypes and ``clip`` only, never on data.
+    """
+    if not MIN_FAST_CLIP <= clip <= MAX_FAST_CLIP:
+        return None
+    leaves = _leaves(model)
+    if leaves is None or len({id(m) for m in leaves}) != len(leaves):
+        return None
+    if any(_hooked(m) for m in model.modules()) or not all(_allowed(m) for m in leaves):
+        return None
+    offsets, start = {}, 0
+    for p in model.parameters():
+        if p.requires_grad:
+            offsets[id(p)] = slice(start, start + p.numel())
+            start += p.numel()
+    if not offsets:
+        return None
+    plan: list[nn.Module] = []
+    covered: list[slice] = []  # each trainable parameter exactly once (none shared)
+    for m in leaves:
+        if type(m) is not nn.Linear:
+            plan.append(m)
+            continue
+        if m.weight.dtype != torch.float32:
+            return None
+        w = offsets.get(id(m.weight))
+        b = offsets.get(id(m.bias)) if m.bias is not None else None
+        covered += [s for s in (w, b) if s is not None]
+        plan.append(_Layer(m, w, b) if w is not None or b is not None else m)
+    starts = sorted(s.start for s in covered)
+    return plan if starts == sorted(s.start for s in offsets.values()) else None
+
+
+def _sq(t: torch.Tensor) -> torch.Tensor:
+    """float64 squared row norms: exact squares of float32 entries, summed in float64."""
+    return t.double().square().sum(dim=1)
+
+
+def bookkeeping_clipped_sum(
+    plan: list[nn.Module],
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    clip: float,
+    dim: int,
+    *,
+    exact: bool,
+) -> tuple[torch.Tensor, int] | None:
+    """Flat float64 clipped sum by book-keeping, as :func:`dpfit.torch._clipping.clipped_sum`.
+
+    Returns None when a linear layer's input is not 2-D (a shape, hence public): the caller
+    then uses the vmap route.
+    """
+    n = inputs.shape[0]
+    captured: list[tuple[_Layer, torch.Tensor, torch.Tensor]] = []
+    with torch.enable_grad():
+        x = inputs
+        for m in plan:
+            if isinstance(m, _Layer):
+                if x.dim() != 2:
+                    return None
+                z = m.module(x)
+                captured.append((m, x.detach(), z))
+                x = z
+            else:
+                x = m(x)
+        losses = vmap(lambda o, t: loss_fn(o.unsqueeze(0), t.unsqueeze(0)))(x, targets)
+        if losses.shape != (n,):
+            raise ValueError("loss_fn must return one number for a batch of one example")
+        zs = [z for _, _, z in captured]
+        grads = torch.autograd.grad(losses.sum(), zs, allow_unused=True)
+    rows = []  # per layer: (layer, G, A) with A = [a, 1] as the layer's parameters need
+    sq = torch.zeros(n, dtype=torch.float64, device=inputs.device)
+    for (layer, a, z), g in zip(captured, grads, strict=True):
+        g = torch.zeros_like(z) if g is None else g.detach()
+        cols = ([a] if layer.weight is not None else []) + (
+            [torch.ones(n, 1, dtype=a.dtype, device=a.device)] if layer.bias is not None else []
+        )
+        a = torch.cat(cols, dim=1) if len(cols) > 1 else cols[0]
+        sq_a = _sq(a)
+        sq += _sq(g) * sq_a
+        rows.append((layer, g, a, sq_a))
+    norms = torch.sqrt(sq).cpu().numpy()
+    factors = clip_factors(norms, clip) * FLOAT32_MARGIN
+    bad = torch.from_numpy(~np.isfinite(norms)).to(inputs.device)
+    f = torch.from_numpy(factors).to(inputs.device)
+    out = torch.zeros(dim, dtype=torch.float64, device=inputs.device)
+    for layer, g, a, sq_a in rows:
+        if exact:
+            gs, as_ = g.double() * f[:, None], a.double()
+        else:
+            norm_a = torch.sqrt(sq_a)
+            norm_a = torch.where(torch.isfinite(norm_a) & (norm_a > 0), norm_a, 1.0)
+            gs = (g.double() * (f * norm_a)[:, None]).float()
+            as_ = (a.double() * (1.0 / norm_a)[:, None]).float()
+        if bool(bad.any()):
+            gs, as_ = gs.masked_fill(bad[:, None], 0.0), as_.masked_fill(bad[:, None], 0.0)
+        acc = torch.zeros(gs.shape[1], as_.shape[1], dtype=torch.float64, device=out.device)
+        step = n if exact else CHUNK
+        for s in range(0, n, step):
+            acc += (gs[s : s + step].T @ as_[s : s + step]).double()
+        if layer.weight is not None:
+            out[layer.weight] = acc[:, : layer.module.in_features].reshape(-1)
+        if layer.bias is not None:
+            out[layer.bias] = acc[:, -1]
+    return out, int(np.count_nonzero(factors < FLOAT32_MARGIN))
