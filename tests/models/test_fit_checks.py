@@ -123,3 +123,12 @@ def test_formula_errors_are_one_line_value_errors(formula, match):
         dpfit.ols(formula, FRAME, budget=budget, **KW)
     assert "\n" not in str(info.value) and "\x1b" not in str(info.value)
     assert budget.spent == 0.0
+
+
+def test_the_checks_warn_at_the_users_line():
+    """Filters by module and the once-per-location rule need the caller's frame."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dpfit.ols("y ~ x + z", FRAME, **{**KW, "bounds": {"x": (0, 5), "z": (0, 1)}})
+    clipped = [w for w in caught if "clip many records" in str(w.message)]
+    assert len(clipped) == 1 and clipped[0].filename == __file__

@@ -116,7 +116,7 @@ def warn_public_settings(
             f"use steps >= {needed * parts}; see docs/user-guide.md, 'Steps, step size and "
             "mixing'",
             SideConditionWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 
@@ -360,7 +360,7 @@ def _check_bounds(
             "outside the declared levels, makes its record all zeros; a text column used as "
             "a number needs C(column, levels=[...]) (docs/user-guide.md)",
             SideConditionWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
     large = [name for name, value in counts.items() if value > limit]
     if large:
@@ -370,7 +370,7 @@ def _check_bounds(
             f"{noise_std:.3g}): the fit describes the clipped data; widen those bounds if "
             "public knowledge allows",
             SideConditionWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
     return dataclasses.replace(
         result, ledger=_combined(result.ledger, ledger), notes=(*result.notes, note)
