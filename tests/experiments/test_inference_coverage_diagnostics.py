@@ -1,0 +1,32 @@
+"""The inference-coverage-diagnostics study: trials are well-formed and its claim can fail."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dpfit.experiments.inference_coverage_diagnostics import _claim, _settings, _trial
+
+
+def test_card_trial_reports_the_floor_check():
+    metrics = _trial(_settings()[0], 3)
+    assert math.isnan(metrics["covers"])  # no theta* for real data
+    # the demo's data: smallest eigenvalue at 0.40 x the floor, sampling s.e. halved
+    assert metrics["floor_warned"] == 1.0 and metrics["true_over_floor"] < 0.5
+    assert 0.0 < metrics["se_ratio_min"] < 0.7
+
+
+def test_claim_fails_when_an_unconverged_fit_is_silent():
+    settings = _settings()
+    rows = pd.DataFrame(
+        [
+            {**p, "covers": 0.5, "drift_warned": 0.0, "floor_warned": 0.0}
+            | {"floor_old_rule": 0.0, "true_over_floor": 1.0, "se_ratio_min": 1.0}
+            | {"max_relative_drift": 0.1}
+            for p in settings
+        ]
+    )
+    assert not _claim(rows).passed
+    slow = rows["step_size"].notna()
+    assert _claim(rows.assign(drift_warned=slow.astype(float))).passed
