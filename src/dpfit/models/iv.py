@@ -279,7 +279,11 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         note_fit(type(self).__name__, cfg.rho, X, y, Z, n=n, budget=budget)  # tuning
         return self
 
-    def _bounds(self, x_names, z_names, y_name) -> tuple[list[str], np.ndarray | None]:
+    def _bounds(
+        self, x_names: list[str], z_names: list[str], y_name: str
+    ) -> tuple[list[str], np.ndarray | None]:
+        """The columns (X's, Z's not in X, the response) and their checked public bounds
+        (None without bounds); public inputs only."""
         design = list(dict.fromkeys([*x_names, *z_names]))
         columns = [*design, y_name]
         if self.bounds is None and self.y_bounds is None:
