@@ -6,9 +6,9 @@ persistent total per dataset (``dpfit budget``). Each such experiment declares, 
 parameters only, the rho one trial spends on each dataset (``Experiment.data_rho``). Before
 any trial runs, this module sums that rho over the trials the run will execute (those not yet
 in the trial store, so a resumed run does not pay twice for finished trials), checks that
-every dataset's stored budget can afford its sum, and charges each dataset once, in one
-transaction of :mod:`dpfit.privacy.store`. A dataset the store does not hold, or a sum above
-what is left, is refused before anything is charged or run. A run stopped part-way keeps its
+every dataset's stored budget can afford its sum, and charges each dataset once (one
+transaction of :mod:`dpfit.privacy.store` each). A dataset the store does not hold, or a sum
+above what is left, is refused before anything is charged or run. A run stopped part-way keeps its
 whole charge (conservative: the trials it did not finish drew nothing, but no one can prove
 that to the store).
 """
