@@ -5,8 +5,10 @@ fit is :func:`dpfit.iv`: by default 2SLS from privately released moments with a 
 interval, or DP-2S-GD (Liang et al. 2025) with ``--method 2s-gd``. ``--bound`` gives the
 public bounds of every design column and ``--y-bounds`` those of the response (the same
 convention as ``dpfit fit``); they buy a private standardisation and are required unless
-``--unscaled`` says the data are already scaled with public constants. With
-``--compare-2sls`` the non-private 2SLS fit is printed beside it, labelled as such.
+``--unscaled`` says the data are already scaled with public constants. As in ``dpfit fit``,
+a declared share of rho (``--bounds-check``, 2%) buys a private count of the records outside
+the bounds, with a warning when it is large. With ``--compare-2sls`` the non-private 2SLS fit
+is printed beside it, labelled as such.
 """
 
 from __future__ import annotations
