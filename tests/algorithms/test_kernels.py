@@ -117,3 +117,26 @@ def test_rows_are_gathered_block_by_block_with_the_same_per_record_arithmetic(cl
         level_counts(Rows(X, rows), Rows(y, rows), theta, search),
         level_counts(Xg, yg, theta, search),
     )
+
+
+@pytest.mark.parametrize("first", [True, False])
+@pytest.mark.parametrize("clips", [(None, None), (0.5, 0.5), (4.0, 6.0)])
+def test_two_stage_buffers_are_the_block_function_bit_for_bit(first, clips):
+    from dpfit.algorithms._kernels import two_stage_block
+    from dpfit.algorithms._two_stage_core import TwoStageSums
+
+    gen = np.random.default_rng(6)
+    n, q, p = 3000, 5, 3
+    Z, X = gen.standard_normal((n, q)), gen.standard_normal((n, p))
+    y = X @ np.linspace(-1, 1, p) + gen.standard_t(2, size=n)
+    Z[10] = 1e200  # ||z|| ||w - x|| overflows: the record is zeroed in both stages' rules
+    X[20] = [1e300, -1e300, 1e300]
+    theta, beta = gen.standard_normal((q, p)), gen.standard_normal(p)
+    sums = TwoStageSums(X, y, Z, clip_theta=clips[0], clip_beta=clips[1], first=first)
+    for _ in range(2):  # the buffers are reused: a second call gives the same answer
+        g1, c1, g2, c2 = sums(theta, beta)
+        ref = two_stage_block(X, y, Z, theta, beta, *clips, first)
+        k = q * p
+        np.testing.assert_array_equal(g1.ravel(), ref[:k])
+        np.testing.assert_array_equal(g2, ref[k + 1 : k + 1 + p])
+        assert (c1, c2) == (ref[k], ref[-1])

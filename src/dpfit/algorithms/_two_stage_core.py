@@ -4,8 +4,8 @@ One loop (:func:`iterate`) serves Algorithms 1-3 of Liang et al. (2025); a stage
 is either the Gaussian mechanism (:func:`gaussian_release`) or the identity (non-private).
 Per-example clipping uses the rank-1 structure: ||z r^T||_F = ||z|| ||r||, so no
 n x q x p tensor is built. Both stages' clipped sums at (Theta^(t), beta^(t)) come from one
-kernel call (:func:`dpfit.algorithms._kernels.two_stage_sums`: one pass in memory,
-one distributed reduction on Dask).
+kernel call: in memory :class:`TwoStageSums` (buffers allocated once), on Dask
+:func:`dpfit.algorithms._kernels.two_stage_sums` (one distributed reduction).
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from .._floats import quiet_floats
 from .._validation import check_array
+from ..distributed import is_dask
 from ..exceptions import BudgetExceededError
-from ..mechanisms import gaussian, noise_std_for_rho
+from ..mechanisms import clip_factors, gaussian, noise_std_for_rho, row_norms, scale_rows
 from ..privacy import (
     Budget,
     GaussianEntry,
@@ -32,6 +34,55 @@ from .trajectory import Trajectory
 __all__: list[str] = []
 
 _Release = Callable[[np.ndarray], np.ndarray]
+
+
+def _clipped_outer_sum_in_place(
+    features: np.ndarray, R: np.ndarray, feature_norms: np.ndarray, clip: float | None
+) -> tuple[np.ndarray, int]:
+    """:func:`~dpfit.algorithms._kernels.clipped_outer_sum` for a 2-D ``R``, which is scaled in
+    place: the same operations and results, without its two n x k temporaries."""
+    if clip is None:
+        return features.T @ R, 0
+    factors = clip_factors(feature_norms * row_norms(R), clip)
+    positive = factors > 0
+    np.multiply(R, factors[:, None], out=R)
+    if not positive.all():  # some row is zeroed (the zero rule): its features as well
+        features = scale_rows(features, positive)
+        R[~positive] = 0.0
+    return features.T @ R, int(np.count_nonzero(factors < 1.0))
+
+
+class TwoStageSums:
+    """``sums(Theta, beta) -> (G1, clipped1, g2, clipped2)`` for in-memory X, y, Z.
+
+    The arithmetic of :func:`~dpfit.algorithms._kernels.two_stage_block`, bit for bit, in
+    buffers allocated once (W = Z Theta, the first-stage residuals W - X, the second-stage
+    residuals), with the row norms of Z computed once: a step allocates no n x p array
+    (the block function allocates four).
+    """
+
+    def __init__(self, X, y, Z, *, clip_theta, clip_beta, first: bool) -> None:
+        n, p = X.shape
+        self._X, self._y, self._Z = X, y, Z
+        self._clip_theta, self._clip_beta, self._first = clip_theta, clip_beta, first
+        self._z_norms = row_norms(Z) if first else None
+        self._W, self._s = np.empty((n, p)), np.empty((n, 1))
+        self._R = np.empty((n, p)) if first else None
+
+    def __call__(self, theta: np.ndarray, beta: np.ndarray):
+        W, s = self._W, self._s
+        with quiet_floats():
+            np.matmul(self._Z, theta, out=W)  # w_i = Theta^T z_i
+            w_norms = row_norms(W)
+            np.matmul(W, beta, out=s[:, 0])
+            np.subtract(s[:, 0], self._y, out=s[:, 0])
+            if self._first:
+                R = np.subtract(W, self._X, out=self._R)
+                g1, c1 = _clipped_outer_sum_in_place(self._Z, R, self._z_norms, self._clip_theta)
+            else:
+                g1, c1 = np.zeros(theta.shape), 0
+            g2, c2 = _clipped_outer_sum_in_place(W, s, w_norms, self._clip_beta)
+        return g1, c1, g2[:, 0], c2
 
 
 def identity(value: np.ndarray) -> np.ndarray:
@@ -62,9 +113,8 @@ def iterate(
     """
     p, q = X.shape[1], Z.shape[1]
     n = X.shape[0] if n is None else n
-    sums = two_stage_sums(
-        X, y, Z, clip_theta=clip_theta, clip_beta=clip_beta, first=first_stage is None
-    )
+    kernel = two_stage_sums if is_dask(X) else TwoStageSums
+    sums = kernel(X, y, Z, clip_theta=clip_theta, clip_beta=clip_beta, first=first_stage is None)
     theta = np.zeros((q, p))
     beta = np.zeros(p)
     thetas = np.empty((steps, q, p))
