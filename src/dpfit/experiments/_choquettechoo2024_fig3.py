@@ -6,9 +6,9 @@ scales as 1 / rho). The numbers are deterministic: the seed is unused.
 
 The claims compare the curves only relatively (the theorem's constant is stated two ways in the
 paper; ratios do not depend on it). Their tolerance ``TOL`` is numerical, not statistical: the
-bounds at 200 and 400 grid points differ by at most 0.2% for kappa in [1, 1000] (run
-``theorem31_bounds`` at both; docs/choquettechoo2024.md) and CLARABEL solves to a relative gap of
-1e-8, so a change smaller than 1% is not read as growth.
+bounds at 200 and 400 grid points differ by at most 0.3% for kappa in [1, 1000] (the command is
+in docs/choquettechoo2024.md) and CLARABEL solves to a relative gap of 1e-8, so a change
+smaller than 1% is not read as growth.
 """
 
 from __future__ import annotations
