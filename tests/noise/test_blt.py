@@ -8,6 +8,7 @@ import pytest
 
 from dpfit.mechanisms import make_noise_source
 from dpfit.noise import (
+    _stream_choice,
     banded_encoder,
     blt,
     brute_force_sensitivity_squared,
@@ -18,7 +19,6 @@ from dpfit.noise import (
     select_nu,
     toeplitz,
 )
-from dpfit.noise import streams as streams_module
 from dpfit.noise.blt import _decoder_column, _decoder_poles, _log_objective
 from dpfit.noise.streams import fft_workspace_bytes
 from dpfit.noise.toeplitz import ToeplitzMechanism
@@ -176,7 +176,7 @@ def test_auto_keeps_short_memory_and_blt_mechanisms_exact():
 
 
 def test_auto_falls_back_to_the_exact_mechanism_when_no_blt_is_close(monkeypatch):
-    monkeypatch.setattr(streams_module, "AUTO_RTOL", -0.5)  # demand half the error
+    monkeypatch.setattr(_stream_choice, "AUTO_RTOL", -0.5)  # demand half the error
     mech = nu_dpftrl(0.01, steps=60)
     _, stream = _stream(mech, "auto", steps=2)
     assert stream.mechanism is mech and stream.choice.per_step == "grows with t"

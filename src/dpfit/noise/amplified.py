@@ -28,7 +28,8 @@ from ..mechanisms.rng import NoiseSource
 from ..mechanisms.stream import subsampled_gaussian_rows
 from ..privacy import Relation, sum_sensitivity
 from ..privacy.pld import PLDLedger
-from .streams import NoiseStream, StreamChoice, _exact_mode
+from ._stream_choice import StreamChoice, _exact_mode
+from .streams import NoiseStream
 from .toeplitz import ToeplitzMechanism
 
 __all__ = ["amplified_noise", "amplified_sensitivity"]
