@@ -183,6 +183,12 @@ def test_shared_layers_hooks_and_tiny_clips_take_the_vmap_route():
     hooked = nn.Sequential(nn.Linear(6, 3))
     hooked[0].register_forward_hook(lambda m, i, o: o - o.mean(dim=0))
     assert linear_plan(hooked, 1.0) is None
+    handle = nn.modules.module.register_module_forward_hook(lambda m, i, o: o)
+    try:
+        assert linear_plan(nn.Sequential(nn.Linear(6, 3)), 1.0) is None  # a global hook
+    finally:
+        handle.remove()
+    assert linear_plan(nn.Sequential(nn.Linear(6, 3)), 1.0) is not None
     assert linear_plan(nn.Sequential(nn.Linear(6, 3)), 1e-13) is None
 
 

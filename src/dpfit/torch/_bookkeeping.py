@@ -97,15 +97,13 @@ def _leaves(module: nn.Module) -> list[nn.Module] | None:
     return out
 
 
+_HOOKS = ("forward_hooks", "forward_pre_hooks", "backward_hooks", "backward_pre_hooks")
+
+
 def _hooked(module: nn.Module) -> bool:
-    return any(
-        getattr(module, name)
-        for name in (
-            "_forward_hooks",
-            "_forward_pre_hooks",
-            "_backward_hooks",
-            "_backward_pre_hooks",
-        )
+    """Whether a hook (the module's own or a global one) could see the whole batch."""
+    return any(getattr(module, f"_{name}") for name in _HOOKS) or any(
+        getattr(torch.nn.modules.module, f"_global_{name}") for name in _HOOKS
     )
 
 
