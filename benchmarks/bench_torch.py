@@ -13,7 +13,8 @@ SGD update.
   without the per-example gradients, then a second backward pass).
 * dpfit, fixed-epoch sampling with the default noise (nu-DP-FTRL streamed as the optimal BLT):
   ``optimizer.step()``; and dpfit with Poisson sampling and independent noise (DP-SGD, PLD
-  accounting).
+  accounting). The MLP is clipped by book-keeping (``dpfit.torch._bookkeeping``: per-example
+  norms from layer inputs and output gradients, one backward pass).
 
 Steps are interleaved (one step of each Opacus mode, then one of each dpfit variant) after a
 warm-up, so machine load drifts hit all alike; reported: median per-step seconds, and for each
