@@ -9,6 +9,8 @@ have no tolerance to tune.
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -164,3 +166,23 @@ def test_extreme_finite_records_never_fail_dp_gd_after_its_charge(value):
         traj = dp_gd(X, y, rho=1.0, clip=1.0, steps=8, step_size=0.5, ledger=ledger, rng=4)
     assert len(rec) == 8 and np.all(np.isfinite(traj.iterates))
     assert ledger.entries[0].count == 8 and ledger.budget.spent == pytest.approx(1.0, rel=1e-15)
+
+
+def test_a_release_whose_draw_was_interrupted_stays_spent(monkeypatch):
+    # the draw may have begun (noise generated, not yet returned): it counts as drawn
+    module = importlib.import_module("dpfit.mechanisms.gaussian")  # the name is also a function
+
+    def interrupted(value, entry, rng):
+        raise KeyboardInterrupt
+
+    ledger = PrivacyLedger(budget=Budget(rho=2.0))
+    with pytest.raises(KeyboardInterrupt):
+        with gaussian_releases(
+            count=COUNT, sensitivity=1.0, noise_std=2.0, ledger=ledger, rng=make_noise_source(0),
+            label="step",
+        ) as releases:  # fmt: skip
+            releases.release(np.zeros(2))
+            monkeypatch.setattr(module, "_draw", interrupted)
+            releases.release(np.zeros(2))
+    assert releases.made == 2 and ledger.entries[0].count == 2
+    assert ledger.budget._spent_units == _units(ledger.entries[0].rho_each, 2)
