@@ -11,6 +11,7 @@ import pytest
 
 from dpfit.exceptions import InsecureRandomnessWarning
 from dpfit.experiments import _brown2024_claims as claims
+from dpfit.experiments import _brown2024_clipping as clipping
 from dpfit.experiments import get, names
 
 BROWN = [n for n in names() if n.startswith("brown2024-")]
@@ -148,12 +149,12 @@ def test_u_shape_claim_fails_for_a_monotone_error():
         for c in (1.0, 2.0, 4.0)
         for _ in range(3)
     ]
-    assert not claims.u_shape_in_clip(pd.DataFrame(rows)).passed
+    assert not clipping.u_shape_in_clip(pd.DataFrame(rows)).passed
 
 
 def test_boundary_interpolation():
     group = pd.DataFrame({"clip": [1.0, 2.0, 3.0], "fraction_clipped": [0.5, 0.1, 0.01]})
-    got = claims._boundary(group)
+    got = clipping._boundary(group)
     assert 2.0 < got < 3.0
     assert math.isclose(np.log(0.1) - np.log(0.05), (got - 2.0) * (np.log(0.1) - np.log(0.01)))
 
@@ -212,12 +213,12 @@ def test_fig3_claims_fail_when_the_boundary_grows_faster_than_sqrt_p():
     """Paper: the 5% boundary grows like sqrt(p) and clipping at 3 sqrt(p) stays low. A
     boundary growing like p^0.8 fails both; one replicate per cell has no s.e. and fails."""
     good = _clipping_table(np.sqrt)
-    assert claims.clipping_boundary_sqrt_p(good).passed
-    assert claims.low_clipping_above_3_sqrt_p(good).passed
+    assert clipping.clipping_boundary_sqrt_p(good).passed
+    assert clipping.low_clipping_above_3_sqrt_p(good).passed
     fast = _clipping_table(lambda p: p**0.8 / 3)
-    assert not claims.clipping_boundary_sqrt_p(fast).passed
-    assert not claims.low_clipping_above_3_sqrt_p(fast).passed
-    assert not claims.low_clipping_above_3_sqrt_p(good[good["replicate"] == 0]).passed
+    assert not clipping.clipping_boundary_sqrt_p(fast).passed
+    assert not clipping.low_clipping_above_3_sqrt_p(fast).passed
+    assert not clipping.low_clipping_above_3_sqrt_p(good[good["replicate"] == 0]).passed
 
 
 _FIG4_GRID = [0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 5 * math.sqrt(10), 25.0, 40.0]
@@ -249,12 +250,12 @@ def test_fig4_claims_fail_without_bias_or_with_variance_growing_like_the_clip():
     """Paper: bias at small clips, variance ~ clip^2 at large ones, the best clip clips much.
     Negative controls: no bias (the error is monotone in the clip) and variance ~ clip."""
     good = _bias_variance_rows(lambda c, t: 2 / (1 + c**2), lambda c: 0.02 * c)
-    assert claims.u_shape_in_clip(good).passed and claims.bias_left_variance_right(good).passed
+    assert clipping.u_shape_in_clip(good).passed and clipping.bias_left_variance_right(good).passed
     no_bias = _bias_variance_rows(lambda c, t: 0.0, lambda c: 0.02 * c)
-    assert not claims.u_shape_in_clip(no_bias).passed
-    assert not claims.bias_left_variance_right(no_bias).passed
+    assert not clipping.u_shape_in_clip(no_bias).passed
+    assert not clipping.bias_left_variance_right(no_bias).passed
     linear = _bias_variance_rows(lambda c, t: 2 / (1 + c**2), lambda c: 0.06 * math.sqrt(c))
-    assert not claims.bias_left_variance_right(linear).passed
+    assert not clipping.bias_left_variance_right(linear).passed
 
 
 def test_fig7_claim_fails_when_half_clipping_hurts_or_the_best_fraction_stays_put():
@@ -264,11 +265,11 @@ def test_fig7_claim_fails_when_half_clipping_hurts_or_the_best_fraction_stays_pu
     clips = [0.1, 0.2, 0.3, *_FIG4_GRID]
     sd = lambda c: 0.02 * c  # noqa: E731
     good = _bias_variance_rows(lambda c, t: 20 / t / (1 + c**2), sd, (10, 100), clips, 30)
-    assert claims.tolerates_clipping(good).passed
+    assert clipping.tolerates_clipping(good).passed
     harsh = _bias_variance_rows(lambda c, t: 200 / t / (1 + c**2), sd, (10, 100), clips, 30)
-    assert not claims.tolerates_clipping(harsh).passed
+    assert not clipping.tolerates_clipping(harsh).passed
     fixed = _bias_variance_rows(lambda c, t: 2 / (1 + c**2), sd, (10, 100), clips, 30)
-    assert not claims.tolerates_clipping(fixed).passed
+    assert not clipping.tolerates_clipping(fixed).passed
 
 
 def _width_rows(bm=lambda t: 0.08, cp=lambda t: 0.0086 * np.sqrt(t), bm_pred=None, reps=50):

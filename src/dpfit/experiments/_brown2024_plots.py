@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._brown2024_claims import bias_variance_table, coverage_table
+from ._brown2024_claims import coverage_table
+from ._brown2024_clipping import bias_variance_table
 
 __all__: list[str] = []
 

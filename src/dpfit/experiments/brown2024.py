@@ -8,7 +8,8 @@ alpha = 0.05 (A8); a fixed dataset per interval figure and 100 algorithm runs (A
 bars at the 2.5/97.5 percentiles across coordinates (A10); errors against theta* in Figs.
 1/9 (A11); AdaSSP as the paper ran it, with data-derived bounds (A12; not private) and also
 with public bounds. Figures 5 and 6 (10 and 11) come from the same runs and are one
-experiment each. Trials: :mod:`._brown2024_trials`; claims: :mod:`._brown2024_claims`.
+experiment each. Trials: :mod:`._brown2024_trials`; claims: :mod:`._brown2024_claims` and
+:mod:`._brown2024_clipping`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 
 from . import _brown2024_claims as claims
+from . import _brown2024_clipping as clipping
 from . import _brown2024_plots as plots
 from . import _brown2024_trials as trials
 from .registry import Claim, Experiment, register
@@ -215,8 +217,8 @@ EXPERIMENTS = [
             replicates={"smoke": 1, "quick": 3, "paper": 3},
             trial=trials.clipping_fraction,
             claims=[
-                _claim("boundary-sqrt-p", claims.clipping_boundary_sqrt_p),
-                _claim("low-clipping", claims.low_clipping_above_3_sqrt_p),
+                _claim("boundary-sqrt-p", clipping.clipping_boundary_sqrt_p),
+                _claim("low-clipping", clipping.low_clipping_above_3_sqrt_p),
             ],
             plot=plots.clipping_heatmap,
             privacy=_PRIVACY_DEFAULT.format(rho=0.015),
@@ -240,8 +242,8 @@ EXPERIMENTS = [
             replicates={"smoke": 2, "quick": 50, "paper": 100},
             trial=trials.bias_variance,
             claims=[
-                _claim("u-shape", claims.u_shape_in_clip),
-                _claim("bias-left-variance-right", claims.bias_left_variance_right),
+                _claim("u-shape", clipping.u_shape_in_clip),
+                _claim("bias-left-variance-right", clipping.bias_left_variance_right),
             ],
             plot=plots.bias_variance,
             privacy=_PRIVACY_DEFAULT.format(rho=0.015),
@@ -269,8 +271,8 @@ EXPERIMENTS = [
             replicates={"smoke": 2, "quick": 30, "paper": 50},
             trial=trials.bias_variance,
             claims=[
-                _claim("u-shape", claims.u_shape_in_clip),
-                _claim("tolerates-clipping", claims.tolerates_clipping),
+                _claim("u-shape", clipping.u_shape_in_clip),
+                _claim("tolerates-clipping", clipping.tolerates_clipping),
             ],
             plot=plots.error_vs_clipped,
             privacy=_PRIVACY_DEFAULT.format(rho=0.015),
