@@ -36,14 +36,6 @@ KNOWN: dict[str, Leak] = {
         "cannot couple such neighbours to check each step's sensitivity",
         {"torch make_private poisson add-remove": ("sensitivity",)},
     ),
-    "new: Poisson groups by index": Leak(
-        "NEW (H1, reading the sampler; a leak of the output distribution under add/remove): "
-        "with groups > 1 PoissonSampler puts record i in group i mod groups, so removing a "
-        "record other than the last moves every later record to another group; with groups = "
-        "2 the records of step 0 are the even ones in D and the odd ones in D' (row 0 "
-        "removed), which no single record's sensitivity covers",
-        {},
-    ),
 }
 
 

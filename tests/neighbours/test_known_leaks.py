@@ -358,7 +358,6 @@ def test_new_unpickling_a_torch_optimizer_breaks_no_later_training():
         DPOptimizer.step = step  # never leave the class patched for later tests
 
 
-@until_fixed("new: Poisson groups by index")
 def test_new_removing_a_record_leaves_the_others_cyclic_poisson_chances_unchanged():
     # Under add/remove, the chance that another record joins a step must not depend on
     # whether record 0 is there. Record 1's frequency in step 0 over S seeds in D and S other

@@ -10,10 +10,10 @@ sampler                     pattern (declared to the noise)
 :class:`FixedEpochSampler`  shuffle once, cycle fixed-size batches: a record joins steps
                             i, i + b, ..., i + (k - 1) b (k = epochs, b = steps per epoch;
                             "fixed-epoch" order of :mod:`dpfit.noise.sensitivity`)
-:class:`PoissonSampler`     record i is in group i mod ``groups``; step t includes each record
-                            of group t mod groups independently with probability q (Poisson
-                            sampling for groups = 1; cyclic Poisson sampling of
-                            Choquette-Choo et al. 2023 otherwise)
+:class:`PoissonSampler`     each record joins one of ``groups`` groups uniformly at random; step
+                            t includes each record of group t mod groups independently with
+                            probability q (Poisson sampling for groups = 1; cyclic Poisson
+                            sampling of Choquette-Choo et al. 2023 otherwise)
 ==========================  ==================================================================
 """
 
@@ -89,11 +89,17 @@ class FixedEpochSampler(_Sampler):
 class PoissonSampler(_Sampler):
     """Step t includes each record of group t mod ``groups`` with probability ``sample_rate``.
 
-    Record i belongs to group i mod ``groups`` (a fixed, data-independent partition). Step t
-    decides inclusions with uniforms u_i from a counter-based generator keyed by t, the i-th
-    draw for record i, so adding a record leaves every other record's inclusions unchanged
-    (neighbouring runs couple, and replay can check each step). One epoch has ``per_epoch``
-    steps (``groups`` x round(1 / (sample_rate x groups)) by default: about n records).
+    Each record joins a group drawn uniformly at random, independently of the others (the
+    i-th uniform of a generator of its own). A rule by position, group i mod ``groups``,
+    would not do under add/remove: removing row 0 moves every later record to another group,
+    so the two runs differ in far more than one record. With independent uniform groups the
+    other records' groups have the same law with or without any one record, and the one
+    record's group, whichever it is, gives the same privacy loss (Choquette-Choo et al. 2023,
+    amplified banded MF). Step t decides inclusions with uniforms u_i from a counter-based
+    generator keyed by t, the i-th draw for record i, so adding a record at the end leaves
+    every other record's inclusions unchanged (neighbouring runs couple, and replay can check
+    each step). One epoch has ``per_epoch`` steps (``groups`` x round(1 / (sample_rate x
+    groups)) by default: about n records).
     """
 
     def __init__(
@@ -119,9 +125,15 @@ class PoissonSampler(_Sampler):
             raise ValueError(f"per_epoch={per_epoch} must be a multiple of groups={self.groups}")
         super().__init__(per_epoch=per_epoch, epochs=check_int(epochs, "epochs"))
         (self._source,) = rng.spawn(1)
+        self._group = None
+        if self.groups > 1:  # a child of the inclusion source: groups = 1 draws as before
+            (grouping,) = self._source.spawn(1)
+            u = grouping.keyed_generator(0).random(self.n)
+            self._group = np.minimum((u * self.groups).astype(np.int64), self.groups - 1)
 
     def _batch(self, epoch: int, slot: int) -> list[int]:
         t = epoch * self.per_epoch + slot
-        u = self._source.keyed_generator(t).random(self.n)
-        members = np.arange(slot % self.groups, self.n, self.groups)
-        return members[u[members] < self.sample_rate].tolist()
+        chosen = self._source.keyed_generator(t).random(self.n) < self.sample_rate
+        if self._group is not None:
+            chosen &= self._group == slot % self.groups
+        return np.flatnonzero(chosen).tolist()
