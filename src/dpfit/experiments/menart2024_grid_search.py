@@ -38,31 +38,42 @@ def _log_median_gaps(results: pd.DataFrame, low: str, high: str) -> dict[tuple, 
     return out
 
 
+def _pooled(gaps: dict[tuple, Estimate], bench: str) -> Estimate:
+    """Mean of one benchmark's log gaps over rho (independent points: s.e. added in quadrature)."""
+    mine = [g for (b, _), g in gaps.items() if b == bench]
+    return Estimate(
+        float(np.mean([g.value for g in mine])),
+        float(np.sqrt(sum(g.se**2 for g in mine))) / len(mine),
+        len(mine),
+    )
+
+
 def adaptive_beats_grid_search(results: pd.DataFrame) -> ClaimResult:
     """Paper (Section 5, Algorithm 3): adaptive GD needs no KL parameters and still attains
-    the kappa = 2 rate, so it is not worse than tuning Algorithm 1 privately. At every
-    (benchmark, rho) its median excess is below the private grid search's by 3 Monte Carlo
-    s.e. on the log scale (bootstrap over runs)."""
+    the kappa = 2 rate, so it is not worse than tuning Algorithm 1 privately. On each
+    benchmark the mean over rho of log(median excess of the grid search / of adaptive GD)
+    is above 0 by 3 Monte Carlo s.e. (medians bootstrapped over runs; pooled because six
+    runs per point leave a median's s.e. up to 1.8 on the log scale at B0)."""
     gaps = _log_median_gaps(results, AD, GS)
-    numbers = {}
-    for (bench, rho), gap in gaps.items():
-        numbers.update(gap.numbers(f"{bench} rho={rho:g} log(grid search / adaptive)"))
-    ok = bool(gaps) and all(g.above(0.0) for g in gaps.values())
-    return ClaimResult(passed=ok, numbers=numbers)
+    numbers, ok = {}, bool(gaps)
+    for bench in sorted({b for b, _ in gaps}):
+        pooled = _pooled(gaps, bench)
+        numbers.update(pooled.numbers(f"{bench} mean log(grid search / adaptive)"))
+        numbers[f"{bench} smallest log gap over rho"] = min(
+            g.value for (b, _), g in gaps.items() if b == bench
+        )
+        ok &= pooled.above(0.0)
+    return ClaimResult(passed=bool(ok), numbers=numbers)
 
 
 def tuning_costs(results: pd.DataFrame) -> ClaimResult:
-    """The search pays for tuning: pooled over rho, the mean of log(median excess of the
-    grid search / of KL-Spider told the true (gamma, kappa)) is above 0 by 3 s.e. on each
-    benchmark (each candidate runs on 1/5.6 of rho, so its noise is 2.4x larger)."""
+    """The search pays for tuning: on each benchmark the mean over rho of log(median excess
+    of the grid search / of KL-Spider told the true (gamma, kappa)) is above 0 by 3 s.e.
+    (each candidate runs on 1/5.6 of rho, so its noise is 2.4x larger)."""
     gaps = _log_median_gaps(results, SP, GS)
     numbers, ok = {}, bool(gaps)
     for bench in sorted({b for b, _ in gaps}):
-        mine = [g for (b, _), g in gaps.items() if b == bench]
-        pooled = Estimate(
-            float(np.mean([g.value for g in mine])),
-            float(np.sqrt(sum(g.se**2 for g in mine))) / len(mine),
-        )
+        pooled = _pooled(gaps, bench)
         numbers.update(pooled.numbers(f"{bench} mean log(grid search / true-parameter spider)"))
         ok &= pooled.above(0.0)
     chosen = results.loc[results["method"] == GS, "chosen_gamma"]
