@@ -378,13 +378,26 @@ def two_stage_sums(X: Any, y: Any, Z: Any, *, clip_theta, clip_beta, first: bool
 
 # -- per-example losses (noisy GD and the KL methods) -----------------------------------------
 @quiet_floats()
-def clipped_row_sum(rows: np.ndarray, bound: float) -> tuple[np.ndarray, int]:
+def clipped_row_sum(
+    rows: np.ndarray, bound: float, out: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
     """sum_i of the rows, each clipped to ``bound``, non-finite rows zeroed (the rules of
     :mod:`dpfit.mechanisms.clipping`); and #{||row|| > bound}. The bound is always enforced:
-    a loss's declared constants are never trusted (:class:`~._loss_queries.LossQueries`)."""
+    a loss's declared constants are never trusted (:class:`~._loss_queries.LossQueries`).
+
+    ``out`` (the shape and memory layout of ``rows``; may be ``rows`` itself) receives the
+    clipped rows, so no temporary of that size is made; the sum is the same, bit for bit.
+    """
     norms = row_norms(rows)
     factors = clip_factors(norms, bound)
-    return scale_rows(rows, factors).sum(axis=0), int(np.count_nonzero(norms > bound))
+    if out is None:
+        clipped = scale_rows(rows, factors)
+    else:
+        clipped = np.multiply(rows, factors[:, None], out=out)
+        positive = factors > 0
+        if not positive.all():  # scale_rows' zero rows (inf * 0 would be NaN)
+            clipped[~positive] = 0.0
+    return clipped.sum(axis=0), int(np.count_nonzero(norms > bound))
 
 
 @quiet_floats()

@@ -57,6 +57,7 @@ class LossQueries:
         self.max_clipped_fraction = 0.0  # NON-PRIVATE diagnostic
         self._cache: list[tuple[bytes, np.ndarray]] = []
         self._dask_sums = loss_sums(loss, X, y) if is_dask(X) else None
+        self._rows: np.ndarray | None = None  # n x p buffer of every query's clipped rows
 
     def grads(self, theta: np.ndarray) -> np.ndarray:
         """Raw per-example gradients at ``theta`` (shape-checked); the last two are cached."""
@@ -77,10 +78,13 @@ class LossQueries:
             rows = self.n
         else:
             G = self.grads(thetas[0])
+            if self._rows is None:
+                self._rows = np.empty_like(G)  # G's memory layout: the same summation order
             if len(thetas) == 2:
                 with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are zeroed
-                    G = G - self.grads(thetas[1])
-            total, clipped = clipped_row_sum(G, bound)  # enforced, never trusted
+                    G = np.subtract(G, self.grads(thetas[1]), out=self._rows)
+            # enforced, never trusted; clipped into the buffer (G itself may be cached)
+            total, clipped = clipped_row_sum(G, bound, out=self._rows)
             rows = G.shape[0]
         if self.clip:
             self.max_clipped_fraction = max(self.max_clipped_fraction, clipped / rows)
