@@ -26,8 +26,9 @@ WIDE_BOUNDS = {"bounds": [(-1, 1)] * 400, "y_bounds": (-1, 1)}
 )
 def test_p_close_to_n_warns_in_the_estimator(params):
     model = dpfit.DPLinearRegression(rho=1.0, random_state=0, **params)
-    with pytest.warns(SideConditionWarning, match=r"p = 401 coefficients with n = 300 records"):
+    with pytest.warns(SideConditionWarning) as caught:  # AdaSSP also says it is unidentified
         model.fit(X_WIDE, Y_WIDE)
+    assert any("p = 401 coefficients with n = 300 records" in str(w.message) for w in caught)
 
 
 def test_one_warning_through_ols_and_none_when_records_are_plenty():
@@ -57,3 +58,29 @@ def test_add_remove_uses_the_public_n_not_the_row_count():
     with warnings.catch_warnings():
         warnings.simplefilter("error", SideConditionWarning)
         dpfit.DPLinearRegression(n_public=4010, random_state=0, **kw).fit(X_WIDE, Y_WIDE)
+
+
+def _card_with_a_constant():
+    from dpfit.datasets import load_card
+
+    return load_card().assign(c=1.0)  # n = 3010; c is constant in the data, bounds say [0, 2]
+
+
+ADASSP = {"method": "adassp", "interval": None, "y_bounds": (4, 8), "random_state": 0}
+
+
+def test_adassp_warns_when_its_released_eigenvalue_cannot_be_told_from_zero():
+    # The released smallest eigenvalue of X'X (rescaled units) is N(true, s^2) with s = 4.9
+    # at rho = 1: 0 + noise with a constant column (warns unless the noise exceeds 3 s,
+    # p = 0.13%, and the seed is fixed), 85.4 + noise without it (17 s above the threshold).
+    card = _card_with_a_constant()
+    bounds = {"educ": (0, 18), "exper": (0, 30), "c": (0, 2)}
+    with pytest.warns(SideConditionWarning, match=r"within 3 noise s\.d\. .* of zero"):
+        dpfit.ols("lwage ~ educ + exper + c", card, rho=1.0, bounds=bounds, **ADASSP)
+    X, y = card[["educ", "exper", "c"]], card["lwage"]
+    with pytest.warns(SideConditionWarning, match="collinear with the intercept"):
+        dpfit.DPLinearRegression(rho=1.0, bounds=bounds, **ADASSP).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SideConditionWarning)
+        del bounds["c"]
+        dpfit.ols("lwage ~ educ + exper", card, rho=1.0, bounds=bounds, **ADASSP)

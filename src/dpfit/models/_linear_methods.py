@@ -15,14 +15,17 @@ A new method (e.g. DP-AMBSSGD) is one new entry in :data:`LINEAR_METHODS`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .._validation import user_stacklevel
 from ..algorithms import dp_gd
 from ..baselines import adassp
+from ..exceptions import SideConditionWarning
 from ..inference import interval_estimates
 from ..inference.intervals import DEFAULT_BURN_IN
 from ..inference.population import CovarianceEstimate
@@ -307,6 +310,31 @@ def _run_preconditioned(
 
 
 # -- AdaSSP (Wang 2018, Alg. 2) with public bounds -------------------------------------------
+#: A released smallest eigenvalue within this many noise s.d. of zero draws a warning.
+UNIDENTIFIED_SDS = 3.0
+
+
+def _warn_unidentified(lambda_min: float, noise_std: float) -> None:
+    """Warn when AdaSSP's released smallest eigenvalue of X'X cannot be told from zero.
+
+    The value is AdaSSP's own charged release (Wang 2018, Alg. 2, line 3), so the warning is
+    post-processing. A column that is constant in the data (collinear with the intercept)
+    makes the true value 0; the estimate along that direction is then set by the ridge.
+    """
+    if lambda_min >= UNIDENTIFIED_SDS * noise_std:
+        return
+    warnings.warn(
+        f"AdaSSP's private smallest eigenvalue of X'X (in the bounds' [-1, 1] units, intercept "
+        f"included) is {lambda_min:.3g}, within {UNIDENTIFIED_SDS:g} noise s.d. "
+        f"({noise_std:.3g}) of zero: at this n and rho the data do not identify some "
+        "direction of the features (for example a column that is constant in the data, "
+        "collinear with the intercept), and the estimate along it is AdaSSP's ridge, not the "
+        "data's; drop or pool terms, or spend more rho",
+        SideConditionWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def _resolve_adassp(config: LinearConfig, scaling: PublicScaling, n: int, p: int) -> dict[str, Any]:
     """AdaSSP needs public bounds on every feature and on y; it releases no interval."""
     if scaling.x_bounds is None or scaling.y_bounds is None:
@@ -345,6 +373,7 @@ def _run_adassp(
         ledger=ledger,
         rng=source,
     )
+    _warn_unidentified(float(traj.releases["lambda_min"][0]), traj.config["noise_std_lambda_min"])
     return LinearFit(
         estimate=traj.estimate,
         interval_estimates=None,
