@@ -26,13 +26,15 @@ Rounding (the declared sensitivity must hold for the computed sum; see
   over layers in float64: relative error below 2^-22 for layers narrower than 2^30 units,
   covered by the clip factor's margin :data:`~dpfit.torch._rounding.FLOAT32_MARGIN`
   (the vmap route's margin, with the same slack);
-* float32 sums (fixed-epoch): G_b is scaled by s_b = f_b n_b and A_b by 1 / n_b (n_b the
-  computed ||A_b||; products in float64, then rounded to float32). n_b cancels exactly in
-  the product, so each term f_b G_bj A_bk gets at most two float32 and four float64
-  roundings on top of the chunk's inner product: the EXTRA_ROUNDINGS of
-  :func:`~dpfit.torch._rounding.chunked_sum_excess`. The scaling keeps |A'_bk| <= 1 and
-  |G'_bj| <= clip, so subnormal results lose at most 2^-150 max(1, clip) each, and nothing
-  overflows while clip <= MAX_FAST_CLIP;
+* float32 sums (fixed-epoch): with r_b = fl32(1 / n_b) (n_b the computed ||A_b||, so
+  r_b > 0), A_b is scaled by r_b in float32 and G_b by f_b / r_b in float64, then rounded
+  to float32. r_b cancels exactly in the product, however inexact it is, so each term
+  f_b G_bj A_bk gets at most two float32 and two float64 roundings on top of the chunk's
+  inner product: within the EXTRA_ROUNDINGS of
+  :func:`~dpfit.torch._rounding.chunked_sum_excess`. The scaling keeps |A'_bk| and
+  |G'_bj| / clip below 1.05 (r_b is within 2^-5 of 1 / n_b relatively even where it is
+  subnormal, as n_b < 2^144), so subnormal results lose at most 2^-150 x 1.05 max(1, clip)
+  each, and nothing overflows while clip <= MAX_FAST_CLIP;
 * float64 sums (Poisson sampling): the record's vector is fl(f_b G_b) A_b^T, of norm at most
   clip thanks to the same margin, and each coordinate of (f * G)^T A is a float64 inner
   product of n terms, the error form of :func:`dpfit.privacy.float_sum_excess`;
@@ -211,8 +213,9 @@ def bookkeeping_clipped_sum(
         else:
             norm_a = torch.sqrt(sq_a)
             norm_a = torch.where(torch.isfinite(norm_a) & (norm_a > 0), norm_a, 1.0)
-            gs = (g.double() * (f * norm_a)[:, None]).float()
-            as_ = (a.double() * (1.0 / norm_a)[:, None]).float()
+            r = (1.0 / norm_a).float()  # > 0: norm_a < 2^144
+            gs = (g.double() * (f / r.double())[:, None]).float()
+            as_ = a * r[:, None]
         if bool(bad.any()):
             gs, as_ = gs.masked_fill(bad[:, None], 0.0), as_.masked_fill(bad[:, None], 0.0)
         acc = torch.zeros(gs.shape[1], as_.shape[1], dtype=torch.float64, device=out.device)

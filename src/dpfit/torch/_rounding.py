@@ -20,7 +20,7 @@ the same operations), and the float64 additions of the m = n / c chunk sums add 
 
 Underflow: for ``clip`` in [:data:`MIN_FAST_CLIP`, :data:`MAX_FAST_CLIP`] and fewer than 2^60
 coordinates, the absolute errors of float32 results in the subnormal range (at most 2^-150
-each, times factors of size at most max(1, clip)) sum to far less than u c clip, one of the
+each, times factors of size at most 1.05 max(1, clip)) sum to far less than u c clip, one of the
 EXTRA_ROUNDINGS; outside that clip range the routes sum in float64.
 
 Norms are computed with the relative error below 2^-22 (float32 block norms of
