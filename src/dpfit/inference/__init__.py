@@ -1,5 +1,6 @@
 """Inference from releases: Student-t intervals from iterates, and population intervals."""
 
+from .diagnostics import Drift, iterate_drift
 from .intervals import (
     CONSTRUCTIONS,
     VARIANTS,
@@ -15,8 +16,10 @@ __all__ = [
     "TARGETS",
     "VARIANTS",
     "CovarianceEstimate",
+    "Drift",
     "confidence_interval",
     "interval_estimates",
+    "iterate_drift",
     "t_interval",
     "t_interval_from_stderr",
 ]

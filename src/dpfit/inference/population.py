@@ -334,6 +334,8 @@ def population_covariance(
     smaller order; docs/inference.md); when the privacy part is itself a sample covariance
     of m estimates (``privacy_dof = m - 1``), coordinate j gets
     dof_j = (a_j + b_j)^2 (m - 1) / b_j^2 with a = diag(V_sampling), b = diag(V_privacy).
+    ``drift`` (from :func:`dpfit.inference.diagnostics.iterate_drift`) rides along so that
+    the result can say whether the iterates behind the estimate had converged.
     """
     sampling = np.asarray(sampling, dtype=np.float64)
     privacy = np.asarray(privacy, dtype=np.float64)
