@@ -6,8 +6,8 @@ iterates have forgotten their start. Whether they have can be read off the relea
 alone (post-processing, no privacy cost), as in Geweke's (1992) test for MCMC output:
 
 Each run's iterates after the burn-in are cut into 2K consecutive blocks (K = 10, fewer
-when that would leave blocks shorter than 5 iterates, at least 4). With the
-block means b_1..b_2K, the drift of the run is
+when that would leave blocks shorter than 5 iterates, at least 4). With the block means
+b_1..b_2K, the drift of the run is
 
     d = mean(b_{K+1..2K}) - mean(b_{1..K}),
 
@@ -15,9 +15,9 @@ and the runs' drifts are averaged. For a chain at stationarity with blocks longe
 autocorrelation time (a few steps for preconditioned DP-GD at step size 0.5, whose
 iterates are close to AR(1) with coefficient 1 - 0.5; blocks of one iterate would be
 correlated 0.5 and make the test fire on converged chains) the block means are about
-independent with a common covariance S, so
-d has covariance (2 / K) S / runs. S is estimated from the residuals of a straight line
-fitted to the block means of each half (K - 2 degrees of freedom per half and run): a chain
+independent with a common covariance S, so d has covariance (2 / K) S / runs. S is
+estimated from the residuals of a straight line fitted to the block means of each half
+(K - 2 degrees of freedom per half and run): a chain
 still moving steadily then has a small S and a large |d| against it, where the plain
 within-half covariance would absorb the trend into the noise.
 
@@ -27,7 +27,8 @@ both halves) is off by about d / 2, and a bias of beta standard errors lowers th
 of a 95% interval to Phi(1.96 - beta) - Phi(-1.96 - beta) (0.942 at beta = 0.25, 0.921 at
 0.5). :meth:`Drift.untrusted` therefore flags a coordinate when its drift exceeds half an
 interval standard error (bias > 0.25 s.e.) *and* is significant at the 0.1% level against
-the block noise, so a converged chain is flagged in at most 0.1% of fits per coordinate.
+the block noise: nominally 0.1% of converged fits per coordinate (measured: 0-2.5% of
+converged default fits, docs/inference.md; blocks are not exactly independent).
 """
 
 from __future__ import annotations
