@@ -17,9 +17,9 @@ iterates are close to AR(1) with coefficient 1 - 0.5; blocks of one iterate woul
 correlated 0.5 and make the test fire on converged chains) the block means are about
 independent with a common covariance S, so d has covariance (2 / K) S / runs. S is
 estimated from the residuals of a straight line fitted to the block means of each half
-(K - 2 degrees of freedom per half and run): a chain
-still moving steadily then has a small S and a large |d| against it, where the plain
-within-half covariance would absorb the trend into the noise.
+(K - 2 degrees of freedom per half and run): a chain still moving steadily then has a
+small S and a large |d| against it, where the plain within-half covariance would absorb
+the trend into the noise.
 
 What matters for coverage is the drift measured in the interval's own standard error:
 when the iterates approach their limit faster than half the run, the centre (the mean of
