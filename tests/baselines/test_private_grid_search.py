@@ -8,13 +8,9 @@ import numpy as np
 import pytest
 
 from dpfit.baselines.private_grid_search import private_grid_search
-from dpfit.exceptions import BudgetExceededError, InsecureRandomnessWarning
+from dpfit.exceptions import BudgetExceededError
 from dpfit.losses import SquaredDistanceLoss
 from dpfit.privacy import Budget, PrivacyLedger
-
-pytestmark = pytest.mark.filterwarnings(
-    f"ignore::{InsecureRandomnessWarning.__module__}.InsecureRandomnessWarning"
-)
 
 N = 4000
 
