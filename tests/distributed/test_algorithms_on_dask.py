@@ -145,7 +145,7 @@ def test_gradient_difference_query_matches_in_memory():
 
 
 def test_minimize_takes_dask_data():
-    kw = {"rho": 1.0, "method": "adaptive-gd", "max_steps": 3, "rng": 2}
+    kw = {"rho": 1.0, "method": "adaptive-gd", "max_steps": 3, "random_state": 2}
     mem = dpfit.minimize(LOSS, (X, Y), **kw)
     lazy = dpfit.minimize(LOSS, (XD, YD), n_public=N, **kw)
     assert_close(mem.iterates, lazy.iterates)
