@@ -147,7 +147,7 @@ def _gathered_sum(
     second buffer.
     """
     rows = arrays[0].rows
-    size = min(len(rows), _block_rows(arrays[0].array.shape[1]))
+    size = max(1, min(len(rows), _block_rows(arrays[0].array.shape[1])))  # no rows: zeros
     buffers = [np.empty((size, *a.array.shape[1:]), dtype=a.array.dtype) for a in arrays]
     total = np.zeros(width)
     for start in range(0, len(rows), size):
