@@ -47,6 +47,6 @@ def test_no_pilot_without_a_bar(bars, monkeypatch):
     assert bars == [(None, None)]
 
 
-def test_streamed_targets_count_no_releases():
-    """Correlated-noise releases are streamed row by row, unseen by the bar: no total."""
-    assert releases_per_run("dp_ftrl", {}) == 0
+def test_a_streamed_target_counts_its_one_matrix_release():
+    """A correlated-noise run is one matrix release, seen by the bar when it is charged."""
+    assert releases_per_run("dp_ftrl", {}) == 1

@@ -244,3 +244,30 @@ def test_the_stored_check_is_exact_at_the_boundary_like_an_in_memory_budget(stor
         stored.spend(float(above))
     stored.spend(float(fits))
     assert len(stored.history()) == 4
+
+
+def test_history_lists_a_streamed_release(store):
+    # A correlated-noise stream is one matrix release charged up front; a reservation's
+    # history must list it beside one-shot releases (it saw only the latter before).
+    from dpfit.mechanisms import gaussian, gaussian_rows, make_noise_source
+    from dpfit.privacy import PrivacyLedger
+
+    budget = dpfit.Budget.open(store, dataset="d", rho=1.0)
+    with budget.reserve(0.5, mechanism="stream and mean"):
+        ledger = PrivacyLedger(budget=budget)
+        source = make_noise_source(0)
+        gaussian_rows(
+            steps=4,
+            rows=4,
+            dim=3,
+            sensitivity=1.0,
+            noise_std=2.0,
+            ledger=ledger,
+            rng=source,
+            label="ftrl/gradients",
+        )
+        gaussian(0.0, sensitivity=1.0, noise_std=4.0, ledger=ledger, rng=source, label="mean")
+    (charge,) = [c for c in budget.history() if c.mechanism == "stream and mean"]
+    rho = {label: r for label, _, r in charge.releases}
+    assert rho == pytest.approx({"ftrl/gradients": 1 / 8, "mean": 1 / 32})
+    assert budget.spent == pytest.approx(1 / 8 + 1 / 32)

@@ -110,7 +110,7 @@ def releases_per_run(target: str, options: dict) -> int:
 
     The pilot draws its own synthetic canary data and fresh noise (an audit's data are
     synthetic, so nothing private is read) and leaves the audit's seeded streams untouched.
-    Releases streamed row by row (correlated-noise targets) are not counted: 0 then.
+    A correlated-noise stream counts once, when it is charged (its rows are drawn later).
     """
     import warnings
 

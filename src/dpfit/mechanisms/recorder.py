@@ -142,5 +142,14 @@ def notify(entry: GaussianEntry, value: np.ndarray, output: np.ndarray) -> None:
     rec = _ACTIVE.get()
     if rec is not None:
         rec.releases.append(Release(entry, np.array(value, copy=True), np.array(output, copy=True)))
+    announce(entry)
+
+
+def announce(entry: GaussianEntry) -> None:
+    """Tell the observers about a charged release (its public ledger entry only).
+
+    Streamed releases (:func:`dpfit.mechanisms.gaussian_rows`) call this once when charged,
+    so progress bars and a stored budget's history see them as they see one-shot releases.
+    """
     for callback in _OBSERVERS.get():
         callback(entry)

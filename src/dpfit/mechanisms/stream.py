@@ -280,6 +280,7 @@ def _charged_rows(entry, ledger, steps, rows, dim, rng, cache_rows) -> GaussianR
     dim = check_int(dim, "dim", low=1)
     cache_rows = min(check_int(cache_rows, "cache_rows", low=0), rows)
     ledger.charge(entry)
+    recorder.announce(entry)
     replay = recorder.replayed_output(entry, np.broadcast_to(np.float64(0.0), (steps, dim)))
     record = recorder.open_stream(entry, (steps, dim))
     (source,) = rng.spawn(1)
