@@ -196,7 +196,7 @@ def bookkeeping_clipped_sum(
             raise ValueError("loss_fn must return one number for a batch of one example")
         zs = [z for _, _, z in captured]
         grads = torch.autograd.grad(losses.sum(), zs, allow_unused=True)
-    rows = []  # per layer: (layer, G, A) with A = [a, 1] as the layer's parameters need
+    rows = []  # per layer: (layer, G, A, ||A_b||^2), A = [a, 1] as the parameters need
     sq = torch.zeros(n, dtype=torch.float64, device=inputs.device)
     for (layer, a, z), g in zip(captured, grads, strict=True):
         g = torch.zeros_like(z) if g is None else g.detach()
