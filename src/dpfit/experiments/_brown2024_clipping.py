@@ -134,12 +134,18 @@ def bias_variance_table(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _per_steps(results: pd.DataFrame, fn) -> dict[float, list[Estimate]]:
-    """For each T, ``fn`` of its (clip-sorted) bias-variance table, with bootstrap s.e."""
+    """For each T, ``fn`` of its (clip-sorted) bias-variance table, with bootstrap s.e.
+
+    A resample of very few runs can repeat one run, giving a zero variance or bias; its log
+    is -inf, the s.e. infinite (see :func:`._stats.bootstrap`) and the claim fails, so the
+    divide-by-zero warning is silenced rather than reported.
+    """
     out = {}
     for steps, group in results.groupby("steps"):
 
         def on_table(d: pd.DataFrame) -> list[float]:
-            return fn(bias_variance_table(d).sort_values("clip").reset_index(drop=True))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return fn(bias_variance_table(d).sort_values("clip").reset_index(drop=True))
 
         out[steps] = bootstrap(group, ["clip"], on_table)
     return out
