@@ -55,7 +55,9 @@ def test_the_whole_rho_is_one_stored_charge(tmp_path, capsys):
     budget = dpfit.Budget.open(store, dataset="card", rho=1.5)
     assert main(_argv("0,18", "--budget-store", str(store))) == 0
     (charge,) = budget.history()
-    assert charge.rho == 1.0 and charge.mechanism == f"dpfit iv {FORMULA}"
+    assert (
+        charge.rho == 1.0 and charge.mechanism == f"dpfit.iv {FORMULA}"
+    )  # the API call the command makes
     assert budget.spent == 1.0
     assert main(_argv("0,18", "--budget-store", str(store))) == 2  # 0.5 left
     assert "exceeds the remaining budget" in capsys.readouterr().err

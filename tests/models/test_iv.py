@@ -14,7 +14,7 @@ from sklearn.base import clone
 import dpfit
 from dpfit import Budget, BudgetExceededError, DPIVRegression
 from dpfit.baselines import two_sls
-from dpfit.exceptions import InsecureRandomnessWarning, LargeBudgetWarning
+from dpfit.exceptions import InsecureRandomnessWarning, LargeBudgetWarning, SideConditionWarning
 from dpfit.mechanisms import recording, replaying
 
 N = 3000
@@ -59,7 +59,13 @@ def test_fit_is_close_to_2sls_and_spends_exactly_rho(frame):
 
 def test_formula_matches_the_estimator(frame):
     res = dpfit.iv(
-        "y ~ w + [x ~ z]", frame, rho=2.0, bounds=BOUNDS, y_bounds=Y_BOUNDS, random_state=0
+        "y ~ w + [x ~ z]",
+        frame,
+        rho=2.0,
+        bounds=BOUNDS,
+        y_bounds=Y_BOUNDS,
+        random_state=0,
+        bounds_check=0,  # the whole rho to the fit, as the estimator spends it
     )
     model = _fit(frame)
     assert list(res.params.index) == ["Intercept", "w", "x"]
@@ -294,3 +300,15 @@ def test_pickle_of_a_fit_holds_no_non_private_diagnostic():
             fields.pop(noised)
         public.append((fields, res.ledger.entries, model.privacy_.entries))
     assert public[0] == public[1] and public[0][0]["diagnostics"] == {}
+
+
+def test_dpfit_iv_counts_the_records_outside_its_bounds(frame):
+    # As dpfit.ols: bounds that cut most records warn through a private count charged on the
+    # result's ledger (2% of rho by default), and the whole rho is the fit's total.
+    bounds = {**BOUNDS, "x": (0.0, 0.01)}  # x has mean 2, sd 1.6: almost every x is outside
+    with pytest.warns(SideConditionWarning, match=r"\['x'\] clip many records"):
+        res = dpfit.iv(
+            "y ~ w + [x ~ z]", frame, rho=2.0, bounds=bounds, y_bounds=Y_BOUNDS, random_state=0
+        )
+    assert "bounds-check/outside-counts" in [e.label for e in res.ledger]
+    assert res.rho == pytest.approx(2.0, rel=1e-12)

@@ -201,7 +201,7 @@ def test_cli_iv_charges_the_store(store, tmp_path, capsys):
     assert main([*argv, "--budget-store", str(store)]) == 0  # the CLI prints its warnings
     budget = open_budget(store, dataset="ivdata")
     (charge,) = budget.history()
-    assert charge.rho == 0.5 and charge.mechanism == "dpfit iv y ~ [x ~ z]"
+    assert charge.rho == 0.5 and charge.mechanism == "dpfit.iv y ~ [x ~ z]"
     assert sum(rho for _, _, rho in charge.releases) == pytest.approx(0.5)
     assert budget.spent == pytest.approx(0.5)
 

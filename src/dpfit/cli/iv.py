@@ -136,35 +136,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _checked_iv(args: argparse.Namespace, data, params: dict, budget):
-    """:func:`dpfit.iv` with the private count of records outside the bounds
+    """:func:`dpfit.iv` with its private count of records outside the bounds
     (``models/_fit_checks.checked_iv_fit``), as ``dpfit fit`` has through :func:`dpfit.ols`."""
-    import pandas as pd
+    from ..models import iv
 
-    from ..models import iv, iv_matrices
-    from ..models._fit_checks import checked_iv_fit
-    from ..models._formula_errors import formula_errors
-
-    with formula_errors(data):
-        mats = iv_matrices(args.formula, data)
-    exog = mats.exog.drop(columns=["Intercept"], errors="ignore")
-
-    def fit(rho: float, source):
-        return iv(args.formula, data, rho=rho, budget=budget, random_state=source, **params)
-
-    return checked_iv_fit(
-        fit,
-        pd.concat([exog, mats.endog], axis=1),
-        pd.concat([exog, mats.instruments], axis=1),
-        mats.y,
+    return iv(
+        args.formula,
+        data,
         rho=args.rho,
         budget=budget,
-        bounds=params["bounds"],
-        y_bounds=params["y_bounds"],
-        label=f"dpfit iv {args.formula}",
-        bounds_check=args.bounds_check,
         random_state=args.seed,
-        secure=args.secure,
-        indicators=tuple(mats.indicators),
+        bounds_check=args.bounds_check,
+        **params,
     )
 
 

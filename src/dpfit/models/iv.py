@@ -38,6 +38,7 @@ from ..mechanisms import NoiseSource, make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation
 from ._constraints import check_budget
 from ._design import take_null_records
+from ._fit_checks import DEFAULT_BOUNDS_CHECK, checked_iv_fit
 from ._formula_errors import formula_errors
 from ._iv_config import EXPERIMENTAL_INTERVALS as EXPERIMENTAL_INTERVALS  # public names
 from ._iv_config import IV_INTERVALS, IVConfig, check_interval, iv_config, settings_from
@@ -240,7 +241,11 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         BudgetExceededError
             ``budget`` cannot afford ``rho``; nothing was charged or drawn.
         """
-        cfg = self._config()
+        return self._fit(X, y, Z, budget, warn_large_rho=True)
+
+    def _fit(self, X: Any, y: Any, Z: Any, budget: Budget | None, *, warn_large_rho: bool):
+        """:meth:`fit`; ``warn_large_rho=False`` for :func:`iv`, which warned for its whole rho."""
+        cfg = self._config(warn_large_rho=warn_large_rho)
         check_budget(budget)
         source = make_noise_source(self.random_state, secure=cfg.secure, name="random_state")
         null, y, (X, Z) = take_null_records(y, X, Z)  # dpfit.iv: the zero records
@@ -365,7 +370,10 @@ def iv(
         Shared budget to spend ``rho`` from.
     **params
         Any other parameter of :class:`DPIVRegression`; ``bounds`` is keyed by design-column
-        name (e.g. ``"I(exper ** 2)"``) and ``y_bounds`` bounds the response.
+        name (e.g. ``"I(exper ** 2)"``) and ``y_bounds`` bounds the response. With bounds,
+        ``bounds_check`` (default 0.02) is the share of ``rho`` spent on a private count of
+        the records outside them, warned about when large (0 turns it off), as in
+        :func:`dpfit.ols` (:func:`dpfit.models._fit_checks.checked_iv_fit`).
 
     Returns
     -------
@@ -373,8 +381,10 @@ def iv(
     """
     if "fit_intercept" in params:
         raise TypeError("iv: the intercept is set by the formula ('0 +' removes it)")
+    bounds_check = params.pop("bounds_check", DEFAULT_BOUNDS_CHECK)
+    random_state = params.pop("random_state", None)
     # Public parameters first (fit() warns about a large rho).
-    DPIVRegression(rho=rho, **params)._config(warn_large_rho=False)
+    DPIVRegression(rho=rho, random_state=random_state, **params)._config(warn_large_rho=False)
     with formula_errors(data):
         mats = iv_matrices(formula, data)
     if "bounds" in params:
@@ -382,5 +392,25 @@ def iv(
     exog = mats.exog.drop(columns=["Intercept"], errors="ignore")
     X = pd.concat([exog, mats.endog], axis=1)
     Z = pd.concat([exog, mats.instruments], axis=1)
-    model = DPIVRegression(rho=rho, fit_intercept="Intercept" in mats.exog.columns, **params)
-    return model.fit(X, mats.y, Z=Z, budget=budget).result_
+    intercept = "Intercept" in mats.exog.columns
+
+    def fit(rho_fit: float, source: NoiseSource) -> Result:
+        model = DPIVRegression(rho=rho_fit, fit_intercept=intercept, random_state=source, **params)
+        with quiet_floats():
+            return model._fit(X, mats.y, Z, budget, warn_large_rho=False).result_
+
+    return checked_iv_fit(
+        fit,
+        X,
+        Z,
+        mats.y,
+        rho=rho,
+        budget=budget,
+        bounds=params.get("bounds"),
+        y_bounds=params.get("y_bounds"),
+        label=f"dpfit.iv {formula}",
+        bounds_check=bounds_check,
+        random_state=random_state,
+        secure=params.get("secure", False),
+        indicators=tuple(mats.indicators),
+    )
