@@ -544,3 +544,48 @@ def test_noisy_gd_and_the_grid_search_charge_at_most_the_requested_rho():
     )
     assert _exact_total(ledger) <= exact_units(0.1)
     assert _exact_total(search) <= exact_units(2.0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "checked_iv_fit (dpfit iv's bounds check) gives the fit rho (1 - s) and the outside "
+        "counts rho s, each rounded, and the counts' noise comes from noise_std_for_rho, not "
+        "rho_within: with rho = 0.1 and --bounds-check 0.1 the exact total is 4.6e-18 above 0.1. "
+        "Fix (models/_fit_checks.py, which checked_linear_fit shares): the check's rho is what is "
+        "left of rho after the fit's exact charge, and its noise uses rho_within(sqrt(k), rho)."
+    ),
+)
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # rho 0.1 at n = 400
+def test_the_iv_bounds_check_charges_at_most_the_requested_rho():
+    import pandas as pd
+
+    from dpfit.models import iv
+    from dpfit.models._fit_checks import checked_iv_fit
+    from dpfit.privacy.budget import exact_units
+
+    gen = np.random.default_rng(0)
+    z = gen.uniform(0, 1, N)
+    x = z + 0.1 * gen.standard_normal(N)
+    frame = pd.DataFrame({"y": x + 0.1 * gen.standard_normal(N), "x": x, "z": z})
+    bounds, y_bounds = {"x": (-1, 2), "z": (0, 1)}, (-1, 2)
+
+    def fit(rho, source):
+        return iv(
+            "y ~ [x ~ z]", frame, rho=rho, bounds=bounds, y_bounds=y_bounds, random_state=source
+        )
+
+    result = checked_iv_fit(
+        fit,
+        frame[["x"]],
+        frame[["z"]],
+        frame["y"],
+        rho=0.1,
+        budget=None,
+        bounds=bounds,
+        y_bounds=y_bounds,
+        label="iv",
+        bounds_check=0.1,
+        random_state=1,
+    )
+    assert _exact_total(result.ledger) <= exact_units(0.1)
