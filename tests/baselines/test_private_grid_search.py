@@ -83,3 +83,19 @@ def test_rejects_bad_settings(kwargs):
     args = {"rho": 1.0, "candidates": CANDIDATES, "value_bound": 2.0, "method": "noisy-gd"}
     with pytest.raises(ValueError):
         private_grid_search(SquaredDistanceLoss(), _data(), **{**args, **kwargs})
+
+
+def test_a_nan_loss_counts_as_the_bound():
+    """One record whose loss is NaN must not make the release fail (that would reveal it)."""
+    from dpfit.baselines.private_grid_search import _clipped_mean
+
+    class NanLoss(SquaredDistanceLoss):
+        def per_example_values(self, theta, X, y):
+            values = super().per_example_values(theta, X, y)
+            values[0] = np.nan
+            return values
+
+    X = _data()
+    got = _clipped_mean(NanLoss(), np.zeros(3), X, None, 2.0, N)
+    plain = np.clip(SquaredDistanceLoss().per_example_values(np.zeros(3), X, None), 0, 2.0)
+    assert got == pytest.approx((plain[1:].sum() + 2.0) / N, rel=1e-12)

@@ -61,6 +61,18 @@ class GridSearchResult:
         return float(self.ledger.rho)
 
 
+def _clipped_mean(loss: Loss, theta, X, y, bound: float, n: int) -> float:
+    """Sum of the per-example losses clipped to [0, bound], over the public n.
+
+    A NaN loss (e.g. inf - inf in one record's loss) counts as ``bound``, so one record can
+    never make the release fail or move it by more than bound / n.
+    """
+    with np.errstate(all="ignore"):
+        values = np.asarray(loss.per_example_values(theta, X, y), dtype=np.float64)
+    values = np.nan_to_num(values, nan=bound, posinf=bound, neginf=0.0)
+    return float(np.clip(values, 0.0, bound).sum() / n)
+
+
 def private_grid_search(
     loss: Loss,
     X: Any,
@@ -134,10 +146,7 @@ def private_grid_search(
                 **options,
             )
         )
-    clipped = [
-        np.clip(loss.per_example_values(t.estimate, Xa, ya), 0.0, value_bound).sum() / n
-        for t in runs
-    ]
+    clipped = [_clipped_mean(loss, t.estimate, Xa, ya, value_bound, n) for t in runs]
     sensitivity = math.sqrt(k) * value_bound / n
     rest = Fraction(rho) - k * Fraction(rho_run)  # exact: the runs' shares sum to <= this
     rho_select = float(rest)
