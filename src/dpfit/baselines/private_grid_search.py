@@ -57,7 +57,8 @@ class GridSearchResult:
 
     @property
     def rho(self) -> float:
-        """zCDP guarantee of the whole search (the sum of its charges)."""
+        """zCDP total of ``ledger``: the search's charges (plus any made before the search on
+        a ledger passed in)."""
         return float(self.ledger.rho)
 
 
