@@ -420,28 +420,15 @@ def test_grid_search_selection_release_holds_its_sensitivity_on_neighbours():
     assert report.releases == 41 + 1  # 1 + 40 gradient steps, one selection release
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "private_grid_search evaluates the per-example losses outside dpfit._floats."
-        "quiet_floats: a record at 1e308 makes numpy warn 'overflow encountered in square' on "
-        "D' and not on D. Fix (baselines/private_grid_search.py): compute `clipped` under "
-        "quiet_floats() and map non-finite per-example losses to value_bound before clipping."
-    ),
-)
 def test_grid_search_warnings_do_not_depend_on_an_extreme_record():
+    """A record at 1e308 made numpy warn 'overflow encountered in square' in the loss
+    evaluation on D' and not on D (fixed in f0b87b8: the losses are evaluated quietly)."""
     check_neighbours(_grid_search, (GRID_X,), (_grid_neighbour([1e308, -1e308, 1e308]),))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "with the caller's np.errstate(all='raise') a record at 1e308 raises FloatingPointError "
-        "in the loss evaluation after the k runs were charged and drawn (1.5 of rho = 2 spent, "
-        "no result); its neighbour completes. Same fix as the warning test."
-    ),
-)
 def test_grid_search_completes_under_the_callers_numpy_error_state():
+    """Under the caller's np.errstate(all="raise") a record at 1e308 raised FloatingPointError
+    after the k runs were charged and drawn (1.5 of rho = 2 spent, no result)."""
     ledger = PrivacyLedger(budget=Budget(rho=2.0))
     with np.errstate(all="raise"):
         result = private_grid_search(
