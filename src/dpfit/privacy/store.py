@@ -331,25 +331,40 @@ class StoredBudget(Budget):
                 yield self
         finally:
             self._local = None
-            # the unspent part, rounded down: a refund never returns rho that was drawn
-            unused = _float_at_most(exact_units(rho) - local._spent_units)
             with _transaction(self._path) as conn:
                 conn.executemany(
                     "INSERT INTO releases VALUES (?, ?, ?, ?)",
                     [(charge, label, int(c), float(r)) for label, (c, r) in releases.items()],
                 )
-                if unused > rho * 1e-12:
-                    conn.execute(
-                        "INSERT INTO charges (dataset, rho, mechanism, created, pid) "
-                        "VALUES (?,?,?,?,?)",
-                        (
-                            self._dataset,
-                            -unused,
-                            f"refund: the unspent part of charge {charge}",
-                            _now(),
-                            os.getpid(),
-                        ),
-                    )
+                self._settle(conn, charge, rho, local._spent_units)
+
+    def _settle(self, conn: sqlite3.Connection, charge: int, rho: float, spent: int) -> None:
+        """Close reservation ``charge`` of ``rho`` in which ``spent`` units were charged.
+
+        The unspent part comes back as a refund row rounded down (a refund never returns rho
+        that was drawn). A reservation is a :class:`~dpfit.Budget`, which accepts charges up
+        to RELATIVE_TOLERANCE above its total (sums of shares round), so its releases may
+        cost slightly more than ``rho``: the reservation's row is then raised to what they
+        cost, rounded up, so the history never records less than was drawn.
+        """
+        left = exact_units(rho) - spent
+        if left < 0:
+            conn.execute(
+                "UPDATE charges SET rho = ? WHERE id = ?", (_float_at_least(spent), charge)
+            )
+            return
+        unused = _float_at_most(left)
+        if unused > rho * 1e-12:
+            conn.execute(
+                "INSERT INTO charges (dataset, rho, mechanism, created, pid) VALUES (?,?,?,?,?)",
+                (
+                    self._dataset,
+                    -unused,
+                    f"refund: the unspent part of charge {charge}",
+                    _now(),
+                    os.getpid(),
+                ),
+            )
 
     def __repr__(self) -> str:
         return f"StoredBudget({str(self._path)!r}, dataset={self._dataset!r})"
