@@ -271,6 +271,27 @@ def test_torch_replacing_one_row_moves_the_sum_by_the_declared_bound(exact):
     assert count == 0 and not empty.any()
 
 
+def test_torch_removing_one_row_moves_the_float64_sum_by_at_most_clip():
+    """Add/remove (Poisson sampling sums in float64): removing one row of a batch of 1 to
+    199, at scales 10^U(-20, 20), moves the clipped sum by at most clip. The route's float32
+    margin on the clip factor (3e-5 clip) covers the float64 rounding of these short sums, so
+    no tolerance is needed."""
+    torch = pytest.importorskip("torch")
+    from dpfit.torch._clipping import clipped_sum
+
+    model = _torch_model()
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(100):
+        size = int(torch.randint(1, 200, (1,), generator=gen))
+        scale = 10 ** float(torch.empty(1).uniform_(-20, 20, generator=gen))
+        X = torch.randn(size, 3, generator=gen) * scale
+        T = torch.randn(size, 2, generator=gen) * scale
+        keep = torch.arange(size) != int(torch.randint(0, size, (1,), generator=gen))
+        full, _ = clipped_sum(model, _squared, X, T, 1.0, exact=True)
+        less, _ = clipped_sum(model, _squared, X[keep], T[keep], 1.0, exact=True)
+        assert float(torch.linalg.vector_norm(full - less)) <= 1.0
+
+
 # -- dpfit iv's bounds check ------------------------------------------------------------------
 
 
