@@ -114,6 +114,7 @@ def dp_gd(
     n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
+    warn_large_rho: bool = True,
 ) -> Trajectory:
     """Run full-batch DP gradient descent for least squares and release every iterate.
 
@@ -158,6 +159,10 @@ def dp_gd(
         new ledger with a :class:`~dpfit.privacy.Budget` of ``rho``.
     rng : None, int, numpy.random.Generator or NoiseSource, optional
         Noise source (see :func:`dpfit.mechanisms.make_noise_source`).
+    warn_large_rho : bool, default=True
+        Emit :class:`~dpfit.LargeBudgetWarning` when ``rho`` is large. An estimator that
+        spends a share of its budget here, and has already warned about the whole, passes
+        False.
 
     Returns
     -------
@@ -193,7 +198,7 @@ def dp_gd(
     >>> traj.iterates.shape, round(traj.rho, 12)
     ((20, 3), 1.0)
     """
-    rho = check_rho(rho)
+    rho = check_rho(rho, warn=warn_large_rho)
     clip = check_positive(clip, "clip")
     steps = check_int(steps, "steps", low=1)
     step_size = check_positive(step_size, "step_size")

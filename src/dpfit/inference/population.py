@@ -173,7 +173,7 @@ def release_second_moment(
     :func:`second_moment_sensitivity`: rho-zCDP. The noisy matrix need not be PSD; use
     :meth:`NoisyMoment.psd`.
     """
-    rho = check_rho(rho)
+    rho = check_rho(rho, warn=False)  # a share of a fit's budget: the fit warns for its whole
     n = check_int(n, "n", low=1)
     rows = clip_rows(np.asarray(rows, dtype=np.float64), bound)
     if weights is not None:

@@ -40,7 +40,7 @@ __all__ = [
 def noise_std_for_rho(sensitivity: float, rho: float) -> float:
     """sigma = Delta / sqrt(2 rho): the std that makes one release rho-zCDP (exact)."""
     sensitivity = check_positive(sensitivity, "sensitivity")
-    rho = check_rho(rho)
+    rho = check_rho(rho, warn=False)  # a conversion: the fit warns about its whole budget
     sigma = sensitivity / math.sqrt(2.0 * rho)
     if not (math.isfinite(sigma) and sigma > 0):
         raise ValueError("noise scale not finite: rho is too small for this sensitivity")
@@ -64,7 +64,7 @@ def rho_within(sensitivity: float, rho: float, count: int = 1) -> float:
     (``tests/privacy/test_attacks_review3.py``). A share computed this way keeps the
     ledger's exact total within the request (rho' is rho / count, or a few ulps below it).
     """
-    rho = check_rho(rho)
+    rho = check_rho(rho, warn=False)  # a share of a budget the caller warned about
     count = check_int(count, "count", low=1)
     limit = exact_units(rho)
     share = rho / count

@@ -114,6 +114,7 @@ def run_preconditioned_gd(
     traj = dp_gd(
         Z,
         y,
+        warn_large_rho=False,  # a share of the fit's rho, which the estimator warned about
         rho=rho * gd_share,
         clip=clip,
         steps=settings["steps"] // runs,
