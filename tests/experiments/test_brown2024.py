@@ -304,3 +304,10 @@ def test_fig6_claims_fail_for_wrong_widths():
     assert not claims.widths_match_theory(off).passed
     growing_bm = _width_rows(bm=lambda t: 0.02 * t**0.2, bm_pred=lambda t: 0.08)
     assert not claims.widths_match_theory(growing_bm).passed
+
+
+def test_fig3_boundary_slope_margin():
+    """The equivalence margin admits the finite-p correction but not p^0.45 or p^0.55."""
+    assert clipping.clipping_boundary_sqrt_p(_clipping_table(lambda p: p**0.49)).passed
+    assert not clipping.clipping_boundary_sqrt_p(_clipping_table(lambda p: p**0.45 * 1.3)).passed
+    assert not clipping.clipping_boundary_sqrt_p(_clipping_table(lambda p: p**0.55 / 1.3)).passed
