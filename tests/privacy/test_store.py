@@ -271,3 +271,26 @@ def test_history_lists_a_streamed_release(store):
     rho = {label: r for label, _, r in charge.releases}
     assert rho == pytest.approx({"ftrl/gradients": 1 / 8, "mean": 1 / 32})
     assert budget.spent == pytest.approx(1 / 8 + 1 / 32)
+
+
+def test_a_checked_fit_inside_a_reservation_draws_from_it(store):
+    # dpfit.iv reserves its whole rho on a stored budget; called inside an open reservation
+    # (a checked fit whose fit is itself checked) it draws from that one, which caps it.
+    frame = pd.DataFrame({"z": np.tile([0.0, 1.0], 250)})
+    frame["x"] = 1 + 2 * frame["z"] + np.linspace(-1, 1, 500)
+    frame["y"] = 1 + 0.5 * frame["x"] + np.cos(np.arange(500))
+    budget = dpfit.Budget.open(store, dataset="d", rho=1.0)
+    with budget.reserve(0.6, mechanism="outer"):
+        assert budget.reserving
+        res = dpfit.iv(
+            "y ~ [x ~ z]",
+            frame,
+            rho=0.5,
+            budget=budget,
+            bounds={"x": (-1, 5), "z": (0, 1)},
+            y_bounds=(-2, 6),
+            random_state=0,
+        )
+    assert not budget.reserving
+    assert res.rho == pytest.approx(0.5) and budget.spent == pytest.approx(0.5, rel=1e-9)
+    assert budget.history()[0].mechanism == "outer"

@@ -269,10 +269,14 @@ def checked_linear_fit(
 
 
 def _reservation(budget: Budget | None, rho: float, mechanism: str) -> Any:
-    """A stored budget reserves the whole fit in one transaction (``privacy/store.py``)."""
+    """A stored budget reserves the whole fit in one transaction (``privacy/store.py``).
+
+    Inside an open reservation (a checked fit whose fit is itself checked) the outer one
+    covers it: its spends draw from the outer reservation, which caps them.
+    """
     from ..privacy.store import StoredBudget
 
-    if not isinstance(budget, StoredBudget):
+    if not isinstance(budget, StoredBudget) or budget.reserving:
         return contextlib.nullcontext()
     return budget.reserve(rho, mechanism=mechanism)
 

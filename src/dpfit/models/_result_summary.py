@@ -83,7 +83,14 @@ def _notes(result: Result, delta: float, target: str | None) -> list[str]:
     notes = []
     label = "EXPERIMENTAL interval (no coverage guarantee). " if result.experimental else ""
     if target == "population":
-        notes.append(label + result.covariance("population").description)
+        population = result.covariance("population")
+        notes.append(label + population.description)
+        if population.drift is not None:
+            notes.append(
+                "Convergence (released iterates): the largest drift between the halves of the "
+                f"averaged iterates is {float(np.max(population.relative_drift)):.2g} standard "
+                "errors (above about 0.5 the interval's centre is biased; such a fit warns)."
+            )
         if result.m is not None:
             notes.append(
                 "conf_int(target='sample') gives the privacy-only interval instead: "

@@ -302,6 +302,11 @@ class StoredBudget(Budget):
         holder = Budget(rho=rest)
         return holder.split(k)
 
+    @property
+    def reserving(self) -> bool:
+        """Whether a reservation is open: spends now draw from it, not from the store."""
+        return self._local is not None
+
     @contextlib.contextmanager
     def reserve(self, rho: float, *, mechanism: str) -> Iterator[StoredBudget]:
         """Reserve ``rho`` in one transaction; spends inside the block draw from it.
