@@ -495,15 +495,6 @@ def test_rho_within_keeps_count_releases_within_the_request(sensitivity):
             assert share >= (rho / count) * (1.0 - 2.0**-49)  # a few ulps at most
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "dp_gd takes noise_std_for_rho(Delta, rho / total) and charges total releases of it: "
-        "when rho / total rounds up, the exact total exceeds the request (rho = 0.9, 39 steps: "
-        "2.8e-17 above). Fix (algorithms/"
-        "dp_gd.py): noise_std_for_rho(sensitivity, rho_within(sensitivity, rho, count=total))."
-    ),
-)
 def test_dp_gd_charges_at_most_the_requested_rho():
     from dpfit.algorithms import dp_gd
     from dpfit.privacy.budget import exact_units
@@ -513,16 +504,6 @@ def test_dp_gd_charges_at_most_the_requested_rho():
     assert _exact_total(ledger) <= exact_units(0.9)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "noisy_gd charges steps releases of noise_std_for_rho(Delta, rho / steps): 8.7e-18 above "
-        "rho = 0.1 at 11 steps; private_grid_search inherits it (each run charges more than its "
-        "rho_run, so with rho = 2, selection_share = 0.25 and 3-step runs the search's total is "
-        "3.3e-16 above rho). Fix: rho_within(..., count=steps) in algorithms/noisy_gd.py, and in "
-        "baselines/private_grid_search.py the selection's rho from what the runs actually charged."
-    ),
-)
 def test_noisy_gd_and_the_grid_search_charge_at_most_the_requested_rho():
     from dpfit.optimize import minimize
     from dpfit.privacy.budget import exact_units
@@ -554,18 +535,6 @@ def test_noisy_gd_and_the_grid_search_charge_at_most_the_requested_rho():
     assert _exact_total(search) <= exact_units(2.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "dpfit.iv with method='2s-gd' charges above the requested rho: DP-2S-GD's per-step "
-        "noise comes from rho shares divided by the step count without rho_within(..., count), "
-        "as in dp_gd (rho = 2.9, no bounds check: 1.5e-16 above), and the bounds check's share "
-        "is rho s rounded on its own (rho = 0.77, bounds_check = 0.1: 6.7e-17 above). Fix: "
-        "rho_within(sensitivity, share, count=steps) in the two-stage calibration; in "
-        "models/_fit_checks.py the check's rho is what is left after the fit's exact charge and "
-        "its noise uses rho_within(sqrt(k), rho)."
-    ),
-)
 @pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # small n on purpose
 @pytest.mark.parametrize(("rho", "share"), [(2.9, 0.0), (0.77, 0.1)])
 def test_dpfit_iv_two_stage_charges_at_most_the_requested_rho(rho, share):

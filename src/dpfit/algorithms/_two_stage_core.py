@@ -19,7 +19,14 @@ from .._floats import quiet_floats
 from .._validation import check_array
 from ..distributed import is_dask
 from ..exceptions import BudgetExceededError
-from ..mechanisms import clip_factors, gaussian, noise_std_for_rho, row_norms, scale_rows
+from ..mechanisms import (
+    clip_factors,
+    gaussian,
+    noise_std_for_rho,
+    rho_within,
+    row_norms,
+    scale_rows,
+)
 from ..privacy import (
     Budget,
     GaussianEntry,
@@ -138,11 +145,13 @@ def gaussian_release(
     """One stage's noisy mean clipped gradient, its noise std and the entry of all its releases.
 
     ``"exact"`` calibrates each of the ``releases`` releases to rho / releases; ``"paper"``
-    (Prop. 3.1) is the exact calibration for half of rho.
+    (Prop. 3.1) is the exact calibration for half of rho. The share is
+    :func:`~dpfit.mechanisms.rho_within`'s, so the ledger's exact total of the releases stays
+    within rho (rho / releases can round up).
     """
     sensitivity = mean_sensitivity(clip, n, ledger.relation)  # 2 gamma / n (replace-one)
-    per_step = rho / releases if calibration == "exact" else rho / (2.0 * releases)
-    noise_std = noise_std_for_rho(sensitivity, per_step)
+    spent = rho if calibration == "exact" else rho / 2.0
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, spent, count=releases))
     total = GaussianEntry(
         label=label,
         sensitivity=sensitivity,

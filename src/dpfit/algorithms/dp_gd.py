@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike
 
 from .._floats import quiet_floats
 from .._validation import check_int, check_positive, check_real, check_rho, check_vector
-from ..mechanisms import gaussian_releases, make_noise_source, noise_std_for_rho
+from ..mechanisms import gaussian_releases, make_noise_source, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation, public_n
 from ._kernels import check_data, least_squares_sums
 from ._ledger import prepare_ledger
@@ -54,7 +54,9 @@ def dp_gd_noise_std(
 
     lambda = Delta * sqrt(T_total / (2 rho)), with Delta = 2 gamma / n (replace-one) or
     gamma / n (add/remove with a public n), i.e. lambda^2 = 2 T_total gamma^2 / (rho n^2)
-    under replace-one (Brown et al. 2024, Lemma 2.1). Exact.
+    under replace-one (Brown et al. 2024, Lemma 2.1). The share is ``rho_within``'s
+    rho / T_total (a few ulps below it where that rounds up), so the ledger's exact total of
+    the T_total releases stays within rho.
 
     Examples
     --------
@@ -63,7 +65,8 @@ def dp_gd_noise_std(
     """
     rho = check_rho(rho)
     total_steps = check_int(total_steps, "total_steps", low=1)
-    return noise_std_for_rho(mean_sensitivity(clip, n, relation), rho / total_steps)
+    sensitivity = mean_sensitivity(clip, n, relation)
+    return noise_std_for_rho(sensitivity, rho_within(sensitivity, rho, count=total_steps))
 
 
 def _descend(
@@ -213,7 +216,8 @@ def dp_gd(
 
     total = runs * steps
     sensitivity = mean_sensitivity(clip, normaliser, relation)
-    noise_std = noise_std_for_rho(sensitivity, rho / total)
+    # rho_within: the ledger adds the total charges exactly, and rho / total can round up
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho, count=total))
 
     sums = least_squares_sums(X, y, clip)
     # all runs * steps releases charged now, before any draw; a failure returns the undrawn

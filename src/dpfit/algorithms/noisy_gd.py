@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 from .._floats import quiet_floats
 from .._validation import check_int, check_positive
 from ..losses.base import Loss
-from ..mechanisms import noise_std_for_rho
+from ..mechanisms import noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity
 from ._loss_queries import finish, prepare
 from .trajectory import Trajectory
@@ -66,7 +66,8 @@ def noisy_gd(
     -----
     Privacy: each release is the mean of per-example gradients clipped at L0, sensitivity
     Delta = 2 L0/n (replace-one), with noise_std = Delta sqrt(T/(2 rho)); T releases cost
-    exactly rho (zCDP composition).
+    rho (zCDP composition), at most rho in the ledger's exact sum (the share is
+    :func:`~dpfit.mechanisms.rho_within`'s, a few ulps below rho / T where that rounds up).
     """
     run = prepare(
         loss,
@@ -88,7 +89,8 @@ def noisy_gd(
         step_size = 1.0 / run.queries.loss.smoothness
     eta = check_positive(step_size, "step_size")
     sensitivity = mean_sensitivity(run.queries.loss.lipschitz, run.n, run.ledger.relation)
-    noise_std = noise_std_for_rho(sensitivity, run.rho / steps)
+    # rho_within: the ledger adds the steps charges exactly, and run.rho / steps can round up
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, run.rho, count=steps))
     w = run.theta0.copy()
     iterates = np.empty((steps, run.p))
     for t in range(steps):

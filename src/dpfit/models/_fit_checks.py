@@ -34,8 +34,9 @@ import numpy as np
 
 from .._validation import check_real, check_rho, user_stacklevel
 from ..exceptions import LargeBudgetWarning, SideConditionWarning
-from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho
-from ..privacy import Budget, PrivacyLedger
+from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho, rho_within
+from ..privacy import Budget, GaussianEntry, PrivacyLedger
+from ..privacy.budget import exact_units, units_to_float
 from .results import Result, snapshot_ledger
 
 __all__ = [
@@ -152,8 +153,9 @@ def release_outside_counts(
     a text column read as numbers (every record a zero record) is not a silent fit.
     Replacing (or adding or removing) one record moves each of the k counts by at most 1,
     so the vector has L2 sensitivity sqrt(k) under either relation; it is released once
-    with noise std sqrt(k) / sqrt(2 rho), which costs exactly ``rho`` (Gaussian mechanism,
-    zCDP). Returns the counts keyed by column name and the noise std.
+    with noise std sqrt(k) / sqrt(2 rho') (Gaussian mechanism, zCDP), rho' from
+    :func:`~dpfit.mechanisms.rho_within` so that its charge, rounded once, is at most ``rho``.
+    Returns the counts keyed by column name and the noise std.
     """
     columns = _bounded_columns(X, bounds, indicators)
     queries = []
@@ -172,7 +174,7 @@ def release_outside_counts(
 
         queries = list(dask.compute(*queries))
     k = len(queries)
-    noise_std = noise_std_for_rho(math.sqrt(k), rho)
+    noise_std = noise_std_for_rho(math.sqrt(k), rho_within(math.sqrt(k), rho))
     noisy = gaussian(
         np.asarray(queries, dtype=np.float64),
         sensitivity=math.sqrt(k),
@@ -265,7 +267,24 @@ def checked_linear_fit(
         )
         if share == 0:
             return result
-        return _check_bounds(X, y, result, rho * share, budget, source, indicators, params)
+        checked = _rho_left(rho, share, result.ledger)
+        return _check_bounds(X, y, result, checked, budget, source, indicators, params)
+
+
+def _rho_left(rho: float, share: float, fit_ledger: PrivacyLedger) -> float:
+    """The bounds check's rho: ``rho * share``, or less where the fit's exact charge (the
+    ledger adds entries in units of 2^-1074) leaves less of ``rho``, so that the fit and the
+    check together are charged at most ``rho`` exactly. The fit's charge is a function of
+    its public parameters only, so this share is public too.
+    """
+    spent = sum(
+        e.rho_units if isinstance(e, GaussianEntry) else exact_units(e.rho) for e in fit_ledger
+    )
+    left_units = exact_units(rho) - spent
+    left = units_to_float(left_units)
+    if exact_units(left) > left_units:  # rounded up: step down to the float below
+        left = math.nextafter(left, 0.0)
+    return min(rho * share, left)
 
 
 def _reservation(budget: Budget | None, rho: float, mechanism: str) -> Any:
@@ -323,7 +342,8 @@ def checked_iv_fit(
         instruments = [c for c in Z.columns if c not in X.columns]
         columns = X.join(Z[instruments]) if instruments else X
         check = {"bounds": bounds, "y_bounds": y_bounds}
-        return _check_bounds(columns, y, result, rho * share, budget, source, indicators, check)
+        checked = _rho_left(rho, share, result.ledger)
+        return _check_bounds(columns, y, result, checked, budget, source, indicators, check)
 
 
 def _check_bounds(
