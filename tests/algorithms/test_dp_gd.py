@@ -14,6 +14,7 @@ from dpfit.algorithms import dp_gd, dp_gd_given_noise, dp_gd_noise_std
 from dpfit.datasets import draw_linear_design
 from dpfit.mechanisms import make_noise_source, recording, replaying
 from dpfit.privacy import Budget, PrivacyLedger, float_sum_excess, mean_sensitivity
+from dpfit.privacy.budget import exact_units
 
 N, P = 400, 5
 DATA = draw_linear_design(N, P, rng=0)
@@ -235,7 +236,9 @@ def test_seeded_trajectories_match_the_frozen_reference(name):
     for operation, so the iterates are identical bit for bit. A larger X ("row-blocks",
     12 MB) is summed by row blocks, whose sums are added in another order than the
     whole-array X^T w of that commit: the iterates then agree to rounding (relative 1e-12;
-    observed 1.6e-14). The noise, noise std, rho and clipped counts are identical either way.
+    observed 1.6e-14). The noise, noise std, rho and clipped counts are identical either way,
+    except where that commit charged above the requested rho ("clipped-tall": rho 0.2 over 15
+    steps, one ulp above): the noise std is now a few ulps larger and the charge within rho.
     """
     case = GOLDEN["cases"][name]
     X_, y_ = _golden_data(case["n"], case["p"], case["data_seed"])
@@ -247,8 +250,15 @@ def test_seeded_trajectories_match_the_frozen_reference(name):
     else:
         np.testing.assert_allclose(traj.iterates, expected, rtol=1e-12, atol=0)
     assert traj.diagnostics["clipped_per_step"].tolist() == case["clipped_per_step"]
-    assert traj.config["noise_std"] == float.fromhex(case["noise_std"])
-    assert traj.rho == float.fromhex(case["rho"])
+    frozen_std, frozen_rho = float.fromhex(case["noise_std"]), float.fromhex(case["rho"])
+    requested = exact_units(case["kwargs"]["rho"])
+    if exact_units(frozen_rho) <= requested:
+        assert traj.config["noise_std"] == frozen_std
+        assert traj.rho == frozen_rho
+    else:  # that commit charged an ulp above rho (rho / steps rounded up): now within it,
+        # the share a few ulps below rho / steps (rho_within), the noise std a few ulps above
+        assert 0 < traj.config["noise_std"] - frozen_std <= 4 * math.ulp(frozen_std)
+        assert sum(entry.rho_units for entry in traj.ledger) <= requested
 
 
 def test_given_noise_matches_the_frozen_reference():
