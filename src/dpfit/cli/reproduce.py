@@ -2,9 +2,9 @@
 
 Exit status: 0 when every evaluated claim passed and every plot was drawn; 1 when a claim
 failed or errored or a plot raised (0 anyway with ``--allow-failures``), or a trial raised;
-2 on bad input (a ``--budget-store`` that lacks a dataset the trials read, or cannot afford
-them, included: nothing is charged or run); 130 when interrupted (Ctrl-C). Finished trials
-are always kept in the store, so rerunning the same command resumes.
+2 on bad input, ``--budget-store`` included (refused before anything runs: see
+``BUDGET_REFUSAL``); 130 when interrupted (Ctrl-C). Finished trials are always kept in the
+store, so rerunning the same command resumes.
 """
 
 from __future__ import annotations
@@ -19,11 +19,21 @@ EXAMPLES = examples(
     "dpfit reproduce --list",
     "dpfit reproduce --scale smoke --out out/smoke            # every experiment, seconds",
     "dpfit reproduce brown2024 --scale quick --out out/brown --jobs 2",
-    "dpfit budget create budget.sqlite --dataset card --rho 5",
-    "dpfit reproduce liang2025-fig13 --scale smoke --out out/card --budget-store budget.sqlite",
 )
 
-__all__ = ["add_parser", "run"]
+__all__ = ["BUDGET_REFUSAL", "add_parser", "run"]
+
+#: Why ``--budget-store`` is refused. Every trial draws its noise from a seed that is a public
+#: hash of the experiment, its parameters and the replicate (``dpfit.experiments.seeds``), so
+#: anyone can regenerate the noise and a trial's output is a fixed function of the data; the
+#: real-data experiments (``liang2025-fig5``, ``liang2025-fig13``) also choose preprocessing,
+#: step sizes and clips from the data. A charge recorded in a store would tell the data owner
+#: that these outputs are covered by the budget when they are not (docs/reproducing.md).
+BUDGET_REFUSAL = (
+    "--budget-store: reproductions are seeded for reproducibility and tune on the data: their "
+    "outputs are not private releases; a budget cannot cover them; use dpfit fit / dpfit iv "
+    "with --budget-store for private releases (nothing was charged or run)"
+)
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
@@ -70,8 +80,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument(
         "--budget-store",
         metavar="PATH",
-        help="charge the trials that read a bundled dataset (card, labsup) to its total in "
-        "this persistent budget store, before any trial runs (dpfit budget --help)",
+        help="refused (exit 2): reproductions are seeded and tune on the data, so no budget "
+        "covers their outputs; dpfit fit / dpfit iv take --budget-store for private releases",
     )
     p.add_argument(
         "--progress",
@@ -92,24 +102,9 @@ def _list() -> int:
     return 0
 
 
-def _charge(args: argparse.Namespace, selected: list[str], store) -> None:
-    """Charge the trials to run that read a bundled dataset (``_reproduce_budget``)."""
-    from ._reproduce_budget import charge_reproduction, dataset_rho
-
-    charges = dataset_rho(selected, scale=args.scale, store_path=store, version=args.code_version)
-    if not charges:
-        print(
-            f"dpfit reproduce: no trial to run reads a bundled dataset: nothing charged to "
-            f"{args.budget_store}",
-            file=sys.stderr,
-        )
-        return
-    label = f"dpfit reproduce {' '.join(selected)} --scale {args.scale}"
-    for line in charge_reproduction(args.budget_store, charges, label=label):
-        print(f"dpfit reproduce: {line}", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
+    if args.budget_store is not None:
+        raise ValueError(BUDGET_REFUSAL)
     for module in args.modules:
         importlib.import_module(module)
     if args.list:
@@ -130,8 +125,6 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     store = Path(args.store) if args.store else out / "results.sqlite"
     selected = args.names or names()
-    if args.budget_store is not None:
-        _charge(args, selected, store)
     try:
         result = run_trials(
             selected,

@@ -186,7 +186,6 @@ EXPERIMENT = register(
         replicates=an.scales(2, 100, 1000),
         trial=_trial,
         privacy="Each trial is one DPIVRegression fit at rho (replace-one); seeded noise.",
-        data_rho=lambda p: {"card": float(p["rho"])} if p["design"] == "card" else {},
         plot=lambda r: [
             an.line_plot(
                 r,

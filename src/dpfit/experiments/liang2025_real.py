@@ -126,16 +126,6 @@ PRIVACY = (
     "zCDP, replace-one); the preprocessing, step sizes and clips use the data non-privately."
 )
 
-#: The bundled dataset each real-data trial reads (its name in a budget store).
-_STORE_NAMES = {"angrist": "labsup", "card": "card"}
-
-
-def _data_rho(params) -> dict[str, float]:
-    """One trial spends rho on its dataset (rho1 = rho2 = rho with the paper's calibration
-    is rho in all, the trial's ``rho_spent``)."""
-    return {_STORE_NAMES[str(params["dataset"])]: float(params["rho"])}
-
-
 FIG5 = Experiment(
     name="liang2025-fig5",
     paper=PAPER,
@@ -150,7 +140,6 @@ FIG5 = Experiment(
     replicates=an.scales(3, 400, 1000),
     trial=real_trial,
     privacy=PRIVACY,
-    data_rho=_data_rho,
     plot=lambda r: an.paths_plot(r, steps=20, title="Angrist-Evans"),
     claims=[
         Claim(
@@ -204,7 +193,6 @@ FIG13 = Experiment(
     replicates=an.scales(3, 1000, 1000),
     trial=real_trial,
     privacy=PRIVACY,
-    data_rho=_data_rho,
     plot=lambda r: an.paths_plot(r, steps=15, title="Card"),
     claims=[
         Claim(

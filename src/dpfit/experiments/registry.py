@@ -83,11 +83,6 @@ class Experiment:
         ``plot(results) -> list[matplotlib.figure.Figure]`` in the style of the paper.
     privacy : str
         The privacy parameters of the experiment in words (shown in the report).
-    data_rho : callable, optional
-        For trials that read one of dpfit's bundled real datasets (standing in for private
-        data): ``data_rho(params) -> {dataset: rho}``, the zCDP cost of one trial on each,
-        from public parameters only. ``dpfit reproduce --budget-store`` charges the sum over
-        the trials it will run before running any (``docs/reproducing.md``).
     """
 
     name: str
@@ -101,7 +96,6 @@ class Experiment:
     plot: Callable[[pd.DataFrame], list] | None = None
     privacy: str = ""
     tags: tuple[str, ...] = field(default=())
-    data_rho: Callable[[Params], Mapping[str, float]] | None = None
 
     def __post_init__(self) -> None:
         missing = [s for s in SCALES if s not in self.grid or s not in self.replicates]
