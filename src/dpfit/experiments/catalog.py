@@ -4,6 +4,8 @@ from . import (  # noqa: F401
     brown2024,
     choquettechoo2024,
     inference_coverage,
+    inference_coverage_diagnostics,
+    inference_coverage_extremes,
     inference_coverage_iv,
     liang2025,
     liang2025_coverage,

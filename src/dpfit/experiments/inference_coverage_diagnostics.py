@@ -13,9 +13,8 @@ error built on the released bread to the one built on the noise-free bread (same
 meat): how much the bread's noise and its projection move the sampling part.
 
 ``data``: ``"card"`` is the demo's wage equation (``dpfit demo``); the others are designs of
-the coverage study. ``steps`` / ``step_size`` None are the defaults (200, 0.5). Not in the
-catalogue; run with ``dpfit reproduce inference-coverage-diagnostics --import
-dpfit.experiments.inference_coverage_diagnostics --out DIR``.
+the coverage study. ``steps`` / ``step_size`` None are the defaults (200, 0.5). Run with
+``dpfit reproduce inference-coverage-diagnostics --out DIR``.
 """
 
 from __future__ import annotations

@@ -5,9 +5,8 @@ per replicate, the default :class:`~dpfit.DPLinearRegression` / :func:`dpfit.ols
 bounds), at rho = 0.5 and the two ends of the n grid, which the ``inference-coverage`` study
 runs only at its paper scale (400 replicates of n = 2e5 take hours on two cores). n = 300 is
 outside the valid regime (the library should warn in most fits); n = 2e5 is where the width
-target (1.3 x the non-private robust interval) applies. Not in the catalogue; run it with
-``dpfit reproduce inference-coverage-extremes --import
-dpfit.experiments.inference_coverage_extremes --out DIR`` (docs/inference.md).
+target (1.3 x the non-private robust interval) applies. Run it with ``dpfit reproduce
+inference-coverage-extremes --out DIR`` (docs/inference.md).
 """
 
 from __future__ import annotations
