@@ -39,9 +39,9 @@ from ..mechanisms import (
     margin_threshold,
 )
 from ..privacy import Relation, mean_sensitivity, parse_relation
+from ..privacy.ledger import prepare_ledger
 from ..theory.ambssgd import ambssgd_schedule
 from ._kernels import Rows, least_squares_sum, level_counts
-from ._ledger import prepare_ledger
 from .onepass import one_pass_data, tail_average
 from .trajectory import Trajectory
 

@@ -52,7 +52,7 @@ from ..noise import (
 )
 from ..noise.streams import MODES
 from ..privacy import PrivacyLedger, Relation, parse_relation
-from ._ledger import prepare_ledger
+from ..privacy.ledger import prepare_ledger
 from .trajectory import Trajectory
 
 __all__ = ["MECHANISMS", "dp_ftrl", "linear_cooldown"]

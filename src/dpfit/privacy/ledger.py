@@ -5,7 +5,7 @@ spirit of dp_accounting's ``DpEvent``s: an entry fully describes the mechanism (
 noise, count, relation), and its rho is derived from them, never typed in by hand.
 Releases on disjoint blocks of records compose in parallel (:meth:`PrivacyLedger.parallel`,
 recorded as one :class:`~dpfit.privacy.parallel.ParallelEntry` whose rho is the largest
-block's).
+block's). An algorithm obtains the ledger it charges from :func:`prepare_ledger`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._validation import check_int, check_positive
+from ..exceptions import BudgetExceededError
 from .budget import Budget, exact_units, units_to_float
 from .conversions import gaussian_epsilon, zcdp_to_approx_dp
 from .relations import Relation, parse_relation
@@ -23,7 +24,14 @@ from .relations import Relation, parse_relation
 if TYPE_CHECKING:
     from .parallel import ParallelComposition, ParallelEntry
 
-__all__ = ["GaussianEntry", "PrivacyLedger"]
+__all__ = [
+    "GaussianEntry",
+    "PrivacyLedger",
+    "check_affordable",
+    "ledger_for",
+    "prepare_ledger",
+    "require_replace_one",
+]
 
 _INF = math.inf
 
@@ -255,3 +263,59 @@ class PrivacyLedger:
             f"PrivacyLedger(relation={self._relation.value!r}, entries={len(self._entries)}, "
             f"rho={self.rho!r})"
         )
+
+
+def ledger_for(ledger: Any, relation: Relation | str, rho: float) -> PrivacyLedger:
+    """The ledger a run charges: the caller's, stated under ``relation``, or a new one.
+
+    ``None`` gives a new :class:`PrivacyLedger` with a :class:`Budget` of ``rho``. A given
+    ledger is checked, not copied: the run's charges are added to what it already holds.
+    """
+    relation = parse_relation(relation)
+    if ledger is None:
+        return PrivacyLedger(relation=relation, budget=Budget(rho=rho))
+    if not isinstance(ledger, PrivacyLedger):
+        raise TypeError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
+    if ledger.relation is not relation:
+        raise ValueError(
+            f"ledger relation {ledger.relation} does not match relation={relation.value!r}"
+        )
+    return ledger
+
+
+def check_affordable(ledger: PrivacyLedger, rho: float, *, name: str) -> None:
+    """Raise :class:`BudgetExceededError` now, before any draw, if ``ledger`` cannot pay ``rho``.
+
+    A budget that runs out part-way through a run would leave some releases drawn and the
+    rest not; checking the whole run's cost first means a refused run draws nothing.
+    """
+    if ledger.budget is not None and not ledger.budget.can_afford(rho):
+        raise BudgetExceededError(
+            f"{name} needs rho={rho:.6g} but the ledger's budget has "
+            f"{ledger.budget.remaining:.6g} left; nothing was charged or drawn"
+        )
+
+
+def prepare_ledger(
+    ledger: Any, relation: Relation | str, rho: float, *, name: str
+) -> PrivacyLedger:
+    """:func:`ledger_for` then :func:`check_affordable`: the ledger ``name`` will charge ``rho`` to.
+
+    Every algorithm and baseline calls this before its first draw. Algorithms whose cost is
+    only known once their entries are built (the two-stage family) call the two steps apart.
+    """
+    ledger = ledger_for(ledger, relation, rho)
+    check_affordable(ledger, rho, name=name)
+    return ledger
+
+
+def require_replace_one(relation: Relation | str, message: str) -> Relation:
+    """Parse ``relation`` and raise ``ValueError(message)`` unless it is replace-one.
+
+    Algorithms that divide by a public n, or follow a fixed schedule over the n records, are
+    private only under replace-one: adding or removing a record would change n itself.
+    """
+    relation = parse_relation(relation)
+    if relation is not Relation.REPLACE_ONE:
+        raise ValueError(message)
+    return relation
