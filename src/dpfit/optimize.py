@@ -57,7 +57,7 @@ def minimize(
         zCDP budget of the whole run.
     method : {"adaptive-gd", "kl-spider", "proximal-point", "noisy-gd"}, default="adaptive-gd"
         * ``"adaptive-gd"`` (Menart et al. 2024, Alg. 3): needs no KL parameters; the default
-          when (gamma, kappa) are unknown (spec §7.11).
+          when (gamma, kappa) are unknown (docs/menart2024.md, Departures).
         * ``"kl-spider"`` (Alg. 1): kappa in [1, 2]; needs ``gamma``, ``kappa``,
           ``loss_bound``.
         * ``"proximal-point"`` (Algs. 2 and 4): kappa >= 2, weakly convex losses.

@@ -1,11 +1,12 @@
 """Exact law of unclipped DP-GD iterates and the predictions built on it (Brown et al. 2024).
 
-Notation (spec section 0): Sigma = X^T X / n (uncentred), theta_hat the OLS solution,
-eta = ``step_size``, lambda = ``noise_std`` (std of the noise on the mean gradient),
-M = I - eta Sigma, D = M^2, A^(t) = (I - D)^{-1} (I - D^t) = sum_{k<t} M^{2k}.
+Notation (the paper's symbols clash with common usage; as in docs/brown2024.md):
+Sigma = X^T X / n (uncentred), theta_hat the OLS solution, eta = ``step_size``,
+lambda = ``noise_std`` (std of the noise on the mean gradient), M = I - eta Sigma, D = M^2,
+A^(t) = (I - D)^{-1} (I - D^t) = sum_{k<t} M^{2k}.
 
 Without clipping, theta_t - theta_hat = M (theta_{t-1} - theta_hat) + eta z_t with
-z_t ~ N(0, lambda^2 I), so (Lemma 2.3 / C.4, eqs. 83-94; spec 3.1)
+z_t ~ N(0, lambda^2 I), so (Lemma 2.3 / C.4, eqs. 83-94)
 
     E[theta_t]               = theta_hat + M^t (theta_0 - theta_hat)
     Cov(theta_t)             = eta^2 lambda^2 A^(t)
@@ -14,11 +15,11 @@ z_t ~ N(0, lambda^2 I), so (Lemma 2.3 / C.4, eqs. 83-94; spec 3.1)
                              = eta lambda^2 [Sigma (2I - eta Sigma)]^{-1}     (stationary).
 
 Everything is computed in the eigenbasis Sigma = U diag(mu) U^T, per eigenvalue with
-phi = 1 - eta mu and a = 1 - phi^2 = eta mu (2 - eta mu) formed without cancellation. Only
-I - D must be invertible where a stationary law is used (0 < eta mu < 2); the paper's
-extra assumption that D is invertible is not needed (spec A15). All functions are exact
-unless they say "approximately". They take Sigma, theta_hat and lambda as inputs: fed
-with private data they are **non-private** diagnostics.
+phi = 1 - eta mu and a = 1 - phi^2 = eta mu (2 - eta mu) formed without cancellation. Only I - D
+must be invertible where a stationary law is used (0 < eta mu < 2); the paper's extra assumption
+that D is invertible is not needed (docs/brown2024.md, Departures). All functions are exact unless
+they say "approximately". They take Sigma, theta_hat and lambda as inputs: fed with private
+data they are **non-private** diagnostics.
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def _block_factor(phi: np.ndarray, length: int) -> np.ndarray:
 def block_mean_covariance(
     Sigma: Any, *, step_size: float, noise_std: float, length: int
 ) -> np.ndarray:
-    """Covariance of the mean of ``length`` consecutive stationary iterates (spec 3.2; exact).
+    """Covariance of the mean of ``length`` consecutive stationary iterates (from Lemma 2.3; exact).
 
     Per eigen-direction with v = eta^2 lambda^2 / (1 - phi^2):
     Var = v / N^2 [N (1 + phi) / (1 - phi) - 2 phi (1 - phi^N) / (1 - phi)^2]; for large N
@@ -202,7 +203,7 @@ def expected_interval_length(
     length: int = 1,
     alpha: float = 0.05,
 ) -> np.ndarray:
-    """Predicted mean length of each coordinate's t-interval from m estimates (spec 3.2).
+    """Predicted mean length of each coordinate's t-interval from m estimates (from Lemma 2.3).
 
     2 t_{1-alpha/2, m-1} c4(m) sqrt(V_jj / m), where V is the stationary covariance of one
     estimate: the mean of ``length`` consecutive iterates (batched means with batches of
@@ -231,7 +232,7 @@ def final_iterate_error(
 ) -> float:
     """E ||theta_T - theta_hat||^2 = ||M^T (theta_0 - theta_hat)||^2 + eta^2 lambda^2 tr A^(T).
 
-    The privacy error of the unclipped final iterate (spec 3.2; exact): a bias that decays
+    The privacy error of the unclipped final iterate (from Lemma 2.3; exact): a bias that decays
     like (1 - eta mu_min)^T and does not shrink with n, plus noise linear in p / n.
     """
     law = {"step_size": step_size, "noise_std": noise_std, "theta0": theta0}

@@ -3,11 +3,12 @@
 * :func:`no_clipping_condition`: Condition 2.4 of Brown et al. (2024), reported as the
   smallest c0 for which the data satisfy it (a **non-private** diagnostic).
 * :func:`lemma_2_6_c0` and :func:`certified_clip`: the constants of Lemmas 2.5/2.6, with
-  the corrections of spec A13/A14. They are extremely conservative (c0 ~ 830 at n = 1e4),
-  so they certify, they do not recommend (spec 3.3).
+  the corrections listed in docs/brown2024.md (Departures). They are extremely conservative
+  (c0 ~ 830 at n = 1e4), so they certify, they do not recommend (Condition 2.4).
 * :func:`huber_target`: the minimiser of the clipped (Huber) loss, the centre of DP-GD and
-  of its intervals under clipping (Section 2.5; spec 3.6). Non-private.
-* :func:`recommend_dp_gd`: clip, step size and steps from public quantities only (spec 3.7).
+  of its intervals under clipping (Section 2.5). Non-private.
+* :func:`recommend_dp_gd`: clip, step size and steps from public quantities only (the rule
+  in docs/brown2024.md).
 
 Notation as in :mod:`dpfit.theory.dp_gd`; gamma = ``clip``, c0 the constant of Cond. 2.4.
 """
@@ -132,12 +133,13 @@ def certified_clip(
     Returns
     -------
     clip : float
-        The smallest certified gamma, 4 c0^2 max(sigma, 1) sqrt(p) (spec A14: the signal
-        term ||theta*|| <= 1 needs max(sigma, 1), not sigma).
+        The smallest certified gamma, 4 c0^2 max(sigma, 1) sqrt(p) (the signal term
+        in the proof of Lemma 2.5, ||theta*|| <= 1 needs max(sigma, 1), not sigma).
     n_suffices : bool
         Whether n >= 64 c0^2 p eta sqrt(2 T ln(2 n T / beta) / rho), the second condition
         gamma / (eta lambda) >= 64 c0^2 p sqrt(ln(2 n T / beta)) after substituting the
-        calibrated lambda (spec A13; the printed Thm 2.7 condition is wrong).
+        calibrated lambda (the printed Thm 2.7 condition is wrong; docs/brown2024.md,
+        Departures).
     """
     n = check_int(n, "n", low=1)
     p = check_int(p, "p", low=1)
@@ -156,7 +158,7 @@ def certified_clip(
 def huber_target(
     X: Any, y: Any, *, clip: float, tol: float = 1e-12, max_iter: int = 500
 ) -> np.ndarray:
-    """argmin_theta sum_i l_{B_i}(y_i - x_i^T theta), B_i = clip / ||x_i|| (spec 3.6).
+    """argmin_theta sum_i l_{B_i}(y_i - x_i^T theta), B_i = clip / ||x_i|| (Section 2.5).
 
     l_B(r) = r^2 / 2 for |r| <= B, B (|r| - B/2) otherwise: the loss whose gradient is the
     clipped per-example gradient, so noiseless clipped GD converges to this point and DP-GD's
@@ -214,7 +216,7 @@ def recommend_dp_gd(
     clip_multiplier: float = 5.0,
     max_steps: int = 10_000,
 ) -> DPGDRecommendation:
-    """Choose clip, step size and steps for DP-GD from **public** knowledge (spec 3.7).
+    """Choose clip, step size and steps for DP-GD from **public** knowledge (docs/brown2024.md).
 
     * clip = ``clip_multiplier`` * sigma * ``feature_norm``: the per-example gradient norm
       is |r_i| ||x_i|| with |r_i| ~ sigma at the optimum, so a multiplier of 5 makes
@@ -223,9 +225,9 @@ def recommend_dp_gd(
     * step_size = 1 / (2 mu_max), with mu_max a public bound on the largest eigenvalue of
       X^T X / n (the theory's 1/4 for Sigma <= 2 I).
     * steps minimises E||theta_T - theta_hat||^2 for Sigma = mu_min I and ||theta_hat|| =
-      R = ``theta_norm`` (spec 3.2): (1 - eta mu_min)^(2T) R^2 + eta^2 lambda_T^2 p
+      R = ``theta_norm`` (Lemma 2.3): (1 - eta mu_min)^(2T) R^2 + eta^2 lambda_T^2 p
       (1 - (1 - eta mu_min)^(2T)) / (eta mu_min (2 - eta mu_min)), with lambda_T^2 =
-      2 T clip^2 / (rho n^2) calibrated to T steps. This rule is the spec's, not the
+      2 T clip^2 / (rho n^2) calibrated to T steps. This rule is dpfit's, not the
       paper's (which has T = c log(n rho / p) with an unspecified constant).
 
     Every input must be public (known without looking at the data); tuning any of them on

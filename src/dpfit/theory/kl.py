@@ -5,12 +5,13 @@ parameters (gamma, kappa), the loss constants (L0 Lipschitz, L1 smooth, L1w weak
 the public loss bound F0 >= F(w0) - F* and the failure probability beta (which affects only
 utility thresholds, never privacy). Noise scales are derived from the budget and the
 sensitivity with :func:`dpfit.mechanisms.noise_std_for_rho`, never copied from the paper,
-whose constants are off by a factor 2-4 under replace-one (spec §3, §7.1-7.2).
+whose constants are off by a factor 2-4 under replace-one (Lemma 8; docs/menart2024.md,
+Departures).
 
-Presets (spec §4, §6.1): ``"theory"`` keeps the paper's constants (c_K = 64 and the
+Presets (docs/menart2024.md, Departures): ``"theory"`` keeps the paper's constants (c_K = 64 and the
 paper-style floor 16 (a' + b') gamma L0 sqrt(K d ln(1/beta')) / (n sqrt rho), with a', b' the
-recalibrated noise multipliers); ``"practical"`` uses c_K = 4 and the Laurent-Massart floor
-gamma z s_tot / (1 - thr_frac), z = sqrt(d) + sqrt(2 ln(1/beta')). c_K < 64 is heuristic.
+recalibrated noise multipliers); ``"practical"`` uses c_K = 4 and the Laurent-Massart floor gamma z
+s_tot / (1 - thr_frac), z = sqrt(d) + sqrt(2 ln(1/beta')). c_K < 64 is heuristic.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ PRESETS = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpiderSchedule:
-    """The data-independent schedule of calibrated KL-Spider (spec §3.1 [rec]).
+    """The data-independent schedule of calibrated KL-Spider (Alg. 1; docs/menart2024.md).
 
     Per-phase arrays have length K: ``targets`` Phi_k, ``steps`` T_k (at most T_k normalised
     steps and T_k - 1 difference queries), ``step_lengths`` s_k, ``thresholds``,
@@ -140,7 +141,8 @@ def spider_schedule(
 ) -> SpiderSchedule:
     """Schedule of KL-Spider (Menart et al. 2024, Alg. 1) with noise for exactly rho.
 
-    Follows spec §3.1: F0 <- min(F0, (gamma L0)^kappa); a = F0^((kappa-2)/kappa) gamma^2 L1;
+    Follows Alg. 1 with the corrections of docs/menart2024.md (Departures):
+    F0 <- min(F0, (gamma L0)^kappa); a = F0^((kappa-2)/kappa) gamma^2 L1;
     c = 1 + 1/(c_K a); K = ceil((1 + c_K a) G); Phi_k = max(Phi_{k-1}/c, floor);
     T_k = ceil((F0/Phi_k)^((2-kappa)/kappa)); s_k = step_frac Phi_k^(1/kappa)/(gamma L1);
     threshold thr_frac Phi_k^(1/kappa)/gamma. All powers are taken in log space.
@@ -286,16 +288,17 @@ def proximal_schedule(
     inner_cap: int = 200,
     max_steps: int = 1_000_000,
 ) -> ProximalSchedule:
-    """Schedule of Alg. 2 + Alg. 4 (spec §3.2, §4), calibrated to exactly rho.
+    """Schedule of Alg. 2 + Alg. 4 (Thm 2), calibrated to exactly rho.
 
     T = ceil((1 + 32 F0^((kappa-2)/kappa) gamma^2 L1w) G), beta' = beta/T, inner budget rho/T,
     T_in = min(inner_cap, ceil(n^2 (rho/T) ln^2(2/beta') / d)) (>= 2), and the T_in - 1 inner
-    releases cost (rho/T)/(T_in - 1) each (spec §3.2 [rec]; the paper's sigma spends < half).
+    releases cost (rho/T)/(T_in - 1) each (docs/menart2024.md, Departures; the paper's sigma
+    spends < half).
 
     Parameters
     ----------
     weak_convexity : float, optional
-        L1w > 0. ``None`` or 0 (a convex loss) selects the spec's default
+        L1w > 0. ``None`` or 0 (a convex loss) selects dpfit's default
         F0^((2-kappa)/kappa) / (32 gamma^2), which makes T's multiplier 2.
     inner_cap : int, default=200
         Cap on T_in (privacy holds for any T_in: the noise uses the T_in actually run).
@@ -339,7 +342,7 @@ def proximal_schedule(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AdaptiveGDParams:
-    """Constants of filtered adaptive noisy GD (Alg. 3, spec §3.3 [rec]).
+    """Constants of filtered adaptive noisy GD (Alg. 3 as a privacy filter; docs/menart2024.md).
 
     Each regular step releases the gradient norm with noise ``norm_noise`` (cost
     ``norm_cost``) and the gradient with noise max(N_t / sqrt(d ell), ``floor_noise``); the

@@ -1,7 +1,7 @@
 """Rates and theorem bounds of DP optimisation under the KL condition (Menart et al. 2024).
 
 KL condition (paper eq. 1): F(w) - F* <= gamma^kappa ||grad F(w)||^kappa; PL is kappa = 2.
-The O-tilde rates (spec §1, §4) in terms of the effective sample size n sqrt(rho):
+The O-tilde rates (Thms 1, 2, 4, 5) in terms of the effective sample size n sqrt(rho):
 
 * KL-Spider (Thm 1, kappa in [1, 2]) and the proximal point method (Thm 2, kappa >= 2):
   (sqrt(d) / (n sqrt rho))^kappa;
@@ -59,7 +59,8 @@ def spider_bound(schedule: SpiderSchedule) -> float:
     """Thm 1: excess <= Phi_K = the schedule's floor, w.p. 1 - beta (explicit constants).
 
     Valid for the ``"theory"`` preset; for ``"practical"`` the floor still bounds the noise
-    (Laurent-Massart), but c_K < 64 may outrun the guaranteed descent (spec §8).
+    (Laurent-Massart), but c_K < 64 may outrun the guaranteed descent (docs/menart2024.md,
+    Departures).
     """
     return schedule.floor
 
@@ -142,7 +143,10 @@ def stationarity_bound(
 
 
 def noisy_gd_steps(*, smoothness: float, strong_convexity: float, n: int) -> int:
-    """The baseline's step count T = ceil((L1/mu) ln n) (spec §6.1); mu is an oracle constant."""
+    """The baseline's step count T = ceil((L1/mu) ln n); mu is an oracle constant.
+
+    The noisy-GD baseline of the benchmarks in docs/menart2024.md.
+    """
     L1 = check_positive(smoothness, "smoothness")
     mu = check_positive(strong_convexity, "strong_convexity")
     return max(1, math.ceil(L1 / mu * math.log(check_int(n, "n", low=2))))

@@ -8,7 +8,8 @@ bounds on two spectra,
 * ``h_bounds`` = (gund, gbar) bounding those of H = Theta^T Z^T Z Theta / n.
 
 Both come from the user's prior knowledge (e.g. standardised instruments, a known first-stage
-strength), or, in simulation only, from the truth or a non-private plug-in (spec 7 A4);
+strength), or, in simulation only, from the truth or a non-private plug-in (docs/liang2025.md,
+Departures and choices);
 :func:`concentration_terms` gives the paper's eq. 10 values from assumed constants.
 
 All constants hidden by the paper's "<~" (C0, c0, c1, c2, sigma_z, sigma2) are arguments with
@@ -93,7 +94,7 @@ def concentration_terms(
     ------
     ValueError
         delta >= 1 or sigma_min(Theta) <= psi: eq. 3 is then vacuous (n too small or the
-        instruments too weak for the theory; spec pitfall 7).
+        instruments too weak for the theory; docs/liang2025.md, Departures and choices).
     """
     n, p, q = check_int(n, "n"), check_int(p, "p"), check_int(q, "q")
     tau = check_positive(tau, "tau")
@@ -119,7 +120,7 @@ def step_sizes(spectra: Spectra, preset: str = "paper") -> tuple[float, float]:
 
     eq. 3: eta < 2 / (1 + delta)^2, alpha < 4 / (2 gbar + gund); eq. 8:
     eta* = 2 / ((1 - delta)^2 + (1 + delta)^2), alpha* = 2 / (gbar + gund). ``"max"`` sits on
-    the strict-inequality boundary, as the paper's Fig. 7 does (spec A13).
+    the strict-inequality boundary, as the paper's Fig. 7 does.
     """
     preset = check_option(preset, "preset", STEP_SIZE_PRESETS)
     (zlo, zhi), (hlo, hhi) = spectra.zz, spectra.h
@@ -219,10 +220,11 @@ def iteration_regimes(
 
 
 def heuristic_clip(n: int, q: int, steps: int, *, tau: float = 5.0, c0: float = 1.0) -> float:
-    """gamma = c0 (sqrt q + sqrt(tau + log(n T)))^2 (Lemma D.1 with unit constants; spec 4).
+    """gamma = c0 (sqrt q + sqrt(tau + log(n T)))^2 (Lemma D.1 with unit constants).
 
     A rough no-clipping level for standardised, sub-Gaussian data; real gradient norms are
-    often far larger (spec pitfall 4), so prefer :func:`bound_based_clips` when bounds exist.
+    often far larger (docs/liang2025.md, Departures and choices), so prefer
+    :func:`bound_based_clips` when bounds exist.
     """
     n, q, steps = check_int(n, "n"), check_int(q, "q"), check_int(steps, "steps")
     tau, c0 = check_positive(tau, "tau"), check_positive(c0, "c0")

@@ -1,4 +1,4 @@
-"""Choosing T, step sizes, clips and noise of DP-2S-GD from public quantities (spec 4, 1-7).
+"""Choosing T, step sizes, clips and noise of DP-2S-GD from public quantities (Thm 3.1, eqs. 3-8).
 
 Two criteria pick the number of iterations T:
 
