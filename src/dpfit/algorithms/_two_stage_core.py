@@ -18,7 +18,6 @@ import numpy as np
 from .._floats import quiet_floats
 from .._validation import check_array
 from ..distributed import is_dask
-from ..exceptions import BudgetExceededError
 from ..mechanisms import (
     clip_factors,
     gaussian,
@@ -27,20 +26,19 @@ from ..mechanisms import (
     row_norms,
     scale_rows,
 )
-from ..privacy import (
-    Budget,
-    GaussianEntry,
-    PrivacyLedger,
-    Relation,
-    mean_sensitivity,
-    parse_relation,
-)
+from ..privacy import GaussianEntry, PrivacyLedger, mean_sensitivity
 from ._kernels import two_stage_sums
 from .trajectory import Trajectory
 
 __all__: list[str] = []
 
 _Release = Callable[[np.ndarray], np.ndarray]
+
+#: Why the two-stage family refuses add/remove (the message of its ValueError).
+REPLACE_ONE_ONLY = (
+    "relation must be 'replace-one': two-stage GD averages over the public n, which "
+    "add/remove neighbours would change (use replace-one)"
+)
 
 
 def _clipped_outer_sum_in_place(
@@ -178,32 +176,6 @@ def concatenate_runs(outs: list[dict[str, np.ndarray]], steps: int) -> dict[str,
     out = {key: np.concatenate([o[key] for o in outs]) for key in ("theta", "beta", "clipped")}
     out["final"] = out["beta"][steps - 1 :: steps].mean(axis=0)
     return out
-
-
-def make_ledger(ledger: PrivacyLedger | None, relation: Any, rho: float) -> PrivacyLedger:
-    relation = parse_relation(relation)
-    if relation is not Relation.REPLACE_ONE:
-        raise ValueError(
-            "relation must be 'replace-one': two-stage GD averages over the public n, which "
-            "add/remove neighbours would change (use replace-one)"
-        )
-    if ledger is None:
-        return PrivacyLedger(relation=relation, budget=Budget(rho=rho))
-    if not isinstance(ledger, PrivacyLedger):
-        raise TypeError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
-    if ledger.relation is not relation:
-        raise ValueError(f"ledger relation {ledger.relation} does not match relation={relation}")
-    return ledger
-
-
-def check_affordable(ledger: PrivacyLedger, entries: list[GaussianEntry]) -> None:
-    """Fail before any draw when the ledger's budget cannot afford the whole run."""
-    total = sum(e.rho for e in entries)
-    if ledger.budget is not None and not ledger.budget.can_afford(total):
-        raise BudgetExceededError(
-            f"the run costs rho={total:.6g} but the budget has {ledger.budget.remaining:.6g} "
-            "left; nothing was charged or drawn"
-        )
 
 
 def check_first_stage(value: Any, steps: int, q: int, p: int) -> np.ndarray:

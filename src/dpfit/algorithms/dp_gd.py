@@ -37,8 +37,8 @@ from .._floats import quiet_floats
 from .._validation import check_int, check_positive, check_real, check_rho, check_vector
 from ..mechanisms import gaussian_releases, make_noise_source, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation, public_n
+from ..privacy.ledger import prepare_ledger
 from ._kernels import check_data, least_squares_sums
-from ._ledger import prepare_ledger
 from .trajectory import Trajectory
 
 __all__ = ["dp_gd", "dp_gd_given_noise", "dp_gd_noise_std"]

@@ -27,8 +27,8 @@ from .._floats import quiet_floats
 from .._validation import check_delta, check_epsilon, check_int, check_positive, check_rho
 from ..mechanisms import clip_factors, gaussian, make_noise_source, row_norms
 from ..privacy import Relation, cks_rho, sum_sensitivity
+from ..privacy.ledger import prepare_ledger
 from ..privacy.shuffling import shuffled_gaussian_noise_multiplier
-from ._ledger import prepare_ledger
 from .ambssgd import replace_one_only
 from .onepass import one_pass_data
 from .trajectory import Trajectory

@@ -39,6 +39,7 @@ from .._floats import quiet_floats
 from .._validation import check_int, check_iv_data, check_option, check_positive, check_rho
 from ..mechanisms import make_noise_source
 from ..privacy import PrivacyLedger, Relation
+from ..privacy.ledger import check_affordable, ledger_for, require_replace_one
 from . import _two_stage_core as core
 from ._kernels import check_iv
 from .trajectory import Trajectory
@@ -171,7 +172,8 @@ def dp_two_stage_gd(
     calibration = check_option(noise_calibration, "noise_calibration", NOISE_CALIBRATIONS)
     runs = check_int(runs, "runs", low=1)
     X, y, Z, n = check_iv(X, y, Z, n_public=n_public)
-    ledger = core.make_ledger(ledger, relation, rho_theta + rho_beta)
+    relation = require_replace_one(relation, core.REPLACE_ONE_ONLY)
+    ledger = ledger_for(ledger, relation, rho_theta + rho_beta)
     source = make_noise_source(rng)
     common = {"n": n, "releases": runs * steps, "calibration": calibration, "ledger": ledger}
     rel_theta, std_theta, all_theta = core.gaussian_release(
@@ -180,7 +182,7 @@ def dp_two_stage_gd(
     rel_beta, std_beta, all_beta = core.gaussian_release(
         clip=clip_beta, rho=rho_beta, source=source, label="two_stage/beta-gradient", **common
     )
-    core.check_affordable(ledger, [all_theta, all_beta])
+    check_affordable(ledger, all_theta.rho + all_beta.rho, name="dp_two_stage_gd")
     out = core.concatenate_runs(
         [
             core.iterate(
@@ -343,7 +345,7 @@ def dp_second_stage_gd(
     calibration = check_option(noise_calibration, "noise_calibration", NOISE_CALIBRATIONS)
     X, y, Z, n = check_iv(X, y, Z, n_public=n_public)
     first_stage = core.check_first_stage(first_stage, steps, Z.shape[1], X.shape[1])
-    ledger = core.make_ledger(ledger, relation, rho)
+    ledger = ledger_for(ledger, require_replace_one(relation, core.REPLACE_ONE_ONLY), rho)
     source = make_noise_source(rng)
     release, noise_std, entry = core.gaussian_release(
         clip=clip,
@@ -355,7 +357,7 @@ def dp_second_stage_gd(
         label="two_stage/beta-gradient",
         releases=steps,
     )
-    core.check_affordable(ledger, [entry])
+    check_affordable(ledger, entry.rho, name="dp_second_stage_gd")
     out = core.iterate(
         X,
         y,

@@ -29,11 +29,11 @@ import numpy as np
 
 from .._floats import quiet_floats
 from .._validation import check_delta, check_real, check_rho, check_X_y
-from ..algorithms._ledger import prepare_ledger
 from ..algorithms.trajectory import Trajectory
 from ..exceptions import NonPrivateWarning
 from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho
 from ..privacy import PrivacyLedger, Relation, bun_steinke_epsilon, parse_relation, public_n
+from ..privacy.ledger import prepare_ledger
 from ._sufficient_statistics import (
     check_bound,
     clip_to_bounds,

@@ -29,12 +29,12 @@ import numpy as np
 from .._floats import quiet_floats
 from .._validation import check_int, check_positive, check_real, check_rho, check_X_y
 from ..algorithms._kernels import least_squares_block
-from ..algorithms._ledger import prepare_ledger
 from ..algorithms.ambssgd import replace_one_only
 from ..algorithms.onepass import tail_average
 from ..algorithms.trajectory import Trajectory
 from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, row_norms
 from ..privacy import Relation, sum_sensitivity
+from ..privacy.ledger import prepare_ledger
 
 __all__ = ["fixed_clip_sgd"]
 

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_real, check_rho
-from ..algorithms._ledger import prepare_ledger
 from ..algorithms.trajectory import Trajectory
 from ..losses.base import Loss, check_loss
 from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, rho_within
 from ..optimize import minimize
 from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
+from ..privacy.ledger import prepare_ledger
 
 __all__ = ["GridSearchResult", "private_grid_search"]
 

@@ -12,10 +12,10 @@ from typing import Any
 
 from .._floats import quiet_floats
 from .._validation import check_real, check_rho, check_X_y
-from ..algorithms._ledger import prepare_ledger
 from ..algorithms.trajectory import Trajectory
 from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
 from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
+from ..privacy.ledger import prepare_ledger
 from ._sufficient_statistics import (
     check_bound,
     clip_to_bounds,

@@ -33,9 +33,9 @@ from sklearn.utils.validation import validate_data
 
 from .._floats import quiet_floats
 from .._validation import check_iv_data
-from ..algorithms._ledger import prepare_ledger
 from ..mechanisms import NoiseSource, make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation
+from ..privacy.ledger import prepare_ledger
 from ._constraints import check_budget
 from ._design import take_null_records
 from ._fit_checks import DEFAULT_BOUNDS_CHECK, checked_iv_fit

@@ -18,13 +18,13 @@ from sklearn.utils.validation import validate_data
 
 from .._floats import quiet_floats
 from .._validation import check_positive
-from ..algorithms._ledger import prepare_ledger
 from ..distributed import is_dask, map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
 from ..inference.population import transform
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.budget import RELATIVE_TOLERANCE
+from ..privacy.ledger import prepare_ledger
 from ._constraints import (
     Check,
     check_bool,

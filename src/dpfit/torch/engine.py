@@ -42,7 +42,6 @@ import torch
 from torch.utils.data import DataLoader, default_collate
 
 from .._validation import check_delta, check_int, check_option, check_positive
-from ..algorithms._ledger import prepare_ledger
 from ..mechanisms import make_noise_source
 from ..noise import (
     CorrelatedMechanism,
@@ -57,6 +56,7 @@ from ..noise import (
     select_nu,
 )
 from ..privacy import PLDLedger, PrivacyLedger, Relation, subsampled_gaussian_noise_multiplier
+from ..privacy.ledger import prepare_ledger
 from ._clipping import trainable
 from ._rounding import chunked_sum_excess
 from .optimizer import DPOptimizer, check_optimizer_params
