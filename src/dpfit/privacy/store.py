@@ -23,36 +23,30 @@ another process reopens the same file and spends from the same total.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sqlite3
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from .._validation import check_positive
 from ..exceptions import BudgetExceededError
-from .budget import RELATIVE_TOLERANCE, Budget, exact_units, units_to_float
+from ._store_file import (
+    affordable,
+    check_dataset,
+    connect,
+    float_at_least,
+    float_at_most,
+    now,
+    total_and_spent,
+    total_and_units,
+    transaction,
+)
+from .budget import Budget, exact_units, units_to_float
 
 __all__ = ["Charge", "StoredBudget", "create_budget", "open_budget", "stored_datasets"]
-
-_FORMAT = "dpfit-budget-store"
-_VERSION = "1"
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS datasets (name TEXT PRIMARY KEY, "
-    "total REAL NOT NULL CHECK (total > 0), created TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS charges (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-    "dataset TEXT NOT NULL REFERENCES datasets (name), rho REAL NOT NULL, "
-    "mechanism TEXT NOT NULL, created TEXT NOT NULL, pid INTEGER NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS releases (charge INTEGER NOT NULL REFERENCES charges (id), "
-    "mechanism TEXT NOT NULL, count INTEGER NOT NULL, rho REAL NOT NULL)",
-)
-_TIMEOUT = 60.0  # seconds a transaction waits for another process's write lock
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,118 +61,6 @@ class Charge:
     releases: tuple[tuple[str, int, float], ...] = ()
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _check_dataset(dataset: Any) -> str:
-    if not isinstance(dataset, str) or not dataset.strip():
-        raise TypeError(f"dataset must be a non-empty string naming the data, got {dataset!r}")
-    return dataset.strip()
-
-
-def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
-    """A connection to a dpfit budget store; a missing, corrupt or foreign file is refused."""
-    if not path.exists() and not create:
-        raise ValueError(
-            f"budget store {path} does not exist: create it with dpfit budget create {path} "
-            "--dataset NAME --rho TOTAL (or dpfit.Budget.open(path, dataset=..., rho=...))"
-        )
-    if path.is_dir():
-        raise ValueError(f"budget store {path} is a directory, not a file")
-    new = not path.exists() or path.stat().st_size == 0
-    conn = sqlite3.connect(path, timeout=_TIMEOUT, isolation_level=None)
-    try:
-        if new:  # create the schema atomically (another process may be doing the same)
-            conn.execute("BEGIN IMMEDIATE")
-            if not conn.execute("SELECT name FROM sqlite_master").fetchall():
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                conn.executemany(
-                    "INSERT INTO meta VALUES (?, ?)", [("format", _FORMAT), ("version", _VERSION)]
-                )
-            conn.execute("COMMIT")
-        _check_format(conn, path)
-    except sqlite3.DatabaseError:
-        conn.close()
-        raise ValueError(
-            f"{path} is not a dpfit budget store (not a readable SQLite database, or damaged); "
-            "give the path of a store made by dpfit budget create"
-        ) from None
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _check_format(conn: sqlite3.Connection, path: Path) -> None:
-    if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-        raise sqlite3.DatabaseError("quick_check failed")
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
-    if meta.get("format") != _FORMAT or not {"datasets", "charges", "releases"} <= tables:
-        raise ValueError(
-            f"{path} is an SQLite database but not a dpfit budget store: refusing to write to it"
-        )
-    if meta.get("version") != _VERSION:
-        raise ValueError(
-            f"{path} is a dpfit budget store of format version {meta.get('version')}, this dpfit "
-            f"reads version {_VERSION}"
-        )
-
-
-@contextlib.contextmanager
-def _transaction(path: Path) -> Iterator[sqlite3.Connection]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on any error)."""
-    conn = _connect(path, create=False)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
-
-
-def _total_and_spent(conn: sqlite3.Connection, dataset: str) -> tuple[float, float]:
-    total, units = _total_and_units(conn, dataset)
-    return total, max(0.0, units_to_float(units))
-
-
-def _total_and_units(conn: sqlite3.Connection, dataset: str) -> tuple[float, int]:
-    """The dataset's total, and the exact sum of its charges in units of 2^-1074."""
-    row = conn.execute("SELECT total FROM datasets WHERE name = ?", (dataset,)).fetchone()
-    if row is None:
-        known = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
-        raise ValueError(
-            f"dataset {dataset!r} has no budget in this store (it has {known}); create it with "
-            f"dpfit budget create PATH --dataset {dataset} --rho TOTAL"
-        )
-    rows = conn.execute("SELECT rho FROM charges WHERE dataset = ?", (dataset,))
-    return float(row[0]), sum(exact_units(float(r[0])) for r in rows)
-
-
-def _affordable(total: float, spent_units: int, rho: float) -> bool:
-    """Exactly as :meth:`Budget.can_afford`: spent + rho <= total (1 + RELATIVE_TOLERANCE)."""
-    limit = Fraction(total) * (1 + Fraction(RELATIVE_TOLERANCE))
-    return Fraction(spent_units + exact_units(rho), 1 << 1074) <= limit
-
-
-def _float_at_most(units: int) -> float:
-    """The float nearest to ``units`` * 2^-1074, rounded down if nearest is above it."""
-    value = units_to_float(units)
-    return math.nextafter(value, 0.0) if exact_units(value) > units else value
-
-
-def _float_at_least(units: int) -> float:
-    """The float nearest to ``units`` * 2^-1074, rounded up if nearest is below it."""
-    value = units_to_float(units)
-    return math.nextafter(value, math.inf) if exact_units(value) < units else value
-
-
 class StoredBudget(Budget):
     """A :class:`~dpfit.Budget` whose total and charges live in an SQLite file.
 
@@ -190,11 +72,11 @@ class StoredBudget(Budget):
 
     def __init__(self, path: str | os.PathLike, *, dataset: str) -> None:
         self._path = Path(path)
-        self._dataset = _check_dataset(dataset)
+        self._dataset = check_dataset(dataset)
         self._local: Budget | None = None
         self._releases: dict[str, list[float]] | None = None
-        with contextlib.closing(_connect(self._path, create=False)) as conn:
-            _total_and_spent(conn, self._dataset)  # the dataset must exist
+        with contextlib.closing(connect(self._path, create=False)) as conn:
+            total_and_spent(conn, self._dataset)  # the dataset must exist
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -208,8 +90,8 @@ class StoredBudget(Budget):
         return self._dataset
 
     def _read(self) -> tuple[float, float]:
-        with contextlib.closing(_connect(self._path, create=False)) as conn:
-            return _total_and_spent(conn, self._dataset)
+        with contextlib.closing(connect(self._path, create=False)) as conn:
+            return total_and_spent(conn, self._dataset)
 
     @property
     def total(self) -> float:
@@ -231,9 +113,9 @@ class StoredBudget(Budget):
         """Whether ``spend(rho, count=count)`` would succeed now."""
         if self._local is not None:
             return self._local.can_afford(rho, count=count)
-        with contextlib.closing(_connect(self._path, create=False)) as conn:
-            total, units = _total_and_units(conn, self._dataset)
-        return _affordable(total, units, rho * count)
+        with contextlib.closing(connect(self._path, create=False)) as conn:
+            total, units = total_and_units(conn, self._dataset)
+        return affordable(total, units, rho * count)
 
     def history(self) -> list[Charge]:
         """Every charge of this dataset, oldest first, with the releases recorded for it."""
@@ -242,9 +124,9 @@ class StoredBudget(Budget):
     # -- spending ------------------------------------------------------------------------
     def _charge(self, rho: float, mechanism: str) -> int:
         """One transaction: refuse or append the charge; returns its id."""
-        with _transaction(self._path) as conn:
-            total, units = _total_and_units(conn, self._dataset)
-            if not _affordable(total, units, rho):
+        with transaction(self._path) as conn:
+            total, units = total_and_units(conn, self._dataset)
+            if not affordable(total, units, rho):
                 spent = max(0.0, units_to_float(units))
                 raise BudgetExceededError(
                     f"charge of rho={rho:.6g} exceeds the remaining budget "
@@ -253,7 +135,7 @@ class StoredBudget(Budget):
                 )
             cursor = conn.execute(
                 "INSERT INTO charges (dataset, rho, mechanism, created, pid) VALUES (?,?,?,?,?)",
-                (self._dataset, rho, mechanism, _now(), os.getpid()),
+                (self._dataset, rho, mechanism, now(), os.getpid()),
             )
             return int(cursor.lastrowid)
 
@@ -264,7 +146,7 @@ class StoredBudget(Budget):
             self._local.spend(rho, count=count)
             return
         # the row holds count * rho rounded up: a stored charge is never below the exact one
-        self._charge(_float_at_least(exact_units(rho) * count), "direct spend")
+        self._charge(float_at_least(exact_units(rho) * count), "direct spend")
 
     def _refund(self, rho: float, *, count: int, label: str) -> None:
         """Return ``count`` undrawn releases of ``rho`` (a fit that failed part-way).
@@ -276,9 +158,9 @@ class StoredBudget(Budget):
         if self._local is not None:
             self._local._refund(rho, count=count, label=label)
             return
-        amount = _float_at_most(exact_units(rho) * count)
+        amount = float_at_most(exact_units(rho) * count)
         if amount > 0:
-            with _transaction(self._path) as conn:
+            with transaction(self._path) as conn:
                 conn.execute(
                     "INSERT INTO charges (dataset, rho, mechanism, created, pid) "
                     "VALUES (?,?,?,?,?)",
@@ -286,7 +168,7 @@ class StoredBudget(Budget):
                         self._dataset,
                         -amount,
                         f"refund: {count} undrawn releases of {label} (the fit failed)",
-                        _now(),
+                        now(),
                         os.getpid(),
                     ),
                 )
@@ -336,7 +218,7 @@ class StoredBudget(Budget):
                 yield self
         finally:
             self._local = None
-            with _transaction(self._path) as conn:
+            with transaction(self._path) as conn:
                 conn.executemany(
                     "INSERT INTO releases VALUES (?, ?, ?, ?)",
                     [(charge, label, int(c), float(r)) for label, (c, r) in releases.items()],
@@ -354,11 +236,9 @@ class StoredBudget(Budget):
         """
         left = exact_units(rho) - spent
         if left < 0:
-            conn.execute(
-                "UPDATE charges SET rho = ? WHERE id = ?", (_float_at_least(spent), charge)
-            )
+            conn.execute("UPDATE charges SET rho = ? WHERE id = ?", (float_at_least(spent), charge))
             return
-        unused = _float_at_most(left)
+        unused = float_at_most(left)
         if unused > rho * 1e-12:
             conn.execute(
                 "INSERT INTO charges (dataset, rho, mechanism, created, pid) VALUES (?,?,?,?,?)",
@@ -366,7 +246,7 @@ class StoredBudget(Budget):
                     self._dataset,
                     -unused,
                     f"refund: the unspent part of charge {charge}",
-                    _now(),
+                    now(),
                     os.getpid(),
                 ),
             )
@@ -392,17 +272,17 @@ def create_budget(path: str | os.PathLike, *, dataset: str, rho: float) -> Store
         The dataset already has a total (a total is fixed once set), or the file is not a
         dpfit budget store.
     """
-    path, dataset, rho = Path(path), _check_dataset(dataset), check_positive(rho, "rho")
-    with contextlib.closing(_connect(path, create=True)):
+    path, dataset, rho = Path(path), check_dataset(dataset), check_positive(rho, "rho")
+    with contextlib.closing(connect(path, create=True)):
         pass
-    with _transaction(path) as conn:
+    with transaction(path) as conn:
         row = conn.execute("SELECT total FROM datasets WHERE name = ?", (dataset,)).fetchone()
         if row is not None:
             raise ValueError(
                 f"dataset {dataset!r} already has a total of rho = {row[0]:g} in {path}: a "
                 "dataset's total is set once (open it with dpfit.Budget.open(path, dataset=...))"
             )
-        conn.execute("INSERT INTO datasets VALUES (?, ?, ?)", (dataset, rho, _now()))
+        conn.execute("INSERT INTO datasets VALUES (?, ?, ?)", (dataset, rho, now()))
     return StoredBudget(path, dataset=dataset)
 
 
@@ -422,7 +302,7 @@ def open_budget(path: str | os.PathLike, *, dataset: str, rho: float | None = No
     >>> again.remaining, [c.rho for c in again.history()]
     (0.75, [0.25])
     """
-    path, dataset = Path(path), _check_dataset(dataset)
+    path, dataset = Path(path), check_dataset(dataset)
     if rho is None:
         return StoredBudget(path, dataset=dataset)
     rho = check_positive(rho, "rho")
@@ -439,14 +319,14 @@ def open_budget(path: str | os.PathLike, *, dataset: str, rho: float | None = No
 
 def stored_datasets(path: str | os.PathLike) -> dict[str, tuple[float, float]]:
     """Dataset name -> (total, spent) for every dataset in the store."""
-    with contextlib.closing(_connect(Path(path), create=False)) as conn:
+    with contextlib.closing(connect(Path(path), create=False)) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
-        return {name: _total_and_spent(conn, name) for name in names}
+        return {name: total_and_spent(conn, name) for name in names}
 
 
 def _history(path: Path, dataset: str) -> list[Charge]:
-    with contextlib.closing(_connect(path, create=False)) as conn:
-        _total_and_spent(conn, dataset)
+    with contextlib.closing(connect(path, create=False)) as conn:
+        total_and_spent(conn, dataset)
         rows = conn.execute(
             "SELECT id, rho, mechanism, created, pid FROM charges WHERE dataset = ? ORDER BY id",
             (dataset,),
