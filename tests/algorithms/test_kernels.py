@@ -122,7 +122,7 @@ def test_rows_are_gathered_block_by_block_with_the_same_per_record_arithmetic(cl
 @pytest.mark.parametrize("first", [True, False])
 @pytest.mark.parametrize("clips", [(None, None), (0.5, 0.5), (4.0, 6.0)])
 def test_two_stage_buffers_are_the_block_function_bit_for_bit(first, clips):
-    from dpfit.algorithms._kernels import two_stage_block
+    from dpfit.algorithms._iv_kernels import two_stage_block
     from dpfit.algorithms._two_stage_core import TwoStageSums
 
     gen = np.random.default_rng(6)

@@ -44,7 +44,7 @@ REPLACE_ONE_ONLY = (
 def _clipped_outer_sum_in_place(
     features: np.ndarray, R: np.ndarray, feature_norms: np.ndarray, clip: float | None
 ) -> tuple[np.ndarray, int]:
-    """:func:`~dpfit.algorithms._kernels.clipped_outer_sum` for a 2-D ``R``, which is scaled in
+    """:func:`~dpfit.algorithms._iv_kernels.clipped_outer_sum` for a 2-D ``R``, which is scaled in
     place: the same operations and results, without its two n x k temporaries."""
     if clip is None:
         return features.T @ R, 0
@@ -60,7 +60,7 @@ def _clipped_outer_sum_in_place(
 class TwoStageSums:
     """``sums(Theta, beta) -> (G1, clipped1, g2, clipped2)`` for in-memory X, y, Z.
 
-    The arithmetic of :func:`~dpfit.algorithms._kernels.two_stage_block`, bit for bit, in
+    The arithmetic of :func:`~dpfit.algorithms._iv_kernels.two_stage_block`, bit for bit, in
     buffers allocated once (W = Z Theta, the first-stage residuals W - X, the second-stage
     residuals), with the row norms of Z computed once: a step allocates no n x p array
     (the block function allocates four).
