@@ -53,7 +53,7 @@ def _runs() -> dict:
         "noisy_gd, 2e5 x 20, 20 steps": lambda: noisy_gd(
             loss, A, b, rho=0.5, steps=20, clip=True, rng=1
         ),
-        "kl_spider, 2e5 x 20": lambda: kl_spider(loss, A, b, rho=0.5, clip=True, rng=1, **kl),
+        "kl_spider, 2e5 x 20": lambda: kl_spider(loss, A, b, rho=0.5, rng=1, **kl),
     }  # fmt: skip
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ._floats import quiet_floats
 from ._validation import check_option
+from .algorithms._loss_queries import clip_keyword_message
 from .algorithms.adaptive_gd import adaptive_gd
 from .algorithms.kl_spider import kl_spider
 from .algorithms.noisy_gd import noisy_gd
@@ -72,7 +73,7 @@ def minimize(
         cannot afford ``rho`` raises before anything is drawn. Give ``budget`` or a
         ``ledger`` option, not both.
     **options
-        Keyword options of the chosen method (``relation``, ``ledger``, ``clip``, ``gamma``,
+        Keyword options of the chosen method (``relation``, ``ledger``, ``clipping``, ``gamma``,
         ``kappa``, ``loss_bound``, ``steps``, ...).
 
     Returns
@@ -108,6 +109,8 @@ def minimize(
         )
         random_state = options.pop("rng")
     func = METHODS[method]
+    if "clip" in options:
+        raise TypeError(clip_keyword_message(f"minimize({method!r})", options["clip"]))
     accepted = {
         name
         for name, par in inspect.signature(func).parameters.items()

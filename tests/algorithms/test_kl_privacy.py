@@ -222,7 +222,7 @@ def test_budget_too_small_fails_before_any_draw(name):
 )
 def test_adaptive_filter_never_exceeds_rho(scales, log_rho, n, reserve):
     """Adversarial gradient-norm sequences (N_t anywhere from 0 to L0, which clipping
-    enforces even with clip=False): total <= rho.
+    enforces even with clipping=False): total <= rho.
 
     The default ledger carries a Budget(rho): an overshooting release would raise.
     """
@@ -240,7 +240,7 @@ def test_adaptive_filter_never_exceeds_rho(scales, log_rho, n, reserve):
         np.zeros(4),
         rho=rho,
         rng=0,
-        clip=False,
+        clipping=False,
         n_public=n,
         relation="add-remove",
         reserve_share=reserve,

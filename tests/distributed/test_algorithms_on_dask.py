@@ -137,7 +137,7 @@ def test_gradient_difference_query_matches_in_memory():
     values = []
     for data, n_public in (((X, Y), None), ((XD, YD), N)):
         run = prepare(
-            LOSS, *data, rho=1.0, theta0=None, clip=True, relation="replace-one",
+            LOSS, *data, rho=1.0, theta0=None, clipping=True, relation="replace-one",
             n_public=n_public, ledger=None, rng=9, prefix="test",
         )  # fmt: skip
         values.append(run.queries.noisy_difference(new, old, bound=0.5, noise_std=0.01))

@@ -123,18 +123,18 @@ def test_cli_numeric_codes_with_one_text_value_move_one_record(tmp_path):
     assert np.linalg.norm(q - q2) <= sensitivity
 
 
-# -- clip=False: the declared bound is enforced, never trusted (docs/menart2024.md) ------------
+# -- clipping=False: the declared bound is enforced, never trusted (docs/menart2024.md) ------------
 KL_LOSS = SquaredLoss(y_bound=1.0, radius=2.0)  # L0 from the unit ball: |x| <= 1 declared
 KL = {"gamma": 1.0, "kappa": 2.0, "loss_bound": 1.0}
 NO_CLIP = {
-    "noisy_gd": lambda X, y: alg.noisy_gd(KL_LOSS, X, y, rho=0.5, steps=4, clip=False, rng=1),
-    "kl_spider": lambda X, y: alg.kl_spider(KL_LOSS, X, y, rho=0.5, clip=False, rng=1, **KL),
+    "noisy_gd": lambda X, y: alg.noisy_gd(KL_LOSS, X, y, rho=0.5, steps=4, clipping=False, rng=1),
+    "kl_spider": lambda X, y: alg.kl_spider(KL_LOSS, X, y, rho=0.5, clipping=False, rng=1, **KL),
     "proximal_point": lambda X, y: alg.proximal_point(
-        KL_LOSS, X, y, rho=0.5, clip=False, rng=1, inner_cap=4, **{**KL, "kappa": 3.0}
+        KL_LOSS, X, y, rho=0.5, clipping=False, rng=1, inner_cap=4, **{**KL, "kappa": 3.0}
     ),
-    "adaptive_gd": lambda X, y: alg.adaptive_gd(KL_LOSS, X, y, rho=0.5, clip=False, rng=1),
+    "adaptive_gd": lambda X, y: alg.adaptive_gd(KL_LOSS, X, y, rho=0.5, clipping=False, rng=1),
     "minimize": lambda X, y: dpfit.minimize(
-        KL_LOSS, (X, y), rho=0.5, method="noisy-gd", steps=4, clip=False, random_state=1
+        KL_LOSS, (X, y), rho=0.5, method="noisy-gd", steps=4, clipping=False, random_state=1
     ),
 }
 
@@ -149,7 +149,7 @@ def _unit_ball(n: int) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("name", sorted(NO_CLIP))
 def test_clip_false_still_enforces_the_declared_bound(name):
     """One record far outside the loss's declared domain (x0 = 1e6) moves every release by at
-    most its declared sensitivity, with clip=False too (it used to move 1e11 times that)."""
+    most its declared sensitivity, with clipping=False too (it used to move 1e11 times that)."""
     X, y = _unit_ball(5000 if name in ("kl_spider", "proximal_point") else 200)
     X2 = X.copy()
     X2[-1, 0] = 1e6

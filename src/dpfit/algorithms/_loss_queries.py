@@ -11,8 +11,10 @@ before any charge, and :func:`finish` builds the :class:`~dpfit.algorithms.Traje
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -21,11 +23,45 @@ from ..distributed import check_dask_rows, is_dask
 from ..losses.base import Loss, check_loss, checked_gradients, split_data
 from ..mechanisms import NoiseSource, gaussian, make_noise_source
 from ..privacy import PrivacyLedger, mean_sensitivity, parse_relation, public_n
-from ..privacy.ledger import prepare_ledger
 from ._kernels import clipped_row_sum, loss_sums
+from ._ledger import prepare_ledger
 from .trajectory import Trajectory
 
-__all__ = ["LossQueries", "Run", "finish", "prepare"]
+__all__ = [
+    "LossQueries",
+    "Run",
+    "clip_keyword_message",
+    "finish",
+    "prepare",
+    "refuse_clip_keyword",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def clip_keyword_message(name: str, value: Any) -> str:
+    """The one-line hint for ``clip=`` given to a KL algorithm: everywhere else in dpfit
+    ``clip`` is a norm, so these algorithms spell their bool ``clipping`` and take their
+    norms from the loss's declared constants."""
+    if isinstance(value, bool):
+        return f"{name}: clip={value} is spelt clipping={value} (clip is a norm elsewhere in dpfit)"
+    return (
+        f"{name}: no clip norm; gradients are clipped at loss.lipschitz (L0), and "
+        "clipping=<bool> only says whether that clipping is relied on"
+    )
+
+
+def refuse_clip_keyword(func: _F) -> _F:
+    """Wrap a KL algorithm so that the old keyword ``clip=`` raises a :class:`TypeError`
+    with :func:`clip_keyword_message` instead of Python's bare "unexpected keyword"."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if "clip" in kwargs:
+            raise TypeError(clip_keyword_message(func.__name__, kwargs["clip"]))
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class LossQueries:
@@ -39,7 +75,7 @@ class LossQueries:
         distributed reduction (:func:`dpfit.algorithms._kernels.loss_sums`).
     n : int
         The public record count dividing every sum.
-    clip : bool
+    clipping : bool
         Whether the caller relies on clipping (``True``) or claims that the declared loss
         constants hold for every record (``False``). Either way every per-example row is
         clipped to the query's bound: the declared sensitivity is enforced, never trusted
@@ -51,9 +87,10 @@ class LossQueries:
         Ledger label prefix (the algorithm's name).
     """
 
-    def __init__(self, loss, X, y, *, n, clip, ledger, source, prefix) -> None:
+    def __init__(self, loss, X, y, *, n, clipping, ledger, source, prefix) -> None:
         self.loss, self.X, self.y, self.n = loss, X, y, n
-        self.clip, self.ledger, self.source, self.prefix = clip, ledger, source, prefix
+        self.clipping, self.ledger, self.source = clipping, ledger, source
+        self.prefix = prefix
         self.max_clipped_fraction = 0.0  # NON-PRIVATE diagnostic
         self._cache: list[tuple[bytes, np.ndarray]] = []
         self._dask_sums = loss_sums(loss, X, y) if is_dask(X) else None
@@ -72,7 +109,7 @@ class LossQueries:
     def mean(self, thetas: tuple[np.ndarray, ...], bound: float) -> np.ndarray:
         """(1/n) sum_i of the per-example gradients at ``thetas[0]`` (minus those at
         ``thetas[1]``): non-finite rows zeroed, the others clipped to ``bound`` whatever
-        ``clip`` says (:func:`~dpfit.algorithms._kernels.clipped_row_sum`)."""
+        ``clipping`` says (:func:`~dpfit.algorithms._kernels.clipped_row_sum`)."""
         if self._dask_sums is not None:
             total, clipped = self._dask_sums(thetas, bound)
             rows = self.n
@@ -86,7 +123,7 @@ class LossQueries:
             # enforced, never trusted; clipped into the buffer (G itself may be cached)
             total, clipped = clipped_row_sum(G, bound, out=self._rows)
             rows = G.shape[0]
-        if self.clip:
+        if self.clipping:
             self.max_clipped_fraction = max(self.max_clipped_fraction, clipped / rows)
         return total / self.n
 
@@ -139,7 +176,7 @@ def prepare(
     *,
     rho: Any,
     theta0: Any,
-    clip: Any,
+    clipping: Any,
     relation: Any,
     n_public: Any,
     ledger: Any,
@@ -150,8 +187,8 @@ def prepare(
     can afford ``rho`` (no charge, no draw, no data read)."""
     loss: Loss = check_loss(loss)
     rho = check_rho(rho)
-    if not isinstance(clip, bool):
-        raise TypeError(f"clip must be a bool, got {type(clip).__name__}")
+    if not isinstance(clipping, bool):
+        raise TypeError(f"clipping must be a bool, got {type(clipping).__name__}")
     relation = parse_relation(relation)
     ledger = prepare_ledger(ledger, relation, rho, name=prefix)  # budget checked: no draw yet
     if is_dask(X) or is_dask(y):
@@ -164,7 +201,9 @@ def prepare(
     p = loss.n_params(X.shape[1])
     theta0 = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
     source = make_noise_source(rng)
-    queries = LossQueries(loss, X, y, n=n, clip=clip, ledger=ledger, source=source, prefix=prefix)
+    queries = LossQueries(
+        loss, X, y, n=n, clipping=clipping, ledger=ledger, source=source, prefix=prefix
+    )
     return Run(
         X=X, y=y, theta0=theta0, n=n, p=p, rho=rho, ledger=ledger, source=source, queries=queries
     )
@@ -187,7 +226,7 @@ def finish(
         "p": run.p,
         "rho": run.rho,
         "relation": run.ledger.relation.value,
-        "clip": run.queries.clip,
+        "clipping": run.queries.clipping,
         "lipschitz": run.queries.loss.lipschitz,
         "loss": type(run.queries.loss).__name__,
     }

@@ -22,7 +22,7 @@ from ..losses.base import Loss
 from ..mechanisms import rho_for_noise_std
 from ..privacy import PrivacyLedger, Relation, privacy_filter
 from ..theory.kl import adaptive_gd_params
-from ._loss_queries import finish, prepare
+from ._loss_queries import finish, prepare, refuse_clip_keyword
 from .trajectory import Trajectory
 
 __all__ = ["adaptive_gd"]
@@ -30,6 +30,7 @@ __all__ = ["adaptive_gd"]
 _SELECT = ("last", "min-norm")
 
 
+@refuse_clip_keyword
 @quiet_floats()
 def adaptive_gd(
     loss: Loss,
@@ -44,7 +45,7 @@ def adaptive_gd(
     max_steps: int = 100_000,
     select: str = "last",
     theta0: ArrayLike | None = None,
-    clip: bool = True,
+    clipping: bool = True,
     relation: Relation | str = "replace-one",
     n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
@@ -74,7 +75,7 @@ def adaptive_gd(
         Output: the last iterate (Thm 4), or the iterate whose *released* noisy gradient
         norm N_t is smallest (a stationary point without KL, in the spirit of Thm 5; pure
         post-processing, so it costs no extra privacy).
-    theta0, clip, relation, n_public, ledger, rng
+    theta0, clipping, relation, n_public, ledger, rng
         As in :func:`~dpfit.algorithms.kl_spider`.
 
     Returns
@@ -107,7 +108,7 @@ def adaptive_gd(
         y,
         rho=rho,
         theta0=theta0,
-        clip=clip,
+        clipping=clipping,
         relation=relation,
         n_public=n_public,
         ledger=ledger,

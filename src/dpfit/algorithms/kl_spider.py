@@ -21,12 +21,13 @@ from ..exceptions import SideConditionWarning
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation, privacy_filter
 from ..theory.kl import spider_schedule
-from ._loss_queries import finish, prepare
+from ._loss_queries import finish, prepare, refuse_clip_keyword
 from .trajectory import Trajectory
 
 __all__ = ["kl_spider"]
 
 
+@refuse_clip_keyword
 @quiet_floats()
 def kl_spider(
     loss: Loss,
@@ -42,7 +43,7 @@ def kl_spider(
     preset: str = "practical",
     anchor_share: float = 0.5,
     max_steps: int = 1_000_000,
-    clip: bool = True,
+    clipping: bool = True,
     relation: Relation | str = "replace-one",
     n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
@@ -78,12 +79,13 @@ def kl_spider(
         Share of rho spent on anchors when differences can occur (kappa < 2).
     max_steps : int, default=1_000_000
         Refuse longer schedules with a ``ValueError``.
-    clip : bool, default=True
+    clipping : bool, default=True
         Per-example gradients are clipped at L0 (anchors) and per-example gradient
         differences at L1 s_k **whatever this says**, so privacy holds even when L0 or L1 is
         wrong for some record: the declared bounds are enforced, not trusted (where they
         hold, clipping changes nothing). ``False`` states that the constants hold for every
-        record and only drops the (non-private) clipped-fraction diagnostic.
+        record and only drops the (non-private) clipped-fraction diagnostic. (Formerly
+        ``clip``: ``clip=`` now raises a ``TypeError``, since ``clip`` is a norm elsewhere.)
     relation : {"replace-one", "add-remove"}, default="replace-one"
     n_public : int, optional
         Public record count (required under add/remove).
@@ -127,7 +129,7 @@ def kl_spider(
         y,
         rho=rho,
         theta0=theta0,
-        clip=clip,
+        clipping=clipping,
         relation=relation,
         n_public=n_public,
         ledger=ledger,

@@ -18,12 +18,13 @@ from .._validation import check_int, check_positive
 from ..losses.base import Loss
 from ..mechanisms import noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity
-from ._loss_queries import finish, prepare
+from ._loss_queries import finish, prepare, refuse_clip_keyword
 from .trajectory import Trajectory
 
 __all__ = ["noisy_gd"]
 
 
+@refuse_clip_keyword
 @quiet_floats()
 def noisy_gd(
     loss: Loss,
@@ -34,7 +35,7 @@ def noisy_gd(
     steps: int,
     step_size: float | None = None,
     theta0: ArrayLike | None = None,
-    clip: bool = True,
+    clipping: bool = True,
     relation: Relation | str = "replace-one",
     n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
@@ -54,7 +55,7 @@ def noisy_gd(
         Number of noisy steps T >= 1 (public).
     step_size : float, optional
         eta; defaults to 1/L1 (requires ``loss.smoothness``).
-    theta0, clip, relation, n_public, ledger, rng
+    theta0, clipping, relation, n_public, ledger, rng
         As in :func:`~dpfit.algorithms.kl_spider`.
 
     Returns
@@ -75,7 +76,7 @@ def noisy_gd(
         y,
         rho=rho,
         theta0=theta0,
-        clip=clip,
+        clipping=clipping,
         relation=relation,
         n_public=n_public,
         ledger=ledger,

@@ -21,7 +21,7 @@ from ..exceptions import SideConditionWarning
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation
 from ..theory.kl import ProximalSchedule, proximal_schedule
-from ._loss_queries import LossQueries, finish, prepare
+from ._loss_queries import LossQueries, finish, prepare, refuse_clip_keyword
 from .trajectory import Trajectory
 
 __all__ = ["proximal_point"]
@@ -41,6 +41,7 @@ def _prox_step(q: LossQueries, center: np.ndarray, s: ProximalSchedule) -> np.nd
     return total * (2.0 / (T_in * (T_in + 1)))
 
 
+@refuse_clip_keyword
 @quiet_floats()
 def proximal_point(
     loss: Loss,
@@ -56,7 +57,7 @@ def proximal_point(
     fail_prob: float = 0.05,
     inner_cap: int = 200,
     max_steps: int = 1_000_000,
-    clip: bool = True,
+    clipping: bool = True,
     relation: Relation | str = "replace-one",
     n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
@@ -82,7 +83,7 @@ def proximal_point(
     inner_cap : int, default=200
         Cap on the inner iterations T_in (Thm 9 asks for about n^2 rho / (T d), i.e. O(n^3)
         work in all; spec §3.2). Privacy holds for any cap: the noise uses the T_in run.
-    theta0, fail_prob, max_steps, clip, relation, n_public, ledger, rng
+    theta0, fail_prob, max_steps, clipping, relation, n_public, ledger, rng
         As in :func:`~dpfit.algorithms.kl_spider`.
 
     Returns
@@ -105,7 +106,7 @@ def proximal_point(
         y,
         rho=rho,
         theta0=theta0,
-        clip=clip,
+        clipping=clipping,
         relation=relation,
         n_public=n_public,
         ledger=ledger,
