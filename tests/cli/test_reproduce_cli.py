@@ -32,6 +32,27 @@ def test_unknown_experiment(capsys, tmp_path):
     assert "unknown experiment" in capsys.readouterr().err
 
 
+def test_unknown_experiment_suggests_close_names_not_all(capsys, tmp_path):
+    assert main(["reproduce", "brown2024", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean brown2024-fig" in err
+    assert "varshney2022" not in err and "--list" in err
+
+
+def test_help_examples_name_registered_experiments():
+    from dpfit.cli.reproduce import EXAMPLES
+    from dpfit.experiments import names
+
+    commands = [line for line in EXAMPLES.splitlines() if "dpfit reproduce" in line]
+    assert len(commands) == 3
+    for line in commands:
+        words = line.split("dpfit reproduce", 1)[1].split("#")[0].split()
+        for word in words:
+            if word.startswith("-"):
+                break
+            assert word in names(), word
+
+
 def test_passing_run_writes_report_and_exits_0(tmp_path, capsys):
     out = tmp_path / "rep"
     argv = ["reproduce", "mechanism-check", "--scale", "smoke", "--out", str(out), "--jobs", "1"]

@@ -18,7 +18,7 @@ from ._args import examples
 EXAMPLES = examples(
     "dpfit reproduce --list",
     "dpfit reproduce --scale smoke --out out/smoke            # every experiment, seconds",
-    "dpfit reproduce brown2024 --scale quick --out out/brown --jobs 2",
+    "dpfit reproduce brown2024-fig1 brown2024-fig2 --scale quick --out out/brown --jobs 2",
 )
 
 __all__ = ["BUDGET_REFUSAL", "add_parser", "run"]

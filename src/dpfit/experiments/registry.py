@@ -11,6 +11,7 @@ are asserted), ``"paper"`` (the published settings).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,5 +150,10 @@ def get(name: str) -> Experiment:
     """The registered experiment called ``name``."""
     _load_all()
     if name not in _REGISTRY:
-        raise ValueError(f"unknown experiment {name!r}; known: {sorted(_REGISTRY)}")
+        close = difflib.get_close_matches(name, sorted(_REGISTRY), n=4, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}?" if close else "none is close"
+        raise ValueError(
+            f"unknown experiment {name!r}; {hint} (dpfit reproduce --list shows all "
+            f"{len(_REGISTRY)})"
+        )
     return _REGISTRY[name]
