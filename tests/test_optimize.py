@@ -101,7 +101,7 @@ def test_seeded_runs_are_bit_identical_and_report_provenance():
     a = dpfit.minimize(LOSS, (X, Y), rho=1.0, random_state=3)
     b = dpfit.minimize(LOSS, (X, Y), rho=1.0, random_state=3)
     np.testing.assert_array_equal(a.iterates, b.iterates)
-    assert a.seeded and a.noise_backend == "fast" and a.config["method"] == "adaptive-gd"
+    assert a.seeded and a.noise_backend == "fast" and a.algorithm == "adaptive_gd"
     assert a.ledger.relation.value == "replace-one"
 
 

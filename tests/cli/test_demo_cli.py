@@ -20,7 +20,9 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert main(["demo", "--seed", "0", "--out", str(tmp_path)]) == 0
     used = _cpu_seconds() - start
     assert used < 60, used
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "Wrote the coefficient plot" in captured.err and "Wrote" not in out
     for piece in [
         "DP linear regression results",
         "Dep. variable:         lwage",

@@ -49,6 +49,16 @@ def test_fit_bundled_dataset_formats(capsys):
     assert "<table" in out and "2191 (public)" in out
 
 
+def test_plot_message_goes_to_stderr_so_latex_stays_clean(tmp_path, capsys):
+    png = tmp_path / "coef.png"
+    args = ["fit", "card", "--formula", "lwage ~ educ", "--rho", "0.5", "--seed", "0"]
+    args += ["--bound", "educ=0,18", "--y-bounds", "4.6,8", "--steps", "200"]
+    assert main([*args, "--format", "latex", "--plot", str(png)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.rstrip().endswith(r"\end{table}") and "Wrote" not in captured.out
+    assert f"Wrote the coefficient plot to {png}" in captured.err
+
+
 def test_fit_adassp(capsys):
     args = ["fit", "card", "--formula", "lwage ~ educ", "--rho", "0.5", "--method", "adassp"]
     assert main([*args, "--bound", "educ=0,18", "--y-bounds", "4.6,8", "--seed", "0"]) == 0

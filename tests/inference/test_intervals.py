@@ -20,6 +20,7 @@ def fake(total, p=2, runs=1):
     """A trajectory whose iterate t (1-based) is (t, -t, ...): indices are easy to read."""
     it = np.arange(1, total + 1, dtype=float)[:, None] * np.array([1.0, -1.0][:p])
     return Trajectory(
+        algorithm="fake",
         iterates=it,
         estimate=it[-1],
         ledger=PrivacyLedger(),

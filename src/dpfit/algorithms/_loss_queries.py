@@ -231,6 +231,7 @@ def finish(
         "loss": type(run.queries.loss).__name__,
     }
     return Trajectory(
+        algorithm=run.queries.prefix,
         iterates=its,
         estimate=estimate,
         ledger=run.ledger,

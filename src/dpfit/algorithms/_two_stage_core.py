@@ -193,12 +193,15 @@ def check_first_stage(value: Any, steps: int, q: int, p: int) -> np.ndarray:
 
 
 def trajectory(out: dict, ledger: PrivacyLedger, config: dict, source) -> Trajectory:
-    """Package a run: beta iterates, released Theta path, non-private clipping diagnostics."""
+    """Package a run: beta iterates, released Theta path, non-private clipping diagnostics
+    (``config["algorithm"]`` names the run and becomes :attr:`Trajectory.algorithm`)."""
+    public = {k: v for k, v in config.items() if k != "algorithm"}
     return Trajectory(
+        algorithm=config["algorithm"],
         iterates=out["beta"],
         estimate=out.get("final", out["beta"][-1]),
         ledger=ledger,
-        config=config,
+        config=public,
         noise_backend="none" if source is None else source.backend,
         seeded=True if source is None else source.seeded,
         releases={"theta": out["theta"]},

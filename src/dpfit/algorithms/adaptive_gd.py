@@ -166,7 +166,6 @@ def adaptive_gd(
     else:
         estimate = w
     config = {
-        "method": "adaptive-gd",
         "select": select,
         "step_size": params.step_size,
         "ell": params.ell,

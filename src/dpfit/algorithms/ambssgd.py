@@ -307,6 +307,7 @@ def dp_ambssgd(
     }
     diag = {"clipped_fraction": clipped, "max_stat_residual": max_residual} if diagnostics else {}
     return Trajectory(
+        algorithm="dp_ambssgd",
         iterates=iterates,
         estimate=tail_average(iterates),
         ledger=ledger,

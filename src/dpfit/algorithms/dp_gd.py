@@ -250,11 +250,11 @@ def dp_gd(
     clipped = np.concatenate([c for _, c in runs_out])
     finals = iterates[steps - 1 :: steps]
     return Trajectory(
+        algorithm="dp_gd",
         iterates=iterates,
         estimate=finals.mean(axis=0) if runs > 1 else finals[0],
         ledger=ledger,
         config={
-            "algorithm": "dp_gd",
             "rho": rho,
             "clip": clip,
             "steps": steps,

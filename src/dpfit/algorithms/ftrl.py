@@ -337,6 +337,7 @@ def dp_ftrl(
         "relation": relation.value,
     }
     return Trajectory(
+        algorithm="dp_ftrl",
         iterates=iterates,
         estimate=theta,
         ledger=ledger,

@@ -155,7 +155,6 @@ def kl_spider(
         max_steps=max_steps,
     )
     config = {
-        "method": "kl-spider",
         "preset": preset,
         "gamma": gamma,
         "kappa": kappa,

@@ -97,5 +97,5 @@ def noisy_gd(
     for t in range(steps):
         w = w - eta * run.queries.noisy_gradient(w, noise_std)
         iterates[t] = w
-    config = {"method": "noisy-gd", "steps": steps, "step_size": eta, "noise_std": noise_std}
+    config = {"steps": steps, "step_size": eta, "noise_std": noise_std}
     return finish(run, iterates, w, config=config)

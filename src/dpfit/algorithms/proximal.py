@@ -130,7 +130,6 @@ def proximal_point(
         max_steps=max_steps,
     )
     config = {
-        "method": "proximal-point",
         "gamma": gamma,
         "kappa": kappa,
         "loss_bound": sched.loss_bound,

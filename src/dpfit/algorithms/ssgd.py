@@ -208,6 +208,7 @@ def dp_ssgd(
     if rho is None:
         config.update(epsilon=float(epsilon), delta=float(delta))  # type: ignore[arg-type]
     return Trajectory(
+        algorithm="dp_ssgd",
         iterates=np.array(kept),
         estimate=tail_sum / (N // 2) if N >= 2 else w,
         ledger=ledger,

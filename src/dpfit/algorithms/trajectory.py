@@ -33,6 +33,10 @@ class Trajectory:
 
     Attributes
     ----------
+    algorithm : str
+        The public name of the function that produced the run (``"dp_gd"``, ``"kl_spider"``,
+        ``"adassp"``, ...): the one place that names it, so ``config`` never carries an
+        ``"algorithm"`` or ``"method"`` key.
     iterates : ndarray of shape (steps, p)
         Every released iterate theta_1..theta_T (theta_0 is public and not included).
     estimate : ndarray of shape (p,)
@@ -40,7 +44,7 @@ class Trajectory:
     ledger : PrivacyLedger
         Every charged release of the run.
     config : Mapping
-        The public inputs the run used (clip, steps, step_size, n, ...).
+        The public inputs the run used (steps, step_size, n, ...).
     noise_backend : str
         ``"fast"`` or ``"secure"``.
     seeded : bool
@@ -52,6 +56,7 @@ class Trajectory:
         repr, so printing a trajectory shows only releases and public inputs.
     """
 
+    algorithm: str
     iterates: np.ndarray
     estimate: np.ndarray
     ledger: PrivacyLedger
@@ -62,6 +67,11 @@ class Trajectory:
     diagnostics: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.algorithm, str) or not self.algorithm:
+            raise TypeError(f"algorithm must be a non-empty str, got {self.algorithm!r}")
+        named = sorted({"algorithm", "method"} & set(self.config))
+        if named:
+            raise ValueError(f"config must not name the algorithm ({named}): use algorithm=")
         object.__setattr__(self, "iterates", _readonly(self.iterates))
         object.__setattr__(self, "estimate", _readonly(self.estimate))
         object.__setattr__(self, "config", MappingProxyType(dict(self.config)))

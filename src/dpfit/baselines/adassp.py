@@ -96,6 +96,7 @@ def _adassp(
         **{f"noise_std_{k}": v for k, v in stds.items()},
     }
     return Trajectory(
+        algorithm="adassp",
         iterates=theta[None, :],
         estimate=theta,
         ledger=ledger,
@@ -192,7 +193,7 @@ def adassp(
         failure_prob=failure_prob,
         ledger=ledger,
         source=source,
-        config={"algorithm": "adassp", "rho": rho, "calibration": "zcdp", "private": True},
+        config={"rho": rho, "calibration": "zcdp", "private": True},
         n=n,
     )
 
@@ -273,7 +274,6 @@ def adassp_paper(
         ledger=PrivacyLedger(relation=Relation.REPLACE_ONE),
         source=source,
         config={
-            "algorithm": "adassp",
             "rho": rho,
             "delta": delta,
             "calibration": "wang2018-data-bounds",

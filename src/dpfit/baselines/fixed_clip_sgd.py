@@ -141,6 +141,7 @@ def fixed_clip_sgd(
         "rho": rho,
     }
     return Trajectory(
+        algorithm="fixed_clip_sgd",
         iterates=iterates,
         estimate=tail_average(iterates),
         ledger=ledger,

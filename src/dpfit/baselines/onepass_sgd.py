@@ -96,6 +96,7 @@ def onepass_sgd(
         "private": False,
     }
     return Trajectory(
+        algorithm="onepass_sgd",
         iterates=iterates,
         estimate=tail_average(iterates),
         ledger=PrivacyLedger(),

@@ -106,11 +106,11 @@ def ssp(
     )
     theta = solve_ridge(gram, xty, ridge)
     return Trajectory(
+        algorithm="ssp",
         iterates=theta[None, :],
         estimate=theta,
         ledger=ledger,
         config={
-            "algorithm": "ssp",
             "rho": rho,
             "x_bound": x_bound,
             "y_bound": y_bound,

@@ -16,6 +16,7 @@ justification; none is read off the data. Each part of the demo is one function 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -135,7 +136,7 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "card_wage_equation.png"
     figure.savefig(path, dpi=120)
-    print(f"\nWrote the coefficient plot to {path}")
+    print(f"Wrote the coefficient plot to {path}", file=sys.stderr)
 
 
 #: The demo's parts, run in order; each takes the parsed arguments and the output directory.

@@ -9,6 +9,7 @@ checked before the budget is charged.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ._args import (
@@ -174,4 +175,4 @@ def _plot(result, args: argparse.Namespace) -> None:
     )
     args.plot.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.plot, dpi=120)
-    print(f"\nWrote the coefficient plot to {args.plot}")
+    print(f"Wrote the coefficient plot to {args.plot}", file=sys.stderr)
