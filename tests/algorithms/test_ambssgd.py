@@ -239,7 +239,7 @@ def test_releases_and_diagnostics():
     )
     assert dict(traj.diagnostics) == {}  # non-private diagnostics only on request
     diag = run(X, y, steps=4, diagnostics=True).diagnostics
-    assert diag["clipped_fraction"].shape == (4,)
+    assert diag["fraction_clipped"].shape == (4,)
 
 
 @quiet

@@ -51,7 +51,7 @@ def test_clipping_is_recorded_and_changes_no_release(name):
     # the non-private clipped-fraction diagnostic is dropped.
     on, off = RUNS[name](clipping=True), RUNS[name](clipping=False)
     assert on.iterates.shape[0] > 0  # something was released
-    assert on.diagnostics["max_clipped_fraction"] > 0 == off.diagnostics["max_clipped_fraction"]
+    assert on.diagnostics["max_fraction_clipped"] > 0 == off.diagnostics["max_fraction_clipped"]
     assert (on.config["clipping"], off.config["clipping"]) == (True, False)
     assert "clip" not in on.config
     np.testing.assert_array_equal(on.iterates, off.iterates)

@@ -193,6 +193,6 @@ def test_dp_ambssgd_one_pass_matches_in_memory():
     np.testing.assert_array_equal(lazy.releases["stat_counts"], mem.releases["stat_counts"])
     assert_close(mem.iterates, lazy.iterates)
     np.testing.assert_array_equal(
-        lazy.diagnostics["clipped_fraction"], mem.diagnostics["clipped_fraction"]
+        lazy.diagnostics["fraction_clipped"], mem.diagnostics["fraction_clipped"]
     )
     assert_close(mem.diagnostics["max_stat_residual"], lazy.diagnostics["max_stat_residual"])

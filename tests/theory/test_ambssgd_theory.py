@@ -126,7 +126,7 @@ def test_lemma_3_11_bounds_the_simulated_excess():
     n, d, eps = 2**16, 4, 4.0
     runs = [_ambssgd_excess(n, d, eps, seed) for seed in range(5)]
     traj = runs[0][1]
-    assert max(np.max(t.diagnostics["clipped_fraction"]) for _, t in runs) < 1e-3  # ~no clipping
+    assert max(np.max(t.diagnostics["fraction_clipped"]) for _, t in runs) < 1e-3  # ~no clipping
     bound = ambssgd_risk_bound(
         n,
         steps=traj.config["steps"],
@@ -172,7 +172,7 @@ def test_lemma_3_5_matches_the_simulated_dp_ssgd_excess():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             traj = dp_ssgd(X, y, clip=clip, step_size=eta, rho=rho, rng=seed, diagnostics=True)
-        assert traj.diagnostics["clipped_fraction"] == 0.0
+        assert traj.diagnostics["fraction_clipped"] == 0.0
         errors.append(0.5 * np.sum((traj.estimate - w) ** 2))
     bound = ssgd_risk_bound(
         n,

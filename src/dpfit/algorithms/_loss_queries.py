@@ -91,7 +91,7 @@ class LossQueries:
         self.loss, self.X, self.y, self.n = loss, X, y, n
         self.clipping, self.ledger, self.source = clipping, ledger, source
         self.prefix = prefix
-        self.max_clipped_fraction = 0.0  # NON-PRIVATE diagnostic
+        self.max_fraction_clipped = 0.0  # NON-PRIVATE diagnostic
         self._cache: list[tuple[bytes, np.ndarray]] = []
         self._dask_sums = loss_sums(loss, X, y) if is_dask(X) else None
         self._rows: np.ndarray | None = None  # n x p buffer of every query's clipped rows
@@ -124,7 +124,7 @@ class LossQueries:
             total, clipped = clipped_row_sum(G, bound, out=self._rows)
             rows = G.shape[0]
         if self.clipping:
-            self.max_clipped_fraction = max(self.max_clipped_fraction, clipped / rows)
+            self.max_fraction_clipped = max(self.max_fraction_clipped, clipped / rows)
         return total / self.n
 
     def release(self, value: Any, *, bound: float, noise_std: float, label: str) -> np.ndarray:
@@ -220,7 +220,7 @@ def finish(
 ) -> Trajectory:
     """The run's :class:`Trajectory` (diagnostics gain the NON-PRIVATE clipped fraction)."""
     its = np.asarray(iterates, dtype=np.float64).reshape(-1, run.p)
-    diag = {"max_clipped_fraction": run.queries.max_clipped_fraction, **(diagnostics or {})}
+    diag = {"max_fraction_clipped": run.queries.max_fraction_clipped, **(diagnostics or {})}
     base = {
         "n": run.n,
         "p": run.p,

@@ -305,7 +305,7 @@ def dp_ambssgd(
         "relation": relation.value,
         "rho": rho,
     }
-    diag = {"clipped_fraction": clipped, "max_stat_residual": max_residual} if diagnostics else {}
+    diag = {"fraction_clipped": clipped, "max_stat_residual": max_residual} if diagnostics else {}
     return Trajectory(
         algorithm="dp_ambssgd",
         iterates=iterates,

@@ -215,5 +215,5 @@ def dp_ssgd(
         config=config,
         noise_backend=source.backend,
         seeded=source.seeded,
-        diagnostics={"clipped_fraction": n_clipped / N} if diagnostics else {},
+        diagnostics={"fraction_clipped": n_clipped / N} if diagnostics else {},
     )

@@ -116,7 +116,7 @@ def _run(method: str, design: OnePassDesign, n: int, data_seed: int, rng: int, r
         return traj.estimate, {
             f"excess_{method}": design.excess_risk(traj.estimate),
             f"overshoot_{method}": float(overshoot.max()),  # non-private diagnostic
-            f"clipped_{method}": float(np.mean(traj.diagnostics["clipped_fraction"])),
+            f"clipped_{method}": float(np.mean(traj.diagnostics["fraction_clipped"])),
             f"ledger_rho_{method}": traj.ledger.rho,
         }
     if method == "nonprivate":
