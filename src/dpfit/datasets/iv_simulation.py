@@ -1,4 +1,4 @@
-"""The synthetic confounded IV design of Liang et al. (2025, Section 4.1; spec 6.2).
+"""The synthetic confounded IV design of Liang et al. (2025, Section 4.1).
 
 Parameters, drawn once per design:
 

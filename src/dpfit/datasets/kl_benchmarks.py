@@ -1,10 +1,10 @@
 """Synthetic benchmarks B0-B7 for DP optimisation under the KL condition (Menart et al. 2024).
 
-The paper has no experiments; these are the spec's proposed suite (§6.2). Each generator
-returns a :class:`KLBenchmark` with the data, the per-example loss with its public constants,
-the optimum F* (computed non-privately to ~1e-12) and the KL parameters. Constants computed
-from the private data (mu = lambda_min, m_p) are **oracle constants**: fine for
-benchmarking, flagged ``oracle=True``, never acceptable in a private run (spec §8).
+The paper has no experiments; these are dpfit's suite (docs/menart2024.md). Each generator returns a
+:class:`KLBenchmark` with the data, the per-example loss with its public constants, the optimum F*
+(computed non-privately to ~1e-12) and the KL parameters. Constants computed from the private data
+(mu = lambda_min, m_p) are **oracle constants**: fine for benchmarking, flagged ``oracle=True``,
+never acceptable in a private run (docs/menart2024.md, Privacy).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def b0_mean(n: int, d: int, seed: int) -> KLBenchmark:
 def _karimi_coordinate(x: np.ndarray, a: float) -> tuple[float, float]:
     """(min, PL constant) of F_j(w) = mean_i h(w - x_i), h = z^2 + a sin^2 z, on a fine grid.
 
-    Closed form F_j(w) = (w - xbar)^2 + var + a/2 - (a/2) A cos(2(w - phi)) (spec B1).
+    Closed form F_j(w) = (w - xbar)^2 + var + a/2 - (a/2) A cos(2(w - phi)) (benchmark B1).
     """
     xbar, var = float(x.mean()), float(x.var())
     m = np.mean(np.exp(2j * x))

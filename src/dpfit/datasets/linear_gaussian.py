@@ -2,14 +2,14 @@
 
 Parameters, drawn once per design: theta* uniform on the unit sphere (N(0, I_p) normalised)
 and, for the anisotropic design, Cov = U Lambda U^T with Lambda = diag(2, 1, u_3..u_p),
-u_i ~ Unif[1, 2] and U a Haar-random rotation (spec A17). Records:
+u_i ~ Unif[1, 2] and U a Haar-random rotation. Records:
 
     x_i ~ N(0, Cov) (Cov = I for the isotropic design),  y_i = x_i^T theta* + xi_i,
     xi_i ~ N(noise_mean, noise_std^2).
 
 The paper uses noise_mean = 0 and noise_std = 1; the authors' scripts use noise_mean = 1
-(spec A5), available to reproduce them. Data generation uses the numpy Generator it is given,
-never privacy noise.
+(docs/brown2024.md, Departures), available to reproduce them. Data generation uses the numpy
+Generator it is given, never privacy noise.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The synthetic design of the DP-AMBSSGD experiments (spec ``varshney2022-dp-ambssgd.md`` 5.1).
+"""The synthetic design of the DP-AMBSSGD experiments (docs/varshney2022.md, predictions).
 
 x ~ N(0, H) with H = diag(lambda_1..lambda_d), lambda_j = kappa^{-(j-1)/(d-1)} (geometric from
 1 down to 1/kappa), so ||H|| = 1, mu = 1/kappa and R_x^2 = Tr H + 2; w* = u/||u|| with
@@ -54,7 +54,7 @@ class OnePassDesign:
 
     @property
     def feature_scale(self) -> float:
-        """R_x = sqrt(Tr H + 2 ||H||), exact for Gaussian x (spec 3.1)."""
+        """R_x = sqrt(Tr H + 2 ||H||), exact for Gaussian x (Def. 2.1)."""
         return math.sqrt(self.trace + 2.0 * float(self.eigenvalues.max()))
 
     @property
@@ -90,7 +90,7 @@ class OnePassDesign:
 def draw_onepass_design(
     dimension: int, *, condition_number: float = 1.0, noise_std: float = 1.0, rng: Any = None
 ) -> OnePassDesign:
-    """Draw w* (uniform on the unit sphere) for the spec 5.1 design.
+    """Draw w* (uniform on the unit sphere) for the design of docs/varshney2022.md.
 
     Examples
     --------

