@@ -2,7 +2,7 @@
 
 Labels are +-1 (any y in [-1, 1] keeps the constants). |phi'| <= 1 and phi'' <= 1/4, so
 L0 = B + l2 R and L1 = B^2/4 + l2; with l2 > 0 it is l2-strongly convex, hence PL with
-gamma = 1/sqrt(2 l2) (Menart et al. 2024, spec benchmark B4).
+gamma = 1/sqrt(2 l2) (Menart et al. 2024; benchmark B4).
 """
 
 from __future__ import annotations

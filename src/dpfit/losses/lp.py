@@ -2,7 +2,7 @@
 
 On realisable data (y = <theta*, x>) the empirical loss satisfies the KL condition with
 kappa = p/(p-1) and gamma = p^(-(p-1)/p) m_p^(-1/p), m_p = min_{||u||=1} mean_i |<u, x_i>|^p
-(Menart et al. 2024, spec benchmarks B5 (p > 2, kappa < 2) and B6 (p < 2, kappa > 2)).
+(Menart et al. 2024; benchmarks B5 (p > 2, kappa < 2) and B6 (p < 2, kappa > 2)).
 With residuals bounded by r = R B + Y on the region: L0 = B r^(p-1) and, for p >= 2,
 L1 = (p-1) B^2 r^(p-2); for p < 2 the gradient is only Hoelder, so ``smoothness`` is None.
 """

@@ -1,4 +1,4 @@
-"""Non-convex losses with benign geometry (Menart et al. 2024, spec benchmarks B1, B3, B7).
+"""Non-convex losses with benign geometry (Menart et al. 2024; benchmarks B1, B3, B7).
 
 * :class:`KarimiPLLoss`: f(theta; x) = sum_j h(theta_j - x_j), h(z) = z^2 + a sin^2 z
   (Karimi, Nutini & Schmidt 2016). Non-convex for a > 1 but PL: for a = 3 the 1-D constant

@@ -1,9 +1,9 @@
 """Squared losses: least squares and the squared distance to a point (private mean).
 
-* :class:`SquaredLoss`: f = (1/2)(<theta, x> - y)^2 (+ ridge), convex; L0 = B (R B + Y),
-  L1 = B^2 (Menart et al. 2024, benchmark B2 of the spec: R = 2, B = 1, Y = 1.3 gives 3.3).
+* :class:`SquaredLoss`: f = (1/2)(<theta, x> - y)^2 (+ ridge), convex; L0 = B (R B + Y), L1 = B^2
+  (Menart et al. 2024, benchmark B2 of docs/menart2024.md: R = 2, B = 1, Y = 1.3 gives 3.3).
 * :class:`SquaredDistanceLoss`: f = (1/2)||theta - x||^2, 1-strongly convex (PL with
-  gamma = 1/sqrt 2), minimised by the mean of x; L0 = R + B, L1 = 1 (spec benchmark B0).
+  gamma = 1/sqrt 2), minimised by the mean of x; L0 = R + B, L1 = 1 (benchmark B0).
 """
 
 from __future__ import annotations
