@@ -1,10 +1,10 @@
 """Privacy you can check: canary audits that give empirical lower bounds on epsilon.
 
-A user (or a test) runs one of dpfit's private algorithms many times on two neighbouring
-datasets built around a Dirac canary and gets, at several delta', a Clopper-Pearson lower
-bound on epsilon next to the claimed epsilon, plus a parametric test of the Gaussian shift
-and a check of the noise scale (reliability spec 3.4-3.5). An audit can refute a privacy
-claim, never prove it. See ``docs/auditing.md`` and ``dpfit audit --help``.
+A user (or a test) runs one of dpfit's private algorithms many times on two neighbouring datasets
+built around a Dirac canary and gets, at several delta', a Clopper-Pearson lower bound on epsilon
+next to the claimed epsilon, plus a parametric test of the Gaussian shift and a check of the noise
+scale (docs/auditing.md describes the design). An audit can refute a privacy claim, never prove it.
+See ``docs/auditing.md`` and ``dpfit audit --help``.
 """
 
 from .bounds import (

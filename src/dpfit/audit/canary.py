@@ -130,7 +130,8 @@ def canary_iv_data(
     extra instrument), x = ``regressor`` * e_c' (the extra regressor) and y = ``response``;
     the anti-canary in D has the opposite signs of both. The first-stage gradient entry
     (c, c') and, with a public first stage whose extra block is the identity, the second-stage
-    coordinate c' are then moved by the canary alone (Liang et al. 2025, spec 3.0 gradients).
+    coordinate c' are then moved by the canary alone (Liang et al. 2025, the per-example
+    gradients of Alg. 1).
     """
     n = check_int(n, "n", low=2)
     response = check_positive(response, "response")
