@@ -12,11 +12,11 @@ Two calibrations share this code:
 * :func:`adassp` (zCDP, private): rho split into thirds, s = Delta / sqrt(2 rho / 3) with the
   replace-one sensitivities B_X^2, sqrt(2) B_X^2 and 2 B_X B_Y (add/remove: B_X^2, B_X^2,
   B_X B_Y), and shift = s_1 sqrt(2 ln(3 / varrho)) (a Gaussian tail bound at varrho / 3).
-* :func:`adassp_paper` (**not private**): what Brown et al.'s figures compare against
-  (spec 4, A12): bounds read off the data (B_X = max ||x_i||, B_Y = max |y_i|) and Wang's
-  (epsilon, delta) calibration, s_1 = s_XX = sqrt(L) B_X^2 / e3, s_Xy = sqrt(L) B_X B_Y / e3,
-  shift = L B_X^2 / e3, with L = ln(6 / delta), e3 = epsilon / 3 and epsilon from rho by
-  Claim A.6 (epsilon = rho + 2 sqrt(rho ln(1 / delta))). Favourable to AdaSSP.
+* :func:`adassp_paper` (**not private**): what Brown et al.'s figures compare against (Section 4;
+  docs/brown2024.md, Departures): bounds read off the data (B_X = max ||x_i||, B_Y = max |y_i|) and
+  Wang's (epsilon, delta) calibration, s_1 = s_XX = sqrt(L) B_X^2 / e3, s_Xy = sqrt(L) B_X B_Y / e3,
+  shift = L B_X^2 / e3, with L = ln(6 / delta), e3 = epsilon / 3 and epsilon from rho by Claim A.6
+  (epsilon = rho + 2 sqrt(rho ln(1 / delta))). Favourable to AdaSSP.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def adassp_paper(
 ) -> Trajectory:
     """AdaSSP as in Brown et al.'s figures: data-derived bounds, Wang's calibration. NOT private.
 
-    Only for reproducing the paper (spec 4, A12). The bounds B_X = max ||x_i|| and
+    Only for reproducing the paper (Section 4; docs/brown2024.md). The bounds B_X = max ||x_i|| and
     B_Y = max |y_i| are read off the data, so the output is **not** differentially private
     whatever the ledger says; the ledger records the zCDP the noise would give under
     replace-one if those bounds were public. epsilon comes from ``rho`` by Claim A.6.

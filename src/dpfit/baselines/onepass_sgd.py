@@ -1,10 +1,10 @@
 """Non-private one-pass tail-averaged mini-batch SGD with DP-AMBSSGD's schedule.
 
-The reference that isolates the cost of privacy (spec ``varshney2022-dp-ambssgd.md``
-section 4): the same permutation, the same T blocks of ``s + b`` records and the same step
-size eta as :func:`dpfit.algorithms.dp_ambssgd`, but the gradient of the b batch records is
-neither clipped nor noised, and the s DP-STAT records are skipped. With the same ``rng`` and
-data, it reads exactly the gradient batches the private run reads.
+The reference that isolates the cost of privacy (docs/varshney2022.md, baselines): the same
+permutation, the same T blocks of ``s + b`` records and the same step size eta as
+:func:`dpfit.algorithms.dp_ambssgd`, but the gradient of the b batch records is neither clipped nor
+noised, and the s DP-STAT records are skipped. With the same ``rng`` and data, it reads exactly the
+gradient batches the private run reads.
 
 Everything here reads the raw data and is **not** differentially private: the returned
 trajectory's ledger is empty.
