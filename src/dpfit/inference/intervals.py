@@ -22,8 +22,8 @@ uses it. The m estimates come from one of three constructions (one spelling each
     autocorrelation time ~ 1 / (eta * mu_min(X^T X / n)) and m >= ~10.
 
 When the iterates to split are not a multiple of m, the remainder is dropped at the front
-(spec 2.3). The intervals target the empirical minimiser theta_hat (the Huber-loss
-minimiser under clipping, spec 3.6), **not** the population parameter.
+(a choice Section 3.1 leaves open). The intervals target the empirical minimiser theta_hat
+(the Huber-loss minimiser under clipping, Section 2.5), **not** the population parameter.
 """
 
 from __future__ import annotations
