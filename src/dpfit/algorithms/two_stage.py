@@ -21,7 +21,7 @@ T                 ``steps``              iterations; each updates both stages on
 ================  =====================  ================================================
 
 Gradients are those of *half* the squared losses (no factor 2; the step-size rules eq. 3 and
-eq. 8 assume it). Per example (spec 3.0):
+eq. 8 assume it). Per example (Alg. 1):
 
 * first stage  G1_i = z_i (Theta^T z_i - x_i)^T, a rank-1 q x p matrix with
   ||G1_i||_F = ||z_i|| ||Theta^T z_i - x_i||;
@@ -140,8 +140,9 @@ def dp_two_stage_gd(
 
     Notes
     -----
-    Privacy (Prop. 3.1 with the corrected constant; spec 3.2): under replace-one with public n,
-    replacing one record moves each mean clipped gradient by at most 2 gamma_k / n in L2, so
+    Privacy (Prop. 3.1 with the corrected constant; docs/liang2025.md): under replace-one
+    with public n, replacing one record moves each mean clipped gradient by at most
+    2 gamma_k / n in L2, so
     each release of stage k is Delta_k^2 / (2 lambda_k^2)-zCDP. The beta release at step t is
     computed at the already released Theta^(t) and beta^(t), so adaptive composition over the
     2T releases gives (2T / n^2)(gamma1^2 / lambda1^2 + gamma2^2 / lambda2^2) =
@@ -240,7 +241,7 @@ def two_stage_gd(
 
     The same iteration as :func:`dp_two_stage_gd` without noise; with the default
     ``clip_theta = clip_beta = None`` nothing is clipped and the unique fixed point is the
-    2SLS solution (Theta_hat, beta_hat) (spec 3.1): it converges to 2SLS when
+    2SLS solution (Theta_hat, beta_hat) (Alg. 2, App. A): it converges to 2SLS when
     0 < eta < 2 / lambda_max(Z^T Z / n) and 0 < alpha < 2 / lambda_max(H_hat).
 
     Parameters
@@ -334,8 +335,9 @@ def dp_second_stage_gd(
     Privacy: with Theta^(t) independent of the data, one record moves the mean clipped beta
     gradient by at most 2 gamma2 / n, so the T releases are rho-zCDP (Thm F.1's setting).
     **Lemma F.1 / Remark 3.9 are not valid when Theta is fit on the same private data**
-    (spec 3.3): then every per-example beta gradient depends on every record and the
-    sensitivity is 2 gamma2, not 2 gamma2 / n. Passing such a Theta voids the guarantee.
+    (docs/liang2025.md, Departures and choices): then every per-example beta gradient depends on
+    every record and the sensitivity is 2 gamma2, not 2 gamma2 / n. Passing such a Theta voids the
+    guarantee.
     """
     rho = check_positive(rho, "rho")
     check_rho(rho)

@@ -33,9 +33,9 @@ def ssgd_step_size(
 ) -> float:
     """DP-SSGD's step size: Thm. 3.2 (``"theory"``) or Cor. 3.3's 1/(4d) (``"corollary"``).
 
-    Thm. 3.2: eta = min{1/(2 R_x^2), c1/((ln N)^{4a+2} K2^2 R_x^2 kappa d alpha^2),
-    c2/((ln N)^{2a+2} R_x^2)} with c1 = 1/13440 and c2 = 1/4200 (Lemma A.9, eq. 30). It is so
-    small that the bias barely decays at realistic N (spec D8); Cor. 3.3's value breaks the
+    Thm. 3.2: eta = min{1/(2 R_x^2), c1/((ln N)^{4a+2} K2^2 R_x^2 kappa d alpha^2), c2/((ln
+    N)^{2a+2} R_x^2)} with c1 = 1/13440 and c2 = 1/4200 (Lemma A.9, eq. 30). It is so small that the
+    bias barely decays at realistic N (docs/varshney2022.md, fix D8); Cor. 3.3's value breaks the
     theorem's constraint. Experiments tune eta on a grid, which is oracle tuning.
     """
     rule = check_option(rule, "rule", ("theory", "corollary"))
