@@ -22,48 +22,36 @@ is the noise multiplier derived from ``rho`` and ``accounting``.
 
 from __future__ import annotations
 
-import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from .._floats import quiet_floats
-from .._validation import check_int, check_option, check_positive, check_real, check_rho
-from ..exceptions import SideConditionWarning
-from ..mechanisms import (
-    DoublingSearch,
-    gaussian,
-    literal_threshold,
-    make_noise_source,
-    margin_threshold,
-)
-from ..privacy import Relation, mean_sensitivity, parse_relation
+from ..mechanisms import gaussian, make_noise_source
+from ..privacy import Relation, mean_sensitivity
 from ..privacy.ledger import prepare_ledger
-from ..theory.ambssgd import ambssgd_schedule
+from ._ambssgd_plan import (
+    ACCOUNTING_MODES,
+    THRESHOLDS,
+    AmbssgdPlan,
+    build_plan,
+    check_inputs,
+    plan_ambssgd,
+    replace_one_only,
+)
 from ._kernels import Rows, least_squares_sum, level_counts
-from .onepass import one_pass_data, tail_average
+from .onepass import OnePassData, one_pass_data, tail_average
 from .trajectory import Trajectory
 
-__all__ = ["ACCOUNTING_MODES", "THRESHOLDS", "dp_ambssgd", "replace_one_only"]
-
-#: ``"paper"``: rho = 1/alpha^2 (Thm. 3.6); ``"parallel"``: rho = 1/(2 alpha^2) (D13).
-ACCOUNTING_MODES = ("paper", "parallel")
-#: DP-STAT thresholds: ``"margin"`` s - Gamma' (D3, default) or ``"literal"`` s.
-THRESHOLDS = ("margin", "literal")
-#: Grids finer than this are warned against (D4: 24-48 levels are reasonable).
-_MANY_LEVELS = 64
-
-
-def replace_one_only(relation: Any, name: str) -> Relation:
-    """The relation of a one-pass algorithm: replace-one only (docs/varshney2022.md)."""
-    rel = parse_relation(relation)
-    if rel is not Relation.REPLACE_ONE:
-        raise ValueError(
-            f"{name} supports relation='replace-one' only: under add/remove the public n, "
-            "and with it every block boundary, would change"
-        )
-    return rel
+__all__ = [
+    "ACCOUNTING_MODES",
+    "THRESHOLDS",
+    "AmbssgdPlan",
+    "dp_ambssgd",
+    "plan_ambssgd",
+    "replace_one_only",
+    "run_ambssgd_plan",
+]
 
 
 @quiet_floats()
@@ -190,6 +178,11 @@ def dp_ambssgd(
     :class:`~dpfit.privacy.ParallelEntry`. Shuffling is not needed for privacy, only for the
     i.i.d. analysis; every hyperparameter must be public.
 
+    The run is a plan, then a loop: :func:`plan_ambssgd` (same parameters, plus ``n``) returns
+    the frozen :class:`AmbssgdPlan` -- schedule, alpha, DP-STAT's grid and threshold, the cost
+    charged -- from public inputs alone, and :func:`run_ambssgd_plan` runs it (the same run for
+    the same seed). Inspect the plan before spending the budget.
+
     Examples
     --------
     >>> import warnings
@@ -205,56 +198,69 @@ def dp_ambssgd(
     >>> round(traj.ledger.rho, 12), traj.iterates.shape
     (0.5, (12, 4))
     """
-    rho = check_rho(rho)
-    relation = replace_one_only(relation, "dp_ambssgd")
-    accounting = check_option(accounting, "accounting", ACCOUNTING_MODES)
-    threshold = check_option(threshold, "threshold", THRESHOLDS)
-    if not isinstance(diagnostics, bool):
-        raise TypeError(f"diagnostics must be a bool, got {type(diagnostics).__name__}")
-    B = check_positive(residual_bound, "residual_bound")
-    r_x = check_positive(feature_scale, "feature_scale")
-    h_norm = check_positive(hessian_norm, "hessian_norm")
-    a = check_positive(tail_exponent, "tail_exponent")
-    beta = check_real(stat_failure, "stat_failure", low=0.0, high=1.0)
-    n_levels = check_int(n_levels, "n_levels", low=1, high=1074)
+    inputs = check_inputs(
+        rho=rho,
+        relation=relation,
+        accounting=accounting,
+        threshold=threshold,
+        diagnostics=diagnostics,
+        residual_bound=residual_bound,
+        feature_scale=feature_scale,
+        hessian_norm=hessian_norm,
+        tail_exponent=tail_exponent,
+        stat_failure=stat_failure,
+        n_levels=n_levels,
+    )
     data = one_pass_data(X, y, n=n, shuffle=shuffle)
-    sched = ambssgd_schedule(
+    plan = build_plan(
         data.n,
-        feature_scale=r_x,
-        hessian_norm=h_norm,
+        inputs,
         condition_number=condition_number,
         steps=steps,
         steps_factor=steps_factor,
         stat_fraction=stat_fraction,
         step_size=step_size,
+        clip_multiplier=clip_multiplier,
     )
-    T, s, b, eta = sched.steps, sched.stat_size, sched.batch_size, sched.step_size
-    alpha = 1.0 / math.sqrt(rho if accounting == "paper" else 2.0 * rho)
-    multiplier = (
-        r_x * math.log(data.n) ** a
-        if clip_multiplier is None
-        else check_positive(clip_multiplier, "clip_multiplier")
-    )
-    n_queries = n_levels + 1
-    theta = (
-        margin_threshold(
-            s, n_queries=n_queries, noise_multiplier=alpha, searches=T, failure_prob=beta
-        )
-        if threshold == "margin"
-        else literal_threshold(s)
-    )
-    search = DoublingSearch(ceiling=B, noise_multiplier=alpha, threshold=theta, n_levels=n_levels)
-    _check_public_settings(search, multiplier, s, b, alpha, r_x, h_norm, threshold)
-    source = make_noise_source(rng)
-    ledger = prepare_ledger(ledger, relation, rho, name="dp_ambssgd")
+    plan.warn(stacklevel=3)
+    return _run(plan, data, ledger=ledger, rng=rng, diagnostics=diagnostics)
 
-    d = data.d
-    w = np.zeros(d)
-    iterates = np.empty((T, d))
+
+def run_ambssgd_plan(
+    plan: AmbssgdPlan,
+    X: Any,
+    y: Any = None,
+    *,
+    shuffle: bool | None = None,
+    ledger: Any = None,
+    rng: Any = None,
+) -> Trajectory:
+    """Run a plan from :func:`plan_ambssgd` on data of exactly ``plan.n`` records.
+
+    The same run as :func:`dp_ambssgd` with the plan's parameters (same seed, same result);
+    the plan's side conditions are warned about again.
+    """
+    if not isinstance(plan, AmbssgdPlan):
+        raise TypeError(f"plan must be an AmbssgdPlan, got {type(plan).__name__}")
+    data = one_pass_data(X, y, n=plan.n, shuffle=shuffle)  # refuses data of another size
+    plan.warn(stacklevel=2)
+    return _run(plan, data, ledger=ledger, rng=rng, diagnostics=False)
+
+
+@quiet_floats()
+def _run(
+    plan: AmbssgdPlan, data: OnePassData, *, ledger: Any, rng: Any, diagnostics: bool
+) -> Trajectory:
+    """The loop: T blocks of DP-STAT then one noisy clipped gradient step, as planned."""
+    source = make_noise_source(rng)
+    ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_ambssgd")
+    T, s, b, search = plan.steps, plan.stat_size, plan.batch_size, plan.search
+    w = np.zeros(data.d)
+    iterates = np.empty((T, data.d))
     gammas, clips = np.empty(T), np.empty(T)
-    counts = np.empty((T, n_queries))
+    counts = np.empty((T, plan.n_levels + 1))
     clipped, max_residual = np.full(T, np.nan), np.full(T, np.nan)
-    with ledger.parallel("dp_ambssgd", rho_per_block=rho) as blocks:
+    with ledger.parallel("dp_ambssgd", rho_per_block=plan.rho) as blocks:
         parts = data.segments([s, b] * T, source.generator, lazy=True)
         for t in range(T):
             Xs, ys = next(parts)  # on Dask: unevaluated selections, reduced on the workers
@@ -269,41 +275,40 @@ def dp_ambssgd(
             if diagnostics:  # NON-PRIVATE: the true largest DP-STAT residual at w_t
                 Xd, yd = (v.gather() if isinstance(v, Rows) else v for v in (Xs, ys))
                 max_residual[t] = float(np.abs(Xd @ w - yd).max())
-            zeta = multiplier * found.value
+            zeta = plan.clip_multiplier * found.value
             total, n_clipped = least_squares_sum(Xb, yb, w, zeta)
-            mean = total / b
-            sens = mean_sensitivity(zeta, b, relation)
+            sens = mean_sensitivity(zeta, b, plan.relation)
             noisy = gaussian(
-                mean,
+                total / b,
                 sensitivity=sens,
-                noise_std=alpha * sens,
-                ledger=blocks.block() if accounting == "parallel" else stat_ledger,
+                noise_std=plan.noise_multiplier * sens,
+                ledger=blocks.block() if plan.accounting == "parallel" else stat_ledger,
                 rng=source,
                 label="dp_ambssgd/gradient",
             )
-            w = w - eta * noisy
+            w = w - plan.step_size * noisy
             iterates[t], gammas[t], clips[t], counts[t] = w, found.value, zeta, found.noisy_counts
             if diagnostics:
                 clipped[t] = n_clipped / b
     config = {
-        "n": data.n,
-        "d": d,
+        "n": plan.n,
+        "d": data.d,
         "steps": T,
         "stat_size": s,
         "batch_size": b,
-        "leftover": sched.leftover,
-        "step_size": eta,
-        "noise_multiplier": alpha,
-        "clip_multiplier": multiplier,
-        "residual_bound": B,
-        "n_levels": n_levels,
-        "threshold": threshold,
-        "threshold_value": theta,
-        "accounting": accounting,
+        "leftover": plan.leftover,
+        "step_size": plan.step_size,
+        "noise_multiplier": plan.noise_multiplier,
+        "clip_multiplier": plan.clip_multiplier,
+        "residual_bound": plan.residual_bound,
+        "n_levels": plan.n_levels,
+        "threshold": plan.threshold,
+        "threshold_value": plan.threshold_value,
+        "accounting": plan.accounting,
         "shuffle": data.shuffle,
         "data_kind": data.kind,
-        "relation": relation.value,
-        "rho": rho,
+        "relation": plan.relation.value,
+        "rho": plan.rho,
     }
     diag = {"fraction_clipped": clipped, "max_stat_residual": max_residual} if diagnostics else {}
     return Trajectory(
@@ -317,49 +322,3 @@ def dp_ambssgd(
         releases={"residual_scale": gammas, "clip": clips, "stat_counts": counts},
         diagnostics=diag,
     )
-
-
-def _check_public_settings(
-    search: DoublingSearch,
-    multiplier: float,
-    s: int,
-    b: int,
-    alpha: float,
-    r_x: float,
-    h_norm: float,
-    threshold: str,
-) -> None:
-    """Reject settings whose noise is not finite on the whole clip grid; warn on the side
-    conditions of docs/varshney2022.md."""
-    tiny = np.finfo(np.float64).tiny  # below it, rounding would change the charged rho
-    for zeta in (multiplier * search.floor, multiplier * search.ceiling):
-        sens = 2.0 * zeta / b
-        if not (tiny <= min(sens, alpha * sens) and math.isfinite(alpha * sens)):
-            raise ValueError(
-                "clip_multiplier * residual_bound * 2**-n_levels gives a clip whose noise is "
-                "not finite and > 0; change residual_bound, n_levels or clip_multiplier"
-            )
-    if search.n_levels > _MANY_LEVELS:
-        warnings.warn(
-            f"n_levels={search.n_levels}: each of the n_levels + 1 counts gets noise std "
-            f"sqrt(n_levels + 1) * alpha, so DP-STAT needs many more records; 24-48 levels "
-            "are enough for any practical residual range (docs/varshney2022.md, D4)",
-            SideConditionWarning,
-            stacklevel=3,
-        )
-    margin = s - search.threshold if threshold == "margin" else None
-    if margin is not None and s < 4.0 * margin:
-        warnings.warn(
-            f"DP-STAT's stat set (s={s}) is below four noise margins (4 Gamma' = "
-            f"{4.0 * margin:.4g}): the private clip is unreliable. Use more records per block "
-            "(fewer steps), a larger rho or accounting='parallel'",
-            SideConditionWarning,
-            stacklevel=3,
-        )
-    if b < 10.0 * r_x * r_x / h_norm:
-        warnings.warn(
-            f"batch size b={b} is below 10 R_x^2/||H|| = {10.0 * r_x * r_x / h_norm:.4g}: the "
-            "step size is small and T steps may not remove the bias",
-            SideConditionWarning,
-            stacklevel=3,
-        )

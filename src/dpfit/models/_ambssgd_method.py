@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from ..algorithms.ambssgd import dp_ambssgd
-from ..mechanisms import NoiseSource, margin_threshold
+from ..algorithms._ambssgd_plan import build_plan, check_inputs
+from ..algorithms.ambssgd import run_ambssgd_plan
+from ..mechanisms import NoiseSource
 from ..privacy import PrivacyLedger, Relation
-from ..theory.ambssgd import ambssgd_schedule
 
 __all__ = ["resolve_ambssgd", "run_ambssgd"]
 
@@ -51,32 +51,39 @@ def resolve_ambssgd(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]
     if config.relation is not Relation.REPLACE_ONE:
         raise ValueError("method='ambssgd' supports relation='replace-one' only")
     m = scaling.max_row_norm
-    schedule = ambssgd_schedule(
-        n, feature_scale=m, hessian_norm=m * m, steps=config.steps, step_size=config.step_size
+    inputs = check_inputs(
+        rho=config.rho,
+        relation=config.relation,
+        accounting="parallel",
+        threshold="margin",
+        diagnostics=False,
+        residual_bound=math.sqrt(2.0) * m * math.log(n),
+        feature_scale=m,
+        hessian_norm=m * m,
+        tail_exponent=0.5,
+        stat_failure=0.01,
+        n_levels=_N_LEVELS,
     )
-    alpha = 1.0 / math.sqrt(2.0 * config.rho)  # accounting="parallel"
-    theta = margin_threshold(
-        schedule.stat_size,
-        n_queries=_N_LEVELS + 1,
-        noise_multiplier=alpha,
-        searches=schedule.steps,
+    plan = build_plan(
+        n,
+        inputs,
+        condition_number=1.0,
+        steps=config.steps,
+        steps_factor=1.0,
+        stat_fraction=1.0 / 11.0,
+        step_size=config.step_size,
+        clip_multiplier=m,
     )
-    if schedule.stat_size < 4.0 * (schedule.stat_size - theta):
+    margin = plan.stat_margin
+    if plan.stat_size < 4.0 * margin:
         suggested = max(2, 2 * math.ceil(math.log(n) / 2.0))
         raise ValueError(
-            f"steps={config.steps} blocks leave {schedule.stat_size} records per private clip "
-            f"search, fewer than four noise margins ({4.0 * (schedule.stat_size - theta):.0f}): "
+            f"steps={config.steps} blocks leave {plan.stat_size} records per private clip "
+            f"search, fewer than four noise margins ({4.0 * margin:.0f}): "
             f"method='ambssgd' needs few large blocks, e.g. steps={suggested} "
             "(2 ceil(kappa ln(n) / 2) with kappa = 1), or a larger rho"
         )
-    return {
-        "rho": config.rho,
-        "relation": config.relation,
-        "steps": schedule.steps,
-        "step_size": schedule.step_size,
-        "feature_scale": m,
-        "residual_bound": math.sqrt(2.0) * m * math.log(n),
-    }
+    return {"plan": plan}
 
 
 def run_ambssgd(
@@ -89,28 +96,13 @@ def run_ambssgd(
     """One DP-AMBSSGD pass on the rescaled design; the tail average is the estimate."""
     from ._linear_methods import LinearFit
 
-    m = settings["feature_scale"]
-    traj = dp_ambssgd(
-        X,
-        y,
-        rho=settings["rho"],
-        feature_scale=m,
-        residual_bound=settings["residual_bound"],
-        hessian_norm=m * m,
-        steps=settings["steps"],
-        step_size=settings["step_size"],
-        clip_multiplier=m,
-        n_levels=_N_LEVELS,
-        accounting="parallel",
-        relation=settings["relation"],
-        ledger=ledger,
-        rng=source,
-    )
+    plan = settings["plan"]
+    traj = run_ambssgd_plan(plan, X, y, ledger=ledger, rng=source)
     public = {
         key: traj.config[key]
         for key in ("steps", "stat_size", "batch_size", "step_size", "noise_multiplier")
     }
-    public["residual_bound (rescaled)"] = settings["residual_bound"]
+    public["residual_bound (rescaled)"] = plan.residual_bound
     return LinearFit(
         estimate=traj.estimate,
         interval_estimates=None,
