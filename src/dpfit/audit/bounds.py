@@ -1,4 +1,4 @@
-"""Clopper-Pearson lower bounds on epsilon from a distinguishing test (reliability 3.4, check 1).
+"""Clopper-Pearson lower bounds on epsilon from a distinguishing test (docs/auditing.md).
 
 A mechanism M is (epsilon, delta)-DP when, for every event S and neighbours D, D',
 P[M(D') in S] <= e^epsilon P[M(D) in S] + delta (and with D, D' swapped). An auditor who
@@ -15,8 +15,7 @@ Events are threshold sets {s > t} and {s < mu - t} of a scalar score s, for thre
 fixed before the runs. The overall false-alarm level alpha is Bonferroni-split over the two
 binomial bounds of every (direction, threshold) event. The bounds do not depend on delta',
 so once they all hold (probability >= 1 - alpha) every delta' row is valid at once: no
-further split over delta' is needed (reliability 3.4 splits over delta' too, which only
-costs power).
+further split over delta' is needed (splitting over delta' too would only cost power).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Dirac-canary design: neighbouring datasets whose difference only one coordinate sees.
 
-Reliability 3.4: append one all-zero feature column to a dataset D0 (public and
+The design of docs/auditing.md: append one all-zero feature column to a dataset D0 (public and
 data-independent), and let the canary be the record x = e_{d+1} (zero on every real
 feature) with response +``response``. Its gradient for any linear model lives on the extra
 coordinate alone, which no other record touches, so the final model's extra coordinate is a

@@ -1,4 +1,4 @@
-"""The three checks of a canary audit on one set of runs (reliability 3.4) and their verdict.
+"""The three checks of a canary audit on one set of runs (docs/auditing.md) and their verdict.
 
 Scores are standardised so that, if the claim holds with equality, a run on D gives
 s ~ N(0, 1) and a run on D' gives s ~ N(mu, 1) with mu = sqrt(2 rho) (a composition of

@@ -30,7 +30,7 @@ def audit(
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     **options: Any,
 ) -> AuditResult:
-    """Audit one of dpfit's private algorithms with a Dirac canary (reliability 3.4-3.5).
+    """Audit one of dpfit's private algorithms with a Dirac canary (docs/auditing.md).
 
     Runs the target ``runs`` times on D and ``runs`` times on the neighbouring D' of the
     canary design, scores every run by the claimed mechanism and applies the three checks of

@@ -3,7 +3,7 @@
 For training loops that release a noisy quantity at every step (the noisy gradient sums of
 DP-SGD and DP-FTRL), the auditor observes the canary coordinate o_t of every release and
 scores a run by the Neyman-Pearson statistic of the **claimed** mechanism (Nasr et al. 2023
-style; reliability 3.5). Under the claim, the whitened observations u = C o / sigma (C the
+style; docs/auditing.md). Under the claim, the whitened observations u = C o / sigma (C the
 public encoder, B = C^-1 the noise correlation) are N(a, I), where a = C x / sigma and x is
 the canary's contribution to each step. When the canary's participation is random (one of
 ``m`` equally likely slots, e.g. its batch in a shuffled fixed-epoch schedule), the statistic

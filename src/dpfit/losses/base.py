@@ -11,8 +11,8 @@ Private algorithms never call :meth:`Loss.per_example_grads` directly but
 :func:`per_example_gradients`, which
 
 * checks the shape ``(n, p)`` on every call (the first call happens before any charge), so a
-  wrong-shape loss raises :class:`ValueError` before anything is released (reliability §6.30);
-* zeroes every non-finite per-example gradient instead of raising (§6.31, H.1), through
+  wrong-shape loss raises :class:`ValueError` before anything is released;
+* zeroes every non-finite per-example gradient instead of raising (docs/privacy.md), through
   :func:`dpfit.mechanisms.clip_rows` (with a clip bound) or the same zero-out rule without one.
 """
 
