@@ -16,7 +16,7 @@ from .registry import ClaimResult
 
 __all__: list[str] = []
 
-#: Valid regime of each experimental interval (spec 5, Figs. 5/10 and the pitfalls): batched
+#: Valid regime of each experimental interval (Figs. 5/10 and docs/brown2024.md): batched
 #: means needs batches much longer than the autocorrelation time, checkpoints a spacing of
 #: a few autocorrelation times, independent runs T = total / m > burn-in.
 VALID_TOTAL = {"bm": 500, "cp": 200, "ir": 500, "cp_formal": 200, "ir_formal": 500}

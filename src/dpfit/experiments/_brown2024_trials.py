@@ -1,11 +1,11 @@
-"""Trials of the Brown et al. (2024) reproductions (spec section 5).
+"""Trials of the Brown et al. (2024) reproductions (Section 4 of the paper).
 
 Global defaults (Section 4): theta* uniform on the unit sphere, x ~ N(0, I_p) (or the
 anisotropic design of App. B), xi ~ N(0, 1), p = 10, clip = 5 sqrt(p), rho = 0.015, eta = 0.2
-(spec A1), theta_0 = 0, no intercept. Choices the paper leaves open follow spec section 6
-and are recorded in each experiment's grid.
+(our choice), theta_0 = 0, no intercept. Choices the paper leaves open are listed in
+docs/brown2024.md and recorded in each experiment's grid.
 
-Seeds: figures measured on a fixed dataset (4, 5/6, 7, 10/11; spec A9) draw it from
+Seeds: figures measured on a fixed dataset (4, 5/6, 7, 10/11) draw it from
 ``data_seed`` in the params, and each trial's seed drives only the algorithm's noise.
 Elsewhere, data and noise come from two independent streams of the trial seed.
 
@@ -189,7 +189,7 @@ def intervals(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     Batched means and checkpoints share one run of ``total`` steps; independent runs are
     m runs of total / m steps (NaN metrics when total / m <= burn-in, where the paper omits
     them). Every run is calibrated to its own ``total`` releases. Coverage is of theta_hat
-    (the paper's target) and of the Huber minimiser (the target under clipping, spec 3.6).
+    (the paper's target) and of the Huber minimiser (the target under clipping, Section 2.5).
     """
     key = _fixed(params)
     data = fixed_dataset(*key)
@@ -227,7 +227,7 @@ def _covers(lower: float, upper: float, target: float) -> float:
 
 
 def _predicted_length(data: LinearDesign, noise_std: float, length: int) -> float:
-    """Spec 3.2's mean length over coordinates on this dataset's Sigma (stationary law)."""
+    """Lemma 2.3's predicted mean length over coordinates on this dataset's Sigma (stationary)."""
     Sigma = data.X.T @ data.X / data.X.shape[0]
     law = {"step_size": STEP_SIZE, "noise_std": noise_std, "m": M, "length": length}
     return float(np.mean(expected_interval_length(Sigma, **law)))

@@ -1,16 +1,18 @@
-"""Trials of the Liang et al. (2025) reproductions (spec 6): synthetic design and real data.
+"""Trials of the Liang et al. (2025) reproductions (Section 4): synthetic design and real data.
 
-Settings that the paper leaves open follow spec 7 and are "our choice":
+Settings that the paper leaves open are "our choice" (docs/liang2025.md, Departures and
+choices):
 
 * parameters (beta, Theta, Phi, phi) are drawn once per dimension p with the fixed seed
-  (2025, p); data and noise are redrawn per trial from independent streams of its seed (A6);
+  (2025, p); data and noise are redrawn per trial from independent streams of its seed;
 * step sizes are the paper's eta = 1 / (1 + delta)^2 and alpha = 2 / (2 gbar + gund) with the
-  "population" spectra of A4 (i): delta = (sqrt q + sqrt tau) / sqrt n (C0 sigma_z^2 = 1),
+  "population" spectra: delta = (sqrt q + sqrt tau) / sqrt n (C0 sigma_z^2 = 1),
   psi = 0, gbar = ||Theta||^2, gund = sigma_min(Theta)^2, tau = 5 (non-private: they use
   the true Theta, as the paper's experiments do);
 * the noise uses the paper's calibration (Prop. 3.1) to reproduce its figures; every trial
-  records the true spend, which is half the nominal rho1 + rho2 (spec 3.2, A1);
-* real data: Card with the paper's n = 2191 sample (A9) and the full labsup sample as the
+  records the true spend, which is half the nominal rho1 + rho2 (Prop. 3.1's lambda spends
+  half the stated rho);
+* real data: Card with the paper's n = 2191 sample and the full labsup sample as the
   Angrist-Evans stand-in (docs/liang2025.md), with non-private centring / standardisation
   and an oracle clip (``CLIP_HEADROOM`` times the largest per-example gradient norm along a
   non-private run). None of these preprocessing steps is private; the experiments say so.
@@ -42,18 +44,18 @@ TAU = 5.0
 #: noise-free Theta path reaches at its last steps; any Theta noise then clips all of them
 #: (8% of the records at steps 17-20 at rho = 100), biasing beta^(T) by 0.06 weeks (10 s.e.).
 CLIP_HEADROOM = 1.25
-#: Synthetic clip gamma1 = gamma2 (spec A3's choice is 100; Fig. 3 uses 300, see its notes).
+#: Synthetic clip gamma1 = gamma2 (100, near Fig. 8's optimum; Fig. 3 also uses 300, see its notes).
 DEFAULT_CLIP = 100.0
 
 
 @functools.cache
 def design(p: int) -> IVDesign:
-    """The fixed parameter draw of dimension p = q = r (spec A6)."""
+    """The fixed parameter draw of dimension p = q = r (one draw per figure configuration)."""
     return draw_iv_design(p, rng=np.random.default_rng([2025, p]))
 
 
 def population_spectra(p: int, n: int) -> Spectra:
-    """Spec A4 (i): delta from unit constants, psi = 0, the true Theta's extreme singular values."""
+    """Population spectra: delta from unit constants, psi = 0, the true Theta's extreme values."""
     sv = np.linalg.svd(design(p).theta, compute_uv=False)
     delta = (np.sqrt(p) + np.sqrt(TAU)) / np.sqrt(n)
     return Spectra(zz=((1 - delta) ** 2, (1 + delta) ** 2), h=(sv[-1] ** 2, sv[0] ** 2))
@@ -79,7 +81,7 @@ def _step_sizes(params: Mapping[str, Any], p: int, n: int) -> tuple[float, float
 def public_first_stage_path(X, y, Z, steps: int, eta: float, alpha: float) -> np.ndarray:
     """Theta^(0..T-1) of non-private 2S-GD on the same data: Alg. 3 as the paper ran it.
 
-    **Not DP** (spec 3.3): the beta step's sensitivity bound needs a data-independent Theta.
+    **Not DP**: Lemma F.1's sensitivity bound for the beta step needs a data-independent Theta.
     """
     traj = two_stage_gd(X, y, Z, steps=steps, step_size_theta=eta, step_size_beta=alpha)
     thetas = np.asarray(traj.releases["theta"])
@@ -176,7 +178,7 @@ def convergence_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
 
 @functools.cache
 def real_data(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(X, y, Z) of the paper's real-data examples, preprocessed non-privately (spec 6.4).
+    """(X, y, Z) of the paper's real-data examples (Section 4.2), preprocessed non-privately.
 
     ``"card"``: :func:`~dpfit.datasets.load_card` ``(sample="liang2025")`` (n = 2191);
     Z = [nearc2, nearc4, fatheduc, motheduc] standardised (ddof 0), educ and lwage centred.
@@ -202,7 +204,7 @@ def real_data(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @functools.cache
 def real_setup(name: str) -> dict[str, float]:
-    """Oracle (non-private) step sizes and clips of a real dataset (spec A3, A4 (ii)).
+    """Oracle (non-private) step sizes and clips of a real dataset (docs/liang2025.md).
 
     eta = 1 (the paper's convergence speeds fit it); alpha = 2 / (3 H_hat) (the paper's rule
     with gbar = gund = H_hat, p = 1); clips = ``CLIP_HEADROOM`` times the largest

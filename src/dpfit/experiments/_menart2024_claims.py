@@ -1,4 +1,4 @@
-"""Claim evaluators for the Menart et al. (2024) benchmarks (spec §6.1 checks (a) and (b)).
+"""Claim evaluators for the Menart et al. (2024) benchmarks of docs/menart2024.md (slopes).
 
 **Slopes.** The observed slope is the least-squares slope of log(median excess) against
 log(x) over a sweep's grid points where the method is non-trivial; its standard error is the

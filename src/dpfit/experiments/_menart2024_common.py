@@ -28,8 +28,8 @@ PAPER = (
 )
 PRIVACY = (
     "Each run is rho-zCDP for the rho of its grid point under replace-one (n public); noise "
-    "recalibrated from first principles (spec §3); seeded noise. Excess risk, gradient norms "
-    "and oracle KL constants are non-private evaluation quantities."
+    "recalibrated from first principles (docs/menart2024.md); seeded noise. Excess risk, "
+    "gradient norms and oracle KL constants are non-private evaluation quantities."
 )
 #: Method names of the trials (see :mod:`._menart2024_trials`).
 SP, TH, AD, AM, GD, PP = (
@@ -59,7 +59,7 @@ def experiment(bench, title, description, grid, replicates, claims) -> Experimen
         Experiment(
             name=f"menart2024-{bench}",
             paper=PAPER,
-            figure=f"spec benchmark {bench.upper()}: {title} (the paper has no figures)",
+            figure=f"benchmark {bench.upper()}: {title} (the paper has no figures)",
             description=description,
             grid=grid,
             replicates=replicates,

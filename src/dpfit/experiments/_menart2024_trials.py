@@ -1,15 +1,15 @@
-"""Trials of the Menart et al. (2024) benchmarks B0-B7 (spec §6.2).
+"""Trials of the Menart et al. (2024) benchmarks B0-B7 (docs/menart2024.md).
 
 One trial runs one private method on one benchmark instance and reports the excess
 empirical risk F(w) - F* (B7: the gradient norm), the theorem bound the method comes with,
 the number of steps and releases, and the rho actually spent. The dataset is fixed per
-(benchmark, n, d, p/l2) (seeded from those values, spec §6.1 "data seed fixed per (n, d)"),
+(benchmark, n, d, p/l2) (seeded from those values),
 the noise seed comes from the runner. Every evaluation metric is non-private.
 
 Methods: ``spider-practical`` / ``spider-theory`` (KL-Spider with each preset),
 ``adaptive`` (Alg. 3, last iterate), ``adaptive-min-norm`` (Alg. 3 with the free index
 selection), ``proximal`` (Algs. 2 + 4), ``noisy-gd`` (the fixed-schedule baseline; ``steps``
-is an int, or 0 for the spec's T = ceil((L1/mu) ln n) with the oracle mu), ``grid-search``
+is an int, or 0 for T = ceil((L1/mu) ln n) with the oracle mu), ``grid-search``
 (KL-Spider, practical preset, tuned over :data:`GRID_GAMMAS` at kappa = 2 by
 :func:`~dpfit.baselines.private_grid_search`, the whole search within the trial's rho).
 """
@@ -38,7 +38,7 @@ from ..theory import (
 
 __all__ = ["GRID_GAMMAS", "INNER_CAP", "benchmark", "points", "trial"]
 
-#: Cap on Alg. 4's inner iterations in the experiments (spec B6: "cap T_in and report it").
+#: Cap on Alg. 4's inner iterations in the experiments (Thm 2 asks far more; the cap is reported).
 INNER_CAP = 300
 #: The public gamma grid of the private grid search (kappa = 2): it brackets the benchmarks'
 #: gamma (B0 0.71, B2 2.3, B4 at lam = 0.01 7.1) without reading it.
@@ -179,7 +179,7 @@ def trial(params: dict[str, Any], seed: int) -> dict[str, float]:
     extra: dict[str, float] = {}
     with warnings.catch_warnings():
         # Large rho is deliberate here: it moves n sqrt(rho) into the non-trivial regime
-        # cheaply (spec §8, "units of rho").
+        # cheaply (the rates depend on n sqrt(rho)).
         warnings.simplefilter("ignore", LargeBudgetWarning)
         # a trivial schedule is recorded in the "nontrivial" metric instead
         warnings.simplefilter("ignore", SideConditionWarning)

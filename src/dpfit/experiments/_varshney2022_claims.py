@@ -42,7 +42,7 @@ def medians(results: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.Da
 
 
 # -- P1 ----------------------------------------------------------------------------------------
-#: P1: band of excess / (sigma^2 d / N) and of the log-log slope in N (spec 5.3).
+#: P1: band of excess / (sigma^2 d / N) and of the log-log slope in N (docs/varshney2022.md).
 P1_BAND, P1_SLOPE = (0.5, 3.0), (-1.2, -0.9)
 
 
@@ -296,6 +296,6 @@ def p7_claim(results: pd.DataFrame) -> ClaimResult:
         detail=(
             "median excess with theta = s over median with theta = s - Gamma' >= 10 at every N; "
             "DP-STAT's level over the true largest residual (non-private diagnostic) stays <= 2 "
-            "with the margin (spec 2.3 (ii)) and reaches >= 4 with the literal threshold"
+            "with the margin (fix D3) and reaches >= 4 with the literal threshold"
         ),
     )

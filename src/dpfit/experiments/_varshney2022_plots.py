@@ -1,4 +1,4 @@
-"""Figures of the DP-AMBSSGD experiments, one per prediction (spec 5.3)."""
+"""Figures of the DP-AMBSSGD experiments, one per prediction (docs/varshney2022.md)."""
 
 from __future__ import annotations
 

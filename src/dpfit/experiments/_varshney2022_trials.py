@@ -1,9 +1,8 @@
-"""Trial functions of the DP-AMBSSGD experiments (spec ``varshney2022-dp-ambssgd.md`` 5).
+"""Trial functions of the DP-AMBSSGD experiments (docs/varshney2022.md, predictions).
 
-Each trial draws one design (w* uniform on the sphere, spec 5.1) and one data set from its
+Each trial draws one design (w* uniform on the sphere) and one data set from its
 seed, runs the requested methods on the **same** records (a seeded block stream, regenerated
-for each method) and returns exact excess risks 0.5 (w - w*)^T H (w - w*). Method variants
-(spec 5.2):
+for each method) and returns exact excess risks 0.5 (w - w*)^T H (w - w*). Method variants:
 
 ``paper``      rho = 1/alpha^2, clip multiplier R_x (ln N)^(1/2), margin threshold;
 ``practical``  rho = 1/(2 alpha^2) (disjoint sets, D13), clip multiplier
@@ -17,7 +16,7 @@ for each method) and returns exact excess risks 0.5 (w - w*)^T H (w - w*). Metho
 
 Privacy is set by (epsilon, delta): rho = 1/alpha^2 with alpha = (sqrt(L + eps) + sqrt(L))/eps
 (Thm. 3.6 exact inversion), the same rho for every private method. B (DP-STAT's ceiling) is
-sqrt(Tr H) (||w*|| + sigma) ln N, an oracle-public bound as in the spec's spot checks.
+sqrt(Tr H) (||w*|| + sigma) ln N, an oracle-public bound (known to the experiment, not estimated).
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ __all__ = ["DELTA", "METHODS", "onepass_trial"]
 DELTA = 1e-6
 METHODS = ("paper", "practical", "literal", "nonprivate", "fixed_clip", "ssgd", "ssp", "adassp")
 
-#: Fixed-clip baselines' settings (not tuned per cell; spec 5.2 allows a grid, which is oracle
+#: Fixed-clip baselines' settings (not tuned per cell; a grid would be oracle
 #: tuning): DP-SGD takes 100 Poisson steps at rate 0.02 with step 0.5; DP-SSGD takes eta = 1e-3.
 _SGD_STEPS, _SGD_RATE, _SGD_STEP = 100, 0.02, 0.5
 _SSGD_STEP = 1e-3

@@ -1,14 +1,14 @@
 """Brown et al. (2024), "Private gradient descent for linear regression": Figures 1-11.
 
-Settings follow spec section 5 and its decisions (section 6): eta = 0.2 (A1); n = 1000 for
-Figs. 4/7 and n = 10,000 for the interval figures (A2); rho = 0.1 for Fig. 2 (A3); clip =
-5 sqrt(p) (A4); xi ~ N(0, 1) (A5); noise calibrated to every noisy step of a procedure (A6);
-the experimental interval estimates of A7 with burn-in 20 and m = 10 (and the formal ones);
-alpha = 0.05 (A8); a fixed dataset per interval figure and 100 algorithm runs (A9); error
-bars at the 2.5/97.5 percentiles across coordinates (A10); errors against theta* in Figs.
-1/9 (A11); AdaSSP as the paper ran it, with data-derived bounds (A12; not private) and also
-with public bounds. Figures 5 and 6 (10 and 11) come from the same runs and are one
-experiment each. Trials: :mod:`._brown2024_trials`; claims: :mod:`._brown2024_claims` and
+Settings follow the paper's Section 4 and, where it is silent, dpfit's choices (listed in
+docs/brown2024.md, "Reproducing Figures 1-11"): eta = 0.2; n = 1000 for Figs. 4/7 and n = 10,000 for
+the interval figures; rho = 0.1 for Fig. 2; clip = 5 sqrt(p); xi ~ N(0, 1); noise calibrated to
+every noisy step of a procedure; the experimental interval estimates (Section 3.1) with burn-in 20
+and m = 10 (and the formal ones of Thm 3.1); alpha = 0.05; a fixed dataset per interval figure and
+100 algorithm runs; error bars at the 2.5/97.5 percentiles across coordinates; errors against theta*
+in Figs. 1/9; AdaSSP as the paper ran it, with data-derived bounds (not private) and also with
+public bounds. Figures 5 and 6 (10 and 11) come from the same runs and are one experiment each.
+Trials: :mod:`._brown2024_trials`; claims: :mod:`._brown2024_claims` and
 :mod:`._brown2024_clipping`.
 """
 
@@ -133,7 +133,7 @@ def _intervals(name: str, figure: str, design: str) -> Experiment:
             "dataset): coverage and mean length of batched means, checkpoints and independent "
             "runs (m = 10, burn-in 20; experimental and formal variants) vs the total number "
             "of noisy steps, each run calibrated to rho = 0.015 for all its steps; theory "
-            "predictions of spec 3.2 and the non-private OLS interval width for comparison."
+            "predictions from Lemma 2.3 and the non-private OLS interval width for comparison."
         ),
         grid={
             "smoke": _grid(base, "total", [100, 500]),

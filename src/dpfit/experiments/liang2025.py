@@ -1,7 +1,7 @@
 """Liang et al. (2025), DP two-stage GD for IV regression: Figures 3, 4 and 6 (n, T, Alg. 3).
 
-Settings follow specs/liang2025-dp-iv.md 6 and its decisions in 7 (see
-:mod:`._liang2025_trials`). Figures 7, 8 and 9 (step sizes, clipping, 2S-GD vs 2SLS) are in
+Settings follow the paper's Section 4 and, where it is silent, the choices of docs/liang2025.md
+(see :mod:`._liang2025_trials`). Figures 7, 8 and 9 (step sizes, clipping, 2S-GD vs 2SLS) are in
 :mod:`.liang2025_tuning`, the real-data Figures 5, 10, 11 and 13 in :mod:`.liang2025_real`.
 Each claim's numbers are means over replicates (the paper's curves).
 """
@@ -164,11 +164,11 @@ FIG3 = Experiment(
     figure="Figure 3",
     description=(
         "DP-2S-GD error ||beta^(T) - beta|| against n at T = 20, total rho1 + rho2 = 10 split "
-        "(1,9), (5,5), (9,1); (a) p = q = r = 5 with gamma = 100 (spec A3) and 300 (our "
-        "choice: 100 floors the error by clipping bias beyond n ~ 5000), plus T = 10 and 40 at "
-        "n = 2000 and 10^4 for the plateau; (b) p = q = r = 50 (the fixed parameter draw has "
-        "sigma_min(Theta) = 0.016, so 2SLS itself errs by about 1.4). Every run is paired with "
-        "non-private 2S-GD on the same data to isolate the privacy error."
+        "(1,9), (5,5), (9,1); (a) p = q = r = 5 with gamma = 100 (near Fig. 8's optimum) and "
+        "300 (our choice: 100 floors the error by clipping bias beyond n ~ 5000), plus T = 10 "
+        "and 40 at n = 2000 and 10^4 for the plateau; (b) p = q = r = 50 (the fixed parameter "
+        "draw has sigma_min(Theta) = 0.016, so 2SLS itself errs by about 1.4). Every run is "
+        "paired with non-private 2S-GD on the same data to isolate the privacy error."
     ),
     grid=an.scales(
         _fig3_grid([500, 2000], [], [300.0], [(5.0, 5.0)], plateau=False),
@@ -291,7 +291,8 @@ FIG4 = Experiment(
     figure="Figure 4",
     description=(
         "DP-2S-GD error against T at n = 1000, p = q = r = 5, gamma = 100: (a) rho2 = 1000 "
-        "('large'), rho1 in {0.1, 1, 10}; (b) rho1 = 1000, rho2 in {0.1, 1, 10} (spec A7)."
+        "('large'), rho1 in {0.1, 1, 10}; (b) rho1 = 1000, rho2 in {0.1, 1, 10} (T grid: our "
+        "choice)."
     ),
     grid=an.scales(
         _fig4_grid([1, 10, 50], [1.0]),
@@ -361,8 +362,8 @@ FIG6 = Experiment(
     figure="Figure 6",
     description=(
         "Alg. 1 (rho1 = 1) against Alg. 3 (first stage by non-private GD on the same data, as "
-        "the paper runs it: not DP, spec 3.3) over T at n = 1000, p = q = r = 5, rho2 in "
-        "{0.1, 1, 10}."
+        "the paper runs it: not DP, Lemma F.1 needs a data-independent first stage) over T at "
+        "n = 1000, p = q = r = 5, rho2 in {0.1, 1, 10}."
     ),
     grid=an.scales(
         _fig6_grid([10, 100]),

@@ -1,6 +1,6 @@
 """Coverage of DPIVRegression's intervals (beyond the paper): two simulated designs and Card.
 
-Protocol (as for DP-GD, Brown et al. 2024 spec A9): per design one fixed, seeded dataset;
+Protocol (as for DP-GD, docs/brown2024.md): per design one fixed, seeded dataset;
 each trial refits :class:`~dpfit.DPIVRegression` with fresh noise and records whether the
 95% interval of the endogenous coefficient covers the 2SLS estimate on the same data (the
 interval's target) and, for information, the population beta. Coverage is the mean over

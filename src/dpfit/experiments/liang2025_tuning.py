@@ -1,6 +1,6 @@
 """Liang et al. (2025): Figures 7, 8 and 9 (step sizes, clipping threshold, 2S-GD vs 2SLS).
 
-Settings as in :mod:`.liang2025` (spec 6, 7).
+Settings as in :mod:`.liang2025` (docs/liang2025.md, Departures and choices).
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ FIG7 = Experiment(
     figure="Figure 7",
     description=(
         "Step sizes at n = 2000, p = q = r = 5, T = 20, rho1 = rho2 = 5: (a) eta over (0, "
-        "eta_max) with alpha = alpha_max (on eq. 3's boundary, spec A13); (b) alpha over "
-        "(0, alpha_max) with eta = 0.9 eta_max; 20 points each (A7)."
+        "eta_max) with alpha = alpha_max (on eq. 3's boundary, as the paper's); (b) alpha over "
+        "(0, alpha_max) with eta = 0.9 eta_max; 20 points each (our choice)."
     ),
     grid=an.scales(_fig7_grid(3), _fig7_grid(20), _fig7_grid(20)),
     replicates=an.scales(2, 20, 100),
@@ -223,7 +223,7 @@ FIG9 = Experiment(
     description=(
         "Non-private 2S-GD against 2SLS: p = q = r = 20 (and 5), n from 500 to 5000; the "
         "distance to 2SLS at T = 10, 100, 1000, ... shows the paper's T = 100 gap is "
-        "non-convergence (spec 3.1, pitfall 11)."
+        "non-convergence (2S-GD converges to 2SLS, the target of eq. 7)."
     ),
     grid=an.scales(
         [{"p": 5, "n": 500, "steps": 100}, {"p": 20, "n": 500, "steps": 300}],

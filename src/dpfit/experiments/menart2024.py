@@ -1,12 +1,12 @@
-"""Menart, Ullah, Arora, Bassily, Guzmán (2024): spec benchmarks B0, B1, B2 and B4 (kappa = 2).
+"""Menart, Ullah, Arora, Bassily, Guzmán (2024): benchmarks B0, B1, B2 and B4 (kappa = 2).
 
-The paper has no experiments; the spec (§6) proposes a synthetic suite and predicts the
-slopes of log(excess) against log n, log rho and log d. Each benchmark is one experiment
-``menart2024-bK``; each grid point names its ``sweep`` (the varied quantity) and its
-``method``. Trials: :mod:`._menart2024_trials`; claims: :mod:`._menart2024_claims` (the
-slope bands are explained there). Large rho values are deliberate: n sqrt(rho) is the
-effective sample size, and sweeping rho reaches the non-trivial regime cheaply (spec §8).
-B3, B5, B6 and B7 (PL*, kappa != 2, no KL) are in :mod:`.menart2024_beyond_pl`.
+The paper has no experiments; dpfit's synthetic suite (docs/menart2024.md) predicts the slopes of
+log(excess) against log n, log rho and log d. Each benchmark is one experiment ``menart2024-bK``;
+each grid point names its ``sweep`` (the varied quantity) and its ``method``. Trials:
+:mod:`._menart2024_trials`; claims: :mod:`._menart2024_claims` (the slope bands are explained
+there). Large rho values are deliberate: n sqrt(rho) is the effective sample size, and sweeping rho
+reaches the non-trivial regime cheaply (the rates depend on n sqrt(rho)). B3, B5, B6 and B7 (PL*,
+kappa != 2, no KL) are in :mod:`.menart2024_beyond_pl`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ B0 = experiment(
     },
     replicates={"smoke": 1, "quick": 6, "paper": 20},
     claims=[
-        spider_slope("n", -2.0, approaches=True, note="The spec's prototype saw -1.71 to -1.78."),
+        spider_slope("n", -2.0, approaches=True),
         claim(
             "adaptive n-slope",
             "Adaptive GD: slope in n between -2 and -1 (within 3 s.e.): d/(n^2 rho) + "
@@ -61,7 +61,7 @@ B0 = experiment(
         spider_slope(
             "d", 1.0, note="The floor grows like (sqrt d + sqrt(2 ln 1/beta'))^2, slower than d."
         ),
-        adaptive_beats({"n": SP, "rho": TH}, "The spec's prototype saw 2-3 orders."),
+        adaptive_beats({"n": SP, "rho": TH}),
         spider_bound_validity((SP, TH)),
     ],
 )
@@ -112,7 +112,7 @@ B2 = experiment(
         claim(
             "oracle noisy GD gap",
             "Noisy GD with the oracle step count (L1/mu) ln n beats both KL methods at every rho: "
-            "the gap the spec expects on well-conditioned least squares (its prototype: 3e-6).",
+            "the gap expected on well-conditioned least squares, where mu is known.",
             mc.beats(GD, [AD, SP], "rho", "rho"),
         ),
     ],
@@ -149,7 +149,7 @@ B4 = experiment(
         claim(
             "spider lam-slope",
             "KL-Spider (practical): slope in lam between -2 (the bound, gamma^2 K ~ 1/lam^2) "
-            "and -1 (optimal), within 3 s.e., as the spec expects.",
+            "and -1 (optimal), within 3 s.e.",
             mc.slope(method=SP, sweep="lam", x="extra", nominal=-1.5, band=(-2.0, -1.0)),
         ),
         adaptive_beats({"rho": SP, "n": SP}),

@@ -1,4 +1,4 @@
-"""Menart et al. (2024): spec benchmarks B3 (PL*, d > n), B5 (kappa < 2), B6 (kappa > 2), B7.
+"""Menart et al. (2024): benchmarks B3 (PL*, d > n), B5 (kappa < 2), B6 (kappa > 2), B7.
 
 B3 documents a limitation (over-parameterised PL*), B5 and B6 test the kappa-rates of
 KL-Spider and the private proximal point method, and B7 the stationarity guarantee of
@@ -61,7 +61,7 @@ B3 = experiment(
     claims=[
         claim(
             "adaptive beats fixed schedule",
-            "With d >= n sqrt(rho), where the spec calls Alg. 3 near-optimal, adaptive GD has "
+            "With d >= n sqrt(rho) (over-parameterised), adaptive GD has "
             "lower median excess than noisy GD with a fixed schedule at every d and rho.",
             lambda r: mc.both(mc.beats(AD, [GD], "d", "d")(r), mc.beats(AD, [GD], "rho", "rho")(r)),
         ),
@@ -120,7 +120,7 @@ B5 = experiment(
             claim(
                 f"spider rho-slope p={p}",
                 f"KL-Spider (practical), p = {p}: slope in rho between -kappa/2 = {-k / 2:.3g} "
-                "and its floor's slope, within 3 s.e.; the spec's prototype saw -0.62 for p = 4.",
+                "and its floor's slope, within 3 s.e.",
                 mc.slope(method=SP, sweep=f"rho-p{p}", x="rho", nominal=-k / 2),
             )
             for p, k in ((3, 1.5), (4, 4 / 3))

@@ -1,8 +1,8 @@
 """The experiment registry: each paper figure is a small, declarative :class:`Experiment`.
 
-An experiment is configuration (a parameter grid per scale and a replicate count), a trial
-function ``trial(params, seed) -> metrics``, the checkable claims of its spec, and a plot.
-The runner (:mod:`dpfit.experiments.runner`) executes trials, the store keeps them, and the
+An experiment is configuration (a parameter grid per scale and a replicate count), a trial function
+``trial(params, seed) -> metrics``, the checkable claims of its paper (or dpfit's predictions), and
+a plot. The runner (:mod:`dpfit.experiments.runner`) executes trials, the store keeps them, and the
 report evaluates claims and draws the plots. Nothing here runs anything.
 
 Scales: ``"smoke"`` (seconds, run in CI), ``"quick"`` (minutes; the scale at which the claims
@@ -45,7 +45,7 @@ class ClaimResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
-    """A checkable statement of a spec, evaluated on an experiment's results table.
+    """A checkable statement about a paper's result, evaluated on an experiment's results table.
 
     ``evaluate`` receives the results (one row per trial: parameters, ``replicate``, ``seed``
     and metrics) and returns a :class:`ClaimResult`. Claims are evaluated only at scales in
@@ -79,7 +79,8 @@ class Experiment:
         flat dict of floats. ``seed`` is an int derived by the runner from
         ``numpy.random.SeedSequence`` of (experiment, params, replicate).
     claims : Sequence[Claim]
-        The spec's checkable statements.
+        The checkable statements: the paper's results, or dpfit's predictions where the
+        paper has no experiments.
     plot : callable, optional
         ``plot(results) -> list[matplotlib.figure.Figure]`` in the style of the paper.
     privacy : str

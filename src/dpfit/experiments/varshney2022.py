@@ -1,7 +1,7 @@
 """Experiments for DP-AMBSSGD (Varshney, Thakurta & Jain 2022): predictions P1-P5 and P7.
 
-The paper has no experiments; the design and the checkable predictions are the spec's
-(``varshney2022-dp-ambssgd.md`` section 5): Gaussian covariates, w* on the unit sphere,
+The paper has no experiments; the design and the checkable predictions are dpfit's, derived
+from Thm 3.7 and Cor. 3.8 (docs/varshney2022.md): Gaussian covariates, w* on the unit sphere,
 delta = 1e-6, exact excess risk. Medians over replicates (DP-STAT makes the error heavy
 tailed). Trials, claims and plots live in the ``_varshney2022_*`` modules.
 
@@ -84,7 +84,7 @@ _P5_METHODS = ("practical", *P45_BASELINES)
 EXPERIMENTS = [
     _experiment(
         "varshney2022-p1",
-        "P1 (spec 5.3): near-non-private regime",
+        "P1: near-non-private regime",
         "DP-AMBSSGD 'practical' (parallel accounting, Gaussian norm-bound clip) at eps = 8 over N;"
         " excess risk relative to sigma^2 d / N, against non-private SGD with the same schedule.",
         {
@@ -117,7 +117,7 @@ EXPERIMENTS = [
     ),
     _experiment(
         "varshney2022-p2",
-        "P2 (spec 5.3): privacy-term exponents and data collapse",
+        "P2: privacy-term exponents and data collapse",
         "DP-AMBSSGD (paper variant) over the collapse grid d x N x eps (sigma = 1); the privacy "
         "error against non-private SGD on the same records; fitted exponents in d, N, eps.",
         {
@@ -145,7 +145,7 @@ EXPERIMENTS = [
     ),
     _experiment(
         "varshney2022-p3",
-        "P3 (spec 5.3): adaptivity in sigma",
+        "P3: adaptivity in sigma",
         "Excess risk against sigma in {0, 1e-3, ..., 1} at N = 2^16, d = 8, eps = 2 for "
         "DP-AMBSSGD (paper, practical), non-private SGD, fixed-clip Poisson DP-SGD and DP-SSGD "
         "(clip sqrt(Tr H)(||w*|| + sigma), the same rho).",
@@ -168,7 +168,7 @@ EXPERIMENTS = [
     ),
     _experiment(
         "varshney2022-p4",
-        "P4 (spec 5.3): dimension dependence against baselines",
+        "P4: dimension dependence against baselines",
         "Privacy-dominated regime (sigma = 1, eps = 0.5): DP-AMBSSGD's privacy error (paper "
         "variant, against non-private SGD on the same records) and the excess risk of "
         "fixed-clip DP-SGD, SSP and AdaSSP (public bounds) against d.",
@@ -192,7 +192,7 @@ EXPERIMENTS = [
     ),
     _experiment(
         "varshney2022-p5",
-        "P5 (spec 5.3): sample complexity",
+        "P5: sample complexity",
         "N*(d) = the N where the median excess falls to 2 sigma^2 d / N at eps = 1 (sigma = 1), "
         "for DP-AMBSSGD ('practical'), fixed-clip DP-SGD, SSP and AdaSSP; log-log slope in d.",
         {
@@ -231,7 +231,7 @@ EXPERIMENTS = [
     ),
     _experiment(
         "varshney2022-p7",
-        "P7 (spec 5.3, D3): DP-STAT's literal threshold",
+        "P7 (fix D3): DP-STAT's literal threshold",
         "DP-AMBSSGD (paper variant) with the margin threshold s - Gamma' and with the "
         "paper-literal theta = s, at small N (d = 20, sigma = 1, eps = 1).",
         {
