@@ -72,7 +72,10 @@ def test_fit_adassp(capsys):
         (["--rho", "-1"], "rho"),
         (["--method", "magic"], "method must be one of"),
         (["--clip", "0"], "clip"),
-        (["--bound", "x=0,10"], "missing"),
+        (
+            ["--bound", "x=0,10"],
+            "error: --bound: every design column needs its bounds: add --bound z=LOW,HIGH\n",
+        ),
         (["--interval", "bootstrap"], "interval must be one of"),
     ],
 )
@@ -88,3 +91,59 @@ def test_fit_bad_input_exits_2(tmp_path, frame, capsys, extra, message):
 def test_fit_bad_data_argument(data, capsys):
     assert main(["fit", data, "--formula", "y ~ x", "--rho", "1", "--clip", "1"]) == 2
     assert "DATA" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "give --bound TERM=LOW,HIGH for every term and --y-bounds LOW,HIGH (or --clip"),
+        (["--bound", "x=0,10", "--bound", "z=0,1"], "give --y-bounds LOW,HIGH (or --clip"),
+        (
+            ["--bound", "x=0,10", "--y-bounds", "0,1"],
+            "every design column needs its bounds: add --bound z=LOW,HIGH\n",
+        ),
+        (
+            [*BOUNDS, "--bound", "w=0,1"],
+            "every design column needs its bounds: drop --bound for w (not a design column)",
+        ),
+        (["--bound", "x=0,10", "--bound", "z=0,1", "--y-bounds", "9,4"], "response y"),
+        ([*BOUNDS, "--interval", "none"], "--interval none: the preconditioned fit"),
+    ],
+)
+def test_fit_mistakes_are_explained_in_cli_terms(tmp_path, frame, capsys, extra, message):
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+    assert main(["fit", str(path), "--formula", "y ~ x + z", "--rho", "0.5", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "unknown []" not in err and "precondition=False" not in err and "column 0" not in err
+
+
+def test_interval_none_with_no_precondition(tmp_path, frame, capsys):
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+    args = ["fit", str(path), *COMMON, *BOUNDS, "--interval", "none", "--no-precondition"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "DP linear regression results" in out and "[0.025" not in out
+
+
+def test_steps_default_is_the_librarys(capsys):
+    # The CLI and dpfit.ols run the same fit: same seed, no --steps -> identical coefficients.
+    import dpfit
+    from dpfit.cli._data import read_data
+
+    args = ["fit", "card", "--formula", "lwage ~ educ", "--rho", "0.5", "--seed", "3"]
+    assert main([*args, "--bound", "educ=0,18", "--y-bounds", "4.6,8", "--format", "html"]) == 0
+    out = capsys.readouterr().out
+    bounds = {"educ": (0, 18)}
+    lib = dpfit.ols(
+        "lwage ~ educ",
+        read_data("card"),
+        rho=0.5,
+        bounds=bounds,
+        y_bounds=(4.6, 8),
+        random_state=3,
+        bounds_check=0.02,
+    )
+    assert f"{lib.params['educ']:.4f}" in out

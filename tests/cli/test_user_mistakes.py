@@ -74,10 +74,13 @@ CLI_MISTAKES = {
     "unknown interval": (["fit", "{good}", *FIT, *BOUNDS, "--interval", "boot"], ["interval"]),
     "m too small": (["fit", "{good}", *FIT, *BOUNDS, "--m", "1"], ["--m"]),
     "unknown relation": (["fit", "{good}", *FIT, *BOUNDS, "--relation", "swap"], ["relation"]),
-    "bound missing a term": (["fit", "{good}", *FIT, "--bound", "x=0,10"], ["missing", "z"]),
+    "bound missing a term": (
+        ["fit", "{good}", *FIT, "--bound", "x=0,10"],
+        ["add --bound z=LOW,HIGH"],
+    ),
     "bound of an unknown term": (
         ["fit", "{good}", *FIT, *BOUNDS, "--bound", "q=0,1"],
-        ["unknown", "q"],
+        ["drop --bound for q"],
     ),
     "bound low > high": (
         ["fit", "{good}", *FIT, "--bound", "x=10,0", "--bound", "z=0,1"],

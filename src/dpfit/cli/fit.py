@@ -50,13 +50,24 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument("data", metavar="DATA", help="CSV/parquet path or bundled dataset name")
     p.add_argument("--formula", required=True, help="e.g. 'lwage ~ educ + exper'")
     p.add_argument("--rho", type=float, required=True, help="zCDP budget of the fit")
-    p.add_argument("--method", default="gd", help="gd (default) or adassp")
+    p.add_argument("--method", default="gd", help="gd (default), adassp or ambssgd")
     p.add_argument("--clip", type=float, help="per-example gradient norm bound (gd)")
-    p.add_argument("--steps", type=int, default=1000, help="total DP-GD steps (default 1000)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        help="total DP-GD steps (default: as dpfit.ols, 200 with --bound, else 1000)",
+    )
     p.add_argument("--step-size", type=float, help="DP-GD step size")
     p.add_argument(
         "--interval",
-        help="batched-means (default for gd), checkpoints, independent-runs or none",
+        help="batched-means (default for gd), checkpoints, independent-runs or none "
+        "(none with --bound needs --no-precondition)",
+    )
+    p.add_argument(
+        "--no-precondition",
+        action="store_true",
+        help="plain DP-GD in the original coordinates, not the preconditioned fit that "
+        "--bound selects (docs/inference.md)",
     )
     p.add_argument("--m", type=int, default=10, help="number of batches/checkpoints/runs")
     p.add_argument("--burn-in", type=int, help="iterates dropped first (default 20)")
@@ -125,35 +136,46 @@ def run(args: argparse.Namespace) -> int:
     interval = args.interval or ("batched-means" if args.method == "gd" else "none")
     if args.plot is not None and interval == "none":
         raise ValueError("--plot needs intervals: use --method gd with an --interval")
+    _check_gd_options(args, interval)
     bounds = bounds_mapping(args.bound, args.formula)
     budget = budget_from_store(args)
     data = read_data(args.data, args.sample, sep=args.sep)
     args.columns = list(data.columns)  # public schema, for error messages
+    if bounds is not None:
+        _check_bounds_cover(bounds, args.formula, data)
 
     from ..models import ols
 
-    with release_progress(
-        progress_wanted(args.progress) and args.method == "gd", total=args.steps, desc="dpfit fit"
-    ):
-        result = ols(
-            args.formula,
-            data,
-            rho=args.rho,
-            budget=budget,
-            method=args.method,
-            clip=args.clip,
-            steps=args.steps,
-            step_size=args.step_size,
-            interval=None if interval == "none" else interval,
-            m=args.m,
-            burn_in=args.burn_in,
-            bounds=bounds,
-            y_bounds=args.y_bounds,
-            relation=args.relation,
-            bounds_check=args.bounds_check,
-            random_state=args.seed,
-            secure=args.secure,
-        )
+    try:
+        with release_progress(
+            progress_wanted(args.progress) and args.method == "gd",
+            total=args.steps,
+            desc="dpfit fit",
+        ):
+            result = ols(
+                args.formula,
+                data,
+                rho=args.rho,
+                budget=budget,
+                method=args.method,
+                clip=args.clip,
+                steps=args.steps,
+                step_size=args.step_size,
+                interval=None if interval == "none" else interval,
+                m=args.m,
+                burn_in=args.burn_in,
+                bounds=bounds,
+                y_bounds=args.y_bounds,
+                relation=args.relation,
+                bounds_check=args.bounds_check,
+                random_state=args.seed,
+                secure=args.secure,
+                **({"precondition": False} if args.no_precondition else {}),
+            )
+    except TypeError as exc:  # raised before anything is charged
+        if args.method == "gd" and str(exc).startswith("clip is required"):
+            raise ValueError(_clip_needed(args)) from exc
+        raise
     summary = result.summary(args.alpha, delta=args.delta)
     print(
         {"text": summary.as_text, "html": summary.as_html, "latex": summary.as_latex}[args.format]()
@@ -161,6 +183,51 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         _plot(result, args)
     return 0
+
+
+def _check_gd_options(args: argparse.Namespace, interval: str) -> None:
+    """Refuse, in the CLI's own terms, DP-GD options that the library would refuse later."""
+    response = args.formula.partition("~")[0].strip() if isinstance(args.formula, str) else ""
+    if args.y_bounds is not None and not args.y_bounds[0] < args.y_bounds[1]:
+        low, high = args.y_bounds
+        raise ValueError(f"--y-bounds {low:g},{high:g}: LOW must be < HIGH (response {response})")
+    if args.method == "gd" and interval == "none" and args.bound and not args.no_precondition:
+        raise ValueError(
+            "--interval none: the preconditioned fit (the default with --bound) needs an "
+            "interval for its privacy part; use another --interval, or add --no-precondition"
+        )
+
+
+def _clip_needed(args: argparse.Namespace) -> str:
+    """The library's "clip is required" refusal, saying which options give DP-GD its bound."""
+    need = "--y-bounds LOW,HIGH" if args.bound else "--bound TERM=LOW,HIGH for every term"
+    need += "" if args.bound or args.y_bounds else " and --y-bounds LOW,HIGH"
+    return (
+        f"give {need} (or --clip, a public bound on the per-example gradient norm "
+        "|y_i - x_i.theta| * ||x_i||)"
+    )
+
+
+def _check_bounds_cover(bounds: dict, formula: str, data) -> None:
+    """Name the ``--bound`` options missing for the design columns of ``formula``.
+
+    Read off the formula and DATA's column types only (an empty frame), never its values.
+    A formula that cannot be built is left to ``ols``, which explains it.
+    """
+    from ..models.formula import _design_matrices
+
+    try:
+        _, X, _, indicators = _design_matrices(formula, data.iloc[:0])
+    except (TypeError, ValueError):
+        return
+    missing = [c for c in X.columns if c not in bounds and c not in indicators]
+    unknown = [term for term in bounds if term not in X.columns]
+    if missing or unknown:
+        add = " ".join(f"--bound {c}=LOW,HIGH" for c in missing)
+        problems = [f"add {add}"] if missing else []
+        if unknown:
+            problems.append(f"drop --bound for {', '.join(unknown)} (not a design column)")
+        raise ValueError("--bound: every design column needs its bounds: " + "; ".join(problems))
 
 
 def _plot(result, args: argparse.Namespace) -> None:
