@@ -21,6 +21,9 @@ Contract (shared by the linear and the IV estimators; signatures are stable)
     returns a :class:`NoisyMoment`: the symmetric noisy matrix and its entry noise std.
 ``NoisyMoment.psd()``
     Projection onto matrices with eigenvalues >= the public noise floor (post-processing).
+``NoisyMoment.lower_bound()``
+    The release with eigenvalues lowered to lower confidence bounds: the sandwich's bread,
+    so that the bread's noise widens the interval instead of narrowing it.
 ``sandwich(bread, meat, n)``
     B^-1 M B^-T / n for a square (not necessarily symmetric) bread B.
 ``CovarianceEstimate``
@@ -107,6 +110,43 @@ class NoisyMoment:
         floor = self.floor if floor is None else floor
         values, vectors = np.linalg.eigh(self.matrix)
         return (vectors * np.maximum(values, floor)) @ vectors.T
+
+    def lower_bound(self, z: float = 1.0) -> np.ndarray:
+        """A bread that does not overstate the data's eigenvalues: lambda~ - z s sqrt(2).
+
+        The sandwich's variance along an eigenvector of the bread with eigenvalue mu is
+        proportional to 1 / mu^2, so a bread eigenvalue above the data's own lambda
+        understates it by (lambda / mu)^2, and :meth:`psd`'s mu = max(lambda~, floor) does
+        so whenever lambda < floor (docs/inference.md). Here every released eigenvalue is
+        lowered by z times the bound s sqrt(2) on its noise s.d. (first order, see
+        :meth:`floor_binds`): mu = lambda~ - z s sqrt(2) is a one-sided lower confidence
+        bound for lambda (level Phi(z) per eigenvalue; the second-order shift of the
+        smallest released eigenvalue is downward, towards conservative). It is then raised
+        to the minimum :attr:`identified` = s sqrt(2), so that where lambda is not
+        distinguishable from zero the interval stays finite; it understates the variance
+        only where lambda < s sqrt(2), and by (lambda / (s sqrt(2)))^2 at most, against
+        (lambda / floor)^2 for :meth:`psd` (floor / (s sqrt(2)) = sqrt(2 k) times
+        smaller). :meth:`unidentified` says when that can happen. Post-processing.
+        """
+        values, vectors = np.linalg.eigh(self.matrix)
+        margin = self.identified
+        return (vectors * np.maximum(values - z * margin, margin)) @ vectors.T
+
+    @property
+    def identified(self) -> float:
+        """The least bread eigenvalue of :meth:`lower_bound`: s sqrt(2), one noise s.d."""
+        return self.noise_std * math.sqrt(2.0)
+
+    def unidentified(self, z: float = 1.0) -> bool:
+        """Whether :meth:`lower_bound` may overstate the data's smallest eigenvalue.
+
+        True when the lower confidence bound lambda~_min - z s sqrt(2) is below
+        :attr:`identified`, the value :meth:`lower_bound` raises it to: the data cannot
+        rule out lambda_min < s sqrt(2), where the sandwich built on :meth:`lower_bound`
+        understates the variance. When it is False, lambda_min >= s sqrt(2) with
+        confidence Phi(z) and the bread's eigenvalues are lower confidence bounds.
+        """
+        return self.min_eigenvalue() - z * self.identified < self.identified
 
     def min_eigenvalue(self) -> float:
         """Smallest eigenvalue of the release (post-processing)."""

@@ -16,23 +16,27 @@ sqrt(k) (k coefficients, ones column included). The fit makes these releases, in
    changes only the geometry, not the fixed point: the iterates still centre on the data's
    clipped-loss minimiser theta_hat.
 4. **Hh~** = (1/n) sum_i 1{g_i unclipped} d_i d_i' + noise, the Huber Hessian at the
-   released estimate: the bread for the clipped-loss target ([3 s / 8]).
+   released estimate: the bread for the clipped-loss target ([3 s / 8]). The sandwich uses
+   its lower confidence bound (eigenvalues lowered by one noise s.d., at least one noise
+   s.d.; :meth:`~dpfit.inference.population.NoisyMoment.lower_bound`), so that the noise in
+   the bread widens the interval rather than narrowing it.
 5. **Omega~** = (1/n) sum g_i g_i' of the clipped whitened gradients g_i = clip_C(z_i r_i)
    at the released estimate ([3 s / 8]; sensitivity sqrt(2) C^2 / n).
 
 Covariance of the released estimate theta~ = P u~ around the population parameter:
 
-    V = Hh^-1 Omega_d Hh^-1 / n   (the sandwich, Omega_d = P^-1 Omega~ P^-1 in the design's
-                                   coordinates; :func:`~dpfit.inference.population.sandwich`)
+    V = Hl^-1 Omega_d Hl^-1 / n   (the sandwich, Hl the lower bound of Hh~ in step 4,
+                                   Omega_d = P^-1 Omega~ P^-1 in the design's coordinates;
+                                   :func:`~dpfit.inference.population.sandwich`)
       + P S_u P / m               (privacy part: the m released batch means' covariance, eq. 12)
 
 with Welch-Satterthwaite degrees of freedom (the privacy part has m - 1). Everything after
 the releases is post-processing, including two checks that warn (``CoverageWarning``) when
 the interval cannot be trusted: the released iterates still drift between the first and the
 second half of the run (:mod:`dpfit.inference.diagnostics`; reported on the population
-covariance as ``drift``), and the released Huber Hessian's smallest eigenvalue lies below
-its noise floor by more than a noise s.d.
-(:meth:`~dpfit.inference.population.NoisyMoment.floor_binds`).
+covariance as ``drift``), and the released Huber Hessian's smallest eigenvalue is within
+two noise s.d. of zero
+(:meth:`~dpfit.inference.population.NoisyMoment.unidentified`).
 """
 
 from __future__ import annotations
@@ -155,7 +159,7 @@ def run_preconditioned_gd(
     )
     Op = Omega.psd()
     Pinv = np.linalg.inv(P)
-    sampling = sandwich(Hh.psd(), Pinv @ Op @ Pinv, n)
+    sampling = sandwich(Hh.lower_bound(), Pinv @ Op @ Pinv, n)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
     privacy = P @ S_u @ P
     drift = iterate_drift(traj.iterates, runs=runs, burn_in=burn_in)
@@ -176,12 +180,12 @@ def run_preconditioned_gd(
             "the interval is off centre and may under-cover (more steps or a larger step "
             "size help)."
         )
-    if Hh.floor_binds():
+    if Hh.unidentified():
         checks.append(
             "The released Huber Hessian (X'X/n over the records whose gradient is not "
-            "clipped) has an eigenvalue below its noise level by more than one noise s.d.: "
-            "some direction of the features is barely identified at this n and rho, and the "
-            "sandwich understates the sampling variance along it; population intervals may "
+            "clipped) has an eigenvalue within two noise s.d. of zero: some direction of "
+            "the features is barely identified at this n and rho, and the sandwich may "
+            "understate the sampling variance along it; population intervals may "
             "under-cover (more records, a larger rho or tighter bounds help)."
         )
     rel_noise = Omega.noise_std / max(float(np.diag(Op).min()), 1e-300)
