@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._floats import quiet_floats
-from ._validation import check_option
+from ._validation import check_option, user_stacklevel
 from .algorithms._loss_queries import clip_keyword_message
 from .algorithms.adaptive_gd import adaptive_gd
 from .algorithms.kl_spider import kl_spider
@@ -105,7 +105,7 @@ def minimize(
             "minimize(rng=...) is deprecated: use random_state=..., dpfit's one name for the "
             "noise source",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
         random_state = options.pop("rng")
     func = METHODS[method]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._floats import quiet_floats
-from .._validation import check_delta, check_real, check_rho, check_X_y
+from .._validation import check_delta, check_real, check_rho, check_X_y, user_stacklevel
 from ..algorithms.trajectory import Trajectory
 from ..exceptions import NonPrivateWarning
 from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho
@@ -249,7 +249,7 @@ def adassp_paper(
     warnings.warn(
         "adassp_paper derives its bounds from the data: the result is not private",
         NonPrivateWarning,
-        stacklevel=2,
+        stacklevel=user_stacklevel(),
     )
     source = make_noise_source(rng)
     X, y = check_X_y(X, y)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import user_stacklevel
 from ..exceptions import InsecureRandomnessWarning
 
 __all__ = ["NoiseSource", "make_noise_source"]
@@ -128,6 +129,6 @@ def make_noise_source(rng: Any = None, *, secure: bool = False, name: str = "rng
     warnings.warn(
         "noise is drawn from a seeded generator: reproducible, but not for real releases",
         InsecureRandomnessWarning,
-        stacklevel=2,
+        stacklevel=user_stacklevel(),
     )
     return NoiseSource(seed_seq, seeded=True)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import user_stacklevel
 from ..exceptions import CoverageWarning
 from ..inference.population import (
     NoisyMoment,
@@ -156,7 +157,7 @@ def fit_moments(
             "intervals may under-cover; more records, a larger rho or stronger instruments help."
         )
     for message in checks:  # released quantities only
-        warnings.warn(message, CoverageWarning, stacklevel=4)
+        warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
     return {
         "estimate": fit.beta,
         "population": population,

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import user_stacklevel
 from ..exceptions import RepeatedFitWarning
 
 __all__ = ["REFITS", "note_fit"]
@@ -59,7 +60,7 @@ def note_fit(estimator: str, rho: float, *data: Any, n: int, budget: Any = None)
             "budget=dpfit.Budget(rho=...) to every fit (or dpfit.Budget.open(...) across "
             "processes)",
             RepeatedFitWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         warned = True
     _SEEN[key] = [fits, spent, warned]

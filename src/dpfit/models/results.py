@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_alpha, check_delta, check_option
+from .._validation import check_alpha, check_delta, check_option, user_stacklevel
 from .._version import __version__
 from ..exceptions import LargeBudgetWarning
 from ..inference import t_interval, t_interval_from_stderr
@@ -369,7 +369,7 @@ class Result:
                 f"delta={delta:g} exceeds 1/n = {1.0 / self.n:.3g}: the (epsilon, delta) "
                 "guarantee is weak; choose delta < 1/n",
                 LargeBudgetWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         if target is None:
             target = self.targets[0] if self.targets else None

@@ -39,7 +39,14 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_delta, check_epsilon, check_int, check_option, check_positive
+from .._validation import (
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_option,
+    check_positive,
+    user_stacklevel,
+)
 from ..exceptions import SideConditionWarning
 
 __all__ = [
@@ -287,7 +294,7 @@ def check_ambssgd_side_condition(n: int, **settings: object) -> bool:
             "clip's noise may not contract; use more records per block (smaller steps) or a "
             "larger epsilon",
             SideConditionWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     return lhs >= rhs
 
