@@ -7,13 +7,18 @@ the same on neighbouring datasets, and each release's query (before noise) may m
 most its declared sensitivity. :func:`check_neighbours` checks both, in the spirit of
 Re:cord-play (Cebere et al.; how the library uses it: ``tests/neighbours/README.md``):
 
-1. run on D while recording every mechanism call (:func:`dpfit.mechanisms.recording`);
+1. run on D while recording every mechanism call (:func:`recording`);
 2. run on D' with the same seed: every component is compared with numbers masked
    (:func:`mask_numbers`), except the privacy claim (total rho and epsilon), which must not
    depend on the data even through the releases;
-3. run on D' again, replaying D's mechanism outputs (:func:`dpfit.mechanisms.replaying`):
+3. run on D' again, replaying D's mechanism outputs (:func:`replaying`):
    the same sequence of mechanism calls, every query within its declared sensitivity, and
    every component **bit-identical** (all of it is post-processing of the frozen releases).
+
+The record/replay hooks themselves (:func:`recording`, :func:`replaying`, :class:`Recording`,
+:class:`ReplayMismatchError`) are exported here, their documented home: they are test
+instruments, not part of releasing data. (:mod:`dpfit.mechanisms` still exports them because
+the library's own checks use them.)
 
 ``run`` must be deterministic given its arguments (fix the seed inside it). The components
 of an :class:`Observation` are plain text so that a failure prints a readable diff.
@@ -54,17 +59,21 @@ import numpy as np
 
 from ._testing_observe import Observation, compare, default_views, observe
 from ._testing_text import describe, mask_numbers
-from .mechanisms import Recording
+from .mechanisms.recorder import Recording, ReplayMismatchError, recording, replaying
 
 __all__ = [
     "NeighbourReport",
     "Observation",
+    "Recording",
+    "ReplayMismatchError",
     "check_neighbours",
     "compare",
     "describe",
     "mask_numbers",
     "observe",
+    "recording",
     "release_shares",
+    "replaying",
 ]
 
 #: The name under which :func:`check_neighbours` reports (and ``ignore`` skips) a query that

@@ -1,4 +1,8 @@
-"""Mechanisms: the Gaussian mechanism, clipping, the noise source and record/replay hooks."""
+"""Mechanisms: the Gaussian mechanism, clipping, private counts and the noise source.
+
+The record/replay hooks (``recording``, ``replaying``) are importable from here for the
+library's own checks; their documented home is :mod:`dpfit.testing`.
+"""
 
 from .clipping import (
     clip_factors,
