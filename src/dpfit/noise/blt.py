@@ -329,7 +329,7 @@ def optimal_blt(
     -----
     The objective is the mean squared error of the T noisy prefix sums at equal privacy
     (Choquette-Choo et al. 2024, eq. 3, with the participation-aware sensitivity of their
-    §2.4), optimised as in McMahan, Xu & Zhang (2024, arXiv 2408.08868, §4) over BLTs of
+    App. A.2), optimised as in McMahan, Xu & Zhang (2024, arXiv 2408.08868, §4) over BLTs of
     Dvijotham et al. (2024). Everything here is public: the result depends on (T, k, b) only.
     At the CIFAR-10 geometry (T = 2000, k = 20, b = 100) two buffers give 0.918 x the
     objective of nu-DP-FTRL at the nu of :func:`~dpfit.noise.select_nu`

@@ -1,6 +1,6 @@
 """Noise calibration for a correlated-noise release, and the prefix-error choice of nu.
 
-The whole run is ONE Gaussian mechanism ``C G + Z`` (Choquette-Choo et al. 2024, §2.4) with
+The whole run is ONE Gaussian mechanism ``C G + Z`` (Choquette-Choo et al. 2024, Thm. 1.1) with
 L2 sensitivity
 
     Delta = Delta_sum x sens(C),   Delta_sum = s x clip + float-rounding allowance,

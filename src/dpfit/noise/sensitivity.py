@@ -1,6 +1,6 @@
 """Sensitivity of matrix-factorisation (correlated-noise) mechanisms under multiple participations.
 
-Notation (Choquette-Choo et al. 2024, §2.4; Choquette-Choo et al. 2023b):
+Notation (Choquette-Choo et al. 2024, Thm. 1.1 and App. A.2; Choquette-Choo et al. 2023b):
 
 =======================  ======  ===========================================================
 API name                 symbol  meaning
@@ -88,7 +88,7 @@ def pattern_sensitivity_squared(
     """max over patterns of sum_{p, q} |X_pq|, with ``gram(P) -> (m, k, k)`` the X blocks.
 
     Exact when X >= 0 on the patterns, an upper bound otherwise (absolute values keep it safe
-    for adaptively chosen vector contributions; Choquette-Choo et al. 2024, §2.4).
+    for adaptively chosen vector contributions; Choquette-Choo et al. 2024, App. A.2).
     """
     best = 0.0
     for s in range(0, patterns.shape[0], chunk):
@@ -103,7 +103,7 @@ def monotone_toeplitz_sensitivity_squared(
     """Exact sens^2 of a Toeplitz encoder with non-negative, non-increasing first column c.
 
     sens^2 = sum_{t<T} (sum_{j<k} c_{t-jb})^2 with c at negative indices = 0
-    (Choquette-Choo et al. 2024, §2.4; jax_privacy ``toeplitz.minsep_sensitivity_squared``).
+    (Choquette-Choo et al. 2024, App. A.2; jax_privacy ``toeplitz.minsep_sensitivity_squared``).
     Raises ``ValueError`` if c is not non-negative and non-increasing (then the formula
     would under-state the sensitivity).
     """

@@ -236,13 +236,13 @@ def correlated_noise(
 
     Notes
     -----
-    Privacy: the declared sensitivity is :func:`~dpfit.noise.release_sensitivity` of the
-    mechanism actually streamed, exact for the paper's mechanisms and for BLTs under the
-    declared pattern (Choquette-Choo et al. 2024, §2.4; arXiv 2405.13763, Thm. 2); the charge
-    is rho = Delta^2 / (2 sigma^2), mu = Delta / sigma. A substituted BLT is charged the same
-    rho as the requested mechanism (its sigma is Delta_BLT / Delta x the given one), so the
-    privacy guarantee is the one the caller calibrated. No amplification by sampling is
-    claimed (Choquette-Choo et al. 2024, §6).
+    Privacy: the declared sensitivity is :func:`~dpfit.noise.release_sensitivity` of the mechanism
+    actually streamed, exact for the paper's mechanisms and for BLTs under the declared pattern
+    (Choquette-Choo et al. 2024, Thm. 1.1 and App. A.2; arXiv 2405.13763, Thm. 2); the charge is rho
+    = Delta^2 / (2 sigma^2), mu = Delta / sigma. A substituted BLT is charged the same rho as the
+    requested mechanism (its sigma is Delta_BLT / Delta x the given one), so the privacy guarantee
+    is the one the caller calibrated. No amplification by sampling is claimed
+    (docs/choquettechoo2024.md, Privacy notes).
     """
     mechanism = check_mechanism(mechanism)
     if not isinstance(ledger, PrivacyLedger):

@@ -1,6 +1,6 @@
 """Toeplitz correlated noise: DP-SGD, nu-DP-FTRL, Fichtenberger, mean-estimation optimum, anti-PGD.
 
-Notation (Choquette-Choo et al. 2024, §2.1-2.3):
+Notation (Choquette-Choo et al. 2024, Sections 1.1 and 2):
 
 ===============  ======  ==================================================================
 API name         symbol  meaning

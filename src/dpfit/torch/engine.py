@@ -21,7 +21,7 @@ sampling            relation      noise (``noise=``)         privacy
 "fixed-epoch"       replace-one   "auto": nu-DP-FTRL at       one Gaussian release, sensitivity
                                   select_nu, streamed as      for (k, b) = (epochs, n // B)
                                   the optimal BLT; or         (Choquette-Choo et al. 2024,
-                                  "nu-dpftrl", "dp-sgd", a    §2.4); exact GDP epsilon
+                                  "nu-dpftrl", "dp-sgd", a    App. A.2); exact GDP epsilon
                                   CorrelatedMechanism
 "poisson"           add/remove    "auto" / "dp-sgd":          T Poisson-subsampled Gaussians
                                   independent noise           (Abadi et al. 2016), PLD epsilon
