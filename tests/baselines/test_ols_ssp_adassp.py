@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from dpfit.baselines import adassp, adassp_paper, ols, ssp
+from dpfit.baselines import adassp, ols, ssp
 from dpfit.datasets import draw_linear_design
 from dpfit.exceptions import NonPrivateWarning
 from dpfit.mechanisms import recording, replaying
+from dpfit.paper_only import adassp_paper
 
 DATA = draw_linear_design(3000, 4, rng=0)
 X, Y = np.array(DATA.X), np.array(DATA.y)

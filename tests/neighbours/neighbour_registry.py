@@ -27,7 +27,7 @@ from neighbour_data import ADD_REMOVE_KINDS, grouped, instrumental, linear, unit
 
 import dpfit
 from dpfit import algorithms as alg
-from dpfit import baselines
+from dpfit import baselines, paper_only
 from dpfit.losses import LogisticLoss, SquaredLoss
 from dpfit.noise import dpsgd, nu_dpftrl, select_nu, tree_aggregation
 from dpfit.testing import default_views
@@ -359,7 +359,7 @@ TRAJECTORIES: dict[str, EntryPoint] = {
         algorithm(baselines.adassp, **SSP, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
     ),
     "adassp_paper (refused: data-derived bounds)": EntryPoint(
-        algorithm(baselines.adassp_paper, rho=RHO), releases=False
+        algorithm(paper_only.adassp_paper, rho=RHO), releases=False
     ),
     "fixed_clip_sgd": EntryPoint(
         algorithm(

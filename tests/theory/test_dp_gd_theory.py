@@ -10,6 +10,7 @@ import pytest
 
 from dpfit.algorithms import dp_gd, dp_gd_given_noise, dp_gd_noise_std
 from dpfit.datasets import draw_linear_design
+from dpfit.paper_only import lemma_2_6_c0
 from dpfit.theory import (
     block_mean_covariance,
     c4,
@@ -18,7 +19,6 @@ from dpfit.theory import (
     huber_target,
     iterate_cross_covariance,
     iterate_law,
-    lemma_2_6_c0,
     no_clipping_condition,
     recommend_dp_gd,
     stationary_covariance,

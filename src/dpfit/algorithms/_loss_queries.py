@@ -23,8 +23,8 @@ from ..distributed import check_dask_rows, is_dask
 from ..losses.base import Loss, check_loss, checked_gradients, split_data
 from ..mechanisms import NoiseSource, gaussian, make_noise_source
 from ..privacy import PrivacyLedger, mean_sensitivity, parse_relation, public_n
+from ..privacy.ledger import prepare_ledger
 from ._kernels import clipped_row_sum, loss_sums
-from ._ledger import prepare_ledger
 from .trajectory import Trajectory
 
 __all__ = [

@@ -1,7 +1,13 @@
-"""Reference estimators that private fits are measured against: non-private (OLS, 2SLS) and
-private baselines (SSP, AdaSSP, fixed-clip and one-pass SGD, a private grid search)."""
+"""Reference estimators that private fits are measured against.
 
-from .adassp import adassp, adassp_paper
+Non-private references (they read the raw data; their ledgers are empty): :func:`ols`,
+:func:`two_sls` and :func:`onepass_sgd` (DP-AMBSSGD's schedule without clipping or noise).
+Private baselines (zCDP, charged to a ledger like every algorithm): :func:`ssp`,
+:func:`adassp`, :func:`fixed_clip_sgd` and :func:`private_grid_search`. AdaSSP as Brown et
+al.'s figures ran it (bounds read off the data) is paper-only: :mod:`dpfit.paper_only`.
+"""
+
+from .adassp import adassp
 from .fixed_clip_sgd import fixed_clip_sgd
 from .ols import OLSResult, ols
 from .onepass_sgd import onepass_sgd
@@ -14,7 +20,6 @@ __all__ = [
     "OLSResult",
     "TwoSLSResult",
     "adassp",
-    "adassp_paper",
     "fixed_clip_sgd",
     "ols",
     "onepass_sgd",

@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import dp_gd
-from ..baselines import adassp, adassp_paper, ols
+from ..baselines import adassp, ols
 from ..datasets import LinearDesign, draw_linear_design
 from ..exceptions import NonPrivateWarning
 from ..inference import confidence_interval
+from ..paper_only import adassp_paper
 from ..theory import expected_interval_length, final_iterate_error, huber_target
 
 __all__: list[str] = []

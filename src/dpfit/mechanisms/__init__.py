@@ -15,10 +15,10 @@ from .clipping import (
 from .counts import (
     DoublingSearch,
     SearchResult,
-    literal_threshold,
     margin_threshold,
     private_count,
 )
+from .counts import literal_threshold as literal_threshold  # paper-only: dpfit.paper_only
 from .gaussian import (
     GaussianReleases,
     gaussian,
@@ -45,7 +45,6 @@ __all__ = [
     "gaussian",
     "gaussian_releases",
     "gaussian_rows",
-    "literal_threshold",
     "make_noise_source",
     "margin_threshold",
     "noise_std_for_rho",

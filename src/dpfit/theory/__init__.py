@@ -14,7 +14,6 @@ from .dp_gd_clipping import (
     NoClippingCondition,
     certified_clip,
     huber_target,
-    lemma_2_6_c0,
     no_clipping_condition,
     recommend_dp_gd,
 )
@@ -58,7 +57,6 @@ __all__ = [
     "iterate_cross_covariance",
     "iterate_law",
     "kl_rate",
-    "lemma_2_6_c0",
     "no_clipping_condition",
     "noisy_gd_steps",
     "proximal_bound",
