@@ -369,12 +369,14 @@ def _check_bounds(
         indicators=indicators,
     )
     zero = counts.pop(ZERO_RECORDS)
-    shown = ", ".join(f"{name} {value:.0f}" for name, value in counts.items())
+    # Post-processing of the noisy counts: a count below 0 is shown as 0.
+    shown = ", ".join(f"{name} {max(0.0, value):.0f}" for name, value in counts.items())
     share = rho / (result.ledger.rho + rho)
     note = (
         f"Bounds check: a private count of the records outside each column's public bounds "
         f"(clipped by the fit), noise std {noise_std:.3g}, rho = {rho:.3g} "
-        f"({100 * share:.3g}% of the budget): {shown}; zero records {zero:.0f}."
+        f"({100 * share:.3g}% of the budget; noisy counts clamped at 0): {shown}; "
+        f"zero records {max(0.0, zero):.0f}."
     )
     limit = CLIPPED_SHARE * result.n + 3.0 * noise_std
     if zero > limit:
