@@ -34,9 +34,11 @@ def result_summary(
     if target is not None:
         cov = result.covariance(target)
         lower, upper = result._interval(alpha, target)
+        # Normal-based intervals head their columns z, as linearmodels does; else Student-t.
+        stat = "z" if np.isinf(cov.dof).all() else "t"
         table["std err"] = cov.bse
-        table["t"] = result.estimate / cov.bse
-        table["P>|t|"] = two_sided_pvalues(result.estimate / cov.bse, cov.dof)
+        table[stat] = result.estimate / cov.bse
+        table[f"P>|{stat}|"] = two_sided_pvalues(result.estimate / cov.bse, cov.dof)
         table[f"[{alpha / 2:g}"] = lower
         table[f"{1 - alpha / 2:g}]"] = upper
     seeded = "yes (reproducible; not for real releases)" if result.seeded else "no"
