@@ -29,41 +29,20 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._floats import quiet_floats
-from .._validation import (
-    check_delta,
-    check_int,
-    check_option,
-    check_positive,
-    check_real,
-    check_vector,
-)
+from .._validation import check_int, check_positive, check_real
 from .._validation import check_X_y as _check_X_y
-from ..losses import Loss, check_loss, per_example_gradients
+from ..losses import Loss, per_example_gradients
 from ..mechanisms import clip_factors, make_noise_source, row_norms, scale_rows
-from ..noise import (
-    CorrelatedMechanism,
-    calibrate,
-    correlated_noise,
-    dpsgd,
-    fichtenberger,
-    nu_dpftrl,
-    select_nu,
-    tree_aggregation,
-)
-from ..noise.streams import MODES
-from ..privacy import PrivacyLedger, Relation, parse_relation
+from ..noise import CorrelatedMechanism, correlated_noise
+from ..privacy import PrivacyLedger, Relation
 from ..privacy.ledger import prepare_ledger
+from ._ftrl_plan import MECHANISMS, FtrlPlan, plan_ftrl
 from .trajectory import Trajectory
 
-__all__ = ["MECHANISMS", "dp_ftrl", "linear_cooldown"]
+__all__ = ["MECHANISMS", "FtrlPlan", "dp_ftrl", "linear_cooldown", "plan_ftrl", "run_ftrl_plan"]
 
 #: Ledger label of the correlated-noise gradient release.
 LABEL = "ftrl/gradients"
-
-#: Mechanisms selectable by name (or pass a :class:`~dpfit.noise.CorrelatedMechanism`).
-MECHANISMS = ("nu-dpftrl", "dp-sgd", "fichtenberger", "tree")
-
-ORDERS = ("fixed", "reshuffle")
 
 
 def linear_cooldown(
@@ -81,56 +60,6 @@ def linear_cooldown(
     if cooldown:
         factors[steps - cooldown :] = np.linspace(1.0, final, cooldown)
     return step_size * factors
-
-
-def _participation(
-    order: str, epochs: int, per_epoch: int, participations: Any, separation: Any
-) -> tuple[int, int, str]:
-    """The pattern the schedule guarantees, checked against the declared one."""
-    actual_sep = per_epoch if order == "fixed" else 1
-    k = epochs if participations is None else check_int(participations, "participations", low=1)
-    b = actual_sep if separation is None else check_int(separation, "separation", low=1)
-    if k < epochs:
-        raise ValueError(
-            f"participations={k} is below the {epochs} steps every record joins ({epochs} epochs)"
-        )
-    if b > actual_sep:
-        why = (
-            "batches are reshuffled every epoch, so a record can join consecutive steps"
-            if order == "reshuffle"
-            else f"a record joins every {per_epoch} steps"
-        )
-        raise ValueError(f"separation={b} violates the schedule's min-separation: {why}")
-    fixed_epoch = order == "fixed" and b == per_epoch and k == epochs
-    return k, b, "fixed-epoch" if fixed_epoch else "min-separation"
-
-
-def _mechanism(mechanism: Any, nu: Any, steps: int, k: int, b: int, pattern: str):
-    if isinstance(mechanism, CorrelatedMechanism):
-        if mechanism.steps != steps:
-            raise ValueError(f"mechanism covers {mechanism.steps} steps, the run has {steps}")
-        if nu is not None:
-            raise TypeError("nu applies only to mechanism='nu-dpftrl'")
-        return mechanism, None
-    name = check_option(mechanism, "mechanism", MECHANISMS)
-    if name != "nu-dpftrl":
-        if nu is not None:
-            raise TypeError("nu applies only to mechanism='nu-dpftrl'")
-        factory = {"dp-sgd": dpsgd, "fichtenberger": fichtenberger, "tree": tree_aggregation}
-        return factory[name](steps), None
-    if nu is None:
-        nu = select_nu(steps, participations=k, separation=b, order=pattern).nu
-    nu = check_real(nu, "nu", low=0.0, high=1.0, low_open=False, high_open=False)
-    return nu_dpftrl(nu, steps=steps), nu
-
-
-def _step_sizes(step_size: Any, steps: int) -> np.ndarray:
-    if np.ndim(step_size) == 0:
-        return np.full(steps, check_positive(step_size, "step_size"))
-    sizes = check_vector(step_size, "step_size", size=steps)
-    if not (sizes > 0).all():
-        raise ValueError("step_size must be > 0 at every step")
-    return sizes
 
 
 @quiet_floats()
@@ -230,6 +159,11 @@ def dp_ftrl(
     (epsilon, delta) exactly (mu = Delta / sigma). The schedule, nu, clip and step sizes are
     public; the update is post-processing. No amplification by sampling is claimed.
 
+    The run is a plan, then a loop: :func:`plan_ftrl` (same parameters, with n and d for the
+    data) returns the frozen :class:`FtrlPlan` -- steps, participation pattern, mechanism, nu,
+    noise calibration, step sizes -- from public inputs alone, and :func:`run_ftrl_plan` runs it
+    (the same run for the same seed). Inspect the plan before spending the budget.
+
     Examples
     --------
     >>> import numpy as np
@@ -242,89 +176,102 @@ def dp_ftrl(
     ((50, 3), 50, 0.0631)
     """
     X, y = _check_X_y(X, y)
-    loss = check_loss(loss)
-    relation = parse_relation(relation)
-    if relation is not Relation.REPLACE_ONE:
-        raise ValueError(
-            "dp_ftrl supports relation='replace-one' only: under add/remove an added record "
-            "would shift every later batch of the fixed schedule"
-        )
-    n = X.shape[0]
-    clip = check_positive(clip, "clip")
-    epochs = check_int(epochs, "epochs", low=1)
-    batch_size = check_int(batch_size, "batch_size", low=1, high=n)
-    order = check_option(order, "order", ORDERS)
-    momentum = check_real(momentum, "momentum", low=0.0, high=1.0, low_open=False)
-    noise_mode = check_option(noise_mode, "noise_mode", MODES)
-    per_epoch = n // batch_size
-    steps = epochs * per_epoch
-    sizes = _step_sizes(step_size, steps)
-    k, b, pattern = _participation(order, epochs, per_epoch, participations, separation)
-    mech, nu = _mechanism(mechanism, nu, steps, k, b, pattern)
-    p = loss.n_params(X.shape[1])
-    theta = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
-    if delta is not None:
-        check_delta(delta, n=n)  # warns when delta > 1/n
-    cal = calibrate(
-        mech,
+    plan = plan_ftrl(
+        X.shape[0],
+        X.shape[1],
+        loss=loss,
         clip=clip,
+        epochs=epochs,
         batch_size=batch_size,
+        step_size=step_size,
         rho=rho,
         epsilon=epsilon,
         delta=delta,
-        participations=k,
-        separation=b,
-        order=pattern,
+        mechanism=mechanism,
+        nu=nu,
+        momentum=momentum,
+        theta0=theta0,
+        order=order,
+        participations=participations,
+        separation=separation,
+        noise_mode=noise_mode,
         relation=relation,
     )
-    per_example_gradients(loss, theta, X[:1], y[:1])  # shape check before any charge
-    ledger = prepare_ledger(ledger, relation, cal.rho, name="dp_ftrl")
+    return _run(plan, X, y, ledger=ledger, rng=rng)
+
+
+def run_ftrl_plan(
+    plan: FtrlPlan,
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    ledger: PrivacyLedger | None = None,
+    rng: Any = None,
+) -> Trajectory:
+    """Run a plan from :func:`plan_ftrl` on data of exactly ``plan.n`` rows and ``plan.d``
+    features: the same run as :func:`dp_ftrl` with the plan's parameters and seed."""
+    if not isinstance(plan, FtrlPlan):
+        raise TypeError(f"plan must be an FtrlPlan, got {type(plan).__name__}")
+    X, y = _check_X_y(X, y)
+    if X.shape != (plan.n, plan.d):
+        raise ValueError(f"the plan is for data of shape {(plan.n, plan.d)}, got {X.shape}")
+    return _run(plan, X, y, ledger=ledger, rng=rng)
+
+
+@quiet_floats()
+def _run(plan: FtrlPlan, X: np.ndarray, y: np.ndarray, *, ledger: Any, rng: Any) -> Trajectory:
+    """The loop: T clipped minibatch sums, each privatised by the correlated-noise stream."""
+    n, p, batch_size, steps = plan.n, plan.p, plan.batch_size, plan.steps
+    theta = plan.theta0
+    per_example_gradients(plan.loss, theta, X[:1], y[:1])  # shape check before any charge
+    cal = plan.calibration
+    ledger = prepare_ledger(ledger, plan.relation, cal.rho, name="dp_ftrl")
     source = make_noise_source(rng)
     perms = [source.generator.permutation(n)]  # public schedule, independent of the data
     stream = correlated_noise(
-        mech,
+        plan.mechanism,
         dim=p,
-        clip=clip,
+        clip=plan.clip,
         batch_size=batch_size,
         noise_std=cal.noise_std,
         ledger=ledger,
         rng=source,
-        participations=k,
-        separation=b,
-        order=pattern,
-        mode=noise_mode,
+        participations=plan.participations,
+        separation=plan.separation,
+        order=plan.pattern,
+        mode=plan.noise_mode,
         label=LABEL,
     )
     iterates, noisy = np.empty((steps, p)), np.empty((steps, p))
     clipped = np.zeros(steps, dtype=np.int64)
     velocity = np.zeros(p)
     for t in range(steps):
-        epoch, slot = divmod(t, per_epoch)
-        if order == "reshuffle" and epoch >= len(perms):
+        epoch, slot = divmod(t, plan.steps_per_epoch)
+        if plan.order == "reshuffle" and epoch >= len(perms):
             perms.append(source.generator.permutation(n))
         idx = perms[-1][slot * batch_size : (slot + 1) * batch_size]
-        G = per_example_gradients(loss, theta, X[idx], y[idx])
-        factors = clip_factors(row_norms(G), clip)
+        G = per_example_gradients(plan.loss, theta, X[idx], y[idx])
+        factors = clip_factors(row_norms(G), plan.clip)
         clipped[t] = np.count_nonzero(factors < 1.0)
         noisy[t] = stream.privatize(scale_rows(G, factors).sum(axis=0)) / batch_size
-        velocity = momentum * velocity + noisy[t]
-        theta = theta - sizes[t] * velocity
+        velocity = plan.momentum * velocity + noisy[t]
+        theta = theta - plan.step_sizes[t] * velocity
         iterates[t] = theta
     config = {
         "n": n,
-        "clip": clip,
-        "epochs": epochs,
+        "clip": plan.clip,
+        "epochs": plan.epochs,
         "batch_size": batch_size,
         "steps": steps,
-        "steps_per_epoch": per_epoch,
+        "steps_per_epoch": plan.steps_per_epoch,
         "mechanism": stream.mechanism.name,
-        "requested_mechanism": mech.name,
-        "nu": nu,
-        "momentum": momentum,
-        "order": order,
-        "participations": k,
-        "separation": b,
-        "pattern": pattern,
+        "requested_mechanism": plan.mechanism.name,
+        "nu": plan.nu,
+        "momentum": plan.momentum,
+        "order": plan.order,
+        "participations": plan.participations,
+        "separation": plan.separation,
+        "pattern": plan.pattern,
         "noise_mode": stream.mode,
         "noise_choice": str(stream.choice),
         "error_ratio": stream.choice.error_ratio,
@@ -334,7 +281,7 @@ def dp_ftrl(
         "mu": cal.mu,
         "epsilon": cal.epsilon,
         "delta": cal.delta,
-        "relation": relation.value,
+        "relation": plan.relation.value,
     }
     return Trajectory(
         algorithm="dp_ftrl",
