@@ -61,8 +61,10 @@ def bounds_in_order(bounds: Mapping[str, Any], names: list[str], columns: str) -
     missing = [name for name in names if name not in bounds]
     unknown = [key for key in bounds if key not in names]
     if missing or unknown:
+        pairs = (("missing", missing), ("unknown", unknown))
         raise ValueError(
-            f"bounds must give one (low, high) pair {columns}: missing {missing}, unknown {unknown}"
+            f"bounds must give one (low, high) pair {columns}: "
+            + ", ".join(f"{what} {keys}" for what, keys in pairs if keys)
         )
     return [bounds[name] for name in names]
 
