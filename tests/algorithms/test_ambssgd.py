@@ -1,4 +1,4 @@
-"""DP-AMBSSGD: record/replay privacy, the spec's accounting table, streaming, bad inputs."""
+"""DP-AMBSSGD: record/replay privacy, alpha table (docs/varshney2022.md), streams, bad inputs."""
 
 import itertools
 import math
@@ -70,8 +70,9 @@ def test_record_replay_on_a_neighbouring_dataset(accounting, where):
     assert first.ledger.rho == second.ledger.rho == pytest.approx(0.5, rel=1e-14)
 
 
-# Spec section 2.4, worked alpha values at delta = 1e-6 (columns: exact, 2 sqrt(L + eps)/eps,
-# sqrt(8 L)/eps, exact/sqrt(2)); all 20 entries were recomputed in the spec's verification.
+# Worked alpha values at delta = 1e-6 (docs/varshney2022.md, fix D10; columns: exact,
+# 2 sqrt(L + eps)/eps, sqrt(8 L)/eps, exact/sqrt(2)): fixed numbers, not computed by the
+# code under test.
 TABLE = [
     (0.25, 29.87, 30.00, 42.05, 21.12),
     (0.5, 15.00, 15.13, 21.03, 10.61),
@@ -137,7 +138,7 @@ def test_zero_noise_regression_is_solved_to_float_precision():
     X, y, w = make_data(2**16, 4, 0.0)
     traj = run(X, y, rho=rho_for_epsilon(4.0, 1e-6), residual_bound=50.0)
     excess = 0.5 * np.sum((traj.estimate - w) ** 2)
-    assert excess < 1e-12  # spec: ~1e-17 at N = 1e6; the DP-STAT floor is B 2^-32
+    assert excess < 1e-12  # expected ~1e-17 at N = 1e6; the DP-STAT floor is B 2^-32
 
 
 def test_accuracy_near_the_statistical_rate():

@@ -87,7 +87,7 @@ def test_reshuffling_uses_min_separation_one():
 
 def test_declared_pattern_must_hold():
     with pytest.raises(ValueError, match="min-separation"):
-        dp_ftrl(X, Y, rho=0.5, separation=11, rng=0, **KW)  # reliability row 35
+        dp_ftrl(X, Y, rho=0.5, separation=11, rng=0, **KW)  # a record joins every 10 steps
     with pytest.raises(ValueError, match="participations"):
         dp_ftrl(X, Y, rho=0.5, participations=3, rng=0, **KW)
     looser = dp_ftrl(X, Y, rho=0.5, participations=6, separation=5, rng=0, **KW)
