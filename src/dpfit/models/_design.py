@@ -144,8 +144,11 @@ def design_spec(side: str, meta: pd.DataFrame) -> Design:
     with warnings.catch_warnings():  # formulaic warns about empty or undeclared data
         warnings.simplefilter("ignore")
         spec = model_matrix(side, meta, na_action="ignore").model_spec
-    if spec.transform_state:  # a backstop: check_terms refuses every stateful transform
-        raise refuse(side, "stateful formula transforms learn from the data")
+    for expr, state in spec.transform_state.items():  # a backstop behind check_terms
+        # formulaic implements Q("col") as a stateful transform that learns nothing (state
+        # {}): a column lookup, row-wise. Anything that learned state read the private column.
+        if state or factor_column(expr) is None:
+            raise refuse(expr, "stateful formula transforms learn from the data")
     categoricals: dict[str, tuple[Any, ...]] = {}
     categorical_factors = set()
     declared = set()
