@@ -108,6 +108,7 @@ def test_fit_bad_data_argument(data, capsys):
         ),
         (["--bound", "x=0,10", "--bound", "z=0,1", "--y-bounds", "9,4"], "response y"),
         ([*BOUNDS, "--interval", "none"], "--interval none: the preconditioned fit"),
+        ([*BOUNDS, "--method", "adassp", "--no-precondition"], "applies to --method gd only"),
     ],
 )
 def test_fit_mistakes_are_explained_in_cli_terms(tmp_path, frame, capsys, extra, message):

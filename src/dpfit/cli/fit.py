@@ -191,6 +191,8 @@ def _check_gd_options(args: argparse.Namespace, interval: str) -> None:
     if args.y_bounds is not None and not args.y_bounds[0] < args.y_bounds[1]:
         low, high = args.y_bounds
         raise ValueError(f"--y-bounds {low:g},{high:g}: LOW must be < HIGH (response {response})")
+    if args.no_precondition and args.method != "gd":
+        raise ValueError("--no-precondition applies to --method gd only")
     if args.method == "gd" and interval == "none" and args.bound and not args.no_precondition:
         raise ValueError(
             "--interval none: the preconditioned fit (the default with --bound) needs an "
