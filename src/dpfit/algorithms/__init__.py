@@ -1,9 +1,9 @@
 """Private algorithms: pure functions from arrays and public config to a Trajectory."""
 
 from .adaptive_gd import adaptive_gd
-from .ambssgd import dp_ambssgd
+from .ambssgd import dp_ambssgd, plan_ambssgd
 from .dp_gd import dp_gd, dp_gd_given_noise, dp_gd_noise_std
-from .ftrl import dp_ftrl, linear_cooldown
+from .ftrl import dp_ftrl, linear_cooldown, plan_ftrl
 from .kl_spider import kl_spider
 from .noisy_gd import noisy_gd
 from .proximal import proximal_point
@@ -25,6 +25,8 @@ __all__ = [
     "kl_spider",
     "linear_cooldown",
     "noisy_gd",
+    "plan_ambssgd",
+    "plan_ftrl",
     "proximal_point",
     "two_stage_gd",
 ]

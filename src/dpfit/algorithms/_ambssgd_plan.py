@@ -20,7 +20,8 @@ import numpy as np
 
 from .._validation import check_int, check_option, check_positive, check_real, check_rho
 from ..exceptions import SideConditionWarning
-from ..mechanisms import DoublingSearch, literal_threshold, margin_threshold
+from ..mechanisms import DoublingSearch, margin_threshold
+from ..mechanisms.counts import literal_threshold  # the paper's threshold='literal'
 from ..privacy import Relation, parse_relation
 from ..theory.ambssgd import ambssgd_schedule
 
