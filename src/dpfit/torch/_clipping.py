@@ -48,6 +48,24 @@ def trainable(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
 
 
+def refuse_batch_mixing(model: nn.Module) -> None:
+    """Refuse layers whose output for one example depends on the other examples of its batch.
+
+    Per-example clipping bounds one record's effect on the gradient sum only when each
+    example's loss depends on that example alone (Abadi et al. 2016); BatchNorm in training
+    mode normalises by the batch's mean and variance, so it breaks that (and torch.func's
+    per-example gradients then fail with an in-place error). As Opacus's ModuleValidator,
+    refuse it up front; in eval mode it uses fixed running statistics and is row-wise.
+    """
+    for name, module in model.named_modules():
+        if isinstance(module, nn.modules.batchnorm._BatchNorm) and module.training:
+            raise ValueError(
+                f"model layer {name or type(module).__name__!r} ({type(module).__name__}): "
+                "BatchNorm mixes examples in a batch; use GroupNorm/LayerNorm, or put it in "
+                "eval mode (module.eval())"
+            )
+
+
 def _float32_norms(g: torch.Tensor) -> torch.Tensor:
     """float64 squared row norms of a float32 (B, p) tensor, from float32 block norms."""
     B, p = g.shape
@@ -77,6 +95,7 @@ def clipped_sum(
     exact one. Returns the sum (in ``model.parameters()`` order) and the **non-private**
     number of examples whose gradient was scaled down.
     """
+    refuse_batch_mixing(model)  # model.train() may have been called since make_private
     named = trainable(model)
     dim = sum(p.numel() for _, p in named)
     device = named[0][1].device

@@ -57,7 +57,7 @@ from ..noise import (
 )
 from ..privacy import PLDLedger, PrivacyLedger, Relation, subsampled_gaussian_noise_multiplier
 from ..privacy.ledger import prepare_ledger
-from ._clipping import trainable
+from ._clipping import refuse_batch_mixing, trainable
 from ._rounding import chunked_sum_excess
 from .optimizer import DPOptimizer, check_optimizer_params
 from .samplers import FixedEpochSampler, PoissonSampler
@@ -307,6 +307,7 @@ def make_private(
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    refuse_batch_mixing(model)  # before anything is charged
     if not isinstance(data_loader, DataLoader):
         raise TypeError(f"data_loader must be a torch DataLoader, got {type(data_loader)}")
     if not callable(loss_fn):
