@@ -44,3 +44,18 @@ def test_config_cannot_name_the_algorithm_a_second_way(key):
 def test_algorithm_must_be_a_non_empty_str(value):
     with pytest.raises(TypeError, match="algorithm must be a non-empty str"):
         _trajectory(algorithm=value)
+
+
+def test_paper_only_helpers_live_outside_the_core_namespaces():
+    import dpfit.mechanisms
+    import dpfit.paper_only
+    import dpfit.testing
+    import dpfit.theory
+
+    assert "adassp_paper" not in dir(base) and "adassp_paper" not in base.__all__
+    assert "lemma_2_6_c0" not in dpfit.theory.__all__ and "lemma_2_6_c0" not in dir(dpfit.theory)
+    assert "literal_threshold" not in dpfit.mechanisms.__all__
+    assert set(dpfit.paper_only.__all__) == {"adassp_paper", "lemma_2_6_c0", "literal_threshold"}
+    hooks = {"recording", "replaying", "Recording", "ReplayMismatchError"}
+    assert hooks <= set(dpfit.testing.__all__)
+    assert all(getattr(dpfit.testing, h) is getattr(dpfit.mechanisms, h) for h in hooks)
