@@ -1,4 +1,4 @@
-"""Layer C (reliability 3.3) for the KL optimisers: record on D, replay on a neighbour D'.
+"""Record/replay checks for the KL optimisers: record on D, replay on a neighbour D'.
 
 For every method: the same sequence of mechanism calls (count, labels, sensitivities,
 noise), each query moving by at most its declared sensitivity, bit-identical outputs, and a

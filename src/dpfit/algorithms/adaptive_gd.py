@@ -1,4 +1,4 @@
-"""Adaptive noisy GD with a privacy filter (Menart et al. 2024, Algorithm 3, spec §3.3 [rec]).
+"""Adaptive noisy GD with a privacy filter (Menart et al. 2024, Algorithm 3).
 
 No KL parameters are needed. Each regular step releases a noisy gradient norm N_t, then the
 gradient with noise proportional to it, sigma_t = max(N_t / sqrt(d ell), sigma_floor): large
@@ -88,19 +88,18 @@ def adaptive_gd(
 
     Notes
     -----
-    Privacy (spec §3.3 [rec], exact under replace-one): both queries use one exact clipped
-    mean gradient G_t (sensitivity Delta = 2 L0/n; the norm by the reverse triangle
-    inequality) with independent noise. Before each norm release the filter requires
-    spent + c_N <= rho - c_res; a gradient release costs c_g = Delta^2/(2 sigma_t^2) <= c_res,
-    and the step is final when sigma_t is the floor or when spent + c_g > rho - c_res. Each
-    cost is fixed before its release, so this is a valid zCDP filter (Feldman-Zrnic /
-    Whitehouse et al.) with total <= rho on every path: the run is rho-zCDP (and
-    sqrt(2 rho)-GDP, Smith & Thakurta 2022), which is what the ledger states. The realised
-    total (``Trajectory.rho_spent``) is a function of the released N_t and sigma_t, so
-    reporting it costs nothing, but it is no guarantee (docs/menart2024.md). The paper's
-    charges are half the replace-one cost and its loop can spend 1.5 rho
-    (docs/menart2024.md); "min-norm" replaces the exponential-mechanism selection of Thm 5,
-    which would need extra budget.
+    Privacy (docs/menart2024.md, Privacy; exact under replace-one): both queries use one exact
+    clipped mean gradient G_t (sensitivity Delta = 2 L0/n; the norm by the reverse triangle
+    inequality) with independent noise. Before each norm release the filter requires spent + c_N
+    <= rho - c_res; a gradient release costs c_g = Delta^2/(2 sigma_t^2) <= c_res, and the step
+    is final when sigma_t is the floor or when spent + c_g > rho - c_res. Each cost is fixed
+    before its release, so this is a valid zCDP filter (Feldman-Zrnic / Whitehouse et al.) with
+    total <= rho on every path: the run is rho-zCDP (and sqrt(2 rho)-GDP, Smith & Thakurta
+    2022), which is what the ledger states. The realised total (``Trajectory.rho_spent``) is a
+    function of the released N_t and sigma_t, so reporting it costs nothing, but it is no
+    guarantee (docs/menart2024.md). The paper's charges are half the replace-one cost and its
+    loop can spend 1.5 rho (docs/menart2024.md); "min-norm" replaces the exponential-mechanism
+    selection of Thm 5, which would need extra budget.
     """
     run = prepare(
         loss,

@@ -1,11 +1,11 @@
 """KL-Spider: variance-reduced normalised noisy GD under the (gamma, kappa)-KL condition.
 
 Menart et al. 2024, Algorithm 1, for kappa in [1, 2] and L0-Lipschitz, L1-smooth losses,
-implemented as the spec's "calibrated KL-Spider" (§3.1 [rec]). Each phase k starts from a
-noisy anchor gradient, then alternates a normalised step of length s_k with a noisy
-gradient *difference* (SPIDER estimator), and stops early when the estimate's norm drops
-below the phase threshold. The schedule is public (:func:`dpfit.theory.kl.spider_schedule`);
-the only data-dependent control flow is the early stop, a function of released vectors.
+implemented as dpfit's "calibrated KL-Spider" (docs/menart2024.md, Privacy). Each phase k starts
+from a noisy anchor gradient, then alternates a normalised step of length s_k with a noisy
+gradient *difference* (SPIDER estimator), and stops early when the estimate's norm drops below
+the phase threshold. The schedule is public (:func:`dpfit.theory.kl.spider_schedule`); the only
+data-dependent control flow is the early stop, a function of released vectors.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def kl_spider(
         guarantee), ``Trajectory.rho_spent`` the realised spend (data-dependent, a function
         of ``phase_steps``; not a guarantee). When the schedule is trivial
         (floor >= F0, or n sqrt(rho) too small) nothing is released, ``theta0`` is returned
-        and a :class:`~dpfit.exceptions.SideConditionWarning` is emitted (spec §8).
+        and a :class:`~dpfit.exceptions.SideConditionWarning` is emitted.
 
     Raises
     ------
@@ -115,13 +115,14 @@ def kl_spider(
 
     Notes
     -----
-    Privacy (spec §3.1, recomputed under replace-one with Delta^2/(2 sigma^2)): an anchor is
-    a mean of gradients clipped at L0, Delta = 2 L0/n, with noise for rho_A/K; a difference
-    at the public points w, w - s_k g/||g|| is a mean of per-example differences bounded by
-    L1 s_k, Delta = 2 L1 s_k/n, with noise for rho_D/(K' (T_k - 1)), K' the number of phases
-    with T_k > 1. The worst case spends rho_A + rho_D = rho exactly; the paper's Lemma 8
-    sigmas would spend about 2.1-2.25 rho. Departures from the paper (spec §7.3): at most T_k
-    steps and T_k - 1 differences per phase, and the next phase starts from the last iterate.
+    Privacy (docs/menart2024.md, Privacy; recomputed under replace-one with Delta^2/(2
+    sigma^2)): an anchor is a mean of gradients clipped at L0, Delta = 2 L0/n, with noise for
+    rho_A/K; a difference at the public points w, w - s_k g/||g|| is a mean of per-example
+    differences bounded by L1 s_k, Delta = 2 L1 s_k/n, with noise for rho_D/(K' (T_k - 1)), K'
+    the number of phases with T_k > 1. The worst case spends rho_A + rho_D = rho exactly; the
+    paper's Lemma 8 sigmas would spend about 2.1-2.25 rho. Departures from the paper
+    (docs/menart2024.md): at most T_k steps and T_k - 1 differences per phase, and the next
+    phase starts from the last iterate.
     """
     run = prepare(
         loss,

@@ -1,9 +1,9 @@
 """Plain full-batch noisy gradient descent on a per-example loss (fixed schedule).
 
-The standard baseline of Menart et al. 2024 (spec §6.1): T steps of size eta on the mean
-gradient (per-example gradients clipped at L0) plus Gaussian noise calibrated so that the T
-releases cost rho in total. The usual PL choice is eta = 1/L1 and T = ceil((L1/mu) ln n)
-(:func:`dpfit.theory.kl_rates.noisy_gd_steps`); mu is then an oracle constant unless known.
+The standard baseline of Menart et al. 2024 (docs/menart2024.md, Methods): T steps of size eta
+on the mean gradient (per-example gradients clipped at L0) plus Gaussian noise calibrated so
+that the T releases cost rho in total. The usual PL choice is eta = 1/L1 and T = ceil((L1/mu) ln
+n) (:func:`dpfit.theory.kl_rates.noisy_gd_steps`); mu is then an oracle constant unless known.
 """
 
 from __future__ import annotations

@@ -78,11 +78,11 @@ def proximal_point(
     loss_bound : float
         Public F0 >= F(theta0) - F*; clamped to (gamma L0)^kappa.
     weak_convexity : float, optional
-        L1w > 0; defaults to ``loss.weak_convexity`` and, for a convex loss, to the spec's
+        L1w > 0; defaults to ``loss.weak_convexity`` and, for a convex loss, to dpfit's choice
         F0^((2-kappa)/kappa) / (32 gamma^2).
     inner_cap : int, default=200
         Cap on the inner iterations T_in (Thm 9 asks for about n^2 rho / (T d), i.e. O(n^3)
-        work in all; spec §3.2). Privacy holds for any cap: the noise uses the T_in run.
+        work in all; docs/menart2024.md). Privacy holds for any cap: the noise uses the T_in run.
     theta0, fail_prob, max_steps, clipping, relation, n_public, ledger, rng
         As in :func:`~dpfit.algorithms.kl_spider`.
 
@@ -95,7 +95,7 @@ def proximal_point(
 
     Notes
     -----
-    Privacy (spec §3.2 [rec]): every inner release is the mean of per-example gradients
+    Privacy (docs/menart2024.md, Privacy): every inner release is the mean of per-example gradients
     clipped at L0 (Delta = 2 L0/n; the prox term is data-independent), with noise for
     (rho/T)/(T_in - 1); T outer calls of T_in - 1 releases cost exactly rho. The paper's
     sigma^2 = 4 L0^2 T_in/(n^2 rho_in) spends less than half of it.
