@@ -10,6 +10,7 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import dpfit
@@ -42,6 +43,13 @@ def _iv():
     x = z + RNG.standard_normal((300, 1))
     y = 0.5 * x[:, 0] + RNG.standard_normal(300)
     dpfit.DPIVRegression(rho=0.5, random_state=0).fit(x, y, Z=z)
+
+
+def _ols_coverage():
+    # n = 300 at rho = 0.05: the released Huber Hessian cannot be told from its noise
+    frame = pd.DataFrame({"x0": X[:300, 0], "x1": X[:300, 1], "y": Y[:300]})
+    bounds = {"x0": (-1, 1), "x1": (-1, 1)}
+    dpfit.ols("y ~ x0 + x1", frame, rho=0.05, bounds=bounds, y_bounds=(-3, 3), random_state=0)
 
 
 def _summary():
@@ -87,6 +95,7 @@ CASES = {
     "seeded noise": (InsecureRandomnessWarning, lambda: dpfit.mechanisms.rng.make_noise_source(0)),
     "repeated fits": (RepeatedFitWarning, _refits),
     "iv coverage": (CoverageWarning, _iv),
+    "ols coverage": (CoverageWarning, _ols_coverage),
     "summary delta": (LargeBudgetWarning, _summary),
     "torch seed": (InsecureRandomnessWarning, _torch),
     "adassp_paper": (

@@ -18,7 +18,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import check_int, check_option, check_positive, check_real, check_rho
+from .._validation import (
+    check_int,
+    check_option,
+    check_positive,
+    check_real,
+    check_rho,
+    user_stacklevel,
+)
 from ..exceptions import SideConditionWarning
 from ..mechanisms import DoublingSearch, margin_threshold
 from ..mechanisms.counts import literal_threshold  # the paper's threshold='literal'
@@ -91,10 +98,11 @@ class AmbssgdPlan:
         """Gamma' = s - theta, DP-STAT's noise margin (None for the literal threshold)."""
         return self.stat_size - self.threshold_value if self.threshold == "margin" else None
 
-    def warn(self, stacklevel: int = 2) -> None:
-        """Emit :attr:`side_conditions` as :class:`SideConditionWarning`, in order."""
+    def warn(self) -> None:
+        """Emit :attr:`side_conditions` as :class:`SideConditionWarning`, in order, at the
+        user's line."""
         for message in self.side_conditions:
-            warnings.warn(message, SideConditionWarning, stacklevel=stacklevel + 1)
+            warnings.warn(message, SideConditionWarning, stacklevel=user_stacklevel())
 
 
 class CheckedInputs(NamedTuple):
@@ -271,7 +279,7 @@ def plan_ambssgd(
         step_size=step_size,
         clip_multiplier=clip_multiplier,
     )
-    plan.warn(stacklevel=2)
+    plan.warn()
     return plan
 
 

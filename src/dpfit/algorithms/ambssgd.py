@@ -222,7 +222,7 @@ def dp_ambssgd(
         step_size=step_size,
         clip_multiplier=clip_multiplier,
     )
-    plan.warn(stacklevel=3)
+    plan.warn()
     return _run(plan, data, ledger=ledger, rng=rng, diagnostics=diagnostics)
 
 
@@ -243,7 +243,7 @@ def run_ambssgd_plan(
     if not isinstance(plan, AmbssgdPlan):
         raise TypeError(f"plan must be an AmbssgdPlan, got {type(plan).__name__}")
     data = one_pass_data(X, y, n=plan.n, shuffle=shuffle)  # refuses data of another size
-    plan.warn(stacklevel=2)
+    plan.warn()
     return _run(plan, data, ledger=ledger, rng=rng, diagnostics=False)
 
 

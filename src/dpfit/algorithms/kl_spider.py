@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._floats import quiet_floats
+from .._validation import user_stacklevel
 from ..exceptions import SideConditionWarning
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation, privacy_filter
@@ -177,7 +178,7 @@ def kl_spider(
             f"{sched.loss_bound:.3g}; n sqrt(rho) is too small for gamma, L0 and d): nothing is "
             "released and theta0 is returned; use more data, a larger rho, or adaptive-gd",
             SideConditionWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
         return finish(run, iterates, w, config=config, releases={"phase_steps": phase_steps})
     # Early stops make the releases data-dependent: the guarantee is the worst case of the

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._floats import quiet_floats
+from .._validation import user_stacklevel
 from ..exceptions import SideConditionWarning
 from ..losses.base import Loss
 from ..privacy import PrivacyLedger, Relation
@@ -147,7 +148,7 @@ def proximal_point(
             "proximal_point: T = 0 (n sqrt(rho) <= gamma L0 sqrt(d) / F0^(1/kappa)): nothing is "
             "released and theta0 is returned",
             SideConditionWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     w = run.theta0.copy()
     iterates = np.empty((sched.T, run.p))

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from .._validation import check_alpha, check_array, check_int, check_option
+from .._validation import check_alpha, check_array, check_int, check_option, user_stacklevel
 from ..exceptions import CoverageWarning
 
 __all__ = [
@@ -206,7 +206,7 @@ def interval_estimates(
         warnings.warn(
             f"batched-means with m={m} < 10 batches may under-cover (Brown et al. 2024, 3.1)",
             CoverageWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     blocks = _blocks(iterates, m, burn_in)
     if construction == "checkpoints":

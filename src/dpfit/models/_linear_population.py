@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import user_stacklevel
 from ..algorithms import dp_gd
 from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
@@ -196,7 +197,7 @@ def run_preconditioned_gd(
             "coverage may fall below nominal."
         )
     for message in checks:  # depend on released quantities only
-        warnings.warn(message, CoverageWarning, stacklevel=5)
+        warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
     return {
         "trajectory": traj,
         "estimates": est_u @ P,
