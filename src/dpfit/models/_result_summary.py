@@ -91,7 +91,8 @@ def _notes(result: Result, delta: float, target: str | None) -> list[str]:
             notes.append(
                 "Convergence (released iterates): the largest drift between the halves of the "
                 f"averaged iterates is {float(np.max(population.relative_drift)):.2g} standard "
-                "errors (above about 0.5 the interval's centre is biased; such a fit warns)."
+                "errors (above about 0.5 the interval's centre is biased; the fit warns when "
+                "such a drift is also significant against the iterates' own noise)."
             )
         if result.m is not None:
             notes.append(
