@@ -11,7 +11,7 @@ floor rule (:meth:`~dpfit.inference.population.NoisyMoment.floor_binds`) for com
 the data's own smallest eigenvalue over the floor, and the smallest ratio over the slopes of
 the sandwich standard error built on the released bread to the one built on the noise-free
 bread (same released meat): with the bread the fit uses
-(:meth:`~dpfit.inference.population.NoisyMoment.lower_bound`) and with the previous
+(:meth:`~dpfit.inference.population.NoisyMoment.shrunk`) and with the previous
 projection onto the floor (:meth:`~dpfit.inference.population.NoisyMoment.psd`).
 
 ``data``: ``"card"`` is the demo's wage equation (``dpfit demo``); the others are designs of
@@ -91,7 +91,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     meat = root @ moments["omega"][0].psd() @ root
     n = res.nobs
     exact_se = np.diag(sandwich(exact, meat, n))
-    ratio = np.sqrt(np.diag(sandwich(hessian.lower_bound(), meat, n)) / exact_se)
+    ratio = np.sqrt(np.diag(sandwich(hessian.shrunk(), meat, n)) / exact_se)
     ratio_psd = np.sqrt(np.diag(sandwich(hessian.psd(), meat, n)) / exact_se)
     covers = math.nan
     if theta is not None:

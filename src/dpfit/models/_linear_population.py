@@ -17,15 +17,15 @@ sqrt(k) (k coefficients, ones column included). The fit makes these releases, in
    clipped-loss minimiser theta_hat.
 4. **Hh~** = (1/n) sum_i 1{g_i unclipped} d_i d_i' + noise, the Huber Hessian at the
    released estimate: the bread for the clipped-loss target ([3 s / 8]). The sandwich uses
-   its lower confidence bound (eigenvalues lowered by one noise s.d., at least one noise
-   s.d.; :meth:`~dpfit.inference.population.NoisyMoment.lower_bound`), so that the noise in
-   the bread widens the interval rather than narrowing it.
+   it with its eigenvalues de-spread within noise-level groups and raised to one noise s.d.
+   (:meth:`~dpfit.inference.population.NoisyMoment.shrunk`), so that the noise in the bread
+   changes the width of the interval as little as measured (docs/inference.md).
 5. **Omega~** = (1/n) sum g_i g_i' of the clipped whitened gradients g_i = clip_C(z_i r_i)
    at the released estimate ([3 s / 8]; sensitivity sqrt(2) C^2 / n).
 
 Covariance of the released estimate theta~ = P u~ around the population parameter:
 
-    V = Hl^-1 Omega_d Hl^-1 / n   (the sandwich, Hl the lower bound of Hh~ in step 4,
+    V = Hs^-1 Omega_d Hs^-1 / n   (the sandwich, Hs the shrunk Hh~ of step 4,
                                    Omega_d = P^-1 Omega~ P^-1 in the design's coordinates;
                                    :func:`~dpfit.inference.population.sandwich`)
       + P S_u P / m               (privacy part: the m released batch means' covariance, eq. 12)
@@ -160,7 +160,7 @@ def run_preconditioned_gd(
     )
     Op = Omega.psd()
     Pinv = np.linalg.inv(P)
-    sampling = sandwich(Hh.lower_bound(), Pinv @ Op @ Pinv, n)
+    sampling = sandwich(Hh.shrunk(), Pinv @ Op @ Pinv, n)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
     privacy = P @ S_u @ P
     drift = iterate_drift(traj.iterates, runs=runs, burn_in=burn_in)
