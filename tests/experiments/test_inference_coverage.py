@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dpfit.experiments import get, run
-from dpfit.experiments.inference_coverage import DESIGNS, _claim
+from dpfit.experiments.inference_coverage import DESIGNS, _claim, _width_claim
 from dpfit.experiments.verdicts import evaluate_claims
 
 
@@ -33,6 +33,31 @@ def test_claim_fails_on_undercoverage_without_warning():
     )
     assert not _claim(rows).passed  # 0.80 with s.e. 0.04: outside [0.93, 0.97] +/- 2 s.e.
     assert _claim(rows.assign(warned=1.0)).passed  # the library warned: outside the regime
+
+
+def _cell(n: int, width: float, nss_width: float, warned: float = 0.0) -> pd.DataFrame:
+    # width ratios spread +/- 0.05 around their mean: MC s.e. 0.05 / sqrt(100) = 0.005
+    spread = np.tile([-0.05, 0.05], 50)
+    return pd.DataFrame(
+        {
+            "design": "isotropic",
+            "n": n,
+            "rho": 0.5,
+            "covers": 0.95,
+            "width_ratio": width + spread,
+            "nss_covers": 1.0,
+            "nss_width_ratio": nss_width,
+            "warned": warned,
+        }
+    )
+
+
+def test_width_claim_passes_within_the_targets_and_fails_outside():
+    assert _width_claim(pd.concat([_cell(2000, 1.55, 4.0), _cell(200000, 1.25, 1.5)])).passed
+    assert not _width_claim(_cell(2000, 1.7, 4.0)).passed  # 1.7 - 2 x 0.005 > 1.6
+    assert not _width_claim(_cell(200000, 1.35, 4.0)).passed  # 1.35 - 0.01 > 1.3
+    assert not _width_claim(_cell(20000, 1.1, 1.05)).passed  # wider than NSS, no warning
+    assert _width_claim(_cell(20000, 1.1, 1.05, warned=1.0)).passed  # the library warned
 
 
 @pytest.mark.slow

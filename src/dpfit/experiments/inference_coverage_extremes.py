@@ -11,7 +11,7 @@ inference-coverage-extremes --out DIR`` (docs/inference.md).
 
 from __future__ import annotations
 
-from .inference_coverage import DESIGNS, _claim, _grid, _plot, _trial
+from .inference_coverage import DESIGNS, WIDTH_CLAIM, _claim, _grid, _plot, _trial
 from .registry import Claim, Experiment, register
 
 __all__ = ["EXPERIMENT"]
@@ -44,7 +44,8 @@ EXPERIMENT = register(
                     "Monte Carlo s.e."
                 ),
                 evaluate=_claim,
-            )
+            ),
+            WIDTH_CLAIM,
         ],
     )
 )
