@@ -3,12 +3,14 @@
 Non-private references (they read the raw data; their ledgers are empty): :func:`ols`,
 :func:`two_sls` and :func:`onepass_sgd` (DP-AMBSSGD's schedule without clipping or noise).
 Private baselines (zCDP, charged to a ledger like every algorithm): :func:`ssp`,
-:func:`adassp`, :func:`fixed_clip_sgd` and :func:`private_grid_search`. AdaSSP as Brown et
+:func:`adassp`, :func:`fixed_clip_sgd`, :func:`private_grid_search` and
+:func:`friendlycore_2sls` (Liang et al.'s FriendlyCore comparison, in pure zCDP). AdaSSP as Brown et
 al.'s figures ran it (bounds read off the data) is paper-only: :mod:`dpfit.paper_only`.
 """
 
 from .adassp import adassp
 from .fixed_clip_sgd import fixed_clip_sgd
+from .friendlycore import friendlycore_2sls
 from .ols import OLSResult, ols
 from .onepass_sgd import onepass_sgd
 from .private_grid_search import GridSearchResult, private_grid_search
@@ -21,6 +23,7 @@ __all__ = [
     "TwoSLSResult",
     "adassp",
     "fixed_clip_sgd",
+    "friendlycore_2sls",
     "ols",
     "onepass_sgd",
     "private_grid_search",
