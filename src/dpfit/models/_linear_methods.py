@@ -31,6 +31,7 @@ from ..inference.intervals import DEFAULT_BURN_IN
 from ..inference.population import CovarianceEstimate
 from ..mechanisms import NoiseSource
 from ..privacy import PrivacyLedger, Relation
+from ._adassp_population import ADASSP_MOMENT_SHARE, run_adassp_population
 from ._ambssgd_method import resolve_ambssgd, run_ambssgd
 from ._fit_checks import warn_few_records
 from ._linear_population import (
@@ -336,14 +337,32 @@ def _warn_unidentified(lambda_min: float, noise_std: float) -> None:
 
 
 def _resolve_adassp(config: LinearConfig, scaling: PublicScaling, n: int, p: int) -> dict[str, Any]:
-    """AdaSSP needs public bounds on every feature and on y; it releases no interval."""
+    """AdaSSP needs public bounds on every feature and on y; its interval is a population one.
+
+    The estimator's default ``interval`` asks for the population interval
+    (:mod:`._adassp_population`, ``moment_share`` of rho, default 0.2); ``interval=None``
+    releases AdaSSP's point estimate alone with the whole rho. The iterate-based
+    constructions do not apply (AdaSSP has no iterates) and are refused.
+    """
     if scaling.x_bounds is None or scaling.y_bounds is None:
         raise ValueError(
             "method='adassp' needs public bounds for every feature (bounds) and for the "
             "response (y_bounds); they are never read off the data"
         )
-    if config.interval is not None:
-        raise ValueError("method='adassp' releases no interval: set interval=None")
+    if config.interval not in (None, "batched-means"):
+        raise ValueError(
+            f"interval={config.interval!r} does not apply to method='adassp': it has no "
+            "iterates; its population interval comes from the released sufficient "
+            "statistics (leave interval at its default) or set interval=None for the "
+            "point estimate alone"
+        )
+    interval = config.interval is not None
+    if not interval and config.moment_share is not None:
+        raise ValueError(
+            "moment_share is the share of rho for method='adassp''s population interval; "
+            "with interval=None there is none: leave it None"
+        )
+    share = ADASSP_MOMENT_SHARE if config.moment_share is None else config.moment_share
     for name in ("clip", "step_size", "burn_in"):
         if getattr(config, name) is not None:
             raise ValueError(f"{name} does not apply to method='adassp'; leave it None")
@@ -352,7 +371,13 @@ def _resolve_adassp(config: LinearConfig, scaling: PublicScaling, n: int, p: int
         "relation": config.relation,
         "n_public": config.n_public,
         "x_bound": scaling.max_row_norm,
+        "interval": interval,
+        "moment_share": share if interval else None,
+        "n": n if config.n_public is None else config.n_public,
     }
+
+
+_ADASSP_LABEL = "AdaSSP (Wang 2018, Alg. 2), zCDP"
 
 
 def _run_adassp(
@@ -362,34 +387,53 @@ def _run_adassp(
     ledger: PrivacyLedger,
     source: NoiseSource,
 ) -> LinearFit:
-    traj = adassp(
-        X,
-        y,
-        rho=settings["rho"],
-        x_bound=settings["x_bound"],
-        y_bound=1.0,  # the response was mapped into [-1, 1] by its public bounds
-        relation=settings["relation"],
-        n_public=settings["n_public"],
-        ledger=ledger,
-        rng=source,
-    )
+    shown: dict[str, Any] = {
+        "x_bound (rescaled rows)": settings["x_bound"],
+        "y_bound (rescaled)": 1.0,
+    }
+    if settings["interval"]:
+        out = run_adassp_population(np.asarray(X), np.asarray(y), settings, ledger, source)
+        traj = out["trajectory"]
+        shown["moment_share"] = settings["moment_share"]
+        shown["clip"] = f"{out['clip']:.6g} (on whitened gradients |e_i| * ||P x_i||)"
+        population, notes = out["population"], tuple(out["checks"])
+        label = f"{_ADASSP_LABEL}, with a population interval"
+        text = (
+            "AdaSSP releases one estimate and no iterates: its interval is the population "
+            "one (conf_int(target='population')); there is no sample interval."
+        )
+    else:
+        traj = adassp(
+            X,
+            y,
+            rho=settings["rho"],
+            x_bound=settings["x_bound"],
+            y_bound=1.0,  # the response was mapped into [-1, 1] by its public bounds
+            relation=settings["relation"],
+            n_public=settings["n_public"],
+            ledger=ledger,
+            rng=source,
+        )
+        population, notes, label = None, (), None
+        text = "AdaSSP releases a point estimate only; no interval (interval=None)."
     _warn_unidentified(float(traj.releases["lambda_min"][0]), traj.config["noise_std_lambda_min"])
     return LinearFit(
         estimate=traj.estimate,
         interval_estimates=None,
-        interval_method="AdaSSP releases a point estimate only; no interval.",
-        settings={"x_bound (rescaled rows)": settings["x_bound"], "y_bound (rescaled)": 1.0},
+        interval_method=text,
+        settings=shown,
         noise_backend=traj.noise_backend,
         seeded=traj.seeded,
+        notes=notes,
+        population=population,
+        label=label,
     )
 
 
 #: Method name -> implementation. One entry per algorithm; add new methods here.
 LINEAR_METHODS: dict[str, LinearMethod] = {
     "gd": LinearMethod("DP-GD (Brown et al. 2024, Alg. 1)", _warned(_resolve_gd), _run_gd),
-    "adassp": LinearMethod(
-        "AdaSSP (Wang 2018, Alg. 2), zCDP", _warned(_resolve_adassp), _run_adassp
-    ),
+    "adassp": LinearMethod(_ADASSP_LABEL, _warned(_resolve_adassp), _run_adassp),
     "ambssgd": LinearMethod(
         "DP-AMBSSGD (Varshney et al. 2022, Alg. 2), one pass",
         _warned(resolve_ambssgd),

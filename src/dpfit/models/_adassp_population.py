@@ -1,0 +1,222 @@
+"""AdaSSP with a population interval: ``DPLinearRegression(method="adassp")`` by default.
+
+AdaSSP (Wang 2018, Alg. 2; :func:`dpfit.baselines.adassp`) releases X'X and X'y with
+Gaussian noise and solves a ridge system. Its error around the population coefficient theta*
+has three parts (docs/inference.md, "AdaSSP: population intervals"):
+
+    theta_ad - theta* = (theta_hat - theta*)       sampling: OLS on the (clipped) data
+                      + (theta_ad - theta_hat)     privacy noise and the ridge's shrinkage
+
+With the design the algorithm sees (public rescaling, ones column; ||d_i|| <= B = sqrt(k),
+|y_i| <= 1), H = X'X / n, the released H~ = H + W / n (W symmetric, upper triangle
+N(0, s_XX^2)), b~ = X'y / n + w / n (w ~ N(0, s_Xy^2 I)) and the ridge lambda, to first
+order in the noise
+
+    theta_ad - theta_hat = H^-1 (w / n - (W / n) theta_hat) - (lambda / n) H^-1 theta_ad,
+
+whose covariance is H^-1 (s_b^2 I + s_H^2 (|theta|^2 I + theta theta' - diag(theta^2)))
+H^-1 with s_b = s_Xy / n and s_H = s_XX / n (entry (i, l) of Cov(W theta) is
+s^2 theta_i theta_l off the diagonal and s^2 |theta|^2 on it), and whose mean is the ridge's
+bias -(lambda / n) H^-1 theta_ad. The sampling part is the heteroscedasticity-robust (HC0)
+sandwich H^-1 Omega H^-1 / n with Omega = (1/n) sum e_i^2 d_i d_i'.
+
+Releases, in this order (shares of ``rho``; s = ``moment_share``, default 0.2):
+
+1. AdaSSP itself ([1 - s]: lambda_min, X'X and X'y, a third each).
+2. A residual scale q~ = (1/n) sum min(e_i^2, 1) + noise at the AdaSSP estimate
+   ([s / 8]; one term moves by at most 1, so the sensitivity is 1 / n).
+3. Omega~ = (1/n) sum g_i g_i' of the whitened gradients g_i = clip_C(P d_i e_i), P =
+   H~^-1/2 from the released X'X (post-processing), C = 4 sqrt(k) sqrt(q~)
+   ([7 s / 8]; :func:`~dpfit.inference.population.release_second_moment`, sensitivity
+   sqrt(2) C^2 / n). Whitening makes ||P d_i|| about sqrt(k) for every design, so a clip
+   relative to the residual scale rarely binds and the noise stays small against Omega.
+
+Covariance around theta*: V = Hs^-1 Omega_d Hs^-1 / n + Hs^-1 N Hs^-1 + beta beta', with Hs
+the released H~ de-spread and raised to one noise s.d. (:meth:`NoisyMoment.shrunk`, the
+bread), Omega_d = P^-1 Omega~ P^-1, N the noise law above at theta_ad, and beta =
+(lambda / n) Hs^-1 theta_ad the ridge's estimated bias, added as a square so that the
+normal interval keeps its level when the ridge binds (a root-mean-squared-error interval).
+Normal quantiles. Everything after the releases is post-processing, including the
+``CoverageWarning`` checks: the ridge is not negligible against the released smallest
+eigenvalue, the bread is not identified, or the released Omega is noisy.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .._validation import user_stacklevel
+from ..baselines import adassp
+from ..exceptions import CoverageWarning
+from ..inference.population import (
+    CovarianceEstimate,
+    NoisyMoment,
+    release_second_moment,
+    sandwich,
+)
+from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
+from ..privacy import PrivacyLedger, mean_sensitivity
+
+__all__ = ["ADASSP_MOMENT_SHARE", "run_adassp_population"]
+
+#: Default share of rho for the population interval's own releases (residual scale, Omega).
+ADASSP_MOMENT_SHARE = 0.2
+#: Part of that share for the residual scale behind the clip; Omega gets the rest.
+SCALE_PART = 1.0 / 8.0
+#: The whitened-gradient clip is this many residual scales times sqrt(k).
+CLIP_MULTIPLIER = 4.0
+#: Residuals enter the residual scale as min(e^2, RESIDUAL_CAP) (|y| <= 1 after rescaling).
+RESIDUAL_CAP = 1.0
+#: The ridge's bias counts as not negligible above this share of the released eigenvalue.
+RIDGE_TOLERANCE = 0.1
+
+
+def run_adassp_population(
+    D: np.ndarray,
+    y: np.ndarray,
+    settings: Mapping[str, Any],
+    ledger: PrivacyLedger,
+    source: NoiseSource,
+) -> dict[str, Any]:
+    """AdaSSP and the releases behind its population covariance, in the design's units.
+
+    ``settings`` holds ``rho``, ``moment_share``, ``relation``, ``n_public``, ``n`` (public)
+    and ``x_bound`` (= sqrt(k)). Returns ``trajectory`` (AdaSSP's), ``estimate``,
+    ``population`` (a :class:`CovarianceEstimate`), ``clip`` and the public ``checks``.
+    """
+    rho, share, n = settings["rho"], settings["moment_share"], settings["n"]
+    traj = adassp(
+        D,
+        y,
+        rho=rho * (1.0 - share),
+        x_bound=settings["x_bound"],
+        y_bound=1.0,  # the response was mapped into [-1, 1] by its public bounds
+        relation=settings["relation"],
+        n_public=settings["n_public"],
+        ledger=ledger,
+        rng=source,
+    )
+    theta = traj.estimate
+    H = NoisyMoment(matrix=traj.releases["xtx"] / n, noise_std=traj.config["noise_std_xtx"] / n)
+    ridge = float(traj.releases["ridge"][0]) / n
+    P = _inverse_sqrt(H.psd())
+    with np.errstate(all="ignore"):
+        residuals = y - D @ theta
+    clip = _whitened_clip(residuals, D.shape[1], rho * share * SCALE_PART, n, ledger, source)
+    Omega = release_second_moment(
+        clip_rows((D @ P) * residuals[:, None], clip),
+        bound=clip,
+        rho=rho * share * (1.0 - SCALE_PART),
+        n=n,
+        ledger=ledger,
+        rng=source,
+        label="adassp/omega",
+    )
+    bread = H.shrunk()
+    Pinv = np.linalg.inv(P)
+    Op = Omega.psd()
+    sampling = sandwich(bread, Pinv @ Op @ Pinv, n)
+    s_b = traj.config["noise_std_xty"] / n
+    law = s_b**2 * np.eye(theta.size) + H.noise_std**2 * (
+        (theta @ theta) * np.eye(theta.size) + np.outer(theta, theta) - np.diag(theta**2)
+    )
+    privacy = sandwich(bread, law, 1)
+    bias = ridge * np.linalg.solve(bread, theta)
+    parts = {"sampling": sampling, "privacy": privacy, "ridge bias": np.outer(bias, bias)}
+    population = CovarianceEstimate(
+        target="population",
+        cov=sampling + privacy + parts["ridge bias"],
+        dof=np.full(theta.size, math.inf),
+        description=_description(share, clip),
+        parts=parts,
+    )
+    checks = _checks(H, Omega, Op, ridge)
+    for message in checks:  # depend on released quantities only
+        warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
+    return {
+        "trajectory": traj,
+        "estimate": theta,
+        "population": population,
+        "clip": clip,
+        "checks": checks,
+    }
+
+
+def _inverse_sqrt(matrix: np.ndarray) -> np.ndarray:
+    values, vectors = np.linalg.eigh(matrix)
+    return (vectors / np.sqrt(values)) @ vectors.T
+
+
+def _whitened_clip(
+    residuals: np.ndarray,
+    k: int,
+    rho: float,
+    n: int,
+    ledger: PrivacyLedger,
+    source: NoiseSource,
+) -> float:
+    """C = 4 sqrt(k) sqrt(q~), q~ a private mean of min(e_i^2, 1) (module docstring, step 2).
+
+    One record's term lies in [0, 1], so the mean over the public n moves by at most 1 / n
+    (``mean_sensitivity`` with the float rounding allowance, per term). q~ is floored at its
+    own noise s.d. so that the clip stays positive.
+    """
+    sens = mean_sensitivity(RESIDUAL_CAP, n, ledger.relation) / ledger.relation.sum_factor
+    std = noise_std_for_rho(sens, rho)
+    with np.errstate(all="ignore"):
+        q = gaussian(
+            np.array([np.minimum(residuals**2, RESIDUAL_CAP).sum() / n]),
+            sensitivity=sens,
+            noise_std=std,
+            ledger=ledger,
+            rng=source,
+            label="adassp/residual-scale",
+        )
+    return CLIP_MULTIPLIER * math.sqrt(k) * math.sqrt(max(float(q[0]), std))
+
+
+def _description(share: float, clip: float) -> str:
+    return (
+        "Population interval: estimate +/- z * sqrt(V_sampling + V_privacy + bias^2). "
+        "V_sampling is the heteroscedasticity-robust sandwich H^-1 Omega H^-1 / n, with H "
+        "AdaSSP's released X'X/n and Omega the mean of the per-record gradients' outer "
+        f"products (whitened, clipped at {clip:.3g}), released with {100 * share:g}% of rho; "
+        "V_privacy is the first-order law of AdaSSP's noise in X'X and X'y at the estimate, "
+        "and bias is the estimated shrinkage of AdaSSP's ridge (zero when the ridge is 0); "
+        "normal quantiles (docs/inference.md, 'AdaSSP: population intervals'). It covers "
+        "the population least-squares coefficient of the data clipped to the public bounds."
+    )
+
+
+def _checks(H: NoisyMoment, Omega: NoisyMoment, Op: np.ndarray, ridge: float) -> list[str]:
+    """Public messages about the releases that make the interval doubtful (post-processing)."""
+    checks = []
+    smallest = max(H.min_eigenvalue(), H.identified)
+    if ridge > RIDGE_TOLERANCE * smallest:
+        checks.append(
+            f"AdaSSP's ridge ({ridge:.3g} on X'X/n in the bounds' units) is not negligible "
+            f"against the released smallest eigenvalue of X'X/n ({smallest:.3g}): the "
+            "estimate is shrunk towards zero, and the interval's allowance for that bias is "
+            "itself an estimate; population intervals may under-cover (more records or a "
+            "larger rho help)."
+        )
+    if H.unidentified():
+        checks.append(
+            "AdaSSP's released X'X/n has an eigenvalue within two noise s.d. of zero: some "
+            "direction of the features is barely identified at this n and rho, and the "
+            "interval may understate the error along it (more records, a larger rho or "
+            "tighter bounds help)."
+        )
+    rel_noise = Omega.noise_std / max(float(np.diag(Op).min()), 1e-300)
+    if rel_noise > 0.5:
+        checks.append(
+            f"The released gradient second moment is noisy (noise std {rel_noise:.2g} x its "
+            "smallest diagonal entry): the sampling part of the interval is imprecise and "
+            "coverage may fall below nominal."
+        )
+    return checks

@@ -1,0 +1,168 @@
+"""``DPLinearRegression(method="adassp")``: its default population interval.
+
+The interval is the HC0 sandwich of AdaSSP's released X'X and a released gradient second
+moment, plus the first-order law of AdaSSP's noise and its ridge's estimated bias
+(src/dpfit/models/_adassp_population.py; docs/inference.md, "AdaSSP: population intervals").
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpfit
+from dpfit.exceptions import CoverageWarning, LargeBudgetWarning
+from dpfit.experiments.inference_coverage import _robust_ols
+from dpfit.mechanisms import recording, replaying
+
+THETA = np.array([1.0, 0.5, -0.5])
+BOUNDED = {"bounds": [(-1, 1)] * 2, "y_bounds": (-2, 4)}
+
+
+def _data(n, seed, scale=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, 2))
+    return X, THETA[0] + X @ THETA[1:] + scale * rng.standard_normal(n)
+
+
+def _fit(X, y, **kw):
+    params = {"rho": 1.0, "method": "adassp", "random_state": 0, **BOUNDED, **kw}
+    return dpfit.DPLinearRegression(**params).fit(X, y)
+
+
+def test_the_default_releases_a_population_interval_within_rho():
+    X, y = _data(4000, 0)
+    model = _fit(X, y, rho=0.7)
+    res = model.result_
+    assert res.targets == ("population",)
+    labels = [e.label for e in model.privacy_.entries]
+    assert labels == [
+        "adassp/lambda_min",
+        "adassp/xtx",
+        "adassp/xty",
+        "adassp/residual-scale",
+        "adassp/omega",
+    ]
+    charged = [e.count * e.sensitivity**2 / (2 * e.noise_std**2) for e in model.privacy_.entries]
+    assert sum(charged) == pytest.approx(0.7, rel=1e-12)
+    assert sum(charged[:3]) == pytest.approx(0.8 * 0.7, rel=1e-12)  # moment_share 0.2
+    ci = model.conf_int()
+    assert list(ci.columns) == ["lower", "upper"] and (ci["lower"] < ci["upper"]).all()
+    for values in (res.bse, res.tvalues, res.pvalues):
+        assert np.isfinite(values).all()
+    text = res.summary().as_text()
+    assert "Interval covers:       the population coefficients" in text
+    assert "with a population interval" in text
+
+
+def test_moment_share_sets_the_interval_s_part_of_rho():
+    X, y = _data(4000, 0)
+    entries = _fit(X, y, moment_share=0.4).privacy_.entries
+    charged = [e.count * e.sensitivity**2 / (2 * e.noise_std**2) for e in entries]
+    assert sum(charged[3:]) == pytest.approx(0.4, rel=1e-12)
+    assert sum(charged) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_interval_none_spends_nothing_extra_and_has_no_interval():
+    X, y = _data(4000, 0)
+    model = _fit(X, y, interval=None)
+    assert [e.label for e in model.privacy_.entries] == [
+        "adassp/lambda_min",
+        "adassp/xtx",
+        "adassp/xty",
+    ]
+    assert model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
+    assert model.result_.targets == ()
+    with pytest.raises(ValueError, match="released no population interval"):
+        model.conf_int()
+
+
+def test_the_sample_target_is_refused():
+    X, y = _data(4000, 0)
+    with pytest.raises(ValueError, match="point estimate only"):
+        _fit(X, y).conf_int(target="sample")
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"interval": "checkpoints"}, "does not apply to method='adassp'"),
+        ({"interval": "independent-runs"}, "does not apply to method='adassp'"),
+        ({"interval": None, "moment_share": 0.3}, "with interval=None there is none"),
+        ({"moment_share": 1.0}, "moment_share must be in"),
+        ({"moment_share": 0.0}, "moment_share must be in"),
+        ({"clip": 1.0}, "clip does not apply"),
+        ({"bounds": None}, "needs public bounds"),
+    ],
+)
+def test_bad_settings_are_refused_before_any_charge(kw, message):
+    X, y = _data(500, 0)
+    budget = dpfit.Budget(rho=1.0)
+    params = {"rho": 1.0, "method": "adassp", "random_state": 0, **BOUNDED, **kw}
+    with recording() as rec, pytest.raises(ValueError, match=message):
+        dpfit.DPLinearRegression(**params).fit(X, y, budget=budget)
+    assert rec.releases == [] and budget.spent == 0.0
+
+
+def test_replay_on_a_neighbour_changes_no_output():
+    # Record/replay (docs/auditing.md): the fit on D' (one record far outside every bound)
+    # replays D's releases; each query moved by at most its declared sensitivity, and every
+    # output (coefficients, intervals, the summary with its notes) is identical.
+    X, y = _data(400, 11)
+    X2, y2 = X.copy(), y.copy()
+    X2[-1], y2[-1] = [1e3, -1e3], 1e6
+    with recording() as rec:
+        first = _fit(X, y, rho=0.5, random_state=3)
+    with replaying(rec) as rep:
+        second = _fit(X2, y2, rho=0.5, random_state=3)
+    assert [r.entry for r in rep.releases] == [r.entry for r in rec.releases]
+    assert len(rec.releases) == 5
+    for a, b in zip(rec.releases, rep.releases, strict=True):
+        moved = np.linalg.norm(np.ravel(a.value - b.value))
+        assert moved <= a.entry.sensitivity * (1 + 1e-12)
+    np.testing.assert_array_equal(first.coef_, second.coef_)
+    pd.testing.assert_frame_equal(first.conf_int(), second.conf_int())
+    assert first.summary().as_text() == second.summary().as_text()
+
+
+def test_sampling_part_is_the_hc0_sandwich_when_privacy_is_cheap():
+    # With rho = 1e4 the released moments are nearly exact, so the sampling part must match
+    # non-private HC0 OLS standard errors; the sandwich's own error at n = 20000 is about
+    # 1 / sqrt(2 n) relative, so 3% is many of its s.e. but catches a wrong unwhitening.
+    X, y = _data(20000, 1)
+    with pytest.warns(LargeBudgetWarning):
+        res = _fit(X, y, rho=1e4).result_
+    sampling = np.sqrt(np.diag(res.population.parts["sampling"]))
+    _, hc0 = _robust_ols(np.column_stack([np.ones(len(y)), X]), y)
+    np.testing.assert_allclose(sampling, hc0, rtol=0.03)
+    assert not res.population.parts["ridge bias"].any()  # the ridge is 0 here
+
+
+def test_a_binding_ridge_is_added_to_the_interval_and_warned_about():
+    # n = 80 at rho = 1: X'X's smallest eigenvalue (about n / 3 = 27) is above two noise s.d.
+    # of the released X'X (s_XX = 5.8: identified) but below AdaSSP's ridge threshold
+    # (4.2 s_XX plus the lower bound's shift of 2 s_XX), so the ridge binds (about 0.35 of
+    # the eigenvalue). The released Omega is noisy at this n too; only the ridge is checked.
+    X, y = _data(80, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = _fit(X, y).result_
+    ridge = [w for w in caught if "ridge" in str(w.message)]
+    assert ridge and issubclass(ridge[0].category, CoverageWarning)
+    assert np.diag(res.population.parts["ridge bias"]).max() > 0.0
+    assert not any("barely identified" in str(w.message) for w in caught)
+
+
+def test_coverage_on_a_simple_design():
+    # 200 fresh datasets at n = 4000, rho = 1: the pooled coverage of the three 95% intervals
+    # has Monte Carlo s.e. at most sqrt(0.95 * 0.05 / 200) = 0.015 (pooling correlated
+    # coefficients averages, it does not add); [0.90, 0.99] is about -3 / +2.6 s.e.
+    covers = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CoverageWarning)  # a valid regime: no warning
+        for seed in range(200):
+            X, y = _data(4000, 100 + seed)
+            ci = _fit(X, y, random_state=seed).conf_int().to_numpy()
+            covers.append(np.mean((ci[:, 0] <= THETA) & (THETA <= ci[:, 1])))
+    assert 0.90 <= np.mean(covers) <= 0.99
