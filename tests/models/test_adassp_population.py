@@ -80,7 +80,7 @@ def test_interval_none_spends_nothing_extra_and_has_no_interval():
 
 def test_the_sample_target_is_refused():
     X, y = _data(4000, 0)
-    with pytest.raises(ValueError, match="point estimate only"):
+    with pytest.raises(ValueError, match=r"releases a population interval only \(target="):
         _fit(X, y).conf_int(target="sample")
 
 

@@ -219,8 +219,13 @@ class Result:
     @cached_property
     def _sample_covariance(self) -> CovarianceEstimate:
         if self.interval_estimates is None:
+            what = (
+                "a population interval only (target='population')"
+                if self.population is not None
+                else "a point estimate only"
+            )
             raise ValueError(
-                f"no confidence interval: {self.method} releases a point estimate only"
+                f"no confidence interval for target='sample': {self.method} releases {what}"
             )
         return sample_covariance(self.interval_estimates, self.interval_method)
 
