@@ -147,6 +147,7 @@ def interval_estimates(
     m: int | None = None,
     burn_in: int | None = None,
     variant: str = "experimental",
+    warn: bool = True,
 ) -> np.ndarray:
     """The m estimates that a construction builds from a trajectory's released iterates.
 
@@ -164,6 +165,11 @@ def interval_estimates(
         experimental variant and must be 0 (the default) for the formal one.
     variant : {"experimental", "formal"}, default="experimental"
         ``"formal"`` is the Thm 3.1 construction, ``"experimental"`` the App. B one.
+    warn : bool, default=True
+        Emit the CoverageWarning below. ``False`` is for a dry run on public shapes (an
+        estimator checking its settings before any charge, whose real construction warns
+        after the fit): a flag rather than ``warnings.catch_warnings()``, which is not
+        thread-safe.
 
     Returns
     -------
@@ -172,7 +178,7 @@ def interval_estimates(
     Warns
     -----
     CoverageWarning
-        Batched means with m < 10 (the paper's rule of thumb).
+        Batched means with m < 10 (the paper's rule of thumb), unless ``warn=False``.
     """
     construction = check_option(construction, "construction", CONSTRUCTIONS)
     variant = check_option(variant, "variant", VARIANTS)
@@ -202,7 +208,7 @@ def interval_estimates(
     m = DEFAULT_M if m is None else check_int(m, "m", low=2)
     if runs != 1:
         raise ValueError(f"{construction} needs a single run, the trajectory has {runs} runs")
-    if construction == "batched-means" and m < 10:
+    if warn and construction == "batched-means" and m < 10:
         warnings.warn(
             f"batched-means with m={m} < 10 batches may under-cover (Brown et al. 2024, 3.1)",
             CoverageWarning,

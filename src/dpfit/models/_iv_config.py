@@ -9,7 +9,6 @@ fit that could not build its interval fails before anything is charged.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -18,7 +17,6 @@ import numpy as np
 
 from .._validation import check_positive
 from ..algorithms.two_stage import NOISE_CALIBRATIONS
-from ..exceptions import CoverageWarning
 from ..inference import VARIANTS, interval_estimates
 from ._constraints import (
     Check,
@@ -170,9 +168,7 @@ def check_interval(cfg: IVConfig, settings: dict[str, Any], p1: int) -> None:
         config={"runs": alg["runs"], "steps": alg["steps"]},
     )
     try:
-        with warnings.catch_warnings():  # the real construction warns once, after the fit
-            warnings.simplefilter("ignore", CoverageWarning)
-            two_stage_estimates(dry, cfg, settings)
+        two_stage_estimates(dry, cfg, settings, warn=False)  # the real one warns, after the fit
     except ValueError as err:
         raise ValueError(
             f"interval={cfg.interval!r} with steps={alg['steps']}, m={cfg.m}, "
@@ -181,9 +177,17 @@ def check_interval(cfg: IVConfig, settings: dict[str, Any], p1: int) -> None:
         ) from None
 
 
-def two_stage_estimates(traj: Any, cfg: IVConfig, settings: dict[str, Any]) -> np.ndarray:
+def two_stage_estimates(
+    traj: Any, cfg: IVConfig, settings: dict[str, Any], *, warn: bool = True
+) -> np.ndarray:
     """The m estimates behind a DP-2S-GD interval, from the released iterates of ``traj``
-    (:func:`dpfit.inference.interval_estimates`; in standardised units)."""
+    (:func:`dpfit.inference.interval_estimates`; in standardised units). ``warn=False``
+    for the dry run of :func:`check_interval`, which must not warn twice."""
     return interval_estimates(
-        traj, cfg.interval, m=cfg.m, burn_in=settings["burn_in"], variant=cfg.interval_variant
+        traj,
+        cfg.interval,
+        m=cfg.m,
+        burn_in=settings["burn_in"],
+        variant=cfg.interval_variant,
+        warn=warn,
     )
