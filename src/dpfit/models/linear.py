@@ -87,7 +87,9 @@ class DPLinearRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
     method : {"gd", "adassp", "ambssgd"}, default="gd"
         Private algorithm: ``"gd"`` is DP-GD with intervals; ``"adassp"`` is AdaSSP
         (Wang 2018, zCDP calibration), which needs ``bounds`` and ``y_bounds``, releases a
-        point estimate only (``interval=None``) and ignores ``clip`` and ``step_size``;
+        population interval by default (``moment_share`` of rho; docs/inference.md, "AdaSSP:
+        population intervals") or its point estimate alone with ``interval=None``, and
+        refuses ``clip``, ``step_size`` and the iterate-based ``interval`` constructions;
         ``"ambssgd"`` is one-pass DP-AMBSSGD (Varshney et al. 2022, Alg. 2), which needs
         ``bounds`` and ``y_bounds`` (its public constants come from them), takes ``steps``
         as its number of blocks and an optional ``step_size``, refuses ``clip`` and
@@ -147,7 +149,8 @@ default="batched-means"
         ``step_size`` defaults to 0.5.
     moment_share : float, optional
         Share of ``rho`` for the moment releases of the preconditioned fit (X'X / n, the
-        Huber Hessian and the gradients' second moment); default 0.2.
+        Huber Hessian and the gradients' second moment), or of ``method="adassp"``'s
+        population interval (a residual scale and the gradients' second moment); default 0.2.
 
     Attributes
     ----------
