@@ -80,6 +80,15 @@ def test_ledger_total_is_rho_split_one_tenth_to_the_filter():
     assert traj.releases["moments"].shape == (d,)
 
 
+@pytest.mark.parametrize("rho", [0.1, 0.3, 0.7, 1.0 / 3.0, 2.9, 4.999999])
+def test_the_two_shares_never_exceed_rho(rho):
+    """The ledger adds charges exactly; rounding of 0.1 rho and rho - 0.1 rho must not push
+    the total above the budget (BudgetExceededError) or above rho."""
+    traj = friendlycore_2sls(X, Y, Z, rho=rho, radius=RADIUS, bound=BOUND, rng=0)
+    assert traj.rho <= rho
+    assert traj.rho == pytest.approx(rho, rel=1e-12)
+
+
 def test_sufficient_statistics_average_to_the_2sls_moments():
     V = sufficient_statistics(X, Y, Z)
     n, q = Z.shape
