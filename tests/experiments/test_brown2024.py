@@ -143,6 +143,27 @@ def test_coverage_claim_fails_for_undercoverage():
     assert not claims.coverage_valid(low).passed
 
 
+def test_short_batch_claim_fails_when_short_batches_cover():
+    """Paper (Figs. 5/10): batched means under-covers at the smallest total. Negative control:
+    coverage 0.95 there too. A run's mean cover over 10 coordinates has s.d. about
+    sqrt(0.95 * 0.05 / 10) = 0.07, so over 200 runs the s.e. is 0.005 and a drop to 0.85 is
+    20 s.e.; with no drop the gap is noise and passes 3 s.e. with probability 0.13%."""
+    rng = np.random.default_rng(2)
+
+    def table(short_coverage):
+        rows = []
+        for total in (100, 500, 1000):
+            level = short_coverage if total == 100 else 0.95
+            for r in range(200):
+                row = {"total": total, "replicate": r}
+                row.update({f"bm_cover_{j}": float(rng.random() < level) for j in range(10)})
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+    assert claims.short_batches_undercover(table(0.85)).passed
+    assert not claims.short_batches_undercover(table(0.95)).passed
+
+
 def test_u_shape_claim_fails_for_a_monotone_error():
     rows = [
         {"steps": 20, "clip": c, "dev_0": c, "error": c, "fraction_clipped": 1 / c}
