@@ -58,3 +58,11 @@ def test_bad_settings_fail_before_any_release(kwargs, match):
     with recording() as rec, pytest.raises(ValueError, match=match):
         model(**kwargs).fit(X, y)
     assert len(rec) == 0
+
+
+def test_an_interval_is_refused_before_any_charge_with_the_alternatives():
+    X, y = make_data(n=2000)
+    with recording() as rec, pytest.raises(ValueError, match="point estimate only") as info:
+        model(interval="batched-means").fit(X, y)
+    assert "interval=None" in str(info.value) and "method='adassp'" in str(info.value)
+    assert not rec.releases  # refused before anything was drawn

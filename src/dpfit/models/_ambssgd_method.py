@@ -44,7 +44,12 @@ def resolve_ambssgd(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]
             "response (y_bounds): they give R_x and the residual bound; never read off the data"
         )
     if config.interval is not None:
-        raise ValueError("method='ambssgd' releases no interval: set interval=None")
+        raise ValueError(
+            "method='ambssgd' releases a point estimate only: its single pass leaves no "
+            "iterates to measure the privacy noise from, and it releases no second moments "
+            "for a sandwich; set interval=None, or use the default method (or "
+            "method='adassp') for population intervals"
+        )
     for name in ("clip", "burn_in"):
         if getattr(config, name) is not None:
             raise ValueError(f"{name} does not apply to method='ambssgd'; leave it None")
