@@ -204,3 +204,108 @@ def test_fig9_claims_fail_without_convergence_or_gap():
     assert not fig9_converges(stuck).passed
     converged = _fig9_rows(lambda t: 1e-3 / t)
     assert not fig9_above_2sls(converged.assign(error_T100=0.19)).passed
+
+
+def _curve_rows(cells, x_values, value, reps=20, spread=0.1, seed=4):
+    """Rows ``{**cell, x: v, "error": value(cell, v) * lognormal spread}`` for each cell of
+    ``cells`` (a list of dicts) and each ``v`` in ``x_values``; 10% spread, about the real
+    runs' (so the claims' 3 s.e. margins are of the real runs' size)."""
+    x, values = x_values
+    rng = np.random.default_rng(seed)
+    rows = []
+    for cell in cells:
+        for v in values:
+            for r in range(reps):
+                noise = np.exp(spread * rng.standard_normal())
+                rows.append({**cell, x: v, "replicate": r, "error": value(cell, v) * noise})
+    return pd.DataFrame(rows)
+
+
+def test_fig4_claim_fails_when_the_two_budgets_swap_roles_or_rho1_does_not_matter():
+    """Paper: the error is U-shaped in T, its cutoff grows with rho1, and a small rho1 hurts
+    more than a small rho2 at large T. Negative controls: the two stages' noise swapped
+    (small rho2 hurts more), and an error that does not depend on rho1."""
+    from dpfit.experiments.liang2025 import _fig4_claim
+
+    cells = [{"rho_theta": a, "rho_beta": b} for r in (1.0, 10.0) for a, b in ((r, 1e3), (1e3, r))]
+    steps = ("steps", (1, 3, 10, 30, 100, 300, 1000))
+
+    def paper(c, t):  # first-stage noise 3x as costly as the second's, both growing with T
+        return 1 / t + t / (100 * c["rho_theta"]) + t / (300 * c["rho_beta"])
+
+    assert _fig4_claim(_curve_rows(cells, steps, paper)).passed
+    swapped = _curve_rows(
+        cells, steps, lambda c, t: 1 / t + t / (300 * c["rho_theta"]) + t / (100 * c["rho_beta"])
+    )
+    assert not _fig4_claim(swapped).passed
+    no_rho1 = _curve_rows(cells, steps, lambda c, t: 1 / t + t / (300 * c["rho_beta"]) + t / 100)
+    assert not _fig4_claim(no_rho1).passed
+
+
+def test_fig6_claim_fails_when_alg1_does_not_degrade_or_alg3_is_no_better():
+    """Paper: Alg. 1's error rises with T past its minimum (by more than 2x), Alg. 3's stays
+    below half of it. Negative controls: an Alg. 1 that settles, an Alg. 3 as bad as Alg. 1."""
+    from dpfit.experiments.liang2025 import _fig6_claim
+
+    steps = ("steps", (10, 30, 100, 300, 1000))
+    cells = [{"algorithm": a, "rho_beta": r} for a in ("dp", "alg3-nondp") for r in (0.1, 1, 10)]
+
+    def degrading(c, t):
+        return t**-0.5 + (t / (200 * c["rho_beta"]) if c["algorithm"] == "dp" else 0.0)
+
+    assert _fig6_claim(_curve_rows(cells, steps, degrading)).passed
+    settles = _curve_rows(cells, steps, lambda c, t: t**-0.5 + 0.05)
+    assert not _fig6_claim(settles).passed
+    same = _curve_rows(cells, steps, lambda c, t: t**-0.5 + t / (200 * c["rho_beta"]))
+    assert not _fig6_claim(same).passed
+
+
+def test_fig8_claim_fails_for_a_monotone_error_or_a_minimum_that_clips_much():
+    """Paper: U-shaped in the clip, the minimum near the no-clipping threshold. Negative
+    controls: an error growing with the clip (no bias from clipping), and a minimum where
+    most gradients are still clipped."""
+    from dpfit.experiments.liang2025_tuning import _fig8_claim
+
+    clips = ("clip", (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0))
+
+    def with_clipping(rows, scale):  # fraction clipped exp(-clip / scale): 0.14 at 10 for 5
+        return rows.assign(clipped_beta=np.exp(-rows["clip"] / scale))
+
+    u = _curve_rows([{}], clips, lambda c, v: 10 / v**1.5 + v / 20)
+    assert _fig8_claim(with_clipping(u, 5.0)).passed
+    monotone = _curve_rows([{}], clips, lambda c, v: 0.1 + v / 20)
+    assert not _fig8_claim(with_clipping(monotone, 5.0)).passed
+    assert not _fig8_claim(with_clipping(u, 30.0)).passed  # 72% clipped at the minimum
+
+
+def test_coverage_claim_fails_when_the_experimental_label_is_wrong():
+    """The claim: exactly the constructions in EXPERIMENTAL_INTERVALS under-cover (by 3
+    binomial s.e. at 1000 runs: 0.95 - 3 x 0.0069). Both constructions of the experiment are
+    experimental; negative controls: both cover, or batched means covers."""
+    from dpfit.experiments.liang2025_coverage import CONSTRUCTIONS, _claim
+    from dpfit.models.iv import EXPERIMENTAL_INTERVALS
+
+    rng = np.random.default_rng(5)
+
+    def table(level):
+        rows = []
+        for construction in CONSTRUCTIONS:
+            for rho in (0.5, 2.0):
+                covers = rng.random(1000) < level(construction)
+                for c in covers:
+                    rows.append(
+                        {
+                            "design": "binary",
+                            "construction": construction,
+                            "rho": rho,
+                            "covers_2sls": float(c),
+                            "covers_truth": float(c),
+                            "width": 1.0,
+                            "bias": 0.0,
+                        }
+                    )
+        return pd.DataFrame(rows)
+
+    assert _claim(table(lambda c: 0.85 if c in EXPERIMENTAL_INTERVALS else 0.95)).passed
+    assert not _claim(table(lambda c: 0.95)).passed
+    assert not _claim(table(lambda c: 0.95 if c == "batched-means" else 0.85)).passed
