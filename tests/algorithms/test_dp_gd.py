@@ -12,7 +12,7 @@ import pytest
 from dpfit import BudgetExceededError, InsecureRandomnessWarning
 from dpfit.algorithms import dp_gd, dp_gd_given_noise, dp_gd_noise_std
 from dpfit.datasets import draw_linear_design
-from dpfit.mechanisms import make_noise_source, recording, replaying
+from dpfit.mechanisms import gaussian_releases, make_noise_source, recording, replaying
 from dpfit.privacy import Budget, PrivacyLedger, float_sum_excess, mean_sensitivity
 from dpfit.privacy.budget import exact_units
 
@@ -267,3 +267,88 @@ def test_given_noise_matches_the_frozen_reference():
     for key, clip in (("iterates_unclipped", math.inf), ("iterates_clipped", 1.5)):
         got = dp_gd_given_noise(X_, y_, noise=noise, step_size=0.3, clip=clip)
         np.testing.assert_array_equal(got, _unhex(GOLDEN["given_noise"][key], got.shape))
+
+
+# -- the noise drawn a block of steps at a time (mechanisms.gaussian_releases(block=...)) ------
+def _releases(block, count=10, seed=3, ledger=None):
+    return gaussian_releases(
+        count=count,
+        sensitivity=0.5,
+        noise_std=1.7,
+        ledger=PrivacyLedger() if ledger is None else ledger,
+        rng=make_noise_source(seed),
+        label="g",
+        block=block,
+    )
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 2), ()])
+@pytest.mark.parametrize("block", [2, 4, 10, 64])
+def test_noise_drawn_in_blocks_is_the_one_by_one_stream(shape, block):
+    values = np.random.default_rng(1).standard_normal((10, *shape))
+    one, many = _releases(1), _releases(block)
+    with recording() as rec:
+        got = [many.release(v) for v in values]
+    expected = [one.release(v) for v in values]
+    for a, b in zip(expected, got, strict=True):
+        assert type(a) is type(b) and np.array_equal(a, b)  # bit for bit, 0-d a float64
+    assert len(rec) == 10 and [r.entry.count for r in rec.releases] == [1] * 10
+    state = lambda r: r._source.generator.bit_generator.state  # noqa: E731
+    assert state(one) == state(many)  # 10 is drawn in all, whatever the block
+    with pytest.raises(BudgetExceededError, match="all 10 charged releases"):
+        many.release(values[0])
+
+
+def test_a_replayed_block_draws_nothing():
+    values = np.arange(8.0).reshape(4, 2)
+    with recording() as rec:
+        releases = _releases(3, count=4, seed=4)
+        outputs = [releases.release(v) for v in values]
+    with replaying(rec):
+        again = _releases(3, count=4, seed=99)
+        state = again._source.generator.bit_generator.state
+        replayed = [again.release(v + 1.0) for v in values]
+    assert np.array_equal(np.array(outputs), np.array(replayed))
+    assert again._source.generator.bit_generator.state == state
+
+
+class _StorageError(Exception):
+    """A failure that is not the data's."""
+
+
+def test_a_failed_block_keeps_the_noise_drawn_ahead_spent():
+    ledger = PrivacyLedger(budget=Budget(rho=10.0))
+    with pytest.raises(_StorageError):
+        with _releases(4, ledger=ledger) as releases:
+            for _ in range(5):  # two blocks of 4 drawn: 8 releases' noise exists
+                releases.release(np.zeros(3))
+            raise _StorageError
+    assert releases.count == releases.made == 8 and ledger.entries[0].count == 8
+    assert ledger.budget._spent_units == 8 * exact_units(ledger.entries[0].rho_each)
+    with pytest.raises(BudgetExceededError, match="charged releases were made"):
+        releases.release(np.zeros(3))  # the 3 drawn ahead are not released after the refund
+
+
+@pytest.mark.parametrize(("steps", "kept"), [(2000, 819), (10, 10)])
+def test_a_failed_dp_gd_run_keeps_its_drawn_noise_spent(monkeypatch, steps, kept):
+    # X in memory: the noise of min(steps, 4096 // p) steps is drawn at the first step
+    module = importlib.import_module("dpfit.algorithms.dp_gd")
+    real = module.least_squares_sums
+
+    def failing(X_, y_, clip):
+        sums, calls = real(X_, y_, clip), []
+
+        def after_three(theta):
+            calls.append(1)
+            if len(calls) > 3:
+                raise _StorageError
+            return sums(theta)
+
+        return after_three
+
+    monkeypatch.setattr(module, "least_squares_sums", failing)
+    ledger = PrivacyLedger(budget=Budget(rho=1.0))
+    with pytest.raises(_StorageError):
+        dp_gd(X, Y, rho=0.5, clip=2.0, steps=steps, ledger=ledger, rng=0)
+    (entry,) = ledger.entries
+    assert entry.count == kept and P == 5

@@ -20,8 +20,9 @@ once and allocates nothing of size n
 (:func:`dpfit.algorithms._kernels.least_squares_sums`, which also runs the sum as one
 distributed reduction per step when X and y are Dask arrays). All ``runs * steps`` noisy
 releases are charged to the ledger at once, before the first is drawn
-(:func:`dpfit.mechanisms.gaussian_releases`); each step then adds its noise to the mean
-gradient, on the driver, and theta <- theta - eta * (mean + noise).
+(:func:`dpfit.mechanisms.gaussian_releases`), and for X in memory their noise is drawn a
+block of steps at a time (the same stream, bit for bit); each step then adds its noise to
+the mean gradient, on the driver, and theta <- theta - eta * (mean + noise).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from numpy.typing import ArrayLike
 
 from .._floats import quiet_floats
 from .._validation import check_int, check_positive, check_real, check_rho, check_vector
+from ..distributed import is_dask
 from ..mechanisms import gaussian_releases, make_noise_source, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
@@ -45,6 +47,10 @@ __all__ = ["dp_gd", "dp_gd_given_noise", "dp_gd_noise_std"]
 
 #: Ledger label of every noisy gradient release.
 LABEL = "dp_gd/gradient"
+#: Noise drawn ahead for X in memory: at most this many floats (a block of steps' releases),
+#: enough to make the per-step draw cost a few nanoseconds. A run that fails keeps the
+#: block's undrawn steps spent; on Dask (where a worker can fail) each step draws its own.
+_NOISE_BLOCK_FLOATS = 4096
 
 
 def dp_gd_noise_std(
@@ -86,13 +92,16 @@ def _descend(
     (:func:`~dpfit.algorithms._kernels.least_squares_sums`); ``perturb(mean_gradient, t)``
     returns the noisy mean gradient. The clipped counts are non-private. The loop enters
     :func:`~dpfit._floats.quiet_floats` once, and an in-memory kernel's steps skip their own
-    (:meth:`~dpfit.algorithms._kernels.LeastSquaresSums.quiet_call`).
+    (:meth:`~dpfit.algorithms._kernels.LeastSquaresSums.quiet_call`). n and eta enter the
+    ufuncs as 0-d float64 arrays, the same values as the Python numbers, which numpy 2
+    converts at every call (about half a small ufunc's cost).
     """
     iterates = np.empty((steps, X.shape[1]))
     clipped = np.zeros(steps, dtype=np.int64)
     step = np.empty(X.shape[1])
     theta = theta0
     sums = getattr(sums, "quiet_call", sums)
+    normaliser, step_size = np.array(float(normaliser)), np.array(float(step_size))
     with quiet_floats():
         for t in range(steps):
             total, clipped[t] = sums(theta)
@@ -228,6 +237,7 @@ def dp_gd(
         ledger=ledger,
         rng=source,
         label=LABEL,
+        block=1 if is_dask(X) else max(1, min(total, _NOISE_BLOCK_FLOATS // p)),
     ) as releases:
 
         def perturb(gradient: np.ndarray, t: int) -> np.ndarray:

@@ -5,11 +5,12 @@ ledger (and its budget) -> draw. If the charge fails, nothing is drawn and nothi
 
 :func:`gaussian` charges and draws one release. :func:`gaussian_releases` charges ``count``
 releases of one query (same sensitivity, same noise) at once, as one ledger entry with that
-count, before any of them is drawn, and returns a :class:`GaussianReleases` that draws them
+count, before any of them is drawn, and returns a :class:`GaussianReleases` that releases them
 one by one: an iterative algorithm's per-step release then costs little more than the draw
-itself. The entry's rho is exactly the sum of the per-release entries' (zCDP composes
-additively, also adaptively; Bun & Steinke 2016, Lemma 2.3), so the ledger's statement and
-epsilon are the same either way. Used as a context manager, a :class:`GaussianReleases` whose
+itself (with ``block``: than adding a row of noise drawn for many releases at once). The
+entry's rho is exactly the sum of the per-release entries' (zCDP composes additively, also
+adaptively; Bun & Steinke 2016, Lemma 2.3), so the ledger's statement and epsilon are the
+same either way. Used as a context manager, a :class:`GaussianReleases` whose
 block fails returns the releases it never drew (see :meth:`GaussianReleases.__exit__`).
 """
 
@@ -75,9 +76,6 @@ def rho_within(sensitivity: float, rho: float, count: int = 1) -> float:
         share = math.nextafter(share, 0.0)
     return share
 
-
-#: Query values of at most this many coordinates are checked for finiteness in plain Python.
-_SMALL = 16
 
 #: The secure backend's grid spacing 2^k is at most this fraction of sensitivity / sqrt(d).
 _GRID_FRACTION = 2.0**-30
@@ -181,16 +179,12 @@ def _check_ledger_and_source(ledger: PrivacyLedger, rng: NoiseSource) -> None:
 def _finite_value(value: ArrayLike, label: str) -> np.ndarray:
     """``value`` as a float64 array; ValueError if any entry is not finite.
 
-    Internal invariant: callers clip and zero non-finite rows. Small values (a few
-    coordinates, as in every step of an iterative algorithm) are checked in plain Python,
-    several times cheaper than ``np.isfinite(v).all()`` there.
+    Internal invariant: callers clip and zero non-finite rows. The sum of squares (one BLAS
+    pass, no temporary) is finite only if every entry is; only when it is not (a non-finite
+    entry, or finite entries whose squares overflow) are the entries checked one by one.
     """
     value = np.asarray(value, dtype=np.float64)
-    if value.size <= _SMALL:
-        finite = all(map(math.isfinite, value.reshape(-1).tolist()))
-    else:
-        finite = bool(np.isfinite(value).all())
-    if not finite:
+    if not math.isfinite(np.vdot(value, value)) and not np.isfinite(value).all():
         raise ValueError(f"{label}: the query value is not finite")
     return value
 
@@ -214,6 +208,13 @@ class GaussianReleases:
     :meth:`release` is exactly what :func:`gaussian` does after its charge: the same noise
     from the same source, the same record/replay hooks, one release of ``count``.
 
+    With ``block`` > 1 (numpy backend), the noise of up to ``block`` releases is drawn in one
+    call, ``noise_std * generator.standard_normal((k, *shape))``, and each release adds the
+    next row. The generator fills that array in the order in which ``k`` calls would have
+    drawn it, and the product and sum are the same float operations, so every release is
+    bit for bit what it is with ``block=1`` (``tests/algorithms/test_dp_gd.py``). Noise
+    drawn ahead of its release counts as drawn: a failed block keeps it spent.
+
     Use it as a context manager around the loop that draws the releases: when the block
     raises, the releases not yet drawn are returned to the ledger and its budget
     (:meth:`__exit__`), so a fit that fails part-way keeps spent only what it drew.
@@ -221,12 +222,16 @@ class GaussianReleases:
 
     __slots__ = (
         "__weakref__",
+        "_block",
         "_broken",
         "_charged",
         "_count",
+        "_drawn",
         "_each",
         "_ledger",
         "_made",
+        "_next",
+        "_noise",
         "_source",
     )
 
@@ -238,11 +243,16 @@ class GaussianReleases:
         source: NoiseSource,
         ledger: PrivacyLedger,
         charged: GaussianEntry,
+        block: int = 1,
     ) -> None:
         self._each, self._count, self._source = each, count, source
         self._ledger, self._charged = ledger, charged
         self._made = 0
         self._broken = False  # set when a query value broke the finiteness invariant
+        # releases drawn ahead (block > 1): their noise, the next row to use, how many drawn
+        self._block = block if source.backend == "fast" else 1
+        self._noise: np.ndarray | None = None
+        self._next = self._drawn = 0
 
     @property
     def entry(self) -> GaussianEntry:
@@ -256,7 +266,7 @@ class GaussianReleases:
 
     @property
     def made(self) -> int:
-        """Number of releases made so far."""
+        """Number of releases made so far (after a refund: the number kept spent)."""
         return self._made
 
     def release(self, value: ArrayLike) -> np.ndarray:
@@ -280,7 +290,31 @@ class GaussianReleases:
             self._broken = True
             raise
         self._made += 1  # counted before the draw: an interrupted draw stays charged
-        return _draw(value, self._each, self._source)
+        if self._block == 1:
+            return _draw(value, self._each, self._source)
+        return self._release_drawn_ahead(value)
+
+    def _release_drawn_ahead(self, value: np.ndarray) -> np.ndarray:
+        """:func:`_draw` with the noise taken from a block drawn ahead (``block`` > 1)."""
+        entry = self._each
+        output = recorder.replayed_output(entry, value)
+        if output is None:
+            noise = self._noise
+            if noise is None or self._next == len(noise):
+                size = min(self._block, self._count - self._drawn)
+                self._drawn += size  # counted before the draw, as in release()
+                generator = self._source.generator
+                noise = self._noise = entry.noise_std * generator.standard_normal(
+                    (size, *value.shape)
+                )
+                self._next = 0
+            elif noise.shape[1:] != value.shape:
+                self._broken = True  # a caller's bug: keep the whole charge spent
+                raise ValueError(f"{entry.label}: the query changed shape between releases")
+            output = value + noise[self._next]
+            self._next += 1
+        recorder.notify(entry, value, output)
+        return output
 
     def __enter__(self) -> GaussianReleases:
         return self
@@ -305,11 +339,13 @@ class GaussianReleases:
         which only a bug could cause, nothing is refunded: the whole charge stays spent, so
         the budget does not show the step at which it happened. A normal exit with releases
         left (an algorithm that stopped early) refunds nothing either, since its stop may
-        depend on the data.
+        depend on the data. Noise drawn ahead of its release (``block`` > 1) stays spent.
         """
-        if exc_type is None or self._broken or self._made >= self._count:
+        drawn = max(self._made, self._drawn)
+        if exc_type is None or self._broken or drawn >= self._count:
             return
-        drawn, self._count = self._made, self._made  # no release may be drawn after this
+        self._made = self._count = drawn  # no release may be made after this
+        self._noise = None
         self._ledger._return_undrawn(self._charged, drawn=drawn)
 
 
@@ -322,6 +358,7 @@ def gaussian_releases(
     rng: NoiseSource,
     label: str,
     subsampled: bool = False,
+    block: int = 1,
 ) -> GaussianReleases:
     """Charge ``count`` releases of one query to ``ledger`` now; draw them later, one by one.
 
@@ -337,6 +374,11 @@ def gaussian_releases(
         Number of releases (>= 1).
     sensitivity, noise_std, ledger, rng, label, subsampled
         As for :func:`gaussian`; every release has this sensitivity and noise.
+    block : int, default=1
+        Draw the noise of up to ``block`` releases at once (numpy backend; the releases are
+        bit-identical to ``block=1``). Only for a caller that draws nothing else from ``rng``
+        between these releases (noise drawn ahead moves the generator on) and whose query
+        values all have one shape.
 
     Returns
     -------
@@ -358,6 +400,7 @@ def gaussian_releases(
     """
     _check_ledger_and_source(ledger, rng)
     count = check_int(count, "count", low=1)
+    block = check_int(block, "block", low=1)
     each = GaussianEntry(
         label=label,
         sensitivity=sensitivity,
@@ -374,4 +417,6 @@ def gaussian_releases(
         subsampled=subsampled,
     )
     ledger.charge(charged)
-    return GaussianReleases(each=each, count=count, source=rng, ledger=ledger, charged=charged)
+    return GaussianReleases(
+        each=each, count=count, source=rng, ledger=ledger, charged=charged, block=block
+    )
