@@ -166,3 +166,81 @@ def test_grid_search_claims_fail_when_tuning_is_free_or_adaptive_loses():
     assert adaptive_beats_grid_search(good).passed and tuning_costs(good).passed
     assert not adaptive_beats_grid_search(_grid_rows({GS: 0.1, SP: 10.0, AD: 0.1})).passed
     assert not tuning_costs(_grid_rows({GS: 10.0, SP: 10.0, AD: 0.1})).passed
+
+
+def _sweeps(excess, sweeps, reps=5, nontrivial=0.0):
+    """Rows of ``excess(method, sweep, x)`` (initial excess 1) over ``{sweep: (x, values)}``
+    for adaptive GD, noisy GD and KL-Spider, with a 10% log-normal run-to-run spread."""
+    from dpfit.experiments._menart2024_common import AD, GD, SP
+
+    rng = np.random.default_rng(12)
+    rows = []
+    for sweep, (x, values) in sweeps.items():
+        for value in values:
+            for method in (AD, GD, SP):
+                for r in range(reps):
+                    row = {"sweep": sweep, "method": method, "replicate": r, "n": 200, "d": 800}
+                    row.update({"rho": 1.0, x: value, "initial_excess": 1.0})
+                    row["nontrivial"] = nontrivial(method, value) if callable(nontrivial) else 0.0
+                    spread = math.exp(0.1 * rng.standard_normal())
+                    row["excess"] = excess(method, sweep, value) * spread
+                    rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _claim_of(exp_name, claim_name):
+    exp = next(e for e in EXPERIMENTS if e.name == exp_name)
+    return next(c for c in exp.claims if c.name == claim_name).evaluate
+
+
+def test_b3_claims_fail_when_adaptive_loses_spider_releases_or_progress_is_made():
+    """B3 (d > n): adaptive GD below fixed-schedule noisy GD, KL-Spider trivial, no private
+    progress. Negative controls for each: adaptive GD 10% above noisy GD at one d, a
+    non-trivial KL-Spider run, and adaptive GD at 30% of the initial excess."""
+    from dpfit.experiments._menart2024_common import AD, GD, SP
+
+    sweeps = {"d": ("d", (400, 800, 1600)), "rho": ("rho", (0.25, 4.0, 64.0))}
+    levels = {AD: 0.7, GD: 0.95, SP: 1.0}
+    good = _sweeps(lambda m, s, x: levels[m], sweeps)
+    names = ("adaptive beats fixed schedule", "spider trivial", "no private progress")
+    beats, trivial, stays = (_claim_of("menart2024-b3", n) for n in names)
+    assert beats(good).passed and trivial(good).passed and stays(good).passed
+    loses = _sweeps(lambda m, s, x: 1.05 if (m, x) == (AD, 1600) else levels[m], sweeps)
+    assert not beats(loses).passed
+    releases = _sweeps(lambda m, s, x: levels[m], sweeps, nontrivial=lambda m, x: x == 4.0)
+    assert not trivial(releases).passed
+    progress = _sweeps(lambda m, s, x: 0.3 if m == AD else levels[m], sweeps)
+    assert not stays(progress).passed
+
+
+def test_b5_spider_beats_adaptive_claim_fails_when_adaptive_wins_at_large_rho():
+    """B5 (kappa < 2): KL-Spider below adaptive GD at the largest rho of both sweeps. Negative
+    control: adaptive GD at half KL-Spider's excess there for p = 4."""
+    from dpfit.experiments._menart2024_common import AD, SP
+
+    sweeps = {f"rho-p{p}": ("rho", (1e4, 1e6, 1e8)) for p in (3, 4)}
+
+    def spider_wins(m, s, x):
+        return x**-0.75 if m == SP else 3 * x**-0.6
+
+    claim = _claim_of("menart2024-b5", "spider beats adaptive at large rho")
+    assert claim(_sweeps(spider_wins, sweeps)).passed
+    last = (AD, "rho-p4", 1e8)
+    adaptive_wins = _sweeps(
+        lambda m, s, x: 0.5 * x**-0.75 if (m, s, x) == last else spider_wins(m, s, x), sweeps
+    )
+    assert not claim(adaptive_wins).passed
+
+
+def test_adaptive_beats_spider_claim_fails_when_spider_wins_one_point():
+    """B0/B1/B2/B4's "adaptive beats spider": adaptive GD below KL-Spider at every rho.
+    Negative control: KL-Spider 2x below adaptive GD at one rho."""
+    from dpfit.experiments._menart2024_common import AD, SP, adaptive_beats
+
+    sweeps = {"rho": ("rho", (1.0, 16.0, 256.0))}
+    claim = adaptive_beats({"rho": SP}).evaluate
+    assert claim(_sweeps(lambda m, s, x: 0.1 / x if m == AD else 1 / x, sweeps)).passed
+    one_loss = _sweeps(
+        lambda m, s, x: (2.0 if x == 16.0 else 0.1) / x if m == AD else 1 / x, sweeps
+    )
+    assert not claim(one_loss).passed
