@@ -11,6 +11,7 @@ import pytest
 from dpfit import DPIVRegression
 from dpfit.exceptions import CoverageWarning
 from dpfit.inference import interval_estimates
+from dpfit.mechanisms import recording, replaying
 from dpfit.models._iv_config import check_interval, iv_config, settings_from
 
 
@@ -42,3 +43,71 @@ def test_the_public_dry_run_of_the_interval_leaves_the_warning_filters_alone(mon
     check_interval(cfg, settings_from(cfg, 3, 3), 3)  # m = 5 < 10: no warning, no error
     monkeypatch.undo()
     assert calls == []
+
+
+N = 3000
+BOUNDS = {"x": (-8, 11), "w": (-4, 4), "z": (0, 1)}
+Y_BOUNDS = (-10, 14)
+
+
+@pytest.fixture(scope="module")
+def frame(iv_frame):
+    return iv_frame(N)
+
+
+def _two_stage(frame, **kw):
+    params = {"rho": 2.0, "bounds": BOUNDS, "y_bounds": Y_BOUNDS, "random_state": 0, **kw}
+    model = DPIVRegression(method="2s-gd", **params)
+    return model.fit(frame[["w", "x"]], frame["y"], Z=frame[["w", "z"]])
+
+
+def _text(model) -> str:
+    return " ".join(model.summary().as_text().split())  # undo the wrapping
+
+
+def test_default_two_stage_interval_warns_that_its_convergence_cannot_be_checked(frame):
+    """The default 20 steps per run are too few for the drift check (40 iterates in the second
+    half of each run): the interval used to be printed with no warning, and it often misses
+    the 2SLS fixed point it is meant to cover."""
+    with pytest.warns(CoverageWarning, match="cannot be checked.*steps >= 80") as caught:
+        model = _two_stage(frame)
+    (warning,) = [w for w in caught if issubclass(w.category, CoverageWarning)]
+    assert warning.filename == __file__  # points at the user's line
+    assert "convergence of DP-2S-GD cannot be checked" in _text(model)
+
+
+def test_a_drifting_two_stage_interval_warns_and_the_summary_says_so(frame):
+    # Step sizes 1/5 and 1/13 of the defaults: after 100 steps the iterates still move by
+    # many interval standard errors (the check needs > 0.5 s.e. and p < 0.001).
+    with pytest.warns(CoverageWarning, match="have not converged"):
+        model = _two_stage(frame, steps=100, step_size=(0.2, 0.05))
+    assert "iterates have not converged" in _text(model)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"steps": 200},
+        {"steps": 400, "interval": "batched-means"},
+    ],
+)
+def test_a_converged_two_stage_interval_does_not_warn(frame, kw):
+    # A CoverageWarning would be an error here (pyproject's filterwarnings).
+    model = _two_stage(frame, **kw)
+    assert "converge" not in _text(model)
+
+
+def test_the_convergence_warning_depends_on_the_releases_only(frame):
+    """Replaying one fit's releases on a neighbour (one record moved to the bounds' corner)
+    gives the same warning: it reads released iterates and public settings only."""
+    neighbour = frame.copy()
+    neighbour.iloc[0] = [11.0, -4.0, 1.0, -10.0]
+    with recording() as rec, pytest.warns(CoverageWarning) as first:
+        _two_stage(frame, steps=100, step_size=(0.2, 0.05))
+    with replaying(rec), pytest.warns(CoverageWarning) as second:
+        _two_stage(neighbour, steps=100, step_size=(0.2, 0.05), random_state=1)
+
+    def coverage(caught) -> list[str]:
+        return [str(w.message) for w in caught if issubclass(w.category, CoverageWarning)]
+
+    assert coverage(first) and coverage(first) == coverage(second)

@@ -11,7 +11,8 @@ original units:
 ``"2s-gd"``
     DP-2S-GD (Liang et al. 2025, Alg. 1; :func:`dpfit.algorithms.dp_two_stage_gd`), run m
     times independently or once for batched means: privacy-only (``target="sample"``)
-    intervals.
+    intervals, with a CoverageWarning (and a note in the summary) when the released iterates
+    cannot show that they converged (:mod:`._iv_convergence`).
 
 The map back to original units (:class:`._iv_release.Back`) is exact, so covariances map as
 J V J'; everything after the releases is post-processing.
@@ -19,17 +20,21 @@ J V J'; everything after the releases is post-processing.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._validation import user_stacklevel
 from ..algorithms.two_stage import dp_two_stage_gd
+from ..exceptions import CoverageWarning
 from ..inference.population import transform
 from ..mechanisms import NoiseSource
 from ..privacy import PrivacyLedger
 from ._iv_config import EXPERIMENTAL_INTERVALS, IVConfig, two_stage_estimates
+from ._iv_convergence import convergence_warning
 from ._iv_moments import fit_moments, row_clip
 from ._iv_release import MOMENTS_METHOD, Back, interval_text, notes, shown, shown_moments
 from ._iv_scaling import Standardization
@@ -66,15 +71,18 @@ class IVData:
 IVMethod = Callable[[IVData, IVConfig, dict[str, Any], PrivacyLedger, NoiseSource], Result]
 
 
-def _result(data: IVData, cfg: IVConfig, ledger: PrivacyLedger, **fields: Any) -> Result:
-    """The :class:`Result` fields every IV method shares, plus the method's own."""
+def _result(
+    data: IVData, cfg: IVConfig, ledger: PrivacyLedger, *, checks: tuple[str, ...] = (), **fields
+) -> Result:
+    """The :class:`Result` fields every IV method shares, plus the method's own; ``checks``
+    (warnings about the interval, from released quantities) join the summary's notes."""
     return Result(
         names=data.names,
         n=data.n,
         ledger=ledger,
         model="DP IV regression",
         response=data.response,
-        notes=notes(data.std, cfg),
+        notes=[*notes(data.std, cfg), *checks],
         **fields,
     )
 
@@ -136,9 +144,14 @@ def run_two_stage(
         warn_large_rho=False,  # the estimator checked (and warned about) its whole rho
         **settings["algorithm"],
     )
-    estimates = None
+    estimates, checks = None, ()
     if cfg.interval is not None:
         estimates = data.back(two_stage_estimates(traj, cfg, settings))
+        jacobian = data.back.jacobian(len(data.x_idx))
+        message = convergence_warning(traj, cfg, settings, estimates, jacobian)
+        if message is not None:  # released iterates and public settings only
+            warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
+            checks = (message,)
     estimate = (
         data.back(np.asarray(traj.estimate)[None, :])[0]
         if estimates is None
@@ -156,6 +169,7 @@ def run_two_stage(
         seeded=traj.seeded,
         config=shown(cfg, settings, traj, data.bounds, data.columns),
         experimental=cfg.interval in EXPERIMENTAL_INTERVALS,
+        checks=checks,
         diagnostics={k: float(np.mean(v)) for k, v in traj.diagnostics.items()},
     )
 

@@ -104,7 +104,12 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         smaller ones bias (Fig. 8).
     steps : int, default=20
         Iterations per run (``"independent-runs"``, or no interval) or in total
-        (``"batched-means"``). The noise is calibrated to all runs and steps.
+        (``"batched-means"``). The noise is calibrated to all runs and steps. An interval's
+        convergence is checked on the released iterates (the drift between the halves of
+        the checked iterates, :mod:`dpfit.inference.diagnostics`), which needs 40 of them per
+        run: at least 80 steps for the formal independent runs (the second half of each run
+        is checked), 40 plus the burn-in otherwise. With fewer, or when the drift check
+        fires, the fit warns (``CoverageWarning``) and the summary says so.
     step_size : float or (float, float), optional
         (eta, alpha). Default (1, 2/3): the paper's rules eta = 1 / lambda_max(Z^T Z / n),
         alpha = 2 / (2 lambda_max(H) + lambda_min(H)) with both maxima assumed <= 1, which
