@@ -70,3 +70,49 @@ def test_mean_estimation_monte_carlo_matches_closed_form(mechanism):
     assert out["simulated"] == pytest.approx(out["theory"], rel=0.05)
     if mechanism == "dp-sgd":
         assert out["theory"] == pytest.approx(0.5 / 1.5)
+
+
+def _epsilon_results(**scale):
+    """A two-epsilon table of RMSEs rounded from a run at T = 200, k = 4, b = 50, with the
+    chosen band widths; ``scale`` multiplies one mechanism's RMSE at both epsilons."""
+    base = {
+        "dp-sgd": (1.41, 0.0690),
+        "amplified-dp-sgd": (0.223, 0.0456),
+        "tree-restarts": (0.926, 0.0453),
+        "nu-dpftrl": (0.409, 0.0200),
+        "blt": (0.396, 0.0194),
+        "me": (0.363, 0.0177),
+        "amplified-banded": (0.221, 0.0186),
+    }
+    rows = []
+    for mech, values in base.items():
+        for eps, rmse in zip((0.5, 16.0), values, strict=True):
+            row = {"epsilon": eps, "mechanism": mech, "rmse": rmse * scale.get(mech, 1.0)}
+            if mech == "amplified-banded":
+                row["bands"] = 2.0 if eps == 0.5 else 50.0
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_epsilon_claims_pass_on_the_reference_table_and_fail_on_negative_controls():
+    from dpfit.experiments import _choquettechoo2024_epsilon as ec
+
+    claims = {
+        "blt": ec.blt_matches_nu,
+        "me": ec.me_is_best_unamplified,
+        "cross": ec.low_epsilon_crossover,
+        "banded": ec.amplified_banded_follows_the_better_side,
+    }
+    good = _epsilon_results()
+    for claim in claims.values():
+        assert claim(good).passed
+    assert ec.low_epsilon_crossover(good).numbers["crossover epsilon"] == pytest.approx(1.63, 0.01)
+    # negative controls: each breaks exactly the property its claim states
+    assert not claims["blt"](_epsilon_results(blt=1.05)).passed
+    assert not claims["me"](_epsilon_results(me=1.2)).passed  # ME above nu-DP-FTRL
+    assert not claims["cross"](_epsilon_results(**{"amplified-dp-sgd": 1.7})).passed  # no win
+    assert not claims["cross"](_epsilon_results(**{"amplified-dp-sgd": 0.3})).passed  # no loss
+    assert not claims["banded"](_epsilon_results(**{"amplified-banded": 1.02})).passed
+    swapped = _epsilon_results()
+    swapped.loc[swapped["mechanism"] == "amplified-banded", "bands"] = [50.0, 2.0]
+    assert not claims["banded"](swapped).passed  # band width falling with epsilon
