@@ -67,3 +67,7 @@ def test_claim_holds_at_quick_scale(tmp_path):
     result = run([name], scale="quick", store_path=tmp_path / "s.sqlite", jobs=2, progress=False)
     verdicts = evaluate_claims(get(name), result.results[name], "quick")
     assert verdicts and not any(v.failed for v in verdicts), [v.detail for v in verdicts]
+
+
+def test_width_target_skips_n_outside_the_valid_regime():
+    assert _width_claim(_cell(300, 5.0, 11.0, warned=1.0)).passed  # n = 300: no width target
