@@ -21,3 +21,12 @@ def test_n300_is_outside_the_valid_regime_and_says_so(design):
     trial = get("inference-coverage-extremes").trial
     for seed in range(3):
         assert trial({"design": design, "n": 300, "rho": 0.5}, seed)["warned"] == 1.0
+
+
+def test_rho_ends_complete_the_grid_with_the_quick_study():
+    from dpfit.experiments.inference_coverage import EXPERIMENT
+
+    names = ("inference-coverage", "inference-coverage-extremes", "inference-coverage-rho-ends")
+    cells = {(c["n"], c["rho"]) for name in names for c in get(name).grid["quick"]}
+    assert cells == {(n, r) for n in (300, 2000, 20000, 200000) for r in (0.05, 0.5, 5.0)}
+    assert EXPERIMENT.name == names[0]
