@@ -290,7 +290,7 @@ def _run_preconditioned(
     ledger: PrivacyLedger,
     source: NoiseSource,
 ) -> LinearFit:
-    out = run_preconditioned_gd(np.asarray(X), np.asarray(y), settings, ledger, source)
+    out = run_preconditioned_gd(X, y, settings, ledger, source)  # NumPy or Dask
     traj = out["trajectory"]
     public = _shown(settings, traj, extra=("moment_share",))
     public["clip"] = f"{out['clip']:.6g} (on whitened gradients |r_i| * ||P x_i||" + (

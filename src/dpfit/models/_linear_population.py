@@ -44,18 +44,28 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .._validation import user_stacklevel
 from ..algorithms import dp_gd
+from ..distributed import check_dask_rows, is_dask, map_rows
 from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
 from ..inference.diagnostics import iterate_drift
-from ..inference.population import population_covariance, release_second_moment, sandwich
-from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
+from ..inference.population import population_covariance, sandwich
+from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho
 from ..privacy import PrivacyLedger, mean_sensitivity
+from ._linear_moments import (
+    gram_sums,
+    record_sum,
+    release_moment,
+    residual_scale_sum,
+    sandwich_sums,
+    triangle,
+)
 
 __all__ = ["DEFAULT_MOMENT_SHARE", "PRECONDITIONED_STEPS", "run_preconditioned_gd"]
 
@@ -88,13 +98,19 @@ def _description(m: int, burn_in: int, share: float, clip: float) -> str:
 
 
 def run_preconditioned_gd(
-    D: np.ndarray,
-    y: np.ndarray,
+    D: Any,
+    y: Any,
     settings: Mapping[str, Any],
     ledger: PrivacyLedger,
     source: NoiseSource,
 ) -> dict[str, Any]:
     """The three releases and the population covariance, in the design's units.
+
+    ``D`` and ``y`` are NumPy arrays or row-aligned Dask arrays (with ``settings["n_public"]``);
+    on Dask every sum behind a release is one distributed reduction
+    (:mod:`dpfit.models._linear_moments`), Z = D P is a lazy row-block map and the DP-GD
+    steps run on Dask (docs/dask.md), so for the same seed the releases are the in-memory
+    ones up to the order of floating-point addition.
 
     Returns a mapping with ``trajectory`` (iterates in original design coordinates),
     ``estimates`` (m, k), ``estimate`` (k,), ``population`` (CovarianceEstimate),
@@ -105,15 +121,24 @@ def run_preconditioned_gd(
     rho, share = settings["rho"], settings["moment_share"]
     bound, clip = settings["row_bound"], settings["clip"]
     m, burn_in = settings["m"], settings["burn_in"]
-    H = release_second_moment(
-        D, bound=bound, rho=rho * share / 4.0, n=n, ledger=ledger, rng=source, label="gd/xtx"
+    D, y = _rows(D, y, settings)
+    k = D.shape[1]
+    sums = record_sum(gram_sums, [D, y], (bound,), width=triangle(k) + k)
+    H = release_moment(
+        sums[: triangle(k)],
+        bound=bound,
+        rho=rho * share / 4.0,
+        n=n,
+        ledger=ledger,
+        rng=source,
+        label="gd/xtx",
     )
     Hp = H.psd()
     P = _inverse_sqrt(Hp)
-    Z = D @ P  # each record through a released (public) linear map
+    Z = map_rows(partial(_whiten, P=P), D, columns=k)  # each record through a public map
     gd_share = 1.0 - share
     if clip is None:  # from a private residual scale (module docstring, step 2)
-        clip = _private_clip(D, y, Hp, Z.shape[1], settings, ledger, source)
+        clip = _private_clip(D, y, sums[triangle(k) :], Hp, settings, ledger, source)
         gd_share -= 2.0 * SCALE_SHARE
     runs = settings["runs"]
     traj = dp_gd(
@@ -135,29 +160,11 @@ def run_preconditioned_gd(
     )
     u = est_u.mean(axis=0)
     estimate = P @ u
-    with np.errstate(all="ignore"):
-        residuals = y - D @ estimate
-    raw = Z * residuals[:, None]
-    unclipped = np.einsum("ij,ij->i", raw, raw) <= clip**2
-    Hh = release_second_moment(  # the Huber Hessian: the bread for the clipped-loss target
-        D,
-        bound=bound,
-        rho=rho * share * 3.0 / 8.0,
-        n=n,
-        ledger=ledger,
-        rng=source,
-        label="gd/huber-hessian",
-        weights=unclipped.astype(np.float64),
-    )
-    Omega = release_second_moment(
-        clip_rows(raw, clip),
-        bound=clip,
-        rho=rho * share * 3.0 / 8.0,
-        n=n,
-        ledger=ledger,
-        rng=source,
-        label="gd/omega",
-    )
+    sums = record_sum(sandwich_sums, [D, y], (P, estimate, clip, bound), width=2 * triangle(k))
+    moment = {"n": n, "ledger": ledger, "rng": source, "rho": rho * share * 3.0 / 8.0}
+    # the Huber Hessian: the bread for the clipped-loss target
+    Hh = release_moment(sums[: triangle(k)], bound=bound, label="gd/huber-hessian", **moment)
+    Omega = release_moment(sums[triangle(k) :], bound=clip, label="gd/omega", **moment)
     Op = Omega.psd()
     Pinv = np.linalg.inv(P)
     sampling = sandwich(Hh.shrunk(), Pinv @ Op @ Pinv, n)
@@ -217,26 +224,26 @@ CLIP_MULTIPLIER = 3.0
 
 
 def _private_clip(
-    D: np.ndarray,
-    y: np.ndarray,
+    D: Any,
+    y: Any,
+    xty: np.ndarray,
     Hp: np.ndarray,
-    k: int,
     settings: Mapping[str, Any],
     ledger: PrivacyLedger,
     source: NoiseSource,
 ) -> float:
     """Clip = 3 sqrt(k) s~ from a private residual scale s~ (needs |y| <= 1, y bounds).
 
-    A pilot theta_0 = Hp^-1 b~ from b~ = D'y/n + noise (sensitivity 2 B / n, ||d|| <= B,
-    |y| <= 1), then s~^2 = (1/n) sum_i min(r_i^2, 4) + noise at theta_0 (sensitivity 4 / n,
-    n the public count), each with ``SCALE_SHARE`` of rho. The pilot's error only inflates
-    s~ (a conservative clip).
+    A pilot theta_0 = Hp^-1 b~ from b~ = D'y/n + noise (``xty`` = D'y; sensitivity 2 B / n,
+    ||d|| <= B, |y| <= 1), then s~^2 = (1/n) sum_i min(r_i^2, 4) + noise at theta_0
+    (sensitivity 4 / n, n the public count), each with ``SCALE_SHARE`` of rho. The pilot's
+    error only inflates s~ (a conservative clip).
     """
     n, rho, bound = settings["n"], settings["rho"], settings["row_bound"]
     relation = settings["relation"]
     sens_b = mean_sensitivity(bound, n, relation)
     b = gaussian(
-        D.T @ y / n,
+        xty / n,
         sensitivity=sens_b,
         noise_std=noise_std_for_rho(sens_b, rho * SCALE_SHARE),
         ledger=ledger,
@@ -244,16 +251,35 @@ def _private_clip(
         label="gd/xty-pilot",
     )
     pilot = np.linalg.solve(Hp, b)
-    with np.errstate(all="ignore"):
-        r2 = np.minimum((y - D @ pilot) ** 2, 4.0)
+    r2_sum = record_sum(residual_scale_sum, [D, y], (pilot,), width=1)
     sens = mean_sensitivity(4.0, n, relation) / relation.sum_factor  # one term in [0, 4]
     floor = noise_std_for_rho(sens, rho * SCALE_SHARE)
     q = gaussian(
-        np.array([r2.sum() / n]),  # the public n, never the row count (add/remove)
+        r2_sum / n,  # the public n, never the row count (add/remove)
         sensitivity=sens,
         noise_std=floor,
         ledger=ledger,
         rng=source,
         label="gd/residual-scale",
     )
+    k = Hp.shape[0]
     return CLIP_MULTIPLIER * math.sqrt(k) * math.sqrt(max(float(q[0]), floor, 1e-6))
+
+
+def _whiten(block: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Rows z_i = P d_i of a block (P symmetric): a public map applied record by record."""
+    return block @ P
+
+
+def _rows(D: Any, y: Any, settings: Mapping[str, Any]) -> tuple[Any, Any]:
+    """NumPy arrays, or the Dask design and response checked (the declared n against the
+    row count under replace-one, before anything is charged) and persisted on the workers
+    once for all the passes of the fit (:func:`dpfit.distributed.check_dask_rows`)."""
+    if not is_dask(D):
+        return np.asarray(D, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    (D, y), _ = check_dask_rows(
+        {"X": (D, 2), "y": (y, 1)},
+        n_public=settings["n_public"],
+        relation=settings["relation"],
+    )
+    return D, y

@@ -9,7 +9,6 @@ method table and copies the result into ``_`` attributes). The fitted model keep
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ from sklearn.utils.validation import validate_data
 
 from .._floats import quiet_floats
 from .._validation import check_positive
-from ..distributed import is_dask, map_rows
+from ..distributed import map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
 from ..inference.population import transform
 from ..mechanisms import make_noise_source
@@ -143,8 +142,8 @@ default="batched-means"
         Draw exact discrete Gaussian noise with OS randomness through OpenDP.
     precondition : bool, optional
         Run DP-GD in coordinates whitened by a private X'X / n and release a population
-        interval (docs/inference.md). Defaults to True when ``bounds`` are given (it needs
-        them) and the data are in memory. Then ``clip`` (default: 3 sqrt(k) times a
+        interval (docs/inference.md), in memory or on Dask (docs/dask.md). Defaults to True
+        when ``bounds`` are given (it needs them). Then ``clip`` (default: 3 sqrt(k) times a
         private residual scale) bounds the whitened gradient |r_i| * ||P x_i||, and
         ``step_size`` defaults to 0.5.
     moment_share : float, optional
@@ -256,8 +255,9 @@ default="batched-means"
         ----------
         X : array-like of shape (n, n_features)
             Features (private). Numeric, finite; not standardised. A Dask array or DataFrame
-            (with a Dask ``y``) runs DP-GD with one distributed reduction per step; it needs
-            ``n_public`` (``docs/dask.md``).
+            (with a Dask ``y``) runs DP-GD with one distributed reduction per step (and one
+            per moment release of the preconditioned fit); it needs ``n_public``
+            (``docs/dask.md``).
         y : array-like of shape (n,)
             Response (private). A column vector is refused (use ``y.ravel()``).
         budget : Budget, optional
@@ -298,8 +298,6 @@ default="batched-means"
             n_features=p,
             fit_intercept=config.fit_intercept,
         )
-        if is_dask(X_arr) and config.precondition is None:
-            config = replace(config, precondition=False)  # the preconditioner is in-memory
         method = LINEAR_METHODS[config.method]
         settings = method.resolve(config, scaling, n, p)
         # Checked now, before anything is drawn; the ledger then spends from the budget what
