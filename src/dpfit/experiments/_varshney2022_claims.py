@@ -13,12 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._stats import Estimate, Z, bootstrap, loglog_slope, point, series_slope
+from ._stats import Z, bootstrap, loglog_slope, point, series_slope
 from .registry import ClaimResult
 
 __all__ = [
     "BASELINES",
     "P1_BAND",
+    "P5_MIN_N",
     "P45_BASELINES",
     "medians",
     "p1_band",
@@ -169,8 +170,12 @@ def p3_claim(results: pd.DataFrame) -> ClaimResult:
 #: Baselines of P4/P5, with their excess column.
 P45_BASELINES = ("fixed_clip", "ssp", "adassp")
 _P4_SLOPE = 2.0
-_P5_SLOPE, _P5_BASELINE = (0.7, 1.3), 1.4
-_P5_FACTOR = 2.0
+#: P5: band of DP-AMBSSGD's N*(d) slope (Cor. 3.8: linear in d, with polylog drift).
+_P5_SLOPE = (0.7, 1.3)
+#: P5: smallest N fitted. At eps = 1 DP-AMBSSGD is still starting up below it: its privacy
+#: error over sigma^2 d / N rises from 2^15 to 2^16 at d = 4, 8 before it falls
+#: (docs/varshney2022.md, P5).
+P5_MIN_N = 2**17
 
 
 def p4_claim(results: pd.DataFrame) -> ClaimResult:
@@ -188,83 +193,90 @@ def p4_claim(results: pd.DataFrame) -> ClaimResult:
     )
 
 
-def _crossing(log_n: np.ndarray, log_ratio: np.ndarray) -> float:
-    """log N where log_ratio first falls to log 2, interpolated linearly (NaN if never)."""
-    below = np.nonzero(log_ratio <= np.log(_P5_FACTOR))[0]
-    if not len(below):
-        return float("nan")
-    k = below[0]
-    if k == 0:
-        return float(log_n[0])
-    t = (log_ratio[k - 1] - np.log(_P5_FACTOR)) / (log_ratio[k - 1] - log_ratio[k])
-    return float(log_n[k - 1] + t * (log_n[k] - log_n[k - 1]))
+def _privacy_ratio_fit(results: pd.DataFrame, method: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """Mean privacy error / (sigma^2 d / N) per cell with N >= P5_MIN_N; least squares of its
+    log on an intercept per d and one slope in log N. Returns (d values, intercepts, slope).
+
+    Means, not medians: at d = 2 the privacy error is chi^2_2-like, and the median of a
+    chi^2_d / d variable rises with d (0.69 at d = 2, 0.92 at d = 8), which would bias the
+    slope in d; the mean scales exactly.
+    """
+    rows = results[results["n"] >= P5_MIN_N]
+    ratio = rows.assign(r=rows[f"privacy_excess_{method}"] / rows["rate"])
+    cells = ratio.groupby(["d", "n"], as_index=False)["r"].mean()
+    cells = cells[cells["r"] > 0]
+    ds = np.sort(cells["d"].unique()).astype(float)
+    dummies = (cells["d"].to_numpy(float)[:, None] == ds[None, :]).astype(float)
+    A = np.column_stack([dummies, np.log(cells["n"].to_numpy(float))])
+    coef, *_ = np.linalg.lstsq(A, np.log(cells["r"].to_numpy(float)), rcond=None)
+    return ds, coef[:-1], float(coef[-1])
 
 
-def _ratio_cells(results: pd.DataFrame, method: str):
-    """{d: (log N grid, [excess / rate of each replicate, per N])}."""
-    ratio = results.assign(r=results[f"excess_{method}"] / results["rate"])
-    return {
-        d: (
-            np.log(np.sort(g["n"].unique()).astype(float)),
-            [c["r"].to_numpy(float) for _, c in g.groupby("n", sort=True)],
-        )
-        for d, g in ratio.groupby("d", sort=True)
-    }
+def _log_n_star(results: pd.DataFrame, method: str) -> pd.Series:
+    """ln N*(d), indexed by d: -intercept(d) / slope in ln N (NaN when the fitted ratio does
+    not fall in N)."""
+    ds, intercepts, n_slope = _privacy_ratio_fit(results, method)
+    log_star = -intercepts / n_slope if n_slope < 0 else np.full(len(ds), np.nan)
+    return pd.Series(log_star, index=ds, dtype=float)
 
 
 def sample_complexity(results: pd.DataFrame, method: str) -> pd.Series:
-    """N*(d): where the median excess / (sigma^2 d / N) falls to 2, log-interpolated in N
-    between grid points (NaN when the grid never reaches it)."""
-    cells = _ratio_cells(results, method)
-    return pd.Series(
-        {
-            d: np.exp(_crossing(ln, np.log([np.median(c) for c in cs])))
-            for d, (ln, cs) in cells.items()
-        },
-        dtype=float,
-    )
+    """N*(d): the N where the fitted privacy error of ``method`` equals sigma^2 d / N, i.e.
+    where privacy doubles the non-private rate (NaN when the fitted ratio does not fall in N)."""
+    with np.errstate(over="ignore"):
+        return np.exp(_log_n_star(results, method))
 
 
-def _n_star_slope(results: pd.DataFrame, method: str, draws: int = 200) -> Estimate:
-    """Log-log slope of N*(d) in d, with its bootstrap s.e. (replicates resampled per cell)."""
-    cells = _ratio_cells(results, method)
-    log_d = np.log(np.array(list(cells), dtype=float))
-    rng = np.random.default_rng(0)
-
-    def stars(median):
-        return np.array(
-            [_crossing(ln, np.log([median(c) for c in cs])) for ln, cs in cells.values()]
-        )
-
-    def fit(log_star):
-        if len(log_star) < 2 or not np.isfinite(log_star).all():
-            return float("nan")
-        return float(np.polyfit(log_d, log_star, 1)[0])
-
-    value = fit(stars(np.median))
-    boot = [fit(stars(lambda c: np.median(rng.choice(c, len(c))))) for _ in range(draws)]
-    finite = np.isfinite(boot)
-    se = float(np.std(np.asarray(boot)[finite], ddof=1)) if finite.all() else float("inf")
-    return Estimate(value, se, len(log_d))
+def _n_star_slope(results: pd.DataFrame, method: str) -> float:
+    """Log-log slope of N*(d) in d."""
+    log_star = _log_n_star(results, method)
+    if len(log_star) < 2 or not np.isfinite(log_star).all():
+        return float("nan")
+    return float(np.polyfit(np.log(log_star.index.to_numpy(float)), log_star.to_numpy(), 1)[0])
 
 
 def p5_claim(results: pd.DataFrame) -> ClaimResult:
-    """P5: N*(d), the smallest N with excess <= 2 sigma^2 d / N at eps = 1, grows like d for
-    DP-AMBSSGD (slope within 3 s.e. of [0.7, 1.3]) and faster for the baselines (each slope
-    above DP-AMBSSGD's by 3 s.e.)."""
-    ours = _n_star_slope(results, "practical")
+    """P5: N*(d), the N at which privacy doubles the non-private rate sigma^2 d / N at eps = 1,
+    grows like d for DP-AMBSSGD (Cor. 3.8; slope within 3 s.e. of [0.7, 1.3]) and faster for
+    fixed-clip DP-SGD, SSP and AdaSSP (each slope above DP-AMBSSGD's by 3 s.e.).
+
+    The privacy error is measured against each method's non-private twin on the same records
+    (one-pass SGD with the same schedule; least squares for the baselines), and N* is read off
+    a line through every cell (a common slope in ln N, an intercept per d). The total excess's
+    crossing of 2 sigma^2 d / N is ill-conditioned (its non-private part is itself a noisy
+    multiple of sigma^2 d / N, chi^2_2-like at d = 2) and censored when the grid misses it.
+    The claim fails unless DP-AMBSSGD's N*(d) lies inside the grid's range of N for every d
+    (an extrapolated N* is not a measurement) and its slope has a finite s.e.
+    """
+
+    def slopes(r: pd.DataFrame) -> list[float]:
+        ours = _n_star_slope(r, "practical")
+        theirs = [_n_star_slope(r, b) for b in P45_BASELINES]
+        return [ours, *theirs, *(t - ours for t in theirs)]  # gaps: same records, correlated
+
+    ours, *rest = bootstrap(results, ["d", "n"], slopes)
+    k = len(P45_BASELINES)
+    star = sample_complexity(results, "practical")
+    fitted = results.loc[results["n"] >= P5_MIN_N, "n"]
+    resolved = bool(len(fitted) and star.between(fitted.min(), fitted.max()).all())
     numbers = ours.numbers("DP-AMBSSGD N* slope")
-    numbers.update({f"N* d={d:g}": v for d, v in sample_complexity(results, "practical").items()})
-    passed = ours.within(*_P5_SLOPE)
-    for b in P45_BASELINES:
-        theirs = _n_star_slope(results, b)
+    numbers["DP-AMBSSGD privacy/rate slope in N"] = _privacy_ratio_fit(results, "practical")[2]
+    numbers.update({f"N* d={d:g}": v for d, v in star.items()})
+    numbers["N* inside the grid"] = float(resolved)
+    passed = resolved and np.isfinite(ours.se) and ours.within(*_P5_SLOPE)
+    for b, theirs, gap in zip(P45_BASELINES, rest[:k], rest[k:], strict=True):
         numbers.update(theirs.numbers(f"{b} N* slope"))
-        gap = Estimate(theirs.value - ours.value, float(np.hypot(theirs.se, ours.se)))
+        numbers.update(gap.numbers(f"{b} minus DP-AMBSSGD"))
         passed &= gap.above(0.0)
     return ClaimResult(
         passed=bool(passed),
         numbers=numbers,
-        detail="DP-AMBSSGD 'practical' variant; N* log-interpolated between grid points",
+        detail=(
+            "DP-AMBSSGD 'practical' variant; N*(d) where the mean privacy error (against the "
+            "non-private twin on the same records) meets sigma^2 d / N on a line fitted over "
+            "every cell, required inside the grid's N; slopes' s.e. bootstrapped over "
+            f"replicates, tolerance {Z:g} s.e."
+        ),
     )
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pandas as pd
 
 from ..theory.ambssgd import noise_multiplier_for_epsilon
-from ._varshney2022_claims import BASELINES, P1_BAND, P45_BASELINES, medians, sample_complexity
+from ._varshney2022_claims import (
+    BASELINES,
+    P1_BAND,
+    P5_MIN_N,
+    P45_BASELINES,
+    medians,
+    sample_complexity,
+)
 from ._varshney2022_trials import DELTA
 
 __all__ = ["p1_plot", "p2_plot", "p3_plot", "p4_plot", "p5_plot", "p7_plot"]
@@ -127,10 +134,12 @@ def p5_plot(results: pd.DataFrame) -> list:
         if len(star):
             ax.plot(star.index, star.to_numpy(), "o-", label=method)
     if not ax.lines:
-        ax.text(0.5, 0.5, "no N* within the grid at this scale", ha="center", va="center")
+        ax.text(0.5, 0.5, "no N*: no privacy error falls in N", ha="center", va="center")
     else:
+        for n in (max(results["n"].min(), P5_MIN_N), results["n"].max()):  # fitted N range
+            ax.axhline(n, color="grey", lw=0.8, ls=":")
         ax.set(xscale="log", yscale="log")
         ax.legend(fontsize="x-small")
-    ax.set(xlabel="d", ylabel="N*(d)", title="P5: sample complexity")
+    ax.set(xlabel="d", ylabel="N*(d) (dotted: fitted N range)", title="P5: sample complexity")
     fig.tight_layout()
     return [fig]
