@@ -13,6 +13,7 @@ from dpfit.exceptions import CoverageWarning
 from dpfit.inference import interval_estimates
 from dpfit.mechanisms import recording, replaying
 from dpfit.models._iv_config import check_interval, iv_config, settings_from
+from dpfit.models._iv_convergence import convergence_warning
 
 
 def _batched(steps: int = 100) -> SimpleNamespace:
@@ -111,3 +112,28 @@ def test_the_convergence_warning_depends_on_the_releases_only(frame):
         return [str(w.message) for w in caught if issubclass(w.category, CoverageWarning)]
 
     assert coverage(first) and coverage(first) == coverage(second)
+
+
+@pytest.mark.parametrize(
+    "kw, needed",
+    [
+        ({}, 80),  # formal independent runs: the second half of each run is checked
+        ({"interval_variant": "experimental"}, 60),  # burn-in min(20, steps // 2)
+        ({"interval": "batched-means"}, 40),
+        ({"interval": "batched-means", "interval_variant": "experimental"}, 60),
+        ({"interval": "batched-means", "interval_variant": "experimental", "burn_in": 5}, 45),
+    ],
+)
+def test_the_steps_the_warning_asks_for_are_the_fewest_that_can_be_checked(kw, needed):
+    """On a still trajectory (no drift), ``needed`` steps can be checked and one fewer cannot,
+    and the message names ``needed``."""
+
+    def warning(steps: int) -> str | None:
+        cfg = iv_config(DPIVRegression(rho=1.0, method="2s-gd", steps=steps, **kw))
+        settings = settings_from(cfg, 2, 2)
+        runs = settings["algorithm"]["runs"]
+        traj = SimpleNamespace(iterates=np.zeros((runs * steps, 2)))
+        return convergence_warning(traj, cfg, settings, np.zeros((cfg.m, 2)), np.eye(2))
+
+    assert warning(needed) is None
+    assert f"steps >= {needed}" in warning(needed - 1)
