@@ -13,8 +13,10 @@ Delta_sum x max_j ||C e_j||_2 = Delta_sum x ||c||_2 and noise std sigma. DP-SGD 
 b = 1: T compositions. The composition is accounted by privacy loss distributions
 (:class:`dpfit.privacy.pld.PLDLedger`) and reported as (epsilon, delta) only.
 
-Unlike the paper's optimised banded C, :func:`~dpfit.noise.banded_encoder` truncates a
-mechanism's encoder (e.g. nu-DP-FTRL's); any Toeplitz C with at most b bands is accepted.
+Any Toeplitz C with at most b bands is accepted: the paper's optimised banded C
+(:func:`~dpfit.noise.optimal_banded`, with the band width per epsilon from
+:func:`~dpfit.noise.amplified_banded_choice`) or a truncated encoder
+(:func:`~dpfit.noise.banded_encoder`).
 """
 
 from __future__ import annotations
