@@ -320,6 +320,10 @@ TRAJECTORIES: dict[str, EntryPoint] = {
         ),
         data=instrumental,
     ),
+    "friendlycore_2sls": EntryPoint(
+        iv_algorithm(baselines.friendlycore_2sls, rho=RHO, radius=5.0, bound=50.0),
+        data=instrumental,
+    ),
     "adaptive_gd": EntryPoint(loss_method(alg.adaptive_gd, KL_LOSS, rho=RHO), data=_kl_data),
     "kl_spider": EntryPoint(
         loss_method(alg.kl_spider, KL_LOSS, rho=RHO, **KL), data=_kl_data, replay_only=EARLY_STOP
