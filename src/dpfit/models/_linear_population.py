@@ -4,9 +4,10 @@ With public feature bounds every row of the design the algorithm sees has ||d_i|
 sqrt(k) (k coefficients, ones column included). The fit makes these releases, in this order
 (docs/inference.md; shares of rho in brackets, s = ``moment_share``):
 
-1. **H~** = (1/n) D'D + noise (:func:`~dpfit.inference.population.release_second_moment`,
-   [s / 4]), projected onto eigenvalues >= its public noise floor: Hp. It is the
-   preconditioner P = Hp^{-1/2}.
+1. **H~** = (1/n) D'D + noise ([s / 4]; the mechanism of
+   :func:`~dpfit.inference.population.release_second_moment`, applied to a reduced sum by
+   :func:`~dpfit.models._linear_moments.release_moment`), projected onto eigenvalues >= its
+   public noise floor: Hp. It is the preconditioner P = Hp^{-1/2}.
 2. Only when no ``clip`` is given: a **private clip** 3 sqrt(k) s~ from a pilot
    Hp^-1 (D'y/n + noise) and a noisy residual scale s~ ([2 x ``SCALE_SHARE``],
    :func:`_private_clip`).
@@ -22,6 +23,12 @@ sqrt(k) (k coefficients, ones column included). The fit makes these releases, in
    changes the width of the interval as little as measured (docs/inference.md).
 5. **Omega~** = (1/n) sum g_i g_i' of the clipped whitened gradients g_i = clip_C(z_i r_i)
    at the released estimate ([3 s / 8]; sensitivity sqrt(2) C^2 / n).
+
+Every sum behind a release is computed by one block function of
+:mod:`dpfit.models._linear_moments` per pass over the rows (steps 1 and 2's X'y together,
+the residual scale, steps 4 and 5 together): on all rows at once in memory, or as one
+distributed reduction on Dask arrays, where Z = D P is a lazy row-block map and the DP-GD
+steps are Dask reductions too (docs/dask.md).
 
 Covariance of the released estimate theta~ = P u~ around the population parameter:
 
