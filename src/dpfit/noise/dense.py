@@ -85,9 +85,9 @@ class DenseMechanism(CorrelatedMechanism):
         if np.triu(C, 1).any() or not (np.diag(C) != 0).all():
             raise ValueError("encoder must be lower triangular with a non-zero diagonal")
         B = linalg.solve_triangular(C, np.eye(C.shape[0]), lower=True)
-        for name, value in (("encoder", C), ("_decoder", B), ("_gram", C.T @ C)):
+        for attr, value in (("encoder", C), ("_decoder", B), ("_gram", C.T @ C)):
             value.flags.writeable = False
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, attr, value)
 
     @property
     def steps(self) -> int:
