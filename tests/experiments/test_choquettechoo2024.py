@@ -38,7 +38,7 @@ def test_fig4_trials_are_deterministic_in_the_seed():
 @pytest.mark.slow
 def test_quick_scale_claims_hold(tmp_path):
     """Runs every experiment at quick scale (fig4-epsilon alone, with ME at T = 1000, took
-    1520 CPU-seconds on the shared 2-core machine under a load of about 20)."""
+    1520 s of summed trial time on the shared 2-core machine under a load of about 20)."""
     from dpfit.experiments import runner
 
     res = runner.run(
