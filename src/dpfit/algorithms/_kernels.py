@@ -214,7 +214,7 @@ class LeastSquaresSums:
             else:
                 np.matmul(XbT, r, out=part)
                 np.add(total, part, out=total)
-        finite = math.isfinite(total @ total)  # also False if the sum is huge
+        finite = math.isfinite(np.vdot(total, total))  # also False if the sum is huge
         if not finite:  # some non-finite per-example gradient (or a huge sum): recompute
             out = least_squares_block(self._X, self._y, theta, clip, self._x_norms)
             return out[:-1], int(out[-1])
