@@ -1,5 +1,8 @@
 """AdaSSP with a population interval: ``DPLinearRegression(method="adassp")`` by default.
 
+:func:`resolve_adassp` and :func:`run_adassp` are the method's two steps in the estimator's
+method table (:mod:`._linear_methods`).
+
 AdaSSP (Wang 2018, Alg. 2; :func:`dpfit.baselines.adassp`) releases X'X and X'y with
 Gaussian noise and solves a ridge system. Its error around the population coefficient theta*
 has three parts (docs/inference.md, "AdaSSP: population intervals"):
@@ -56,7 +59,7 @@ import numpy as np
 
 from .._validation import user_stacklevel
 from ..baselines import adassp
-from ..exceptions import CoverageWarning
+from ..exceptions import CoverageWarning, SideConditionWarning
 from ..inference.population import (
     CovarianceEstimate,
     NoisyMoment,
@@ -66,8 +69,9 @@ from ..inference.population import (
 from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
 from ..privacy import PrivacyLedger, mean_sensitivity
 
-__all__ = ["ADASSP_MOMENT_SHARE", "run_adassp_population"]
+__all__ = ["ADASSP_LABEL", "ADASSP_MOMENT_SHARE", "resolve_adassp", "run_adassp"]
 
+ADASSP_LABEL = "AdaSSP (Wang 2018, Alg. 2), zCDP"
 #: Default share of rho for the population interval's own releases (residual scale, Omega).
 ADASSP_MOMENT_SHARE = 0.2
 #: Part of that share for the residual scale behind the clip; Omega gets the rest.
@@ -78,9 +82,130 @@ CLIP_MULTIPLIER = 6.0
 RESIDUAL_CAP = 1.0
 #: The ridge's bias counts as not negligible above this share of the released eigenvalue.
 RIDGE_TOLERANCE = 0.1
+#: A released smallest eigenvalue within this many noise s.d. of zero draws a warning.
+UNIDENTIFIED_SDS = 3.0
 
 
-def run_adassp_population(
+def _warn_unidentified(lambda_min: float, noise_std: float) -> None:
+    """Warn when AdaSSP's released smallest eigenvalue of X'X cannot be told from zero.
+
+    The value is AdaSSP's own charged release (Wang 2018, Alg. 2, line 3), so the warning is
+    post-processing. A column that is constant in the data (collinear with the intercept)
+    makes the true value 0; the estimate along that direction is then set by the ridge.
+    """
+    if lambda_min >= UNIDENTIFIED_SDS * noise_std:
+        return
+    warnings.warn(
+        f"AdaSSP's private smallest eigenvalue of X'X (in the bounds' [-1, 1] units, intercept "
+        f"included) is {lambda_min:.3g}, within {UNIDENTIFIED_SDS:g} noise s.d. "
+        f"({noise_std:.3g}) of zero: at this n and rho the data do not identify some "
+        "direction of the features (for example a column that is constant in the data, "
+        "collinear with the intercept), and the estimate along it is AdaSSP's ridge, not the "
+        "data's; drop or pool terms, or spend more rho",
+        SideConditionWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
+def resolve_adassp(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]:
+    """AdaSSP needs public bounds on every feature and on y; its interval is a population one.
+
+    The estimator's default ``interval`` asks for the population interval (``moment_share``
+    of rho, default 0.2); ``interval=None`` releases AdaSSP's point estimate alone with the
+    whole rho. The iterate-based constructions do not apply (AdaSSP has no iterates) and are
+    refused. Public only: nothing here reads the data.
+    """
+    if scaling.x_bounds is None or scaling.y_bounds is None:
+        raise ValueError(
+            "method='adassp' needs public bounds for every feature (bounds) and for the "
+            "response (y_bounds); they are never read off the data"
+        )
+    if config.interval not in (None, "batched-means"):
+        raise ValueError(
+            f"interval={config.interval!r} does not apply to method='adassp': it has no "
+            "iterates; its population interval comes from the released sufficient "
+            "statistics (leave interval at its default) or set interval=None for the "
+            "point estimate alone"
+        )
+    interval = config.interval is not None
+    if not interval and config.moment_share is not None:
+        raise ValueError(
+            "moment_share is the share of rho for method='adassp''s population interval; "
+            "with interval=None there is none: leave it None"
+        )
+    share = ADASSP_MOMENT_SHARE if config.moment_share is None else config.moment_share
+    for name in ("clip", "step_size", "burn_in"):
+        if getattr(config, name) is not None:
+            raise ValueError(f"{name} does not apply to method='adassp'; leave it None")
+    return {
+        "rho": config.rho,
+        "relation": config.relation,
+        "n_public": config.n_public,
+        "x_bound": scaling.max_row_norm,
+        "interval": interval,
+        "moment_share": share if interval else None,
+        "n": n if config.n_public is None else config.n_public,
+    }
+
+
+def run_adassp(
+    D: np.ndarray,
+    y: np.ndarray,
+    settings: Mapping[str, Any],
+    ledger: PrivacyLedger,
+    source: NoiseSource,
+) -> dict[str, Any]:
+    """AdaSSP on the rescaled design, with its population interval unless ``interval=None``.
+
+    Returns ``trajectory`` (AdaSSP's), ``population`` (None without an interval), the
+    public ``shown`` settings, ``checks`` (warned messages), ``label`` and ``text`` (what
+    the interval is) for the result.
+    """
+    shown: dict[str, Any] = {
+        "x_bound (rescaled rows)": settings["x_bound"],
+        "y_bound (rescaled)": 1.0,
+    }
+    if settings["interval"]:
+        out = _with_population(D, y, settings, ledger, source)
+        shown["moment_share"] = settings["moment_share"]
+        shown["clip"] = f"{out['clip']:.6g} (on whitened gradients |e_i| * ||P x_i||)"
+        label = f"{ADASSP_LABEL}, with a population interval"
+        text = (
+            "AdaSSP releases one estimate and no iterates: its interval is the population "
+            "one (conf_int(target='population')); there is no sample interval."
+        )
+    else:
+        out = {"trajectory": _adassp(D, y, settings, settings["rho"], ledger, source)}
+        out.update(population=None, checks=[])
+        label = ADASSP_LABEL
+        text = "AdaSSP releases a point estimate only; no interval (interval=None)."
+    traj = out["trajectory"]
+    _warn_unidentified(float(traj.releases["lambda_min"][0]), traj.config["noise_std_lambda_min"])
+    return {**out, "shown": shown, "label": label, "text": text}
+
+
+def _adassp(
+    D: np.ndarray,
+    y: np.ndarray,
+    settings: Mapping[str, Any],
+    rho: float,
+    ledger: PrivacyLedger,
+    source: NoiseSource,
+) -> Any:
+    return adassp(
+        D,
+        y,
+        rho=rho,
+        x_bound=settings["x_bound"],
+        y_bound=1.0,  # the response was mapped into [-1, 1] by its public bounds
+        relation=settings["relation"],
+        n_public=settings["n_public"],
+        ledger=ledger,
+        rng=source,
+    )
+
+
+def _with_population(
     D: np.ndarray,
     y: np.ndarray,
     settings: Mapping[str, Any],
@@ -90,21 +215,11 @@ def run_adassp_population(
     """AdaSSP and the releases behind its population covariance, in the design's units.
 
     ``settings`` holds ``rho``, ``moment_share``, ``relation``, ``n_public``, ``n`` (public)
-    and ``x_bound`` (= sqrt(k)). Returns ``trajectory`` (AdaSSP's), ``estimate``,
-    ``population`` (a :class:`CovarianceEstimate`), ``clip`` and the public ``checks``.
+    and ``x_bound`` (= sqrt(k)). Returns ``trajectory`` (AdaSSP's), ``population`` (a
+    :class:`CovarianceEstimate`), ``clip`` and the public ``checks``.
     """
     rho, share, n = settings["rho"], settings["moment_share"], settings["n"]
-    traj = adassp(
-        D,
-        y,
-        rho=rho * (1.0 - share),
-        x_bound=settings["x_bound"],
-        y_bound=1.0,  # the response was mapped into [-1, 1] by its public bounds
-        relation=settings["relation"],
-        n_public=settings["n_public"],
-        ledger=ledger,
-        rng=source,
-    )
+    traj = _adassp(D, y, settings, rho * (1.0 - share), ledger, source)
     theta = traj.estimate
     H = NoisyMoment(matrix=traj.releases["xtx"] / n, noise_std=traj.config["noise_std_xtx"] / n)
     ridge = float(traj.releases["ridge"][0]) / n
@@ -144,7 +259,6 @@ def run_adassp_population(
         warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
     return {
         "trajectory": traj,
-        "estimate": theta,
         "population": population,
         "clip": clip,
         "checks": checks,

@@ -15,23 +15,19 @@ A new method (e.g. DP-AMBSSGD) is one new entry in :data:`LINEAR_METHODS`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._validation import user_stacklevel
 from ..algorithms import dp_gd
-from ..baselines import adassp
-from ..exceptions import SideConditionWarning
 from ..inference import interval_estimates
 from ..inference.intervals import DEFAULT_BURN_IN
 from ..inference.population import CovarianceEstimate
 from ..mechanisms import NoiseSource
 from ..privacy import PrivacyLedger, Relation
-from ._adassp_population import ADASSP_MOMENT_SHARE, run_adassp_population
+from ._adassp_population import ADASSP_LABEL, resolve_adassp, run_adassp
 from ._ambssgd_method import resolve_ambssgd, run_ambssgd
 from ._fit_checks import warn_few_records
 from ._linear_population import (
@@ -310,76 +306,7 @@ def _run_preconditioned(
     )
 
 
-# -- AdaSSP (Wang 2018, Alg. 2) with public bounds -------------------------------------------
-#: A released smallest eigenvalue within this many noise s.d. of zero draws a warning.
-UNIDENTIFIED_SDS = 3.0
-
-
-def _warn_unidentified(lambda_min: float, noise_std: float) -> None:
-    """Warn when AdaSSP's released smallest eigenvalue of X'X cannot be told from zero.
-
-    The value is AdaSSP's own charged release (Wang 2018, Alg. 2, line 3), so the warning is
-    post-processing. A column that is constant in the data (collinear with the intercept)
-    makes the true value 0; the estimate along that direction is then set by the ridge.
-    """
-    if lambda_min >= UNIDENTIFIED_SDS * noise_std:
-        return
-    warnings.warn(
-        f"AdaSSP's private smallest eigenvalue of X'X (in the bounds' [-1, 1] units, intercept "
-        f"included) is {lambda_min:.3g}, within {UNIDENTIFIED_SDS:g} noise s.d. "
-        f"({noise_std:.3g}) of zero: at this n and rho the data do not identify some "
-        "direction of the features (for example a column that is constant in the data, "
-        "collinear with the intercept), and the estimate along it is AdaSSP's ridge, not the "
-        "data's; drop or pool terms, or spend more rho",
-        SideConditionWarning,
-        stacklevel=user_stacklevel(),
-    )
-
-
-def _resolve_adassp(config: LinearConfig, scaling: PublicScaling, n: int, p: int) -> dict[str, Any]:
-    """AdaSSP needs public bounds on every feature and on y; its interval is a population one.
-
-    The estimator's default ``interval`` asks for the population interval
-    (:mod:`._adassp_population`, ``moment_share`` of rho, default 0.2); ``interval=None``
-    releases AdaSSP's point estimate alone with the whole rho. The iterate-based
-    constructions do not apply (AdaSSP has no iterates) and are refused.
-    """
-    if scaling.x_bounds is None or scaling.y_bounds is None:
-        raise ValueError(
-            "method='adassp' needs public bounds for every feature (bounds) and for the "
-            "response (y_bounds); they are never read off the data"
-        )
-    if config.interval not in (None, "batched-means"):
-        raise ValueError(
-            f"interval={config.interval!r} does not apply to method='adassp': it has no "
-            "iterates; its population interval comes from the released sufficient "
-            "statistics (leave interval at its default) or set interval=None for the "
-            "point estimate alone"
-        )
-    interval = config.interval is not None
-    if not interval and config.moment_share is not None:
-        raise ValueError(
-            "moment_share is the share of rho for method='adassp''s population interval; "
-            "with interval=None there is none: leave it None"
-        )
-    share = ADASSP_MOMENT_SHARE if config.moment_share is None else config.moment_share
-    for name in ("clip", "step_size", "burn_in"):
-        if getattr(config, name) is not None:
-            raise ValueError(f"{name} does not apply to method='adassp'; leave it None")
-    return {
-        "rho": config.rho,
-        "relation": config.relation,
-        "n_public": config.n_public,
-        "x_bound": scaling.max_row_norm,
-        "interval": interval,
-        "moment_share": share if interval else None,
-        "n": n if config.n_public is None else config.n_public,
-    }
-
-
-_ADASSP_LABEL = "AdaSSP (Wang 2018, Alg. 2), zCDP"
-
-
+# -- AdaSSP (Wang 2018, Alg. 2) with public bounds: _adassp_population ----------------------
 def _run_adassp(
     X: np.ndarray,
     y: np.ndarray,
@@ -387,53 +314,25 @@ def _run_adassp(
     ledger: PrivacyLedger,
     source: NoiseSource,
 ) -> LinearFit:
-    shown: dict[str, Any] = {
-        "x_bound (rescaled rows)": settings["x_bound"],
-        "y_bound (rescaled)": 1.0,
-    }
-    if settings["interval"]:
-        out = run_adassp_population(np.asarray(X), np.asarray(y), settings, ledger, source)
-        traj = out["trajectory"]
-        shown["moment_share"] = settings["moment_share"]
-        shown["clip"] = f"{out['clip']:.6g} (on whitened gradients |e_i| * ||P x_i||)"
-        population, notes = out["population"], tuple(out["checks"])
-        label = f"{_ADASSP_LABEL}, with a population interval"
-        text = (
-            "AdaSSP releases one estimate and no iterates: its interval is the population "
-            "one (conf_int(target='population')); there is no sample interval."
-        )
-    else:
-        traj = adassp(
-            X,
-            y,
-            rho=settings["rho"],
-            x_bound=settings["x_bound"],
-            y_bound=1.0,  # the response was mapped into [-1, 1] by its public bounds
-            relation=settings["relation"],
-            n_public=settings["n_public"],
-            ledger=ledger,
-            rng=source,
-        )
-        population, notes, label = None, (), None
-        text = "AdaSSP releases a point estimate only; no interval (interval=None)."
-    _warn_unidentified(float(traj.releases["lambda_min"][0]), traj.config["noise_std_lambda_min"])
+    out = run_adassp(np.asarray(X), np.asarray(y), settings, ledger, source)
+    traj = out["trajectory"]
     return LinearFit(
         estimate=traj.estimate,
         interval_estimates=None,
-        interval_method=text,
-        settings=shown,
+        interval_method=out["text"],
+        settings=out["shown"],
         noise_backend=traj.noise_backend,
         seeded=traj.seeded,
-        notes=notes,
-        population=population,
-        label=label,
+        notes=tuple(out["checks"]),
+        population=out["population"],
+        label=out["label"],
     )
 
 
 #: Method name -> implementation. One entry per algorithm; add new methods here.
 LINEAR_METHODS: dict[str, LinearMethod] = {
     "gd": LinearMethod("DP-GD (Brown et al. 2024, Alg. 1)", _warned(_resolve_gd), _run_gd),
-    "adassp": LinearMethod(_ADASSP_LABEL, _warned(_resolve_adassp), _run_adassp),
+    "adassp": LinearMethod(ADASSP_LABEL, _warned(resolve_adassp), _run_adassp),
     "ambssgd": LinearMethod(
         "DP-AMBSSGD (Varshney et al. 2022, Alg. 2), one pass",
         _warned(resolve_ambssgd),
