@@ -23,7 +23,7 @@ blt                 the optimal BLT for (T, k, b) (what ``mode="auto"`` streams)
 me                  the multi-epoch optimal dense factorisation (Choquette-Choo et al.
                     2023b; :func:`dpfit.noise.multi_epoch`), sens^2 = k
 amplified-banded    the banded Toeplitz encoder optimised for amplification, its band width
-                    m chosen per epsilon among the divisors of b in the 1-2-5 series
+                    m chosen per epsilon among the divisors of b listed in ``BAND_SERIES``
                     (:func:`dpfit.noise.amplified_banded_choice`): cyclic Poisson sampling
                     over m groups (q = B m / n), PLD over ceil(T / m) compositions
 ==================  =====================================================================
@@ -75,7 +75,7 @@ MECHANISMS = (
 )
 UNAMPLIFIED = ("dp-sgd", "tree-restarts", "nu-dpftrl", "blt", "me")
 DELTA = 1e-5
-#: Band widths tried by amplified banded MF: the divisors of b in this 1-2-5 series.
+#: Band widths tried by amplified banded MF: those that divide b (b = 100: 1, 2, 5, ..., 100).
 BAND_SERIES = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500)
 
 
