@@ -23,7 +23,8 @@ Lambda > 0 supported on the constrained entries, weak Lagrange duality gives
 (minimise tr(A^T A X^{-1}) + <Lambda, X> in closed form, then optimise Lambda's scale). At
 the optimum Lambda = the constrained entries of X^{-1} A^T A X^{-1} (the KKT conditions), so
 evaluating the bound there bounds the relative gap f(X) / f* - 1 <= ``tol``. One iteration
-costs about 2.3 T^3 flops (a Cholesky factorisation, an inverse and one Gram product).
+costs about 4 T^3 flops (a Cholesky factorisation, T^3/3; the inverse from it, 2 T^3; one
+Gram product, 2 T^3).
 
 The encoder is the lower-triangular C with C^T C = X (the "reversed Cholesky":
 C = J chol(J X J)^T J with J the exchange matrix), so row t of C G depends on steps <= t and
