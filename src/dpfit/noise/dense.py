@@ -12,11 +12,12 @@ so that a record's steps i, i + b, i + 2b, ... meet only the unit diagonal of X 
 sens^2 = ceil(T / b) exactly under ``order="fixed-epoch"``. f(X) = ||A C^{-1}||_F^2 is the
 prefix error, so sens^2 x f is the objective every other family here is compared by.
 
-Solver (a documented method, not the paper's code): L-BFGS on the free entries of X with the
-gradient -X^{-1} A^T A X^{-1} projected onto them and an Armijo backtracking line search that
-rejects steps leaving the positive-definite cone (the projected-gradient method of the ME
-paper, Section 4, with quasi-Newton directions). It stops on a *certificate*: for any
-Lambda > 0 supported on the constrained entries, weak Lagrange duality gives
+Solver (ours, not the paper's code): L-BFGS (Nocedal & Wright 2006, Alg. 7.4) on the free
+entries of X, with the gradient -X^{-1} A^T A X^{-1} projected onto them (the constraints are
+linear, so projecting the gradient keeps every iterate feasible) and an Armijo backtracking
+line search that rejects steps leaving the positive-definite cone. It stops on a
+*certificate*: for any Lambda > 0 supported on the constrained entries, weak Lagrange
+duality gives
 
     f(X) >= (sum_i sqrt(eig_i(A Lambda A^T)))^2 / tr(Lambda)   for every feasible X
 
