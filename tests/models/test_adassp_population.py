@@ -42,6 +42,7 @@ def test_the_default_releases_a_population_interval_within_rho():
         "adassp/xtx",
         "adassp/xty",
         "adassp/residual-scale",
+        "adassp/clipped-y",
         "adassp/omega",
     ]
     charged = [e.count * e.sensitivity**2 / (2 * e.noise_std**2) for e in model.privacy_.entries]
@@ -117,14 +118,15 @@ def test_replay_on_a_neighbour_changes_no_output():
     with replaying(rec) as rep:
         second = _fit(X2, y2, rho=0.5, random_state=3)
     assert [r.entry for r in rep.releases] == [r.entry for r in rec.releases]
-    assert len(rec.releases) == 5
+    assert len(rec.releases) == 6
     moved = {}
     for a, b in zip(rec.releases, rep.releases, strict=True):
         moved[a.entry.label] = np.linalg.norm(np.ravel(a.value - b.value)) / a.entry.sensitivity
         assert moved[a.entry.label] <= 1 + 1e-12
     # Not vacuous: the interval's own releases move by more than half their declared
-    # sensitivity (0.70 and 0.59 with this seed), so a halved sensitivity would fail.
-    assert moved["adassp/residual-scale"] > 0.5 and moved["adassp/omega"] > 0.5
+    # sensitivity, so a halved sensitivity would fail.
+    for label in ("adassp/residual-scale", "adassp/clipped-y", "adassp/omega"):
+        assert moved[label] > 0.5, label
     np.testing.assert_array_equal(first.coef_, second.coef_)
     pd.testing.assert_frame_equal(first.conf_int(), second.conf_int())
     assert first.summary().as_text() == second.summary().as_text()
@@ -174,6 +176,20 @@ def test_a_binding_ridge_is_added_to_the_interval_and_warned_about():
     assert ridge and issubclass(ridge[0].category, CoverageWarning)
     assert np.diag(res.population.parts["ridge bias"]).max() > 0.0
     assert not any("barely identified" in str(w.message) for w in caught)
+
+
+def test_many_clipped_responses_are_warned_about():
+    # y bounds (-0.5, 2.5) around responses 1 + x'theta + N(0, 0.5^2): 1.9% lie outside
+    # with this seed, so f sqrt(n) = 2.7 at n = 20000, above the limit 1; with the wide
+    # bounds of the other tests none does and nothing warns.
+    X, y = _data(20000, 3)
+    with pytest.warns(CoverageWarning, match=r"of the responses lie at the public y bounds"):
+        res = _fit(X, y, y_bounds=(-0.5, 2.5)).result_
+    shown = float(res.config["responses at the y bounds (private share)"])
+    assert shown == pytest.approx(np.mean((y <= -0.5) | (y >= 2.5)), abs=0.005)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CoverageWarning)
+        _fit(X, y)
 
 
 def test_coverage_on_a_simple_design():

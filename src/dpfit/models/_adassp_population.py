@@ -28,9 +28,14 @@ Releases, in this order (shares of ``rho``; s = ``moment_share``, default 0.2):
 1. AdaSSP itself ([1 - s]: lambda_min, X'X and X'y, a third each).
 2. A residual scale q~ = (1/n) sum min(e_i^2, 1) + noise at the AdaSSP estimate
    ([s / 8]; one term moves by at most 1, so the sensitivity is 1 / n).
-3. Omega~ = (1/n) sum g_i g_i' of the whitened gradients g_i = clip_C(P d_i e_i), P =
+3. The share f~ of responses at the public y bounds (|y_i| = 1 after rescaling: clipped)
+   ([s / 16]; sensitivity 1 / n). AdaSSP fits the clipped responses, whose least-squares
+   coefficient moves away from theta* when clipping is uneven (heavy tails,
+   heteroscedasticity); the sandwich does not see that shift, so the fit warns when
+   f~ sqrt(n) > 1 (:data:`CLIPPED_Y_LIMIT`).
+4. Omega~ = (1/n) sum g_i g_i' of the whitened gradients g_i = clip_C(P d_i e_i), P =
    H~^-1/2 from the released X'X (post-processing), C = 6 sqrt(k) sqrt(q~)
-   ([7 s / 8]; :func:`~dpfit.inference.population.release_second_moment`, sensitivity
+   ([13 s / 16]; :func:`~dpfit.inference.population.release_second_moment`, sensitivity
    sqrt(2) C^2 / n). Whitening makes ||P d_i|| about sqrt(k) for every design, so a clip
    relative to the residual scale rarely binds and the noise stays small against Omega.
    With 6 (not 3 or 4) residual scales the clip keeps the HC0 standard errors within 2% of
@@ -45,7 +50,8 @@ bread), Omega_d = P^-1 Omega~ P^-1, N the noise law above at theta_ad, and beta 
 normal interval keeps its level when the ridge binds (a root-mean-squared-error interval).
 Normal quantiles. Everything after the releases is post-processing, including the
 ``CoverageWarning`` checks: the ridge is not negligible against the released smallest
-eigenvalue, the bread is not identified, or the released Omega is noisy.
+eigenvalue, the bread is not identified, the released Omega is noisy, or many responses
+were clipped to the y bounds.
 """
 
 from __future__ import annotations
@@ -74,8 +80,15 @@ __all__ = ["ADASSP_LABEL", "ADASSP_MOMENT_SHARE", "resolve_adassp", "run_adassp"
 ADASSP_LABEL = "AdaSSP (Wang 2018, Alg. 2), zCDP"
 #: Default share of rho for the population interval's own releases (residual scale, Omega).
 ADASSP_MOMENT_SHARE = 0.2
-#: Part of that share for the residual scale behind the clip; Omega gets the rest.
+#: Parts of that share for the residual scale behind the clip and the share of responses
+#: at the y bounds; Omega gets the rest.
 SCALE_PART = 1.0 / 8.0
+CLIPPED_Y_PART = 1.0 / 16.0
+#: Warn when the released share f~ of clipped responses has f~ sqrt(n) above this. Chosen on
+#: the designs of docs/inference.md ("AdaSSP: population intervals"): the two cells that
+#: under-cover (f = 0.35% and 0.9% at n = 2e5) have f sqrt(n) = 1.6 and 4.0; the covering
+#: cells 0.5 or less, except t(3) errors at n = 2e4 (1.3, a false alarm).
+CLIPPED_Y_LIMIT = 1.0
 #: The whitened-gradient clip is this many residual scales times sqrt(k).
 CLIP_MULTIPLIER = 6.0
 #: Residuals enter the residual scale as min(e^2, RESIDUAL_CAP) (|y| <= 1 after rescaling).
@@ -169,6 +182,7 @@ def run_adassp(
         out = _with_population(D, y, settings, ledger, source)
         shown["moment_share"] = settings["moment_share"]
         shown["clip"] = f"{out['clip']:.6g} (on whitened gradients |e_i| * ||P x_i||)"
+        shown["responses at the y bounds (private share)"] = f"{out['clipped_y']:.3g}"
         label = f"{ADASSP_LABEL}, with a population interval"
         text = (
             "AdaSSP releases one estimate and no iterates: its interval is the population "
@@ -226,11 +240,29 @@ def _with_population(
     P = _inverse_sqrt(H.psd())
     with np.errstate(all="ignore"):
         residuals = y - D @ theta
-    clip = _whitened_clip(residuals, D.shape[1], rho * share * SCALE_PART, n, ledger, source)
+    q, q_std = _release_mean(
+        np.minimum(residuals**2, RESIDUAL_CAP),
+        RESIDUAL_CAP,
+        rho * share * SCALE_PART,
+        n,
+        ledger,
+        source,
+        "adassp/residual-scale",
+    )
+    clip = CLIP_MULTIPLIER * math.sqrt(D.shape[1]) * math.sqrt(max(q, q_std))
+    clipped_y, _ = _release_mean(
+        (np.abs(y) >= 1.0 - 1e-12).astype(np.float64),  # at the bound: clipped (public rule)
+        1.0,
+        rho * share * CLIPPED_Y_PART,
+        n,
+        ledger,
+        source,
+        "adassp/clipped-y",
+    )
     Omega = release_second_moment(
         clip_rows((D @ P) * residuals[:, None], clip),
         bound=clip,
-        rho=rho * share * (1.0 - SCALE_PART),
+        rho=rho * share * (1.0 - SCALE_PART - CLIPPED_Y_PART),
         n=n,
         ledger=ledger,
         rng=source,
@@ -255,12 +287,23 @@ def _with_population(
         parts=parts,
     )
     checks = _checks(H, Omega, Op, ridge)
+    if clipped_y * math.sqrt(n) > CLIPPED_Y_LIMIT:
+        checks.append(
+            f"About {100 * clipped_y:.2g}% of the responses lie at the public y bounds "
+            "(a private share): AdaSSP fits the responses clipped to them, whose "
+            "least-squares coefficient differs from the population one when clipping is "
+            "uneven (heavy tails, heteroscedastic errors), and at this n the shift can "
+            "exceed the standard error; population intervals may under-cover (wider "
+            "y_bounds help). When the bounds are the response's own range (a 0/1 outcome) "
+            "nothing was clipped and this does not apply."
+        )
     for message in checks:  # depend on released quantities only
         warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
     return {
         "trajectory": traj,
         "population": population,
         "clip": clip,
+        "clipped_y": clipped_y,
         "checks": checks,
     }
 
@@ -270,32 +313,26 @@ def _inverse_sqrt(matrix: np.ndarray) -> np.ndarray:
     return (vectors / np.sqrt(values)) @ vectors.T
 
 
-def _whitened_clip(
-    residuals: np.ndarray,
-    k: int,
+def _release_mean(
+    terms: np.ndarray,
+    cap: float,
     rho: float,
     n: int,
     ledger: PrivacyLedger,
     source: NoiseSource,
-) -> float:
-    """C = 6 sqrt(k) sqrt(q~), q~ a private mean of min(e_i^2, 1) (module docstring, step 2).
+    label: str,
+) -> tuple[float, float]:
+    """(1/n) sum of terms in [0, cap] + Gaussian noise, and the noise s.d.
 
-    One record's term lies in [0, 1], so the mean over the public n moves by at most 1 / n
-    (``mean_sensitivity`` with the float rounding allowance, per term). q~ is floored at its
-    own noise s.d. so that the clip stays positive.
+    One record's term lies in [0, cap], so the mean over the public n moves by at most
+    cap / n (``mean_sensitivity`` with the float rounding allowance, per term).
     """
-    sens = mean_sensitivity(RESIDUAL_CAP, n, ledger.relation) / ledger.relation.sum_factor
+    sens = mean_sensitivity(cap, n, ledger.relation) / ledger.relation.sum_factor
     std = noise_std_for_rho(sens, rho)
     with np.errstate(all="ignore"):
-        q = gaussian(
-            np.array([np.minimum(residuals**2, RESIDUAL_CAP).sum() / n]),
-            sensitivity=sens,
-            noise_std=std,
-            ledger=ledger,
-            rng=source,
-            label="adassp/residual-scale",
-        )
-    return CLIP_MULTIPLIER * math.sqrt(k) * math.sqrt(max(float(q[0]), std))
+        value = np.array([np.clip(terms, 0.0, cap).sum() / n])
+    noisy = gaussian(value, sensitivity=sens, noise_std=std, ledger=ledger, rng=source, label=label)
+    return float(noisy[0]), std
 
 
 def _description(share: float, clip: float) -> str:
