@@ -11,7 +11,7 @@ PLD accountant, the expected squared error of the T noisy prefix sums is
 
 For a fixed m the accountant's z does not depend on c, so the best encoder minimises
 ||c||^2 ||A C^{-1}||_F^2 over c_0 = 1 >= c_1 >= .. >= c_{m-1} > 0 (:func:`optimal_banded`; the
-paper's objective of Section 4 restricted to Toeplitz C). Non-negative non-increasing c keeps
+paper's amplified objective restricted to Toeplitz C). Non-negative non-increasing c keeps
 the decoder C^{-1} stable (all zeros of c(x) lie outside the open unit disc, by the
 Enestrom-Kakeya theorem) and the multi-participation sensitivity exact (the monotone formula
 of :mod:`dpfit.noise.sensitivity`). Unconstrained L-BFGS from the same start reaches the

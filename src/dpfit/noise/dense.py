@@ -1,7 +1,7 @@
 """Dense factorisations and the multi-epoch optimal one ("ME", Choquette-Choo et al. 2023b).
 
 The ME mechanism of Choquette-Choo, McMahan, Rush & Thakurta (2023b, "Multi-Epoch Matrix
-Factorization Mechanisms for Private Machine Learning", ICML, Sections 3-4) is the best
+Factorization Mechanisms for Private Machine Learning", ICML) is the best
 factorisation of the prefix-sum workload A (lower-triangular ones, Choquette-Choo et al.
 2024, eq. 3) for the fixed-epoch participation of every b-th step. With X = C^T C it solves
 
