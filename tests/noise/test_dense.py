@@ -7,7 +7,9 @@ from dpfit.mechanisms import make_noise_source
 from dpfit.noise import (
     DenseMechanism,
     brute_force_sensitivity_squared,
+    calibrate,
     correlated_noise,
+    dpsgd,
     fichtenberger,
     multi_epoch,
     nu_dpftrl,
@@ -50,6 +52,15 @@ def test_sensitivity_matches_brute_force(T, k, b):
     assert mech.sensitivity_squared(k, b, "min-separation") >= minsep - 1e-12
     assert minsep >= fixed - 1e-12
     assert mech.sensitivity_squared() == pytest.approx(1.0, abs=1e-12)  # unit columns
+
+
+def test_calibrated_noise_equals_dp_sgd_at_the_same_participation():
+    """sens^2 = k for both, so ME needs exactly DP-SGD's noise (and so errs less: its prefix
+    error is the smaller)."""
+    kw = dict(clip=1.0, batch_size=10, epsilon=2.0, delta=1e-5, participations=4, separation=10)
+    me, sgd = multi_epoch(40, separation=10), dpsgd(40)
+    assert calibrate(me, **kw).noise_std == pytest.approx(calibrate(sgd, **kw).noise_std, 1e-12)
+    assert me.prefix_error() < sgd.prefix_error()
 
 
 def test_dual_bound_is_a_certificate():
