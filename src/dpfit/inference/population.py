@@ -63,6 +63,7 @@ __all__ = [
     "CovarianceEstimate",
     "NoisyMoment",
     "population_covariance",
+    "release_moment_sum",
     "release_second_moment",
     "sample_covariance",
     "sandwich",
@@ -228,21 +229,47 @@ def release_second_moment(
     :func:`second_moment_sensitivity`: rho-zCDP. The noisy matrix need not be PSD; use
     :meth:`NoisyMoment.psd`.
     """
-    rho = check_rho(rho, warn=False)  # a share of a fit's budget: the fit warns for its whole
-    n = check_int(n, "n", low=1)
     rows = clip_rows(np.asarray(rows, dtype=np.float64), bound)
     if weights is not None:
         weights = np.clip(np.asarray(weights, dtype=np.float64), 0.0, 1.0)
         rows = rows * np.sqrt(weights)[:, None]
-    k = rows.shape[1]
+    with np.errstate(all="ignore"):
+        upper_sum = (rows.T @ rows)[np.triu_indices(rows.shape[1])]
+    return release_moment_sum(
+        upper_sum, bound=bound, rho=rho, n=n, ledger=ledger, rng=rng, label=label
+    )
+
+
+def release_moment_sum(
+    upper_sum: np.ndarray,
+    *,
+    bound: float,
+    rho: float,
+    n: int,
+    ledger: PrivacyLedger,
+    rng: NoiseSource,
+    label: str,
+) -> NoisyMoment:
+    """Release (1/n) x an upper-triangle sum of w_i a_i a_i' with ||a_i|| <= ``bound``.
+
+    The step :func:`release_second_moment` ends with, for sums reduced elsewhere (e.g. over a
+    Dask array's blocks, :mod:`dpfit.models._linear_moments`): the Gaussian mechanism on the
+    k (k + 1) / 2 entries with :func:`second_moment_sensitivity` (rho-zCDP), charged to
+    ``ledger`` before the draw. The caller guarantees the bound (rows clipped to it, weights
+    in [0, 1]); the sensitivity assumes it.
+    """
+    rho = check_rho(rho, warn=False)  # a share of a fit's budget: the fit warns for its whole
+    n = check_int(n, "n", low=1)
+    upper_sum = np.asarray(upper_sum, dtype=np.float64)
+    k = (math.isqrt(8 * upper_sum.shape[0] + 1) - 1) // 2
     sensitivity = second_moment_sensitivity(bound, n, ledger.relation)
     noise_std = noise_std_for_rho(sensitivity, rho)
-    upper = np.triu_indices(k)
     with np.errstate(all="ignore"):
-        value = (rows.T @ rows)[upper] / n
+        value = upper_sum / n
     noisy = gaussian(
         value, sensitivity=sensitivity, noise_std=noise_std, ledger=ledger, rng=rng, label=label
     )
+    upper = np.triu_indices(k)
     out = np.empty((k, k))
     out[upper] = noisy
     out.T[upper] = noisy

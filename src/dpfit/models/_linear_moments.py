@@ -13,29 +13,25 @@ arguments (the bounds, the released preconditioner P, the released estimate, the
 :func:`record_sum` evaluates one of them on all the rows in memory, or on every row block
 of persisted Dask arrays as one distributed reduction
 (:func:`dpfit.distributed.row_block_sum`), so the two backends compute the same numbers up
-to the order of floating-point addition. :func:`release_moment` then adds the noise of
-:func:`dpfit.inference.population.release_second_moment` (same sensitivity, same mechanism,
+to the order of floating-point addition.
+:func:`dpfit.inference.population.release_moment_sum` then adds the noise of
+:func:`~dpfit.inference.population.release_second_moment` (same sensitivity, same mechanism,
 charged before drawing) to the reduced sum, on the driver.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_int, check_rho
 from ..distributed import is_dask, row_block_sum
-from ..inference.population import NoisyMoment, second_moment_sensitivity
-from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
-from ..privacy import PrivacyLedger
+from ..mechanisms import clip_rows
 
 __all__ = [
     "gram_sums",
     "record_sum",
-    "release_moment",
     "residual_scale_sum",
     "sandwich_sums",
     "triangle",
@@ -89,43 +85,9 @@ def record_sum(
 ) -> np.ndarray:
     """``block_fn(*arrays, *args)`` over all records: one call in memory; on Dask (persisted,
     row-aligned arrays) one distributed reduction whose per-block sums are added on the driver.
-    The result is private (un-noised); only :func:`release_moment` or
-    :func:`dpfit.mechanisms.gaussian` may make it public."""
+    The result is private (un-noised); only
+    :func:`~dpfit.inference.population.release_moment_sum` or :func:`dpfit.mechanisms.gaussian`
+    may make it public."""
     if is_dask(arrays[0]):
         return row_block_sum(block_fn, arrays, args, width=width)
     return np.asarray(block_fn(*arrays, *args), dtype=np.float64)
-
-
-def release_moment(
-    upper_sum: np.ndarray,
-    *,
-    bound: float,
-    rho: float,
-    n: int,
-    ledger: PrivacyLedger,
-    rng: NoiseSource,
-    label: str,
-) -> NoisyMoment:
-    """(1/n) x a reduced upper-triangle sum of outer products of rows with norm <= ``bound``,
-    released as :func:`~dpfit.inference.population.release_second_moment` releases it: the
-    Gaussian mechanism with :func:`~dpfit.inference.population.second_moment_sensitivity`
-    (rho-zCDP), charged to ``ledger`` before the draw. Weights in [0, 1] on the rows keep the
-    sensitivity."""
-    rho = check_rho(rho, warn=False)  # a share of a fit's budget: the fit warns for its whole
-    n = check_int(n, "n", low=1)
-    k = (math.isqrt(8 * upper_sum.shape[0] + 1) - 1) // 2
-    sensitivity = second_moment_sensitivity(bound, n, ledger.relation)
-    noise_std = noise_std_for_rho(sensitivity, rho)
-    noisy = gaussian(
-        upper_sum / n,
-        sensitivity=sensitivity,
-        noise_std=noise_std,
-        ledger=ledger,
-        rng=rng,
-        label=label,
-    )
-    upper = np.triu_indices(k)
-    out = np.empty((k, k))
-    out[upper] = noisy
-    out.T[upper] = noisy
-    return NoisyMoment(matrix=out, noise_std=noise_std)

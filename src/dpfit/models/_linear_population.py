@@ -6,7 +6,7 @@ sqrt(k) (k coefficients, ones column included). The fit makes these releases, in
 
 1. **H~** = (1/n) D'D + noise ([s / 4]; the mechanism of
    :func:`~dpfit.inference.population.release_second_moment`, applied to a reduced sum by
-   :func:`~dpfit.models._linear_moments.release_moment`), projected onto eigenvalues >= its
+   :func:`~dpfit.inference.population.release_moment_sum`), projected onto eigenvalues >= its
    public noise floor: Hp. It is the preconditioner P = Hp^{-1/2}.
 2. Only when no ``clip`` is given: a **private clip** 3 sqrt(k) s~ from a pilot
    Hp^-1 (D'y/n + noise) and a noisy residual scale s~ ([2 x ``SCALE_SHARE``],
@@ -62,13 +62,12 @@ from ..distributed import check_dask_rows, is_dask, map_rows
 from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
 from ..inference.diagnostics import iterate_drift
-from ..inference.population import population_covariance, sandwich
+from ..inference.population import population_covariance, release_moment_sum, sandwich
 from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho
 from ..privacy import PrivacyLedger, mean_sensitivity
 from ._linear_moments import (
     gram_sums,
     record_sum,
-    release_moment,
     residual_scale_sum,
     sandwich_sums,
     triangle,
@@ -131,7 +130,7 @@ def run_preconditioned_gd(
     D, y = _rows(D, y, settings)
     k = D.shape[1]
     sums = record_sum(gram_sums, [D, y], (bound,), width=triangle(k) + k)
-    H = release_moment(
+    H = release_moment_sum(
         sums[: triangle(k)],
         bound=bound,
         rho=rho * share / 4.0,
@@ -170,8 +169,8 @@ def run_preconditioned_gd(
     sums = record_sum(sandwich_sums, [D, y], (P, estimate, clip, bound), width=2 * triangle(k))
     moment = {"n": n, "ledger": ledger, "rng": source, "rho": rho * share * 3.0 / 8.0}
     # the Huber Hessian: the bread for the clipped-loss target
-    Hh = release_moment(sums[: triangle(k)], bound=bound, label="gd/huber-hessian", **moment)
-    Omega = release_moment(sums[triangle(k) :], bound=clip, label="gd/omega", **moment)
+    Hh = release_moment_sum(sums[: triangle(k)], bound=bound, label="gd/huber-hessian", **moment)
+    Omega = release_moment_sum(sums[triangle(k) :], bound=clip, label="gd/omega", **moment)
     Op = Omega.psd()
     Pinv = np.linalg.inv(P)
     sampling = sandwich(Hh.shrunk(), Pinv @ Op @ Pinv, n)
