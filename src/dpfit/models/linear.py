@@ -149,7 +149,8 @@ default="batched-means"
     moment_share : float, optional
         Share of ``rho`` for the moment releases of the preconditioned fit (X'X / n, the
         Huber Hessian and the gradients' second moment), or of ``method="adassp"``'s
-        population interval (a residual scale and the gradients' second moment); default 0.2.
+        population interval (a residual scale, the share of responses at the y bounds and
+        the gradients' second moment); default 0.2.
 
     Attributes
     ----------
