@@ -59,9 +59,17 @@ def test_plot_message_goes_to_stderr_so_latex_stays_clean(tmp_path, capsys):
     assert f"Wrote the coefficient plot to {png}" in captured.err
 
 
-def test_fit_adassp(capsys):
+def test_fit_adassp_prints_its_population_interval(capsys):
     args = ["fit", "card", "--formula", "lwage ~ educ", "--rho", "0.5", "--method", "adassp"]
     assert main([*args, "--bound", "educ=0,18", "--y-bounds", "4.6,8", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "AdaSSP" in out and "[0.025" in out and "the population coefficients" in out
+
+
+def test_fit_adassp_interval_none_prints_a_point_estimate(capsys):
+    args = ["fit", "card", "--formula", "lwage ~ educ", "--rho", "0.5", "--method", "adassp"]
+    args += ["--bound", "educ=0,18", "--y-bounds", "4.6,8", "--seed", "0", "--interval", "none"]
+    assert main(args) == 0
     out = capsys.readouterr().out
     assert "AdaSSP" in out and "[0.025" not in out
 

@@ -60,8 +60,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument("--step-size", type=float, help="DP-GD step size")
     p.add_argument(
         "--interval",
-        help="batched-means (default for gd), checkpoints, independent-runs or none "
-        "(none with --bound needs --no-precondition)",
+        help="batched-means (default for gd; for adassp it selects its population interval), "
+        "checkpoints, independent-runs or none (none with --bound needs --no-precondition)",
     )
     p.add_argument(
         "--no-precondition",
@@ -133,9 +133,10 @@ def run(args: argparse.Namespace) -> int:
     from ._console import progress_wanted, release_progress
 
     check_release_options(args)
-    interval = args.interval or ("batched-means" if args.method == "gd" else "none")
+    # gd and adassp release a population interval by default; ambssgd a point estimate only
+    interval = args.interval or ("none" if args.method == "ambssgd" else "batched-means")
     if args.plot is not None and interval == "none":
-        raise ValueError("--plot needs intervals: use --method gd with an --interval")
+        raise ValueError("--plot needs intervals: use --method gd or adassp with an --interval")
     _check_gd_options(args, interval)
     bounds = bounds_mapping(args.bound, args.formula)
     budget = budget_from_store(args)
