@@ -88,7 +88,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     hessian, exact = moments["huber-hessian"]
     values, vectors = np.linalg.eigh(moments["xtx"][0].psd())
     root = (vectors * np.sqrt(values)) @ vectors.T  # P^-1 = Hp^(1/2)
-    meat = root @ moments["omega"][0].psd() @ root
+    meat = root @ moments["omega"][0].shrunk() @ root
     n = res.nobs
     exact_se = np.diag(sandwich(exact, meat, n))
     ratio = np.sqrt(np.diag(sandwich(hessian.shrunk(), meat, n)) / exact_se)

@@ -134,6 +134,12 @@ class NoisyMoment:
         from zero; :meth:`unidentified` says when that can happen. Eigenvectors are kept.
         Post-processing of the release.
         """
+        mu, vectors = self._despread()
+        return (vectors * np.maximum(mu, self.identified)) @ vectors.T
+
+    def _despread(self) -> tuple[np.ndarray, np.ndarray]:
+        """The released eigenvalues shrunk within noise-level groups (before the clamp of
+        :meth:`shrunk`), ascending, with the release's eigenvectors."""
         values, vectors = np.linalg.eigh(self.matrix)  # ascending
         s = self.noise_std
         mu = values.copy()
@@ -146,7 +152,7 @@ class NoisyMoment:
             spread = float(np.sum((values[group] - centre) ** 2))
             keep = max(0.0, 1.0 - s**2 * (g**2 - 1) / spread) if spread > 0.0 else 0.0
             mu[group] = centre + keep * (values[group] - centre)
-        return (vectors * np.maximum(mu, self.identified)) @ vectors.T
+        return mu, vectors
 
     @property
     def identified(self) -> float:
@@ -156,13 +162,15 @@ class NoisyMoment:
     def unidentified(self, z: float = 1.0) -> bool:
         """Whether the bread of :meth:`shrunk` may overstate the data's smallest eigenvalue.
 
-        True when the lower confidence bound lambda~_min - z s sqrt(2) is below
-        :attr:`identified`, the value :meth:`shrunk` raises eigenvalues to: the data cannot
-        rule out lambda_min < s sqrt(2), where the sandwich built on :meth:`shrunk`
-        understates the variance (by up to (lambda / (s sqrt(2)))^2). When it is False,
-        lambda_min >= s sqrt(2) with confidence Phi(z).
+        True when the lower confidence bound mu_min - z s sqrt(2) is below
+        :attr:`identified`, the value :meth:`shrunk` raises eigenvalues to, where mu_min is
+        the smallest de-spread eigenvalue (:meth:`shrunk` before its clamp; the smallest
+        released eigenvalue itself is biased low wherever several lie within the noise's
+        reach): the data cannot rule out lambda_min < s sqrt(2), where the sandwich built on
+        :meth:`shrunk` understates the variance (by up to (lambda / (s sqrt(2)))^2). When it
+        is False, lambda_min >= s sqrt(2) with confidence about Phi(z).
         """
-        return self.min_eigenvalue() - z * self.identified < self.identified
+        return float(self._despread()[0].min()) - z * self.identified < self.identified
 
     def min_eigenvalue(self) -> float:
         """Smallest eigenvalue of the release (post-processing)."""

@@ -171,7 +171,7 @@ def run_preconditioned_gd(
     # the Huber Hessian: the bread for the clipped-loss target
     Hh = release_moment_sum(sums[: triangle(k)], bound=bound, label="gd/huber-hessian", **moment)
     Omega = release_moment_sum(sums[triangle(k) :], bound=clip, label="gd/omega", **moment)
-    Op = Omega.psd()
+    Op = Omega.shrunk()  # the meat: the bread's treatment (docs/inference.md)
     Pinv = np.linalg.inv(P)
     sampling = sandwich(Hh.shrunk(), Pinv @ Op @ Pinv, n)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
@@ -202,12 +202,13 @@ def run_preconditioned_gd(
             "understate the sampling variance along it; population intervals may "
             "under-cover (more records, a larger rho or tighter bounds help)."
         )
-    rel_noise = Omega.noise_std / max(float(np.diag(Op).min()), 1e-300)
-    if rel_noise > 0.5:
+    if Omega.unidentified():
         checks.append(
-            f"The released gradient second moment is noisy (noise std {rel_noise:.2g} x its "
-            "smallest diagonal entry): the sampling part of the interval is imprecise and "
-            "coverage may fall below nominal."
+            "The released second moment of the clipped gradients (the sandwich's meat) has "
+            "an eigenvalue within two noise s.d. of zero: its noise dominates there (the "
+            "clip, set from a private residual scale, is large against the residuals), so "
+            "the sampling part of the interval is imprecise and coverage may be above or "
+            "below nominal (a larger rho or tighter y bounds help)."
         )
     for message in checks:  # depend on released quantities only
         warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
