@@ -77,6 +77,9 @@ def rho_within(sensitivity: float, rho: float, count: int = 1) -> float:
     return share
 
 
+#: Query values of at most this many coordinates are checked for finiteness in plain Python.
+_SMALL = 16
+
 #: The secure backend's grid spacing 2^k is at most this fraction of sensitivity / sqrt(d).
 _GRID_FRACTION = 2.0**-30
 #: OpenDP's finest float64 granularity (subnormal spacing), the smallest allowed k.
@@ -179,12 +182,16 @@ def _check_ledger_and_source(ledger: PrivacyLedger, rng: NoiseSource) -> None:
 def _finite_value(value: ArrayLike, label: str) -> np.ndarray:
     """``value`` as a float64 array; ValueError if any entry is not finite.
 
-    Internal invariant: callers clip and zero non-finite rows. The sum of squares (one BLAS
-    pass, no temporary) is finite only if every entry is; only when it is not (a non-finite
-    entry, or finite entries whose squares overflow) are the entries checked one by one.
+    Internal invariant: callers clip and zero non-finite rows. Small values (a few
+    coordinates, as in every step of an iterative algorithm) are checked in plain Python,
+    several times cheaper than ``np.isfinite(v).all()`` there.
     """
     value = np.asarray(value, dtype=np.float64)
-    if not math.isfinite(np.vdot(value, value)) and not np.isfinite(value).all():
+    if value.size <= _SMALL:
+        finite = all(map(math.isfinite, value.reshape(-1).tolist()))
+    else:
+        finite = bool(np.isfinite(value).all())
+    if not finite:
         raise ValueError(f"{label}: the query value is not finite")
     return value
 
