@@ -132,3 +132,22 @@ def test_the_checks_warn_at_the_users_line():
         dpfit.ols("y ~ x + z", FRAME, **{**KW, "bounds": {"x": (0, 5), "z": (0, 1)}})
     clipped = [w for w in caught if "clip many records" in str(w.message)]
     assert len(clipped) == 1 and clipped[0].filename == __file__
+
+
+def test_the_clipping_limit_falls_like_sqrt_n():
+    from dpfit.models._fit_checks import clipped_limit
+
+    # 5% of n up to n = 400, then sqrt(n): 2% of 2e4 records (400) is above sqrt(2e4) = 141
+    assert clipped_limit(300, 0.0) == pytest.approx(15.0)
+    assert clipped_limit(20_000, 0.0) == pytest.approx(math.sqrt(20_000))
+    assert clipped_limit(20_000, 10.0) == pytest.approx(math.sqrt(20_000) + 30.0)
+
+
+def test_a_small_share_clipped_at_large_n_warns():
+    rng = np.random.default_rng(7)  # synthetic data, not privacy noise
+    n = 20_000
+    frame = pd.DataFrame({"x": rng.uniform(0, 10, n)})
+    frame["y"] = 1.0 + 0.5 * frame["x"] + rng.normal(0, 1, n)
+    bounds = {"x": (0.0, 9.8)}  # clips 2% of x (400 records): under 5% of n, over sqrt(n)
+    with pytest.warns(SideConditionWarning, match=r"\['x'\] clip many records"):
+        dpfit.ols("y ~ x", frame, rho=5.0, bounds=bounds, y_bounds=(-5, 12), random_state=0)

@@ -45,6 +45,7 @@ __all__ = [
     "ZERO_RECORDS",
     "checked_iv_fit",
     "checked_linear_fit",
+    "clipped_limit",
     "release_outside_counts",
     "warn_few_records",
     "warn_public_settings",
@@ -58,10 +59,20 @@ RECORDS_PER_COEFFICIENT = 10
 MIXING_FACTOR = 10
 #: DP-GD's number of steps when none is given (``models/_linear_methods.py``).
 _DEFAULT_GD_STEPS = 1000
-#: A noisy count above this share of n (plus three noise standard deviations) draws a warning.
+#: A noisy count above min(this share of n, sqrt(n)) plus 3 noise s.d. warns (clipped_limit).
 CLIPPED_SHARE = 0.05
 #: Key of the zero-record count among :func:`release_outside_counts`' results.
 ZERO_RECORDS = "zero records"
+
+
+def clipped_limit(n: int, noise_std: float) -> float:
+    """Noisy count of clipped (or zero) records above which the bounds check warns.
+
+    Clipping a share f of the records biases the fit by about f x their leverage while its
+    standard error falls like 1 / sqrt(n), so the bias in standard errors grows like
+    f sqrt(n): min(5% of n, sqrt(n)) records, plus three noise s.d. (docs/inference.md).
+    """
+    return min(CLIPPED_SHARE * n, math.sqrt(n)) + 3.0 * noise_std
 
 
 def warn_few_records(*, n: int | None, p: int) -> None:
@@ -378,7 +389,7 @@ def _check_bounds(
         f"({100 * share:.3g}% of the budget; noisy counts clamped at 0): {shown}; "
         f"zero records {max(0.0, zero):.0f}."
     )
-    limit = CLIPPED_SHARE * result.n + 3.0 * noise_std
+    limit = clipped_limit(result.n, noise_std)
     if zero > limit:
         warnings.warn(
             f"about {zero:.0f} of n = {result.n} records are zero records (noise std "
@@ -393,8 +404,8 @@ def _check_bounds(
         warnings.warn(
             f"the public bounds of {large} clip many records (noisy counts "
             f"{', '.join(f'{counts[c]:.0f}' for c in large)} of n = {result.n}, noise std "
-            f"{noise_std:.3g}): the fit describes the clipped data; widen those bounds if "
-            "public knowledge allows",
+            f"{noise_std:.3g}): the fit and its intervals describe the clipped data, not the "
+            "population coefficient; widen those bounds if public knowledge allows",
             SideConditionWarning,
             stacklevel=user_stacklevel(),
         )
