@@ -33,6 +33,9 @@ def test_claim_fails_on_undercoverage_without_warning():
     )
     assert not _claim(rows).passed  # 0.80 with s.e. 0.04: outside [0.93, 0.97] +/- 2 s.e.
     assert _claim(rows.assign(warned=1.0)).passed  # the library warned: outside the regime
+    # over-coverage fails too: 100 fits that all cover have s.e. 0.011 (the floor), and
+    # 1.0 > 0.97 + 2 x 0.011
+    assert not _claim(rows.assign(covers=1.0)).passed
 
 
 def _cell(n: int, width: float, nss_width: float, warned: float = 0.0) -> pd.DataFrame:

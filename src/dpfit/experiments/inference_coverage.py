@@ -7,9 +7,11 @@ relative to the non-private heteroscedasticity-robust (HC0) OLS interval on the 
 and, side by side at the same rho, a noisy-sufficient-statistics (NSS) interval: OLS from
 a noisy X'X and X'y with the sandwich from a noisy Omega and the NSS noise law added
 (Sheffet 2017; Evans et al. 2024). Coverage is the mean over replicates and coefficients,
-with Monte Carlo s.e. sqrt(c (1 - c) / R) over the R replicates (conservative for the
-pooled coefficients). ``warned`` is the share of fits that emitted a CoverageWarning: the
-library's own statement that a cell lies outside the valid regime.
+with Monte Carlo s.e. the standard deviation over the R replicates of each fit's pooled
+coverage / sqrt(R) (it carries the correlation between the coefficients), floored at the
+binomial s.e. of 0.95 over 4 independent coefficients a replicate. ``warned`` is the share
+of fits that emitted a CoverageWarning: the library's own statement that a cell lies outside
+the valid regime.
 
 Designs (3 features plus an intercept unless stated):
 
@@ -215,8 +217,13 @@ def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
         warned=("warned", "mean"),
         reps=("covers", "size"),
     )
-    table["mc_se"] = np.sqrt(table["coverage"] * (1 - table["coverage"]) / table["reps"])
-    table["mc_se"] = np.maximum(table["mc_se"], math.sqrt(0.95 * 0.05) / np.sqrt(table["reps"]))
+    # the s.e. of the mean over replicates of each fit's pooled coverage (its spread across
+    # replicates carries the correlation between coefficients), floored at the binomial s.e.
+    # of 0.95 over 4 independent coefficients a replicate
+    spread = g["covers"].std(ddof=1).to_numpy()
+    reps = table["reps"].to_numpy()
+    floor = math.sqrt(0.95 * 0.05 / 4.0) / np.sqrt(reps)
+    table["mc_se"] = np.maximum(np.nan_to_num(spread) / np.sqrt(reps), floor)
     return table.reset_index()
 
 
