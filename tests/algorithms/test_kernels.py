@@ -21,24 +21,46 @@ def _data(n, p, seed=0):
     return X, X @ np.linspace(-1, 1, p) + gen.standard_t(2, size=n), gen.standard_normal(p)
 
 
+def _assert_summation_order(total, ref, X, y, theta):
+    # each coordinate is a sum of n terms (each a dot product of p): reordering moves it by a
+    # few ulp of sum |terms|
+    scale = np.abs(X).T @ np.abs(X @ theta - y)
+    np.testing.assert_array_less(np.abs(total - ref), 1e-13 * scale)
+
+
 @pytest.mark.parametrize("clip", [None, 0.5, 3.0, 1e6])
-def test_one_block_is_the_block_function_bit_for_bit(clip):
+def test_one_block_is_the_block_function_on_a_column_major_copy(clip):
     X, y, theta = _data(1500, 7)
     total, clipped = LeastSquaresSums(X, y, clip)(theta)
-    ref = least_squares_block(X, y, theta, clip)
+    # bit for bit: the block function's arithmetic on the Fortran-order copy (row norms of X)
+    ref = least_squares_block(np.asfortranarray(X), y, theta, clip, row_norms(X))
     np.testing.assert_array_equal(total, ref[:-1])
+    assert clipped == ref[-1]
+    # against the row-major X only the order of the terms differs; the clipped count is exact
+    ref = least_squares_block(X, y, theta, clip)
+    _assert_summation_order(total, ref[:-1], X, y, theta)
     assert clipped == ref[-1]
 
 
 @pytest.mark.parametrize("clip", [None, 0.5, 3.0])
-def test_an_x_of_up_to_8_mib_is_one_block_bit_for_bit(clip):
+def test_an_x_of_up_to_8_mib_is_one_column_major_block(clip):
     X, y, theta = _data(100_000, 10, seed=3)  # 8 MB
     sums = LeastSquaresSums(X, y, clip)
-    assert len(sums._blocks) == 1
+    assert len(sums._blocks) == 1 and sums._blocks[0][0].flags.f_contiguous
     total, clipped = sums(theta)
-    ref = least_squares_block(X, y, theta, clip)
+    ref = least_squares_block(np.asfortranarray(X), y, theta, clip, row_norms(X))
     np.testing.assert_array_equal(total, ref[:-1])
     assert clipped == ref[-1]
+    ref = least_squares_block(X, y, theta, clip)
+    _assert_summation_order(total, ref[:-1], X, y, theta)
+    assert clipped == ref[-1]
+
+
+def test_a_larger_x_keeps_row_major_blocks():
+    X, y, _ = _data(100_001, 11)  # 8.8 MB: no copy, cache-sized blocks of the rows of X
+    sums = LeastSquaresSums(X, y, 1.0)
+    assert len(sums._blocks) > 1
+    assert all(block[0].base is X and block[0].flags.c_contiguous for block in sums._blocks)
 
 
 @pytest.mark.parametrize("clip, block_rows", [(None, 64), (0.5, 100), (2.0, 4096)])
@@ -48,9 +70,7 @@ def test_row_blocks_agree_up_to_summation_order(clip, block_rows):
     ref = least_squares_block(X, y, theta, clip)
     for _ in range(2):  # buffers are reused: a second call gives the same answer
         total, clipped = sums(theta)
-        # each coordinate is a sum of 2e4 terms: reordering moves it by a few ulp of sum |terms|
-        scale = np.abs(X).T @ np.abs(X @ theta - y)
-        np.testing.assert_array_less(np.abs(total - ref[:-1]), 1e-13 * scale)
+        _assert_summation_order(total, ref[:-1], X, y, theta)
         assert clipped == ref[-1]
 
 
@@ -67,7 +87,7 @@ def test_non_finite_per_example_gradients_are_zeroed_like_the_block_function():
         assert clipped == ref[-1] and np.all(np.isfinite(total))
     X[20] = 0.0  # only the overflowing norm is left: the fast path zeroes it too
     total, clipped = LeastSquaresSums(X, y, 1.0)(theta)
-    ref = least_squares_block(X, y, theta, 1.0, row_norms(X))
+    ref = least_squares_block(np.asfortranarray(X), y, theta, 1.0, row_norms(X))
     np.testing.assert_array_equal(total, ref[:-1])
     assert clipped == ref[-1]
 

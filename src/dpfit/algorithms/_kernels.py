@@ -20,8 +20,10 @@ summation order). The caller divides by its public n and adds the noise on the d
 Least squares in memory (DP-GD, every step) has a faster route, :class:`LeastSquaresSums`:
 the same per-record arithmetic on row blocks small enough to stay in cache between the
 residuals X_b theta - y_b and the gradient X_b^T w_b, in buffers allocated once, so a step
-reads X from memory once and allocates nothing of size n. Only the order in which the blocks'
-gradient sums are added differs from the whole-array block function.
+reads X from memory once and allocates nothing of size n; an X that fits in cache is one block,
+on a column-major copy of X (faster matrix-vector products at few columns). Only summation
+order (of the blocks' gradient sums, or of each dot product's terms) differs from the
+whole-array block function.
 
 The least-squares kernels live here; the two-stage ones in :mod:`._iv_kernels`, the
 per-example loss ones in :mod:`._loss_kernels` (both re-exported here), and how a block
@@ -150,7 +152,14 @@ class LeastSquaresSums:
     factor, exactly), then X^T r.
 
     * X of at most 8 MiB (it stays in the last-level cache between the two passes): one
-      block, exactly :func:`least_squares_block`'s arithmetic, bit for bit;
+      block, on a column-major (Fortran-order) copy of X made once here. Both passes
+      (X theta and X^T r) are matrix-vector products over the n-long columns, which BLAS
+      runs about twice as fast as over the rows of a row-major X with few columns
+      (``benchmarks/bench_gemv_layout.py``). The copy is the one extra memory of the kernel
+      (at most 8 MiB, none if X is already column-major); whether it is made depends on the
+      public shape of X only. The arithmetic is :func:`least_squares_block`'s on that copy,
+      bit for bit: against the row-major X only the order of each dot product's terms
+      differs (a few ulp);
     * larger X: row blocks small enough to stay in a core's cache, X_b^T r_b added up block
       by block while X_b is still there, so a step reads X from memory once instead of
       twice. Only the order in which the block sums are added differs (a few ulp of the
@@ -165,8 +174,10 @@ class LeastSquaresSums:
         self._X, self._y, self._clip = X, y, clip
         self._x_norms = None if clip is None else _row_norms_chunked(X)
         thresholds = None if clip is None else residual_thresholds(self._x_norms, clip)
-        if block_rows is None:
-            block_rows = n if X.nbytes <= _ONE_BLOCK_BYTES else cache_block_rows(p)
+        if block_rows is None and X.nbytes <= _ONE_BLOCK_BYTES:
+            X, block_rows = np.asfortranarray(X), n  # column-major passes (class docstring)
+        elif block_rows is None:
+            block_rows = cache_block_rows(p)
         rows = min(n, block_rows)
         r, norms, mask = np.empty(rows), np.empty(rows), np.empty(rows, dtype=bool)
         self._part = np.empty(p)
