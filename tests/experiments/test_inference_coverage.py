@@ -74,3 +74,11 @@ def test_claim_holds_at_quick_scale(tmp_path):
 
 def test_width_target_skips_n_outside_the_valid_regime():
     assert _width_claim(_cell(300, 5.0, 11.0, warned=1.0)).passed  # n = 300: no width target
+
+
+def test_review_designs_warn_where_the_meat_is_noise():
+    # the review's strong-intercept design: the released Omega is noise-dominated and the
+    # fit says so (measured: every one of 100 fits warned, docs/inference.md)
+    trial = get("inference-coverage-review").trial
+    for seed in range(3):
+        assert trial({"design": "intercept50", "n": 5000, "rho": 0.1}, seed)["warned"] == 1.0
