@@ -72,7 +72,9 @@ class PrivateDataLoader:
     """Yields ``(inputs, targets)`` batches of the library's sampler, one per private step.
 
     Each batch is handed to the :class:`DPOptimizer` as it is yielded; ``step()`` uses it
-    once. ``iter(loader)`` runs one epoch.
+    once. ``iter(loader)`` runs one epoch; an epoch started before the previous one ended
+    (after a ``break``) is refused at its first batch, since its steps are not the next noise
+    steps. Stopping early for good is fine: fewer participations only lower the sensitivity.
     """
 
     def __init__(self, dataset: Any, sampler: Any, collate_fn: Callable, optimizer: DPOptimizer):
@@ -89,8 +91,9 @@ class PrivateDataLoader:
         return len(self.sampler)
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        # Single-process DataLoader: the sampler's ``last_step`` is the batch just collated.
         for inputs, targets in self._loader:
-            self._optimizer._offer(inputs, targets)
+            self._optimizer._offer(inputs, targets, self.sampler.last_step)
             yield inputs, targets
 
 

@@ -3,7 +3,9 @@
 Phases of one :meth:`DPOptimizer.step` (after Opacus' ``DPOptimizer``):
 
 1. *take the batch*: the one the private data loader (:class:`PrivateDataLoader`) yielded
-   last, each batch exactly once; there is no way to hand the step a gradient;
+   last, each batch exactly once, and only if its sampler step is the stream's next noise
+   step (a record must join exactly the steps the noise was calibrated for); there is no way
+   to hand the step a gradient;
 2. *clip*: per-example gradients (book-keeping or ``torch.func``), clipped to the charged
    ``clip`` and summed with a proven rounding bound that the charge includes
    (:mod:`dpfit.torch._clipping`);
@@ -83,7 +85,7 @@ class DPOptimizer(torch.optim.Optimizer):
             raise ValueError(
                 f"the model has {dim} trainable parameters, the stream dim={stream.dim}"
             )
-        self._pending: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._pending: tuple[torch.Tensor, torch.Tensor, int] | None = None
 
     # torch.optim.Optimizer interface, delegated to the wrapped optimizer -------------------
     @property
@@ -137,8 +139,24 @@ class DPOptimizer(torch.optim.Optimizer):
         """The charged noise stream."""
         return self._stream
 
-    def _offer(self, inputs: torch.Tensor, targets: torch.Tensor) -> None:
-        """Called by the private data loader with the batch it is about to yield."""
+    def _check_position(self, step: int) -> None:
+        """Refuse a batch of sampler step ``step`` unless it is the next noise step.
+
+        The sensitivity is that of the sampler's pattern (a record at steps i, i + b, ...;
+        or group g at steps = g mod groups): a batch of another step, e.g. a new epoch begun
+        after a ``break``, would put its records at steps the noise was not calibrated for.
+        """
+        if step != self._stream.step:
+            raise RuntimeError(
+                f"this batch belongs to sampler step {step} but the next noise step is "
+                f"{self._stream.step}: an epoch was left early and a new one started (or "
+                "steps were skipped); the noise is calibrated for the sampler's order of steps "
+                "only. Finish each epoch, or stop training for good"
+            )
+
+    def _offer(self, inputs: torch.Tensor, targets: torch.Tensor, step: int) -> None:
+        """Called by the private data loader with the batch of sampler ``step`` it is about to
+        yield."""
         if self._pending is not None:
             raise RuntimeError(
                 "the previous batch was not used: call optimizer.step() once per batch "
@@ -146,7 +164,8 @@ class DPOptimizer(torch.optim.Optimizer):
             )
         if inputs.shape[0] > self._max_summands:
             raise RuntimeError("a batch exceeds the number of summands the noise assumes")
-        self._pending = (inputs, targets)
+        self._check_position(step)
+        self._pending = (inputs, targets, step)
 
     def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
         """Take the loader's batch, clip, privatise, average and update.
@@ -171,12 +190,13 @@ class DPOptimizer(torch.optim.Optimizer):
                 "step() needs a fresh batch from the private data loader (each batch is "
                 "used exactly once)"
             )
+        self._check_position(self._pending[2])  # the stream may have moved since the offer
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
         check_optimizer_params(self.original_optimizer, self._model)  # add_param_group
-        inputs, targets = self._pending
+        inputs, targets, _ = self._pending
         self._pending = None
         flat, _ = clipped_sum(  # the clipped count is non-private: not kept
             self._model, self._loss_fn, inputs, targets, self._clip, exact=self._exact_sum

@@ -3,6 +3,10 @@
 Both draw their randomness from the public side of a :class:`dpfit.mechanisms.NoiseSource`
 (never from the data) and yield lists of record indices, one list per step, epoch by epoch
 (``iter(sampler)`` gives the next epoch; once every step is used, iteration raises).
+Each batch's global step, epoch x steps per epoch + slot, is kept in ``last_step`` while the
+batch is out, so the optimizer can refuse a batch whose step is not the next noise step (an
+epoch restarted after a ``break`` would otherwise put records at steps the noise was not
+calibrated for).
 
 ==========================  ==================================================================
 sampler                     pattern (declared to the noise)
@@ -35,6 +39,7 @@ class _Sampler:
     def __init__(self, *, per_epoch: int, epochs: int) -> None:
         self.per_epoch, self.epochs = per_epoch, epochs
         self._epoch = 0
+        self.last_step: int | None = None  # global step of the batch yielded last
 
     @property
     def steps(self) -> int:
@@ -53,7 +58,9 @@ class _Sampler:
         epoch = self._epoch
         self._epoch += 1
         for slot in range(self.per_epoch):
-            yield self._batch(epoch, slot)
+            batch = self._batch(epoch, slot)
+            self.last_step = epoch * self.per_epoch + slot
+            yield batch
 
     def _batch(self, epoch: int, slot: int) -> list[int]:  # pragma: no cover - abstract
         raise NotImplementedError
