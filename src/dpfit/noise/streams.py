@@ -269,6 +269,7 @@ def correlated_noise(
         need = fft_workspace_bytes(mechanism.steps, dim)
     else:
         need = 8 * mechanism.cache_rows * dim
+    original = mechanism
     if mode == "auto":
         mechanism, choice = _choose(
             mechanism, participations, separation, order, need, max_buffer_bytes
@@ -292,7 +293,8 @@ def correlated_noise(
             reason="exact: requested mode",
         )
     sensitivity = requested
-    if choice.mechanism != choice.requested:
+    # By identity, not name: a mechanism may carry the substitute's name (issue 16).
+    if mechanism is not original:
         sensitivity = release_sensitivity(
             mechanism, clip=clip, batch_size=batch_size, relation=ledger.relation, **pattern
         )
