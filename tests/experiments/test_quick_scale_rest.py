@@ -20,6 +20,7 @@ REST = (
     "inference-coverage-diagnostics",
     "inference-coverage-extremes",
     "inference-coverage-rho-ends",
+    "inference-coverage-review",
     "friendlycore-2sls",
 )
 
