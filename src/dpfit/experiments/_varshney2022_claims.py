@@ -282,32 +282,47 @@ def p5_claim(results: pd.DataFrame) -> ClaimResult:
 
 # -- P7 ----------------------------------------------------------------------------------------
 _P7_RATIO, _P7_MARGIN_OVERSHOOT, _P7_LITERAL_OVERSHOOT = 10.0, 2.0, 4.0
+#: P7: the "small N" at which the literal threshold blows the error up (larger N: reported).
+_P7_SMALL_N = 2**17
+
+
+def _log_median_ratio(a: np.ndarray) -> np.ndarray:
+    """log(median of column 0 / median of column 1) over the replicate axis."""
+    return np.log(np.median(a[..., 0], axis=-1) / np.median(a[..., 1], axis=-1))
 
 
 def p7_claim(results: pd.DataFrame) -> ClaimResult:
-    cells = medians(results, ["n"], ["excess_paper", "excess_literal"])
-    ratios = cells["excess_literal"] / cells["excess_paper"]
+    """P7: at small N (<= 2^17) the literal threshold's median excess is >= 10x the margin's,
+    the log ratio above log 10 by 3 bootstrap s.e. (at larger N the blow-up fades: reported,
+    not asserted); the worst overshoots (extremes over every run, non-private diagnostics)
+    are compared with fixed levels."""
+    cols = ["excess_literal", "excess_paper"]
+    logs = {n: point(g, cols, _log_median_ratio) for n, g in results.groupby("n", sort=True)}
     margin_worst = float(results["overshoot_paper"].max())
     literal_worst = float(results["overshoot_literal"].max())
-    numbers = {
-        f"median literal/margin at N={n}": float(r) for n, r in zip(cells["n"], ratios, strict=True)
-    }
+    numbers = {}
+    for n, est in logs.items():
+        numbers[f"median literal/margin at N={n}"] = float(np.exp(est.value))
+        numbers[f"log ratio se at N={n}"] = est.se
     numbers.update(
         {
             "worst gamma/max residual, margin": margin_worst,
             "worst gamma/max residual, literal": literal_worst,
         }
     )
+    small = [e for n, e in logs.items() if n <= _P7_SMALL_N]
+    blow_up = bool(small) and all(np.isfinite(e.se) and e.above(np.log(_P7_RATIO)) for e in small)
     return ClaimResult(
         passed=bool(
-            (ratios >= _P7_RATIO).all()
+            blow_up
             and margin_worst <= _P7_MARGIN_OVERSHOOT
             and literal_worst >= _P7_LITERAL_OVERSHOOT
         ),
         numbers=numbers,
         detail=(
-            "median excess with theta = s over median with theta = s - Gamma' >= 10 at every N; "
-            "DP-STAT's level over the true largest residual (non-private diagnostic) stays <= 2 "
-            "with the margin (fix D3) and reaches >= 4 with the literal threshold"
+            "median excess with theta = s over median with theta = s - Gamma' >= 10 at every "
+            f"N <= 2^17 (log ratio above log 10 by {Z:g} bootstrap s.e.); DP-STAT's level over "
+            "the true largest residual (non-private diagnostic) stays <= 2 with the margin "
+            "(fix D3) and reaches >= 4 with the literal threshold"
         ),
     )

@@ -256,8 +256,8 @@ EXPERIMENTS = [
         [
             Claim(
                 name="P7 literal threshold",
-                statement="literal theta = s: median excess >= 10x the margin's, overshoot >= 4; "
-                "margin: overshoot <= 2",
+                statement="literal theta = s: at small N (<= 2^17) median excess >= 10x the "
+                "margin's (by 3 s.e. on the log scale), overshoot >= 4; margin: overshoot <= 2",
                 evaluate=p7_claim,
             )
         ],
