@@ -81,6 +81,9 @@ _CHUNK_ROWS = 8192
 #: the last-level cache between the two passes anyway, and one block has the least overhead
 #: (measured: splitting a 1e5 x 10 X into blocks of 16384 rows costs 15% more per step).
 #: Otherwise its blocks are cache-sized (:func:`~._kernel_runs.cache_block_rows`).
+#: Column-major passes only up to this many columns (measured: faster at p = 10, not at
+#: p = 100; benchmarks/README.md).
+_COLUMN_MAJOR_MAX_P = 32
 _ONE_BLOCK_BYTES = 2**23
 
 
@@ -152,7 +155,8 @@ class LeastSquaresSums:
     factor, exactly), then X^T r.
 
     * X of at most 8 MiB (it stays in the last-level cache between the two passes): one
-      block, on a column-major (Fortran-order) copy of X made once here. Both passes
+      block; with at most 32 columns, on a column-major (Fortran-order) copy of X made once
+      here (at p = 100 the copy was not faster on a quiet machine). Both passes
       (X theta and X^T r) are matrix-vector products over the n-long columns, which BLAS
       runs about twice as fast as over the rows of a row-major X with few columns
       (``benchmarks/bench_gemv_layout.py``). The copy is the one extra memory of the kernel
@@ -174,8 +178,10 @@ class LeastSquaresSums:
         self._X, self._y, self._clip = X, y, clip
         self._x_norms = None if clip is None else _row_norms_chunked(X)
         thresholds = None if clip is None else residual_thresholds(self._x_norms, clip)
-        if block_rows is None and X.nbytes <= _ONE_BLOCK_BYTES:
+        if block_rows is None and X.nbytes <= _ONE_BLOCK_BYTES and p <= _COLUMN_MAJOR_MAX_P:
             X, block_rows = np.asfortranarray(X), n  # column-major passes (class docstring)
+        elif block_rows is None and X.nbytes <= _ONE_BLOCK_BYTES:
+            block_rows = n
         elif block_rows is None:
             block_rows = cache_block_rows(p)
         rows = min(n, block_rows)
