@@ -13,76 +13,38 @@ scale of ``inference-coverage`` every (n, rho) cell of issue 14's grid is measur
 
 from __future__ import annotations
 
-from .inference_coverage import DESIGNS, WIDTH_CLAIM, _claim, _grid, _plot, _trial
-from .registry import Claim, Experiment, register
+from .inference_coverage import DESIGNS, _grid, coverage_experiment
 
 __all__ = ["EXPERIMENT", "RHO_ENDS"]
 
 
-EXPERIMENT = register(
-    Experiment(
-        name="inference-coverage-extremes",
-        paper="dpfit issue 14 (beyond the papers: population intervals)",
-        figure="coverage table, n = 300 and 2e5 rows (docs/inference.md)",
-        description=(
-            "The inference-coverage trial at rho = 0.5 and n = 300 (outside the valid "
-            "regime: the library should warn) and n = 2e5 (the large-n width target)."
-        ),
-        grid={
-            "smoke": _grid([300], [0.5], ("isotropic",)),
-            "quick": _grid([300, 200000], [0.5], DESIGNS),
-            "paper": _grid([300, 200000], [0.5], DESIGNS),
-        },
-        replicates={"smoke": 2, "quick": 100, "paper": 400},
-        trial=_trial,
-        privacy="Each trial is one fit at rho (replace-one, public n); seeded noise.",
-        plot=_plot,
-        claims=[
-            Claim(
-                name="population-coverage-extremes",
-                statement=(
-                    "In every cell where the library does not warn (CoverageWarning in fewer "
-                    "than half the fits), coverage of theta* lies in [0.93, 0.97] within 2 "
-                    "Monte Carlo s.e."
-                ),
-                evaluate=_claim,
-            ),
-            WIDTH_CLAIM,
-        ],
-    )
+EXPERIMENT = coverage_experiment(
+    "inference-coverage-extremes",
+    figure="coverage table, n = 300 and 2e5 rows (docs/inference.md)",
+    description=(
+        "The inference-coverage trial at rho = 0.5 and n = 300 (outside the valid "
+        "regime: the library should warn) and n = 2e5 (the large-n width target)."
+    ),
+    grid={
+        "smoke": _grid([300], [0.5], ("isotropic",)),
+        "quick": _grid([300, 200000], [0.5], DESIGNS),
+        "paper": _grid([300, 200000], [0.5], DESIGNS),
+    },
+    claim="population-coverage-extremes",
 )
 
-
-RHO_ENDS = register(
-    Experiment(
-        name="inference-coverage-rho-ends",
-        paper="dpfit issue 14 (beyond the papers: population intervals)",
-        figure="coverage table, n = 300 and 2e5 at rho = 0.05 and 5 (docs/inference.md)",
-        description=(
-            "The inference-coverage trial at n = 300 and 2e5 with rho = 0.05 and 5: the "
-            "cells of the (n, rho) grid that neither the quick scale of inference-coverage "
-            "nor inference-coverage-extremes runs."
-        ),
-        grid={
-            "smoke": _grid([300], [5.0], ("isotropic",)),
-            "quick": _grid([300, 200000], [0.05, 5.0], DESIGNS),
-            "paper": _grid([300, 200000], [0.05, 5.0], DESIGNS),
-        },
-        replicates={"smoke": 2, "quick": 100, "paper": 400},
-        trial=_trial,
-        privacy="Each trial is one fit at rho (replace-one, public n); seeded noise.",
-        plot=_plot,
-        claims=[
-            Claim(
-                name="population-coverage-rho-ends",
-                statement=(
-                    "In every cell where the library does not warn (CoverageWarning in fewer "
-                    "than half the fits), coverage of theta* lies in [0.93, 0.97] within 2 "
-                    "Monte Carlo s.e."
-                ),
-                evaluate=_claim,
-            ),
-            WIDTH_CLAIM,
-        ],
-    )
+RHO_ENDS = coverage_experiment(
+    "inference-coverage-rho-ends",
+    figure="coverage table, n = 300 and 2e5 at rho = 0.05 and 5 (docs/inference.md)",
+    description=(
+        "The inference-coverage trial at n = 300 and 2e5 with rho = 0.05 and 5: the "
+        "cells of the (n, rho) grid that neither the quick scale of inference-coverage "
+        "nor inference-coverage-extremes runs."
+    ),
+    grid={
+        "smoke": _grid([300], [5.0], ("isotropic",)),
+        "quick": _grid([300, 200000], [0.05, 5.0], DESIGNS),
+        "paper": _grid([300, 200000], [0.05, 5.0], DESIGNS),
+    },
+    claim="population-coverage-rho-ends",
 )
