@@ -62,7 +62,7 @@ CLI_MISTAKES = {
     "plot suffix": (["fit", "{good}", *FIT, *BOUNDS, "--plot", "out.xyz"], ["--plot"]),
     "plot under a file": (["fit", "{good}", *FIT, *BOUNDS, "--plot", "{file_as_dir}"], ["--plot"]),
     "plot without intervals": (
-        ["fit", "{good}", *FIT, *BOUNDS, "--method", "adassp", "--plot", "p.png"],
+        ["fit", "{good}", *FIT, *BOUNDS, "--method", "ambssgd", "--plot", "p.png"],
         ["--plot"],
     ),
     "rho negative": (["fit", "{good}", *FIT, *BOUNDS, "--rho", "-1"], ["rho"]),

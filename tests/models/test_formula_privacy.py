@@ -125,6 +125,9 @@ def test_declared_levels_not_the_data_fix_the_terms(frame):
     assert list(res.names) == ["Intercept", "x", "g[T.b]", "g[T.c]"]
 
 
+@pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
+    "ignore:The released second moment of the clipped gradients:dpfit.exceptions.CoverageWarning"
+)
 def test_indicator_columns_get_bounds_zero_one(frame):
     res = dpfit.ols(
         f"y ~ x + {G}",
@@ -156,6 +159,9 @@ def _with_outsider(frame, x, y, g="zzz"):
     return df
 
 
+@pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
+    "ignore:The released second moment of the clipped gradients:dpfit.exceptions.CoverageWarning"
+)
 @pytest.mark.parametrize("declare", ["levels", "dtype"])
 def test_a_value_outside_the_declared_levels_is_the_zero_record(frame, declare):
     """The outsider's other values do not matter (it adds nothing to any sum), and it is not

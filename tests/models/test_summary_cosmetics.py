@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import dpfit
 from dpfit import DPIVRegression
@@ -33,6 +34,9 @@ def test_student_t_interval_keeps_t():
     assert list(summary.table.columns[1:4]) == ["std err", "t", "P>|t|"]
 
 
+@pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
+    "ignore:The released second moment of the clipped gradients:dpfit.exceptions.CoverageWarning"
+)
 def test_bounds_check_counts_are_shown_clamped_at_zero():
     # Every record is inside its bounds, so each shown count is noise around 0; across these
     # seeds and three counts per fit (x, y, zero records) some noisy counts are negative.

@@ -60,6 +60,9 @@ def test_a_charge_beyond_the_total_changes_nothing(store):
     assert budget.spent == pytest.approx(0.75) and len(budget.history()) == 1
 
 
+@pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
+    "ignore:The released second moment of the clipped gradients:dpfit.exceptions.CoverageWarning"
+)
 def test_history_lists_every_release_with_mechanism_and_rho(store, frame):
     budget = dpfit.Budget.open(store, dataset="frame", rho=1.0)
     res = dpfit.ols(
