@@ -68,3 +68,47 @@ def test_report_renders_with_figures_and_claims(tmp_path, harness):
     (report.html.parent / "figures" / "harness-failing-1.png").unlink()
     dom = _chromium(tmp_path / "profile", "--dump-dom", url).stdout
     assert len(re.findall(r'<img [^>]*class="broken"', dom)) == 1
+
+
+#: Appended to a copy of the page: after layout, how far the page is wider than the window.
+_MEASURE = (
+    "<script>const e = document.documentElement;"
+    "document.body.dataset.overflow = e.scrollWidth - e.clientWidth;</script>"
+)
+
+
+def _overflow(user_dir, page, html: str, width: int) -> int:
+    """Pixels by which ``html`` scrolls sideways in a ``width``-pixel Chromium window."""
+    page.write_text(html.replace("</body>", _MEASURE + "</body>"))
+    dom = _chromium(user_dir, f"--window-size={width},900", "--dump-dom", page.as_uri()).stdout
+    return int(re.search(r'data-overflow="(-?\d+)"', dom).group(1))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="BROWSER TEST SKIPPED: chromium is not installed")
+def test_report_does_not_scroll_sideways_in_a_narrow_window(tmp_path, harness):
+    """Wide results tables (many long parameter names) and long claim numbers scroll inside
+    their own box; the page itself fits a 800-pixel window. Negative control: without the
+    report's ``.scroll`` rule the same page is wider than the window."""
+    import dataclasses
+
+    wide = dataclasses.replace(
+        harness.COUNTING,
+        name="harness-wide",
+        grid={
+            s: [{"x": 1.0, **{f"a_rather_long_parameter_name_{k}": 1234567.891 for k in range(12)}}]
+            for s in ("smoke", "quick", "paper")
+        },
+    )
+    result = run(
+        ["mechanism-check", wide, harness.FAILING],
+        scale="smoke",
+        store_path=tmp_path / "s.sqlite",
+        jobs=1,
+        progress=False,
+    )
+    html = write_report(result, tmp_path / "report").html.read_text()
+    page = tmp_path / "report" / "measured.html"
+    assert _overflow(tmp_path / "profile", page, html, 800) == 0
+    unboxed = html.replace(".scroll { overflow-x: auto; max-width: 100%; }", "")
+    assert unboxed != html
+    assert _overflow(tmp_path / "profile", page, unboxed, 800) > 100
