@@ -56,10 +56,19 @@ def _p1(ratio, slope_scale=1.0):
     return pd.DataFrame({"d": 8, "n": n, "rate": rate, "excess_practical": excess})
 
 
-def test_p1_claims_can_fail():
-    assert v.p1_band(_p1(1.2)).passed and v.p1_slope(_p1(1.2)).passed
-    assert not v.p1_band(_p1(5.0)).passed
-    assert not v.p1_slope(_p1(1.2, slope_scale=0.5)).passed  # error falling like N^-0.5
+@pytest.mark.negative_control("varshney2022-p1", "P1 band")
+def test_p1_band_can_fail():
+    """Three identical replicates per cell: the bootstrap s.e. is 0, so only the band decides."""
+    assert v.p1_band(_p1(1.2)).passed
+    assert not v.p1_band(_p1(5.0)).passed  # privacy still five times the statistical rate
+    assert not v.p1_band(_p1(0.2)).passed  # below least squares (sigma^2 d / 2N)
+
+
+@pytest.mark.negative_control("varshney2022-p1", "P1 slope")
+def test_p1_slope_can_fail():
+    assert v.p1_slope(_p1(1.2)).passed
+    assert not v.p1_slope(_p1(1.2, slope_scale=1.5)).passed  # error falling like N^-0.5
+    assert not v.p1_slope(_p1(1.2, slope_scale=0.5)).passed  # like N^-1.5: too steep
 
 
 def _p2(a_d, a_n, a_eps):
@@ -82,33 +91,56 @@ def _p2(a_d, a_n, a_eps):
     return pd.DataFrame(rows)
 
 
-def test_p2_claim_can_fail():
+@pytest.mark.negative_control("varshney2022-p2", "P2 exponents")
+@pytest.mark.parametrize(
+    "exponents",
+    [
+        (3.0, -1.8, -2.0),  # d^3: the SSP-like rate
+        (1.0, -1.8, -2.0),  # linear in d
+        (2.0, -1.0, -2.0),  # privacy error falling like 1/N only
+        (2.0, -2.6, -2.0),  # falling faster than the band allows
+        (2.0, -1.8, -1.0),  # 1/eps
+        (2.0, -1.8, -3.0),  # 1/eps^3
+    ],
+)
+def test_p2_claim_can_fail(exponents):
+    """Each table breaks one exponent's band on one side; replicates differ by 1%, so the
+    bootstrap s.e. of each exponent (0.003-0.006) is far below the 0.5-0.65 by which it
+    misses its band."""
     good = v.p2_exponents(_p2(2.0, -1.8, -2.0))
     assert good.passed and good.numbers["a_d"] == pytest.approx(2.0, abs=0.01)
-    assert not v.p2_exponents(_p2(3.0, -1.8, -2.0)).passed  # d^3: the SSP-like rate
-    assert not v.p2_exponents(_p2(2.0, -1.0, -2.0)).passed
-    assert not v.p2_exponents(_p2(2.0, -1.8, -1.0)).passed
+    assert not v.p2_exponents(_p2(*exponents)).passed
 
 
-def _p3(baseline_power):
+def _p3(baseline_power, *, power=2.0, at_zero=0.0, ssgd_power=None):
+    """P3 rows, one per sigma: DP-AMBSSGD's excess 1e-4 sigma^power (``at_zero`` at sigma = 0),
+    the baselines' 1e-3 sigma^baseline_power (power 0: a floor)."""
     rows = []
+    ssgd_power = baseline_power if ssgd_power is None else ssgd_power
     for sigma in (0.0, 1e-3, 1e-2, 1e-1, 1.0):
-        base = 1e-3 * max(sigma, 1e-6) ** baseline_power
         rows.append(
             dict(
-                sigma=sigma, excess_paper=1e-4 * sigma**2, excess_fixed_clip=base, excess_ssgd=base
+                sigma=sigma,
+                excess_paper=1e-4 * sigma**power if sigma > 0 else at_zero,
+                excess_fixed_clip=1e-3 * max(sigma, 1e-6) ** baseline_power,
+                excess_ssgd=1e-3 * max(sigma, 1e-6) ** ssgd_power,
             )
         )
     return pd.DataFrame(rows)
 
 
+@pytest.mark.negative_control("varshney2022-p3", "P3 sigma adaptivity")
 def test_p3_claim_can_fail():
+    """Each table breaks one of the three properties and keeps the other two."""
     assert v.p3_claim(_p3(0.0)).passed
+    assert not v.p3_claim(_p3(0.0, power=1.0)).passed  # excess like sigma, not sigma^2
+    assert not v.p3_claim(_p3(0.0, power=3.0)).passed  # like sigma^3
+    assert not v.p3_claim(_p3(0.0, at_zero=1e-6)).passed  # an error floor at sigma = 0
     assert not v.p3_claim(_p3(2.0)).passed  # baselines that also scale like sigma^2
-    broken = _p3(0.0).assign(excess_paper=lambda f: 1e-4 * f["sigma"] + 1e-6)
-    assert not v.p3_claim(broken).passed  # slope 1 and a floor at sigma = 0
+    assert not v.p3_claim(_p3(0.0, ssgd_power=2.0)).passed  # DP-SSGD alone does not floor
 
 
+@pytest.mark.negative_control("varshney2022-p7", "P7 literal threshold")
 def test_p7_claim_can_fail():
     n = np.repeat([2**15, 2**17], 4)
     good = pd.DataFrame(
@@ -117,6 +149,7 @@ def test_p7_claim_can_fail():
     assert v.p7_claim(good).passed
     assert not v.p7_claim(good.assign(excess_literal=2e-3)).passed
     assert not v.p7_claim(good.assign(overshoot_paper=3.0)).passed
+    assert not v.p7_claim(good.assign(overshoot_literal=3.0)).passed  # no overshoot to blame
     # a 15x blow-up with run-to-run spread exp(N(0, 1.5^2)) over 4 runs: medians 12-12.5x, not
     # established at 3 s.e. of the log ratio (0.4-1.0 here)
     spread = np.exp(1.5 * np.random.default_rng(7).standard_normal(len(good)))
@@ -146,13 +179,19 @@ def _p45(ours, baseline, *, ds=(2, 4, 8, 16), ns=None, reps=3, seed=0):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.negative_control("varshney2022-p4", "P4 d-slope")
 def test_p4_claim_can_fail():
+    """5 runs per d with 5% log-normal noise: the slope's bootstrap s.e. is 0.014, so a slope
+    of 1 or 3 is about 70 s.e. from 2 while the d^2 table's 2.01 agrees."""
     one_n = {"ns": [2**18], "reps": 5}
     assert v.p4_claim(_p45(lambda d, n: 50 * d**2 / n**2, lambda d, n: d**3 / n**2, **one_n)).passed
     linear = _p45(lambda d, n: 50 * d / n**2, lambda d, n: d**3 / n**2, **one_n)
     assert not v.p4_claim(linear).passed
+    cubic = _p45(lambda d, n: 50 * d**3 / n**2, lambda d, n: d**3 / n**2, **one_n)
+    assert not v.p4_claim(cubic).passed
 
 
+@pytest.mark.negative_control("varshney2022-p5", "P5 sample complexity")
 def test_p5_claim_can_fail():
     """N* (privacy error = d / N) ~ d when the privacy error is d^2 / N^2, ~ d^2 when it is
     d^3 / N^2; the fitted N* are exact under 5% noise. Negative controls: baselines no worse
