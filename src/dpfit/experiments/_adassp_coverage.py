@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
+from ..inference.whitened import inverse_sqrt
 from ..models import DPLinearRegression
 from .inference_coverage import DESIGNS, Z95, _draw, _robust_ols, _scaled
 
@@ -108,8 +109,7 @@ def clip_check(designs: tuple[str, ...], n: int = 200_000) -> pd.DataFrame:
         k = D.shape[1]
         e = ys - D @ np.linalg.lstsq(D, ys, rcond=None)[0]
         H = D.T @ D / n
-        values, vectors = np.linalg.eigh(H)
-        P = (vectors / np.sqrt(values)) @ vectors.T
+        P = inverse_sqrt(H)
         g = (D @ P) * e[:, None]
         norms = np.linalg.norm(g, axis=1)
         Hinv, Pinv = np.linalg.inv(H), np.linalg.inv(P)

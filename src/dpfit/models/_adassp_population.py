@@ -27,7 +27,8 @@ Releases, in this order (shares of ``rho``; s = ``moment_share``, default 0.2):
 
 1. AdaSSP itself ([1 - s]: lambda_min, X'X and X'y, a third each).
 2. A residual scale q~ = (1/n) sum min(e_i^2, 1) + noise at the AdaSSP estimate
-   ([s / 8]; one term moves by at most 1, so the sensitivity is 1 / n).
+   ([s / 8]; one term moves by at most 1, so the sensitivity is 1 / n;
+   :func:`~dpfit.inference.whitened.release_mean`, as for the DP-GD default's clip).
 3. The share f~ of responses at the public y bounds (|y_i| = 1 after rescaling: clipped)
    ([s / 16]; sensitivity 1 / n). AdaSSP fits the clipped responses, whose least-squares
    coefficient moves away from theta* when clipping is uneven (heavy tails,
@@ -35,6 +36,7 @@ Releases, in this order (shares of ``rho``; s = ``moment_share``, default 0.2):
    f~ sqrt(n) > 1 (:data:`CLIPPED_Y_LIMIT`).
 4. Omega~ = (1/n) sum g_i g_i' of the whitened gradients g_i = clip_C(P d_i e_i), P =
    H~^-1/2 from the released X'X (post-processing), C = 6 sqrt(k) sqrt(q~)
+   (:func:`~dpfit.inference.whitened.gradient_clip`)
    ([13 s / 16]; :func:`~dpfit.inference.population.release_second_moment`, sensitivity
    sqrt(2) C^2 / n). Whitening makes ||P d_i|| about sqrt(k) for every design, so a clip
    relative to the residual scale rarely binds and the noise stays small against Omega.
@@ -45,13 +47,16 @@ Releases, in this order (shares of ``rho``; s = ``moment_share``, default 0.2):
 
 Covariance around theta*: V = Hs^-1 Omega_d Hs^-1 / n + Hs^-1 N Hs^-1 + beta beta', with Hs
 the released H~ de-spread and raised to one noise s.d. (:meth:`NoisyMoment.shrunk`, the
-bread), Omega_d = P^-1 Omega~ P^-1, N the noise law above at theta_ad, and beta =
+bread), Omega_d = P^-1 Os P^-1 with Os the released Omega~ given the same treatment (the
+sandwich of the DP-GD default, :func:`~dpfit.inference.whitened.whitened_sandwich`), N the
+noise law above at theta_ad, and beta =
 (lambda / n) Hs^-1 theta_ad the ridge's estimated bias, added as a square so that the
 normal interval keeps its level when the ridge binds (a root-mean-squared-error interval).
 Normal quantiles. Everything after the releases is post-processing, including the
 ``CoverageWarning`` checks: the ridge is not negligible against the released smallest
-eigenvalue, the bread is not identified, the released Omega is noisy, or many responses
-were clipped to the y bounds.
+eigenvalue, the bread is not identified, the released Omega has an eigenvalue within two
+noise s.d. of zero (:meth:`NoisyMoment.unidentified`: its noise dominates the meat there),
+or many responses were clipped to the y bounds.
 """
 
 from __future__ import annotations
@@ -72,8 +77,15 @@ from ..inference.population import (
     release_second_moment,
     sandwich,
 )
-from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
-from ..privacy import PrivacyLedger, mean_sensitivity
+from ..inference.whitened import (
+    NOISY_MEAT,
+    gradient_clip,
+    inverse_sqrt,
+    release_mean,
+    whitened_sandwich,
+)
+from ..mechanisms import NoiseSource, clip_rows
+from ..privacy import PrivacyLedger
 
 __all__ = ["ADASSP_LABEL", "ADASSP_MOMENT_SHARE", "resolve_adassp", "run_adassp"]
 
@@ -237,27 +249,25 @@ def _with_population(
     theta = traj.estimate
     H = NoisyMoment(matrix=traj.releases["xtx"] / n, noise_std=traj.config["noise_std_xtx"] / n)
     ridge = float(traj.releases["ridge"][0]) / n
-    P = _inverse_sqrt(H.psd())
+    P = inverse_sqrt(H.psd())
+    release = {"n": n, "ledger": ledger, "rng": source}
     with np.errstate(all="ignore"):
         residuals = y - D @ theta
-    q, q_std = _release_mean(
-        np.minimum(residuals**2, RESIDUAL_CAP),
-        RESIDUAL_CAP,
-        rho * share * SCALE_PART,
-        n,
-        ledger,
-        source,
-        "adassp/residual-scale",
+        scale_sum = np.clip(residuals**2, 0.0, RESIDUAL_CAP).sum()
+    q, q_std = release_mean(
+        scale_sum,
+        cap=RESIDUAL_CAP,
+        rho=rho * share * SCALE_PART,
+        label="adassp/residual-scale",
+        **release,
     )
-    clip = CLIP_MULTIPLIER * math.sqrt(D.shape[1]) * math.sqrt(max(q, q_std))
-    clipped_y, _ = _release_mean(
-        (np.abs(y) >= 1.0 - 1e-12).astype(np.float64),  # at the bound: clipped (public rule)
-        1.0,
-        rho * share * CLIPPED_Y_PART,
-        n,
-        ledger,
-        source,
-        "adassp/clipped-y",
+    clip = gradient_clip(CLIP_MULTIPLIER, D.shape[1], q, q_std)
+    clipped_y, _ = release_mean(
+        np.count_nonzero(np.abs(y) >= 1.0 - 1e-12),  # at the bound: clipped (public rule)
+        cap=1.0,
+        rho=rho * share * CLIPPED_Y_PART,
+        label="adassp/clipped-y",
+        **release,
     )
     Omega = release_second_moment(
         clip_rows((D @ P) * residuals[:, None], clip),
@@ -268,10 +278,8 @@ def _with_population(
         rng=source,
         label="adassp/omega",
     )
+    sampling = whitened_sandwich(H, Omega, P, n)
     bread = H.shrunk()
-    Pinv = np.linalg.inv(P)
-    Op = Omega.psd()
-    sampling = sandwich(bread, Pinv @ Op @ Pinv, n)
     s_b = traj.config["noise_std_xty"] / n
     law = s_b**2 * np.eye(theta.size) + H.noise_std**2 * (
         (theta @ theta) * np.eye(theta.size) + np.outer(theta, theta) - np.diag(theta**2)
@@ -286,7 +294,7 @@ def _with_population(
         description=_description(share, clip),
         parts=parts,
     )
-    checks = _checks(H, Omega, Op, ridge)
+    checks = _checks(H, Omega, ridge)
     if clipped_y * math.sqrt(n) > CLIPPED_Y_LIMIT:
         checks.append(
             f"About {100 * clipped_y:.2g}% of the responses lie at the public y bounds "
@@ -308,33 +316,6 @@ def _with_population(
     }
 
 
-def _inverse_sqrt(matrix: np.ndarray) -> np.ndarray:
-    values, vectors = np.linalg.eigh(matrix)
-    return (vectors / np.sqrt(values)) @ vectors.T
-
-
-def _release_mean(
-    terms: np.ndarray,
-    cap: float,
-    rho: float,
-    n: int,
-    ledger: PrivacyLedger,
-    source: NoiseSource,
-    label: str,
-) -> tuple[float, float]:
-    """(1/n) sum of terms in [0, cap] + Gaussian noise, and the noise s.d.
-
-    One record's term lies in [0, cap], so the mean over the public n moves by at most
-    cap / n (``mean_sensitivity`` with the float rounding allowance, per term).
-    """
-    sens = mean_sensitivity(cap, n, ledger.relation) / ledger.relation.sum_factor
-    std = noise_std_for_rho(sens, rho)
-    with np.errstate(all="ignore"):
-        value = np.array([np.clip(terms, 0.0, cap).sum() / n])
-    noisy = gaussian(value, sensitivity=sens, noise_std=std, ledger=ledger, rng=source, label=label)
-    return float(noisy[0]), std
-
-
 def _description(share: float, clip: float) -> str:
     return (
         "Population interval: estimate +/- z * sqrt(V_sampling + V_privacy + bias^2). "
@@ -348,7 +329,7 @@ def _description(share: float, clip: float) -> str:
     )
 
 
-def _checks(H: NoisyMoment, Omega: NoisyMoment, Op: np.ndarray, ridge: float) -> list[str]:
+def _checks(H: NoisyMoment, Omega: NoisyMoment, ridge: float) -> list[str]:
     """Public messages about the releases that make the interval doubtful (post-processing)."""
     checks = []
     smallest = max(H.min_eigenvalue(), H.identified)
@@ -367,11 +348,6 @@ def _checks(H: NoisyMoment, Omega: NoisyMoment, Op: np.ndarray, ridge: float) ->
             "interval may understate the error along it (more records, a larger rho or "
             "tighter bounds help)."
         )
-    rel_noise = Omega.noise_std / max(float(np.diag(Op).min()), 1e-300)
-    if rel_noise > 0.5:
-        checks.append(
-            f"The released gradient second moment is noisy (noise std {rel_noise:.2g} x its "
-            "smallest diagonal entry): the sampling part of the interval is imprecise and "
-            "coverage may fall below nominal."
-        )
+    if Omega.unidentified():
+        checks.append(NOISY_MEAT)
     return checks

@@ -33,22 +33,22 @@ steps are Dask reductions too (docs/dask.md).
 Covariance of the released estimate theta~ = P u~ around the population parameter:
 
     V = Hs^-1 Omega_d Hs^-1 / n   (the sandwich, Hs the shrunk Hh~ of step 4,
-                                   Omega_d = P^-1 Omega~ P^-1 in the design's coordinates;
-                                   :func:`~dpfit.inference.population.sandwich`)
+                                   Omega_d = P^-1 Omega~ P^-1 in the design's coordinates,
+                                   Omega~ shrunk likewise;
+                                   :func:`~dpfit.inference.whitened.whitened_sandwich`)
       + P S_u P / m               (privacy part: the m released batch means' covariance, eq. 12)
 
 with Welch-Satterthwaite degrees of freedom (the privacy part has m - 1). Everything after
-the releases is post-processing, including two checks that warn (``CoverageWarning``) when
+the releases is post-processing, including the checks that warn (``CoverageWarning``) when
 the interval cannot be trusted: the released iterates still drift between the first and the
 second half of the run (:mod:`dpfit.inference.diagnostics`; reported on the population
-covariance as ``drift``), and the released Huber Hessian's smallest eigenvalue is within
-two noise s.d. of zero
+covariance as ``drift``), and the released Huber Hessian's or Omega~'s smallest eigenvalue
+is within two noise s.d. of zero
 (:meth:`~dpfit.inference.population.NoisyMoment.unidentified`).
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from functools import partial
@@ -62,7 +62,14 @@ from ..distributed import check_dask_rows, is_dask, map_rows
 from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
 from ..inference.diagnostics import iterate_drift
-from ..inference.population import population_covariance, release_moment_sum, sandwich
+from ..inference.population import population_covariance, release_moment_sum
+from ..inference.whitened import (
+    NOISY_MEAT,
+    gradient_clip,
+    inverse_sqrt,
+    release_mean,
+    whitened_sandwich,
+)
 from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho
 from ..privacy import PrivacyLedger, mean_sensitivity
 from ._linear_moments import (
@@ -80,11 +87,6 @@ DEFAULT_MOMENT_SHARE = 0.2
 #: Default steps and step size in whitened coordinates.
 PRECONDITIONED_STEPS = 200
 PRECONDITIONED_STEP_SIZE = 0.5
-
-
-def _inverse_sqrt(matrix: np.ndarray) -> np.ndarray:
-    values, vectors = np.linalg.eigh(matrix)
-    return (vectors / np.sqrt(values)) @ vectors.T
 
 
 def _description(m: int, burn_in: int, share: float, clip: float) -> str:
@@ -140,7 +142,7 @@ def run_preconditioned_gd(
         label="gd/xtx",
     )
     Hp = H.psd()
-    P = _inverse_sqrt(Hp)
+    P = inverse_sqrt(Hp)
     Z = map_rows(partial(_whiten, P=P), D, columns=k)  # each record through a public map
     gd_share = 1.0 - share
     if clip is None:  # from a private residual scale (module docstring, step 2)
@@ -171,9 +173,7 @@ def run_preconditioned_gd(
     # the Huber Hessian: the bread for the clipped-loss target
     Hh = release_moment_sum(sums[: triangle(k)], bound=bound, label="gd/huber-hessian", **moment)
     Omega = release_moment_sum(sums[triangle(k) :], bound=clip, label="gd/omega", **moment)
-    Op = Omega.shrunk()  # the meat: the bread's treatment (docs/inference.md)
-    Pinv = np.linalg.inv(P)
-    sampling = sandwich(Hh.shrunk(), Pinv @ Op @ Pinv, n)
+    sampling = whitened_sandwich(Hh, Omega, P, n)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
     privacy = P @ S_u @ P
     drift = iterate_drift(traj.iterates, runs=runs, burn_in=burn_in)
@@ -203,13 +203,7 @@ def run_preconditioned_gd(
             "under-cover (more records, a larger rho or tighter bounds help)."
         )
     if Omega.unidentified():
-        checks.append(
-            "The released second moment of the clipped gradients (the sandwich's meat) has "
-            "an eigenvalue within two noise s.d. of zero: its noise dominates there (the "
-            "clip, set from a private residual scale, is large against the residuals), so "
-            "the sampling part of the interval is imprecise and coverage may be above or "
-            "below nominal (a larger rho or tighter y bounds help)."
-        )
+        checks.append(NOISY_MEAT)
     for message in checks:  # depend on released quantities only
         warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
     return {
@@ -243,8 +237,9 @@ def _private_clip(
 
     A pilot theta_0 = Hp^-1 b~ from b~ = D'y/n + noise (``xty`` = D'y; sensitivity 2 B / n,
     ||d|| <= B, |y| <= 1), then s~^2 = (1/n) sum_i min(r_i^2, 4) + noise at theta_0
-    (sensitivity 4 / n, n the public count), each with ``SCALE_SHARE`` of rho. The pilot's
-    error only inflates s~ (a conservative clip).
+    (sensitivity 4 / n, n the public count; :func:`~dpfit.inference.whitened.release_mean`),
+    each with ``SCALE_SHARE`` of rho. The pilot's error only inflates s~ (a conservative
+    clip); :func:`~dpfit.inference.whitened.gradient_clip` makes the clip.
     """
     n, rho, bound = settings["n"], settings["rho"], settings["row_bound"]
     relation = settings["relation"]
@@ -258,19 +253,16 @@ def _private_clip(
         label="gd/xty-pilot",
     )
     pilot = np.linalg.solve(Hp, b)
-    r2_sum = record_sum(residual_scale_sum, [D, y], (pilot,), width=1)
-    sens = mean_sensitivity(4.0, n, relation) / relation.sum_factor  # one term in [0, 4]
-    floor = noise_std_for_rho(sens, rho * SCALE_SHARE)
-    q = gaussian(
-        r2_sum / n,  # the public n, never the row count (add/remove)
-        sensitivity=sens,
-        noise_std=floor,
+    q, q_std = release_mean(
+        record_sum(residual_scale_sum, [D, y], (pilot,), width=1),  # one term in [0, 4]
+        cap=4.0,
+        rho=rho * SCALE_SHARE,
+        n=n,
         ledger=ledger,
         rng=source,
         label="gd/residual-scale",
     )
-    k = Hp.shape[0]
-    return CLIP_MULTIPLIER * math.sqrt(k) * math.sqrt(max(float(q[0]), floor, 1e-6))
+    return gradient_clip(CLIP_MULTIPLIER, Hp.shape[0], q, q_std)
 
 
 def _whiten(block: np.ndarray, P: np.ndarray) -> np.ndarray:
