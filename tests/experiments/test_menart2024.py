@@ -152,6 +152,9 @@ def _grid_rows(factors: dict[str, float], reps: int = 6) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.negative_control(
+    "menart2024-grid-search", "adaptive beats grid search", "tuning costs"
+)
 def test_grid_search_claims_fail_when_tuning_is_free_or_adaptive_loses():
     """Adaptive GD below the grid search, and the grid search above true-parameter KL-Spider.
     Negative controls: a grid search as good as adaptive GD; one as good as the oracle."""
@@ -193,6 +196,9 @@ def _claim_of(exp_name, claim_name):
     return next(c for c in exp.claims if c.name == claim_name).evaluate
 
 
+@pytest.mark.negative_control(
+    "menart2024-b3", "adaptive beats fixed schedule", "spider trivial", "no private progress"
+)
 def test_b3_claims_fail_when_adaptive_loses_spider_releases_or_progress_is_made():
     """B3 (d > n): adaptive GD below fixed-schedule noisy GD, KL-Spider trivial, no private
     progress. Negative controls for each: adaptive GD 10% above noisy GD at one d, a
@@ -213,6 +219,7 @@ def test_b3_claims_fail_when_adaptive_loses_spider_releases_or_progress_is_made(
     assert not stays(progress).passed
 
 
+@pytest.mark.negative_control("menart2024-b5", "spider beats adaptive at large rho")
 def test_b5_spider_beats_adaptive_claim_fails_when_adaptive_wins_at_large_rho():
     """B5 (kappa < 2): KL-Spider below adaptive GD at the largest rho of both sweeps. Negative
     control: adaptive GD at half KL-Spider's excess there for p = 4."""
@@ -232,9 +239,12 @@ def test_b5_spider_beats_adaptive_claim_fails_when_adaptive_wins_at_large_rho():
     assert not claim(adaptive_wins).passed
 
 
+@pytest.mark.negative_control("menart2024-b1", "adaptive beats spider")
+@pytest.mark.negative_control("menart2024-b2", "adaptive beats spider")
 def test_adaptive_beats_spider_claim_fails_when_spider_wins_one_point():
-    """B0/B1/B2/B4's "adaptive beats spider": adaptive GD below KL-Spider at every rho.
-    Negative control: KL-Spider 2x below adaptive GD at one rho."""
+    """B1/B2's "adaptive beats spider" (B0 and B4 compare more sweeps:
+    test_menart2024_controls.py): adaptive GD below KL-Spider at every rho. Negative control:
+    KL-Spider 2x below adaptive GD at one rho."""
     from dpfit.experiments._menart2024_common import AD, SP, adaptive_beats
 
     sweeps = {"rho": ("rho", (1.0, 16.0, 256.0))}
