@@ -43,56 +43,7 @@ def test_claims_hold_at_quick_scale(tmp_path):
 
 
 # -- negative controls: each claim fails on a table that violates the paper's statement ----------
-
-
-def _real_table(center, sd, *, b2sls=-5.5, steps=20, reps=400, drift=0.0, seed=0):
-    """Runs of DP-2S-GD on a real dataset: beta^(t) -> center[rho] with per-run noise sd[rho];
-    ``drift`` is still added over the last 5 iterations (a path that has not settled)."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for rho, c in center.items():
-        for _ in range(reps):
-            e = sd[rho] * rng.standard_normal()
-            path = {
-                f"beta_{t}": c + e + drift * max(0, t - (steps - 5)) / 5
-                for t in range(1, steps + 1)
-            }
-            rows.append(
-                {
-                    "rho": rho,
-                    "steps": steps,
-                    "beta_2sls": b2sls,
-                    "beta_T": path[f"beta_{steps}"],
-                    **path,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def test_real_data_claims_fail_on_the_fixed_n8065_draw():
-    from dpfit.experiments import liang2025_real as real
-
-    sd = {0.1: 0.9, 1.0: 0.3, 10.0: 0.1}
-    good = _real_table({0.1: -5.7, 1.0: -5.6, 10.0: -5.55}, sd)
-    assert real.median_near_2sls(good, rhos=(0.1, 1.0, 10.0)).passed
-    assert real.spread_falls(good).passed
-    assert real.path_settles(good, settle=15, rhos=(0.1, 1.0, 10.0)).passed
-    assert real.two_sls_matches_paper(good, se=3.58).passed
-    # the n = 8065 draw: 2SLS +1.06 (s.e. 8.8), rho = 10 path still climbing 1.7 weeks
-    draw = _real_table({0.1: 1.5, 1.0: 2.5, 10.0: 2.03}, sd, b2sls=1.06, drift=1.7)
-    assert not real.two_sls_matches_paper(draw, se=8.8).passed
-    assert not real.median_near_2sls(draw, rhos=(10.0,)).passed
-    assert not real.path_settles(draw, settle=15, rhos=(10.0,)).passed
-    flat = _real_table({0.1: -5.5, 1.0: -5.5, 10.0: -5.5}, {0.1: 0.3, 1.0: 0.3, 10.0: 0.3})
-    assert not real.spread_falls(flat).passed
-
-
-def test_attenuation_claim_fails_when_the_median_sits_on_2sls():
-    from dpfit.experiments import liang2025_real as real
-
-    sd = {1.0: 0.02}
-    assert real.attenuated_at(_real_table({1.0: 0.062}, sd, b2sls=0.0744), rho=1.0).passed
-    assert not real.attenuated_at(_real_table({1.0: 0.0744}, sd, b2sls=0.0744), rho=1.0).passed
+# (the real-data Figs. 5 and 13 in test_liang2025_real.py)
 
 
 def _fig3_table(error, privacy_error, reps=10, seed=0):
@@ -116,10 +67,17 @@ def _fig3_table(error, privacy_error, reps=10, seed=0):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.negative_control(
+    "liang2025-fig3", "error-falls-with-n", "plateau-at-T-20", "p50-much-worse"
+)
 def test_fig3_claims_fail_when_the_paper_is_violated():
+    """Controls, one property each: log-log slopes of -1.5 and -0.2 (outside [-1, -1/2] on
+    either side, slope s.e. about 0.01); an error flat in T at n = 2000 (no rise past T = 20)
+    and one rising in T at n = 10^4 (no plateau there); a privacy error as small at p = 50 as
+    at p = 5 (2SLS alone then makes p = 50 worse)."""
     from dpfit.experiments import liang2025 as fig
 
-    def error(p, n, t):  # privacy-dominated, U-shaped in T at n = 10^4, rising at n = 2000
+    def error(p, n, t):  # privacy-dominated, flat in T at n = 10^4, rising at n = 2000
         return 1.0 / np.sqrt(n) + (30.0 / n) * (t / 20) ** (0.5 if n < 5000 else 0.0)
 
     good = _fig3_table(error, lambda p, n: (40.0 if p == 50 else 1.0) * 30.0 / n)
@@ -128,8 +86,14 @@ def test_fig3_claims_fail_when_the_paper_is_violated():
     assert fig._fig3_p50(good).passed
     too_fast = _fig3_table(lambda p, n, t: 1e4 / n**1.5, lambda p, n: 1.0 / n)
     assert not fig._fig3_rate(too_fast).passed
+    too_slow = _fig3_table(lambda p, n, t: 0.3 * n**-0.2, lambda p, n: 1.0 / n)
+    assert not fig._fig3_rate(too_slow).passed
     no_growth = _fig3_table(lambda p, n, t: 1.0 / np.sqrt(n), lambda p, n: 1.0 / n)
     assert not fig._fig3_plateau(no_growth).passed  # n = 2000 is then in the plateau too
+    growing = _fig3_table(
+        lambda p, n, t: 1.0 / np.sqrt(n) + (30.0 / n) * t / 20, lambda p, n: 1 / n
+    )
+    assert not fig._fig3_plateau(growing).passed  # T = 20 worse than T = 10 at n = 10^4
     # a p = 50 error made large by 2SLS alone: the privacy error is no larger than at p = 5
     same_privacy = _fig3_table(error, lambda p, n: 30.0 / n)
     assert not fig._fig3_p50(same_privacy).passed
@@ -164,6 +128,9 @@ def _fig7_rows(curve, reps=20):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.negative_control(
+    "liang2025-fig7", "admissible-steps-converge", "error-grows-towards-the-bound"
+)
 def test_fig7_claims_fail_for_a_flat_or_diverging_curve():
     """Measured: converges in the region, grows towards the bound. Negative controls: a flat
     curve (the paper's 'insensitive' taken literally) fails the growth claim; a curve that
@@ -193,9 +160,11 @@ def _fig9_rows(dist, reps=5):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.negative_control("liang2025-fig9", "2sgd-above-2sls-at-T100", "2sgd-converges-to-2sls")
 def test_fig9_claims_fail_without_convergence_or_gap():
     """Paper: above 2SLS at T = 100; measured: the gap closes as T grows. Negative controls:
-    a distance that stops falling after T = 100, and no gap at T = 100."""
+    a distance that stops falling after T = 100, no gap at T = 100, and p = 5 not reaching
+    2SLS by T = 1000."""
     from dpfit.experiments.liang2025_tuning import fig9_above_2sls, fig9_converges
 
     good = _fig9_rows(lambda t: 20 / t**0.5)
@@ -204,6 +173,8 @@ def test_fig9_claims_fail_without_convergence_or_gap():
     assert not fig9_converges(stuck).passed
     converged = _fig9_rows(lambda t: 1e-3 / t)
     assert not fig9_above_2sls(converged.assign(error_T100=0.19)).passed
+    p5_off = good.assign(dist_to_2sls_T1000=np.where(good["p"] == 5, 1e-6, np.nan))
+    assert not fig9_converges(p5_off).passed  # p = 5 short of 2SLS by 1e-6 at T = 1000
 
 
 def _curve_rows(cells, x_values, value, reps=20, spread=0.1, seed=4):
@@ -221,10 +192,12 @@ def _curve_rows(cells, x_values, value, reps=20, spread=0.1, seed=4):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.negative_control("liang2025-fig4", "T-against-rho1-and-rho2")
 def test_fig4_claim_fails_when_the_two_budgets_swap_roles_or_rho1_does_not_matter():
     """Paper: the error is U-shaped in T, its cutoff grows with rho1, and a small rho1 hurts
     more than a small rho2 at large T. Negative controls: the two stages' noise swapped
-    (small rho2 hurts more), and an error that does not depend on rho1."""
+    (small rho2 hurts more), an error that does not depend on rho1, and one that settles in T
+    (no cutoff)."""
     from dpfit.experiments.liang2025 import _fig4_claim
 
     cells = [{"rho_theta": a, "rho_beta": b} for r in (1.0, 10.0) for a, b in ((r, 1e3), (1e3, r))]
@@ -240,8 +213,11 @@ def test_fig4_claim_fails_when_the_two_budgets_swap_roles_or_rho1_does_not_matte
     assert not _fig4_claim(swapped).passed
     no_rho1 = _curve_rows(cells, steps, lambda c, t: 1 / t + t / (300 * c["rho_beta"]) + t / 100)
     assert not _fig4_claim(no_rho1).passed
+    settles = _curve_rows(cells, steps, lambda c, t: 1 / t + 1 / c["rho_theta"] + 1 / c["rho_beta"])
+    assert "rises beyond a cutoff" in _fig4_claim(settles).detail  # no blow-up in T at all
 
 
+@pytest.mark.negative_control("liang2025-fig6", "alg1-degrades-alg3-bounded")
 def test_fig6_claim_fails_when_alg1_does_not_degrade_or_alg3_is_no_better():
     """Paper: Alg. 1's error rises with T past its minimum (by more than 2x), Alg. 3's stays
     below half of it. Negative controls: an Alg. 1 that settles, an Alg. 3 as bad as Alg. 1."""
@@ -329,6 +305,7 @@ def test_fig8_claim_holds_on_a_flat_bottom_and_fails_without_u_or_when_clipping_
     assert fails(fig8_u_shape(_fig8_rows({31.62: 0.101})), "clipping > 50% hurts")
 
 
+@pytest.mark.negative_control("liang2025-coverage", "experimental-label-matches-coverage")
 def test_coverage_claim_fails_when_the_experimental_label_is_wrong():
     """The claim: exactly the constructions in EXPERIMENTAL_INTERVALS under-cover (by 3
     binomial s.e. at 1000 runs: 0.95 - 3 x 0.0069). Both constructions of the experiment are
