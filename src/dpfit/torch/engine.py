@@ -25,15 +25,15 @@ sampling            relation      noise (``noise=``)         privacy
                                   CorrelatedMechanism
 "poisson"           add/remove    "auto" / "dp-sgd":          T Poisson-subsampled Gaussians
                                   independent noise           (Abadi et al. 2016), PLD epsilon
-"poisson",          add/remove    "amplified-banded" or a     ceil(T / b) subsampled Gaussians
-groups = b > 1                    banded_encoder with <= b    (Choquette-Choo et al. 2023,
-                                  bands                       arXiv 2306.08153, Thm. 4)
+"poisson",          add/remove    "amplified-banded": the     ceil(T / b) subsampled Gaussians
+groups = b > 1                    optimal_banded encoder of   (Choquette-Choo et al. 2023,
+                                  b bands; or a mechanism     arXiv 2306.08153, Thm. 4)
+                                  with <= b bands
 ==================  ============  =========================  ===================================
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -48,11 +48,11 @@ from ..noise import (
     NoiseStream,
     amplified_noise,
     amplified_sensitivity,
-    banded_encoder,
     calibrate,
     correlated_noise,
     dpsgd,
     nu_dpftrl,
+    optimal_banded,
     select_nu,
 )
 from ..privacy import PLDLedger, PrivacyLedger, Relation, subsampled_gaussian_noise_multiplier
@@ -197,9 +197,9 @@ def _poisson(n_public, batch, epochs, clip, noise, groups, target, ledger, sourc
     elif noise in ("auto", "dp-sgd"):
         mech = dpsgd(T)
     elif noise == "amplified-banded":
-        k = math.ceil(T / groups)
-        nu = select_nu(T, participations=k, separation=groups).nu
-        mech = banded_encoder(nu_dpftrl(nu, steps=T), groups)
+        # the b-banded encoder with the least ||c||^2 x prefix error: with one composition
+        # per group the amplified sensitivity is ||c||, so this is the least-error choice
+        mech = optimal_banded(T, min(groups, T))
     else:
         raise ValueError(f"noise={noise!r} needs sampling='fixed-epoch'")
     sens, compositions = amplified_sensitivity(mech, clip=clip, batch_size=n_public, groups=groups)
