@@ -1,5 +1,6 @@
 """The mechanism-check experiment: its trial, its claims (able to fail), its quick-scale run."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -34,6 +35,49 @@ def test_claims_pass_on_smoke_and_fail_on_miscalibrated_noise():
     assert not variance.evaluate(bad).passed
     ledger = next(c for c in exp.claims if c.name == "ledger")
     assert not ledger.evaluate(df.assign(ledger_rho=df["ledger_rho"] * 2)).passed
+
+
+def _synthetic(variance_factor: float = 1.0, ledger_factor: float = 1.0) -> pd.DataFrame:
+    """Rows as the trial writes them, without running it: the mean of ``dim`` squared N(0, 1)
+    draws is chi^2_dim / dim, the trial's variance ratio when the noise is calibrated."""
+    rng = np.random.default_rng(17)
+    rows = []
+    for rho in (0.01, 0.1, 1.0):
+        for sensitivity in (0.5, 2.0):
+            for rep in range(5):
+                ratio = rng.chisquare(20_000) / 20_000 * variance_factor
+                predicted = sensitivity**2 / (2 * rho)
+                rows.append(
+                    {
+                        "rho": rho,
+                        "sensitivity": sensitivity,
+                        "dim": 20_000,
+                        "replicate": rep,
+                        "empirical_variance": ratio * predicted,
+                        "predicted_variance": predicted,
+                        "variance_ratio": ratio,
+                        "ledger_rho": rho * ledger_factor,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _passes(claim: str, results: pd.DataFrame) -> bool:
+    (found,) = [c for c in get("mechanism-check").claims if c.name == claim]
+    return found.evaluate(results).passed
+
+
+@pytest.mark.negative_control("mechanism-check", "variance", "ledger")
+def test_claims_fail_on_noise_off_by_10_percent_either_way_and_on_a_wrong_charge():
+    """A cell pools 5 x 20,000 draws, so the variance ratio's s.e. is sqrt(2 / 1e5) = 0.0045:
+    noise variance 10% too large or too small is 22 s.e. off, far past the claim's 5 s.e.
+    The ledger must be charged exactly rho: twice or half of it fails."""
+    fine = _synthetic()
+    assert _passes("variance", fine) and _passes("ledger", fine)
+    assert not _passes("variance", _synthetic(variance_factor=1.1))
+    assert not _passes("variance", _synthetic(variance_factor=0.9))
+    assert not _passes("ledger", _synthetic(ledger_factor=2.0))
+    assert not _passes("ledger", _synthetic(ledger_factor=0.5))
 
 
 def test_plot_draws_one_figure():
