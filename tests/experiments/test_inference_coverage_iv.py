@@ -18,6 +18,39 @@ def test_smoke_trial_of_each_design(design):
     assert 0.0 <= metrics["covers_all"] <= 1.0 and metrics["width_ratio_x"] > 0.5
 
 
+def _iv_cell(level: float, reps: int = 100, warned: float = 0.0) -> pd.DataFrame:
+    """One unwarned cell whose three intervals each cover beta* with probability ``level``."""
+    covers = (np.random.default_rng(14).random((reps, 3)) < level).astype(float)
+    return pd.DataFrame(
+        {
+            "design": "over-strong",
+            "n": 20000,
+            "rho": 5.0,
+            "covers_x": covers[:, 2],
+            "covers_all": covers.mean(axis=1),
+            "width_ratio_x": 1.0,
+            "error_x": 0.0,
+            "se_2sls_x": 1.0,
+            "gd_covers_x": np.nan,
+            "gd_width_ratio_x": np.nan,
+            "gd_error_x": np.nan,
+            "warned": warned,
+        }
+    )
+
+
+@pytest.mark.negative_control("inference-coverage-iv", "population-coverage-iv")
+def test_claim_fails_on_under_and_over_coverage():
+    """Two-sided: 100 fits covering 0.80 (x's binomial s.e. 0.04: 0.80 < 0.93 - 2 x 0.04),
+    and intervals twice too wide (each covers with probability P(|Z| < 3.92) = 0.99991, so
+    all 300 cover: pooled coverage 1.0 > 0.97 + 2 x 0.0126, the floor of the pooled s.e.)."""
+    claim = next(c for c in get("inference-coverage-iv").claims)
+    assert claim.evaluate(_iv_cell(0.95)).passed
+    assert not claim.evaluate(_iv_cell(0.80)).passed
+    assert not claim.evaluate(_iv_cell(0.99991)).passed
+    assert claim.evaluate(_iv_cell(0.80, warned=1.0)).passed  # the library warned
+
+
 def test_claim_fails_on_undercoverage_without_warning():
     base = {"design": "just-strong", "n": 2000, "rho": 0.5, "width_ratio_x": 1.0}
     covers = [1.0] * 80 + [0.0] * 20
