@@ -38,14 +38,58 @@ def test_claim_fails_on_undercoverage_without_warning():
     assert not _claim(rows.assign(covers=1.0)).passed
 
 
-def _cell(n: int, width: float, nss_width: float, warned: float = 0.0) -> pd.DataFrame:
+def _covering(design: str, n: int, rho: float, level: float, reps: int = 200) -> pd.DataFrame:
+    """One unwarned cell whose 4 intervals each cover theta* with probability ``level``."""
+    covers = np.random.default_rng(14).random((reps, 4)) < level
+    return pd.DataFrame(
+        {
+            "design": design,
+            "n": n,
+            "rho": rho,
+            "covers": covers.mean(axis=1),
+            "width_ratio": 1.0,
+            "nss_covers": 1.0,
+            "nss_width_ratio": 2.0,
+            "warned": 0.0,
+        }
+    )
+
+
+@pytest.mark.negative_control("inference-coverage", "population-coverage")
+@pytest.mark.negative_control("inference-coverage-review", "population-coverage-review")
+@pytest.mark.negative_control("inference-coverage-extremes", "population-coverage-extremes")
+@pytest.mark.negative_control("inference-coverage-rho-ends", "population-coverage-rho-ends")
+@pytest.mark.parametrize(
+    "experiment, claim, cell",
+    [
+        ("inference-coverage", "population-coverage", ("isotropic", 2000, 0.5)),
+        ("inference-coverage-review", "population-coverage-review", ("high-r2", 2000, 0.5)),
+        ("inference-coverage-extremes", "population-coverage-extremes", ("t3", 200000, 0.5)),
+        ("inference-coverage-rho-ends", "population-coverage-rho-ends", ("formula", 200000, 5.0)),
+    ],
+)
+def test_each_study_fails_on_under_and_over_coverage(experiment, claim, cell):
+    """Two-sided, in a cell of the study's grid where the library does not warn: 200 fits
+    whose intervals cover 0.85 (pooled s.e. about 0.0126: 0.85 < 0.93 - 2 x 0.0126), and
+    intervals twice too wide (each covers with probability P(|Z| < 3.92) = 0.99991, so all
+    800 cover: 1.0 > 0.97 + 2 x 0.0077, the s.e. floor at 200 replicates)."""
+    assert dict(zip(("design", "n", "rho"), cell, strict=True)) in get(experiment).grid["quick"]
+    (found,) = [c for c in get(experiment).claims if c.name == claim]
+    assert found.evaluate(_covering(*cell, 0.95)).passed
+    assert not found.evaluate(_covering(*cell, 0.85)).passed
+    assert not found.evaluate(_covering(*cell, 0.99991)).passed
+
+
+def _cell(
+    n: int, width: float, nss_width: float, warned: float = 0.0, rho: float = 0.5
+) -> pd.DataFrame:
     # width ratios spread +/- 0.05 around their mean: MC s.e. 0.05 / sqrt(100) = 0.005
     spread = np.tile([-0.05, 0.05], 50)
     return pd.DataFrame(
         {
             "design": "isotropic",
             "n": n,
-            "rho": 0.5,
+            "rho": rho,
             "covers": 0.95,
             "width_ratio": width + spread,
             "nss_covers": 1.0,
@@ -61,6 +105,29 @@ def test_width_claim_passes_within_the_targets_and_fails_outside():
     assert not _width_claim(_cell(200000, 1.35, 4.0)).passed  # 1.35 - 0.01 > 1.3
     assert not _width_claim(_cell(20000, 1.1, 1.05)).passed  # wider than NSS, no warning
     assert _width_claim(_cell(20000, 1.1, 1.05, warned=1.0)).passed  # the library warned
+
+
+@pytest.mark.negative_control("inference-coverage", "population-width")
+@pytest.mark.negative_control("inference-coverage-extremes", "population-width")
+@pytest.mark.negative_control("inference-coverage-rho-ends", "population-width")
+@pytest.mark.parametrize(
+    "experiment, n, rho, target",
+    [
+        ("inference-coverage", 2000, 0.5, 1.6),
+        ("inference-coverage-extremes", 200000, 0.5, 1.3),
+        ("inference-coverage-rho-ends", 200000, 5.0, None),  # no width target at rho = 5
+    ],
+)
+def test_each_study_fails_on_too_wide_intervals(experiment, n, rho, target):
+    """Too wide in a cell of the study's grid where the library does not warn: 0.1 above the
+    width target (20 MC s.e. of 0.005), or wider than noisy-sufficient-statistics OLS."""
+    assert {"design": "isotropic", "n": n, "rho": rho} in get(experiment).grid["quick"]
+    (claim,) = [c for c in get(experiment).claims if c.name == "population-width"]
+    width = 0.95 * (target or 1.1)
+    assert claim.evaluate(_cell(n, width, 1.5 * width, rho=rho)).passed
+    assert not claim.evaluate(_cell(n, width, 0.9 * width, rho=rho)).passed  # NSS narrower
+    if target is not None:
+        assert not claim.evaluate(_cell(n, target + 0.1, 2 * target, rho=rho)).passed
 
 
 @pytest.mark.slow

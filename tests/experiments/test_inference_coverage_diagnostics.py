@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from dpfit.experiments.inference_coverage_diagnostics import _claim, _settings, _trial
 
@@ -19,7 +20,11 @@ def test_card_trial_reports_the_floor_check():
     assert 0.0 < metrics["se_ratio_psd"] < 0.7 < 0.75 < metrics["se_ratio_min"]
 
 
-def test_claim_fails_when_an_unconverged_fit_is_silent():
+@pytest.mark.negative_control("inference-coverage-diagnostics", "drift-check")
+def test_claim_fails_when_an_unconverged_fit_is_silent_or_a_converged_one_warns():
+    """The drift check must fire in >= 80% of unconverged fits and <= 5% of converged
+    default fits (where the floor check is silent). Negative controls: no warning anywhere;
+    every fit warning (each converged synthetic setting then warns in 100% of its fits)."""
     settings = _settings()
     rows = pd.DataFrame(
         [
@@ -33,3 +38,8 @@ def test_claim_fails_when_an_unconverged_fit_is_silent():
     assert not _claim(rows).passed
     slow = rows["step_size"].notna()
     assert _claim(rows.assign(drift_warned=slow.astype(float))).passed
+    assert not _claim(rows.assign(drift_warned=1.0)).passed
+    # a warning on Card data (not judged: no theta*) or where the floor binds is no false alarm
+    excused = slow | (rows["data"] == "card") | (rows["n"] == 300)
+    floor = (rows["n"] == 300).astype(float)
+    assert _claim(rows.assign(drift_warned=excused.astype(float), floor_warned=floor)).passed
