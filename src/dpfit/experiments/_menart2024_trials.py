@@ -65,10 +65,14 @@ def benchmark(bench: str, n: int, d: int, extra: float) -> kb.KLBenchmark:
     return _GENERATORS[bench](n, d, seed, extra)
 
 
-def points(bench, sweep, methods, *, n, d, rho, extra=0.0, steps=0) -> list[dict]:
+def points(bench, sweep, methods, *, n, d, rho, extra=0.0, steps=0, copies=1) -> list[dict]:
     """Grid points: every method times the product of the list-valued n, d, rho, extra.
 
     ``extra`` is the benchmark's own parameter (B4: the ridge lam; B5/B6: the exponent p).
+    ``copies > 1`` repeats each point with ``copy`` = 1 .. copies - 1 (copy 0 carries no key,
+    so its trials and seeds are those of a plain point): further independent runs of the
+    same setting, since the runner's replicate count is one per experiment. The claims pool
+    the copies as replicates of their point (they group by the swept value).
     """
     axes = [v if isinstance(v, list) else [v] for v in (n, d, rho, extra)]
     return [
@@ -81,12 +85,14 @@ def points(bench, sweep, methods, *, n, d, rho, extra=0.0, steps=0) -> list[dict
             "rho": r,
             "extra": e,
             "steps": steps,
+            **({"copy": c} if c else {}),
         }
         for m in methods
         for a in axes[0]
         for b in axes[1]
         for r in axes[2]
         for e in axes[3]
+        for c in range(copies)
     ]
 
 
