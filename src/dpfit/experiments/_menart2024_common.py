@@ -95,7 +95,8 @@ def spider_slope(
         name,
         f"Paper (Thm 1): excess ~ {x}^({nominal:+g}) up to log factors. KL-Spider ({preset}): "
         f"slope of excess in {x} between {nominal:+g} and its floor's slope, within 3 "
-        f"s.e.{suffix}",
+        "s.e. (the floor is Thm 1's bound with its log factors, K and ln(1/beta'), computed "
+        f"on the same points: the exponent the theorem predicts on this grid).{suffix}",
         mc.slope(method=method, sweep=x, x=x, nominal=nominal),
     )
 
@@ -104,8 +105,9 @@ def adaptive_pl_rho_slope() -> Claim:
     """Adaptive GD's slope in rho for kappa = 2: between -1 and -1/2 (Thm 4's two terms)."""
     return claim(
         "adaptive rho-slope",
-        "Adaptive GD: slope in rho between -1 and -1/2 (within 3 s.e.), the two terms of Thm 4 "
-        "(d/(n^2 rho) and 1/(n sqrt rho)).",
+        "Paper (Thm 4, kappa = 2): excess ~ d/(n^2 rho) + 1/(n sqrt rho) up to log factors, "
+        "so its slope in rho lies between -1 and -1/2 whichever term dominates. Adaptive GD: "
+        "slope in rho in [-1, -1/2] within 3 s.e.",
         mc.slope(method=AD, sweep="rho", x="rho", nominal=-0.75, band=(-1.0, -0.5)),
     )
 

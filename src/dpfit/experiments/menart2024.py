@@ -59,8 +59,9 @@ B0 = experiment(
         spider_slope("n", -2.0, approaches=True),
         claim(
             "adaptive n-slope",
-            "Adaptive GD: slope in n between -2 and -1 (within 3 s.e.): d/(n^2 rho) + "
-            "1/(n sqrt rho).",
+            "Paper (Thm 4, kappa = 2): excess ~ d/(n^2 rho) + 1/(n sqrt rho) up to log "
+            "factors, so its slope in n lies between -2 and -1. Adaptive GD: slope in n in "
+            "[-2, -1] within 3 s.e.",
             mc.slope(method=AD, sweep="n", x="n", nominal=-1.5, band=(-2.0, -1.0)),
         ),
         spider_slope("rho", -1.0, method=TH, approaches=True),
