@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def _is_marker(node: ast.expr) -> bool:
@@ -34,7 +34,7 @@ def _is_marker(node: ast.expr) -> bool:
 def _declared() -> dict[tuple[str, str], list[str]]:
     """(experiment, claim) -> the tests whose marker names it."""
     found: dict[tuple[str, str], list[str]] = {}
-    for path in sorted(HERE.rglob("test_*.py")):
+    for path in sorted(TESTS.rglob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if not isinstance(node, ast.FunctionDef):
                 continue
