@@ -287,13 +287,17 @@ def _clipping_table(growth, reps=3, noise=0.02):
 @pytest.mark.negative_control("brown2024-fig3", "boundary-sqrt-p", "low-clipping")
 def test_fig3_claims_fail_when_the_boundary_grows_faster_than_sqrt_p():
     """Paper: the 5% boundary grows like sqrt(p) and clipping at 3 sqrt(p) stays low. A
-    boundary growing like p^0.8 fails both; one replicate per cell has no s.e. and fails."""
+    boundary growing like p^0.8 fails both; one like 1.6 sqrt(p) fails low clipping (18% at
+    3 sqrt(p), against 3.4% for the good table; bootstrap s.e. of a few 0.1%); one replicate
+    per cell has no s.e. and fails."""
     boundary, low = ("brown2024-fig3", "boundary-sqrt-p"), ("brown2024-fig3", "low-clipping")
     good = _clipping_table(np.sqrt)
     assert _passes(*boundary, good) and _passes(*low, good)
     fast = _clipping_table(lambda p: p**0.8 / 3)
     assert not _passes(*boundary, fast) and not _passes(*low, fast)
     assert not _passes(*low, good[good["replicate"] == 0])
+    # a boundary ~ sqrt(p) but above 3 sqrt(p): flat in p, yet 18% clipped there, not low
+    assert not _passes(*low, _clipping_table(lambda p: 1.6 * np.sqrt(p)))
 
 
 _FIG4_GRID = [0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 5 * math.sqrt(10), 25.0, 40.0]
