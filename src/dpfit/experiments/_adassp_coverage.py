@@ -5,10 +5,12 @@ Each trial draws a fresh dataset from one of the inference-coverage study's desi
 heteroscedastic, t(3) errors, and the integer/binary ``formula`` design, here fitted as a
 plain design matrix), fits AdaSSP with its default population interval and records whether
 each 95% interval covers theta*, the mean width relative to the non-private HC0 OLS
-interval on the same data, whether the fit warned (``CoverageWarning``) and the share of
+interval on the same data, whether the fit warned (``CoverageWarning``; any, and the one
+about a noisy meat, :data:`dpfit.inference.whitened.NOISY_MEAT`) and the share of
 responses outside the public y bounds (non-private, from the simulated data). Coverage is
 pooled over coefficients; its Monte Carlo s.e. sqrt(c (1 - c) / R) over the R replicates is
-conservative for the pooled mean. The table in docs/inference.md ("AdaSSP: population
+conservative for the pooled mean. ``coverage_unwarned`` is the coverage over the fits that
+did not warn (NaN where every fit warned). The table in docs/inference.md ("AdaSSP: population
 intervals") comes from::
 
     python -m dpfit.experiments._adassp_coverage --n 2000 20000 --rho 0.5 --reps 100
@@ -30,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
-from ..inference.whitened import inverse_sqrt
+from ..inference.whitened import NOISY_MEAT, inverse_sqrt
 from ..models import DPLinearRegression
 from .inference_coverage import DESIGNS, Z95, _draw, _robust_ols, _scaled
 
@@ -60,6 +62,7 @@ def _trial(design: str, n: int, rho: float, seed: int, widen: float) -> dict[str
         "covers": float(np.mean((ci[:, 0] <= theta) & (theta <= ci[:, 1]))),
         "width_ratio": float(np.mean((ci[:, 1] - ci[:, 0]) / (2 * Z95 * ols_se))),
         "warned": float(any(issubclass(w.category, CoverageWarning) for w in caught)),
+        "meat_warned": float(any(str(w.message) == NOISY_MEAT for w in caught)),
         "y_clipped": float(np.mean((data["y"] <= low_y) | (data["y"] >= high_y))),
     }
 
@@ -72,13 +75,15 @@ def adassp_coverage(
     seed: int = 0,
     widen: float = 1.0,
 ) -> pd.DataFrame:
-    """One row per (design, n): coverage, its Monte Carlo s.e., width ratio, share warned."""
+    """One row per (design, n): coverage, its Monte Carlo s.e., width ratio, shares warned,
+    coverage of the unwarned fits."""
     rows: list[dict[str, Any]] = []
     for design in designs:
         for n in ns:
-            trials = pd.DataFrame(
+            each = pd.DataFrame(
                 [_trial(design, n, rho, 1000 * seed + r, widen) for r in range(reps)]
-            ).mean()
+            )
+            trials = each.mean()
             c = float(trials["covers"])
             rows.append(
                 {
@@ -90,6 +95,8 @@ def adassp_coverage(
                     "mc_se": math.sqrt(c * (1 - c) / reps),
                     "width_vs_hc0": float(trials["width_ratio"]),
                     "warned": float(trials["warned"]),
+                    "meat_warned": float(trials["meat_warned"]),
+                    "coverage_unwarned": float(each["covers"][each["warned"] == 0].mean()),
                     "y_clipped": float(trials["y_clipped"]),
                 }
             )
