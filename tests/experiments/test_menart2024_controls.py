@@ -105,8 +105,9 @@ def _power_law(method, sweep, slope, bound_slope=None):
 @pytest.mark.negative_control("menart2024-b7", "gradient-norm rho-slope")
 @pytest.mark.parametrize("case", sorted(SLOPES), ids=":".join)
 def test_slope_claim_fails_steeper_or_shallower_than_its_interval(case):
-    """Passes at the interval's midpoint; fails MARGIN below its low end (a rate faster than
-    the theorem allows) and MARGIN above its high end (the rate is not reached)."""
+    """Passes at the interval's midpoint; fails MARGIN below its low end and MARGIN above its
+    high end: in n, rho and lam a rate faster than the theorem allows and one it does not
+    reach; in d, growth slower than the floor's and faster than d."""
     method, sweep, (low, high), bound_slope = SLOPES[case]
     claim = _claim(*case)
     for slope, expected in (
