@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..theory.ftrl import figure1_ratio
-from ._stats import series_slope
+from ._stats import Estimate, Z, loglog_slope, point, series_slope
 from .registry import ClaimResult
 
 __all__: list[str] = []
@@ -62,30 +62,38 @@ def _base(results: pd.DataFrame, kind: str) -> pd.DataFrame:
 
 
 def fig2_lti_values(results: pd.DataFrame) -> ClaimResult:
-    """At d = 128, lambda_k = 1/k, eta = 0.02, rho = 1/2: the LTI formula is within 5 % of
+    """At d = 128, lambda_k = 1/k, eta = 0.02, rho = 1/2: the LTI formula is within 0.1 % of
     0.640 (Noisy-SGD) and 0.00904 (nu-Noisy-FTRL, nu = eta mu), and the LTI simulation's mean
-    is within 5 % of the formula."""
-    form, sim = _base(results, "formula"), _base(results, "lti")
+    there is within 3 Monte Carlo s.e. of the formula."""
+    form, sim = _base(results, "formula"), _base(results, "sim")
     ok, numbers = True, {}
     for mech, ref in _GOLDEN.items():
         f = float(form.loc[form["mechanism"] == mech, "lti_formula"].mean())
-        s = float(sim.loc[sim["mechanism"] == mech, "simulated"].mean())
-        numbers[f"{mech} formula"], numbers[f"{mech} LTI simulation"] = f, s
-        ok &= abs(f / ref - 1) < 0.05 and abs(s / f - 1) < 0.05
+        rows = sim[sim["mechanism"] == mech]
+        s = _unbiased(point(rows, "lti_simulated"), rows, "mechanism")
+        numbers[f"{mech} formula"] = f
+        numbers.update(s.numbers(f"{mech} LTI simulation"))
+        ok &= abs(f / ref - 1) < 1e-3 and s.agrees(f)
     numbers["SGD / FTRL gap"] = numbers["dp-sgd formula"] / numbers["nu-dpftrl formula"]
     return ClaimResult(passed=bool(ok), numbers=numbers)
 
 
 def fig2_random_design(results: pd.DataFrame) -> ClaimResult:
-    """The random-design stationary risk lies between the LTI lower bound (Thm. C.18; 3 %
-    allowance for sampling error) and the Thm. C.15 upper bound, for both mechanisms."""
-    rand = _base(results, "random")
-    ok, numbers = True, {}
-    for mech in _GOLDEN:
-        rows = rand[rand["mechanism"] == mech]
-        s, low, up = (float(rows[c].mean()) for c in ("simulated", "lti_formula", "upper_bound"))
-        numbers[f"{mech} random design"], numbers[f"{mech} upper bound"] = s, up
-        ok &= 0.97 * low <= s <= up
+    """At every simulated point where the Thm. C.15 upper bound applies (eta 3 Tr H < 1), the
+    random-design stationary risk is not significantly (3 Monte Carlo s.e.) below the LTI
+    lower bound (Thm. C.18) nor above the upper bound, for both mechanisms."""
+    sims = results[(results["kind"] == "sim") & results["upper_bound"].notna()]
+    ok, numbers, worst = True, {}, {}
+    for (mech, d, alpha, eta), rows in sims.groupby(["mechanism", "d", "alpha", "eta"]):
+        est = _unbiased(point(rows, "random_simulated"), rows, "mechanism")
+        low, up = float(rows["lti_formula"].mean()), float(rows["upper_bound"].mean())
+        ok &= not est.below(low) and not est.above(up)
+        worst[mech] = min(worst.get(mech, math.inf), est.value / low)
+        if (d, alpha, eta) == tuple(_BASE.values()):
+            numbers.update(est.numbers(f"{mech} random design (base)"))
+            numbers[f"{mech} upper bound (base)"] = up
+    for mech, ratio in worst.items():
+        numbers[f"{mech} min random / LTI formula"] = ratio
     return ClaimResult(passed=bool(ok), numbers=numbers)
 
 
@@ -106,7 +114,7 @@ _BANDS = {
 def fig2_slopes(results: pd.DataFrame) -> ClaimResult:
     """Log-log slopes of the LTI formula (docs/choquettechoo2024.md): SGD vs d in [0.9, 1.1]; SGD vs
     d_eff < 0.3; FTRL vs d_eff in [0.6, 1.1]; FTRL vs eta in [1.6, 2.2]; SGD vs eta in
-    [0.9, 1.4]. (The paper's own fitted slopes come from unstated simulations.)"""
+    [0.9, 1.4]."""
     form = results[results["kind"] == "formula"].groupby(
         ["sweep", "mechanism", "d", "alpha", "eta"]
     )
@@ -118,6 +126,73 @@ def fig2_slopes(results: pd.DataFrame) -> ClaimResult:
         slope = _slope(x, rows["lti_formula"])
         numbers[f"{mech} vs {'d_eff' if sweep == 'alpha' else sweep}"] = slope
         ok &= lo <= slope <= hi
+    return ClaimResult(passed=bool(ok), numbers=numbers)
+
+
+#: Figure 2's fitted slopes (caption): (sweep, mechanism) -> slope. The sweep over alpha is
+#: plotted against d_eff.
+PAPER_SLOPES = {
+    ("d", "dp-sgd"): 1.00,
+    ("alpha", "dp-sgd"): 0.18,
+    ("alpha", "nu-dpftrl"): 0.94,
+    ("eta", "nu-dpftrl"): 2.03,
+    ("eta", "dp-sgd"): 1.27,
+}
+#: Half the last digit the paper prints: its slopes are rounded to 0.01.
+_PRINTED = 0.005
+
+
+def _unbiased(est: Estimate, rows: pd.DataFrame, by: str | list[str]) -> Estimate:
+    """``est`` with its bootstrap s.e. times sqrt(n / (n - 1)), n the fewest replicates of a point.
+
+    The bootstrap variance of a mean of n replicates is (n - 1) / n times the usual unbiased
+    estimate; with n = 3 that is an s.e. 18 % too small, which would turn a 3 s.e. tolerance
+    into 2.45 s.e.
+    """
+    n = int(rows.groupby(by).size().min())
+    return Estimate(est.value, est.se * math.sqrt(n / (n - 1)), est.points, est.method)
+
+
+def simulated_slopes(results: pd.DataFrame) -> dict[tuple[str, str], dict[str, Estimate]]:
+    """Log-log slopes per (sweep, mechanism) of the simulated points: the LTI formula's on the
+    same points (exact, s.e. 0) and the LTI and random-design simulations' (bootstrap s.e. over
+    the replicates of each point, :func:`_unbiased`). x is d_eff for the alpha sweep."""
+    sims = results[results["kind"] == "sim"]
+    out = {}
+    for (sweep, mech), rows in sims.groupby(["sweep", "mechanism"]):
+        x = "d_eff" if sweep == "alpha" else sweep
+        formula = rows.groupby(x)["lti_formula"].mean()
+        out[(sweep, mech)] = {
+            "formula": Estimate(series_slope(formula).value, 0.0, len(formula), "exact"),
+            **{
+                column: _unbiased(loglog_slope(rows, x, f"{column}_simulated"), rows, x)
+                for column in ("lti", "random")
+            },
+        }
+    return out
+
+
+def fig2_simulated_slopes(results: pd.DataFrame) -> ClaimResult:
+    """Random-design simulations (x ~ N(0, H), as the paper's) give Figure 2's fitted slopes:
+    Noisy-SGD vs d 1.00, vs d_eff 0.18, nu-Noisy-FTRL vs d_eff 0.94, each within 3 Monte Carlo
+    s.e. plus 0.005 (the paper's rounding). Against eta (paper: FTRL 2.03, SGD 1.27) the
+    random-design slope is steeper than the LTI formula's on the same points by more than 3
+    s.e. and not steeper than the paper's (3 s.e. + 0.005): on eta <= 0.1 the multiplicative
+    noise x x^T steepens it toward, but not up to, the paper's value (docs/choquettechoo2024.md)."""
+    slopes = simulated_slopes(results)
+    ok, numbers = True, {}
+    for (sweep, mech), paper in PAPER_SLOPES.items():
+        got = slopes[(sweep, mech)]
+        label = f"{mech} vs {'d_eff' if sweep == 'alpha' else sweep}"
+        numbers[f"{label} paper"] = paper
+        numbers[f"{label} formula"] = got["formula"].value
+        numbers.update(got["lti"].numbers(f"{label} LTI sim"))
+        numbers.update(got["random"].numbers(f"{label} random sim"))
+        rand = got["random"]
+        if sweep == "eta":
+            ok &= rand.above(got["formula"].value) and not rand.above(paper + _PRINTED)
+        else:
+            ok &= abs(rand.value - paper) <= Z * rand.se + _PRINTED
     return ClaimResult(passed=bool(ok), numbers=numbers)
 
 
@@ -149,35 +224,50 @@ def _metric(results: pd.DataFrame) -> tuple[str, bool]:
     return ("accuracy", True) if "accuracy" in results else ("excess_risk", False)
 
 
+def _beats(
+    results: pd.DataFrame, winner: str, loser: str, label: str
+) -> tuple[bool, dict[str, float]]:
+    """Does ``winner`` at its best learning rate beat ``loser`` at its best by more than 2
+    standard errors of the difference, at epsilon = 2 and at 8? The s.e. of each mean is the
+    seeds' sample std / sqrt(seeds); the two mechanisms' seeds are independent runs."""
+    metric, higher = _metric(results)
+    best = _best(results, metric, higher)
+    ok, numbers = True, {}
+    for eps in (2.0, 8.0):
+        win, lose = best.loc[(eps, winner)], best.loc[(eps, loser)]
+        gain = (win["mean"] - lose["mean"]) * (1 if higher else -1)
+        se = math.hypot(win["se"], lose["se"])
+        numbers[f"eps={eps:g} {label} gain"] = float(gain)
+        numbers[f"eps={eps:g} {label} gain se"] = float(se)
+        ok &= bool(gain > 2 * se)
+    return ok, numbers
+
+
+def _means(results: pd.DataFrame) -> dict[str, float]:
+    """Best-learning-rate mean of every mechanism at epsilon = 2 and 8."""
+    metric, higher = _metric(results)
+    best = _best(results, metric, higher)
+    return {
+        f"eps={eps:g} {mech} {metric}": float(best.loc[(eps, mech), "mean"])
+        for eps in (2.0, 8.0)
+        for mech in ("dp-sgd", "nu=0", "nu-dpftrl")
+    }
+
+
 def nu_beats_dpsgd(results: pd.DataFrame) -> ClaimResult:
     """At epsilon = 2 and 8 (delta = 1e-5, same participation, noise calibrated per mechanism),
     nu-DP-FTRL at its best learning rate beats DP-SGD at its best by more than 2 standard
     errors of the difference (3 seeds each)."""
-    metric, higher = _metric(results)
-    best = _best(results, metric, higher)
-    ok, numbers = True, {}
-    for eps in (2.0, 8.0):
-        nu, sgd = best.loc[(eps, "nu-dpftrl")], best.loc[(eps, "dp-sgd")]
-        gain = (nu["mean"] - sgd["mean"]) * (1 if higher else -1)
-        margin = 2 * math.hypot(nu["se"], sgd["se"])
-        numbers[f"eps={eps:g} nu-DP-FTRL {metric}"] = float(nu["mean"])
-        numbers[f"eps={eps:g} DP-SGD {metric}"] = float(sgd["mean"])
-        numbers[f"eps={eps:g} nu=0 {metric}"] = float(best.loc[(eps, "nu=0"), "mean"])
-        ok &= gain > margin
-    return ClaimResult(passed=bool(ok), numbers=numbers, detail=f"best-learning-rate {metric}")
+    ok, numbers = _beats(results, "nu-dpftrl", "dp-sgd", "nu-DP-FTRL over DP-SGD")
+    return ClaimResult(passed=ok, numbers=_means(results) | numbers, detail="best learning rate")
 
 
 def damping_helps(results: pd.DataFrame) -> ClaimResult:
     """nu-DP-FTRL (nu from the prefix-error rule) beats nu = 0 (Optimal CC) at its best
-    learning rate at epsilon = 2 and 8 (means over 3 seeds): damping matters (Section 4.3)."""
-    metric, higher = _metric(results)
-    best = _best(results, metric, higher)
-    ok, numbers = True, {}
-    for eps in (2.0, 8.0):
-        nu, zero = best.loc[(eps, "nu-dpftrl"), "mean"], best.loc[(eps, "nu=0"), "mean"]
-        numbers[f"eps={eps:g} nu-DP-FTRL"], numbers[f"eps={eps:g} nu=0"] = float(nu), float(zero)
-        ok &= (nu > zero) if higher else (nu < zero)
-    return ClaimResult(passed=bool(ok), numbers=numbers)
+    learning rate at epsilon = 2 and 8 by more than 2 standard errors of the difference (3
+    seeds each): damping matters (Section 4.3)."""
+    ok, numbers = _beats(results, "nu-dpftrl", "nu=0", "nu-DP-FTRL over nu=0")
+    return ClaimResult(passed=ok, numbers=_means(results) | numbers, detail="best learning rate")
 
 
 def no_edge_optimum(results: pd.DataFrame) -> ClaimResult:

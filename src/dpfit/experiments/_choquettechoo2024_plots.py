@@ -36,20 +36,33 @@ def fig1(results: pd.DataFrame) -> list:
 
 
 def fig2(results: pd.DataFrame) -> list:
-    """Stationary excess risk vs d, d_eff and eta (LTI formula lines, simulations as points)."""
+    """Stationary excess risk vs d, d_eff and eta: LTI formula lines, simulated means as points."""
     fig, axes = _figure(3)
-    form = results[results["kind"] == "formula"]
+    markers = {"lti_simulated": ("x", "LTI sim"), "random_simulated": ("o", "random-design sim")}
     for ax, sweep in zip(axes, ("d", "alpha", "eta"), strict=True):
-        rows = form[form["sweep"] == sweep]
+        rows = results[results["sweep"] == sweep]
         for mech, grp in rows.groupby("mechanism"):
-            g = grp.groupby(sweep)[["lti_formula", "d_eff"]].mean()
+            form = grp[grp["kind"] == "formula"].groupby(sweep)[["lti_formula", "d_eff"]].mean()
+            x = form["d_eff"] if sweep == "alpha" else form.index
+            (line,) = ax.plot(x, form["lti_formula"], "-", label=f"{mech} (LTI formula)")
+            sims = grp[grp["kind"] == "sim"]
+            if sims.empty:
+                continue
+            g = sims.groupby(sweep)[["d_eff", *markers]].mean()
             x = g["d_eff"] if sweep == "alpha" else g.index
-            ax.plot(x, g["lti_formula"], "-o", ms=3, label=f"{mech} (LTI formula)")
+            for column, (marker, what) in markers.items():
+                ax.plot(
+                    x,
+                    g[column],
+                    marker,
+                    ms=4,
+                    mfc="none",
+                    color=line.get_color(),
+                    ls="none",
+                    label=f"{mech} ({what})",
+                )
         ax.set(xscale="log", yscale="log", xlabel="d_eff" if sweep == "alpha" else sweep)
     axes[0].set_ylabel("stationary excess risk")
-    sims = results[results["kind"] != "formula"]
-    for (kind, mech), grp in sims.groupby(["kind", "mechanism"]):
-        axes[0].plot(grp["d"].mean(), grp["simulated"].mean(), "x", label=f"{mech} {kind} sim")
     axes[0].legend(fontsize=7)
     return [fig]
 

@@ -1,0 +1,196 @@
+"""Figure 2 of Choquette-Choo et al. (2024): claims on synthetic tables, with negative controls.
+
+The tables have the quick grid of ``choquettechoo2024-fig2`` (sweeps over d, alpha and eta,
+three replicates per simulated point). The LTI formula is a power law with the formula's
+slopes through the documented base values (the trial computes it exactly; here it only has to
+have the right shape), and each simulated replicate is the formula times a factor times
+1 + 0.03 z: 3 % is the per-replicate relative s.d. measured for Noisy-SGD at the base point
+(2.3 % over 8 seeds at 8 mixing times), so the claims see the Monte Carlo error they see in a run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfit.experiments import _choquettechoo2024_claims as claims
+from dpfit.experiments import choquettechoo2024 as cc
+from dpfit.theory.ftrl import power_law_eigenvalues
+
+FIG2 = next(e for e in cc.EXPERIMENTS if e.name == "choquettechoo2024-fig2")
+BASE = {"d": 128, "alpha": 1.0, "eta": 0.02}
+BASE_DEFF = float(power_law_eigenvalues(128, 1.0).sum())
+#: log-log slopes of the LTI formula (d, d_eff, eta) and its base values, per mechanism
+FORMULA = {"dp-sgd": (0.640, 1.0, 0.0, 1.0), "nu-dpftrl": (0.00904, 0.36, 0.77, 1.78)}
+REL_SD = 0.03
+
+
+def _d_eff(d: int, alpha: float) -> float:
+    lam = power_law_eigenvalues(int(d), float(alpha))
+    return float(lam.sum() / lam.max())
+
+
+def _formula(row: dict) -> float:
+    base, sd, sdeff, seta = FORMULA[row["mechanism"]]
+    return (
+        base
+        * (row["d"] / 128) ** sd
+        * (row["d_eff"] / _d_eff(row["d"], 1.0)) ** sdeff
+        * (row["eta"] / 0.02) ** seta
+    )
+
+
+def _power(sweep: str, mechanism: str, exponent: float):
+    """A factor (x / x_base)^exponent on one sweep of one mechanism (x = d_eff for alpha)."""
+
+    def factor(row: dict) -> float:
+        if row["sweep"] != sweep or row["mechanism"] != mechanism:
+            return 1.0
+        x = "d_eff" if sweep == "alpha" else sweep
+        ref = BASE_DEFF if sweep == "alpha" else BASE[sweep]
+        return (row[x] / ref) ** exponent
+
+    return factor
+
+
+def table(lti=None, random=None, formula=None, seed: int = 0) -> pd.DataFrame:
+    """The quick grid with formula rows and 3 simulated replicates per sim point.
+
+    ``lti`` / ``random`` / ``formula``: functions of the row giving a multiplicative factor on
+    the LTI simulation, the random-design simulation and the formula (default 1, and 1.08 for
+    the random design: the measured excess at the base point).
+    """
+    lti = lti or (lambda row: 1.0)
+    random = random or (lambda row: 1.08)
+    formula = formula or (lambda row: 1.0)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for params in FIG2.grid["quick"]:
+        row = {**params, "d_eff": _d_eff(params["d"], params["alpha"])}
+        row["lti_formula"] = _formula(row) * formula(row)
+        if row["eta"] * 3 * row["d_eff"] < 1:  # lambda_max = 1, so Tr H = d_eff
+            row["upper_bound"] = 30 * row["lti_formula"]
+        if params["kind"] == "formula":
+            rows.append({**row, "replicate": 0})
+            continue
+        for rep in range(3):
+            noise = 1 + REL_SD * rng.standard_normal(2)
+            rows.append(
+                {
+                    **row,
+                    "replicate": rep,
+                    "lti_simulated": row["lti_formula"] * lti(row) * noise[0],
+                    "random_simulated": row["lti_formula"] * random(row) * noise[1],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _at_base(factor: float, mechanism: str):
+    def f(row: dict) -> float:
+        at_base = all(math.isclose(row[k], v) for k, v in BASE.items())
+        return factor if at_base and row["mechanism"] == mechanism else 1.0
+
+    return f
+
+
+def test_the_synthetic_table_has_the_grid_of_the_experiment():
+    t = table()
+    assert set(t["kind"]) == {"formula", "sim"}
+    assert len(t[t["kind"] == "sim"]) == 3 * sum(p["kind"] == "sim" for p in FIG2.grid["quick"])
+    # 3 sweeps pass through the base point: 9 simulated replicates there per mechanism
+    base = claims._base(t, "sim")
+    assert (base.groupby("mechanism").size() == 9).all()
+
+
+# ---------------------------------------------------------------- lti-values
+
+
+def test_lti_values_pass_on_a_faithful_table():
+    result = claims.fig2_lti_values(table())
+    assert result.passed, result.numbers
+    assert result.numbers["SGD / FTRL gap"] == pytest.approx(0.640 / 0.00904)
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig2", "lti-values")
+@pytest.mark.parametrize("factor", [0.9, 1.1])
+@pytest.mark.parametrize("mechanism", ["dp-sgd", "nu-dpftrl"])
+def test_lti_values_fail_when_the_simulation_misses_the_formula(factor, mechanism):
+    """Negative control: the LTI simulation 10 % below or above the formula at the base point,
+    where 9 replicates of 3 % s.d. give a s.e. near 1 %, so 10 % is about 10 s.e."""
+    result = claims.fig2_lti_values(table(lti=_at_base(factor, mechanism)))
+    assert not result.passed, result.numbers
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig2", "lti-values")
+@pytest.mark.parametrize("mechanism", ["dp-sgd", "nu-dpftrl"])
+def test_lti_values_fail_when_the_formula_misses_the_documented_value(mechanism):
+    """Negative control: the formula (and the simulations with it) 1 % off the documented
+    0.640 / 0.00904 at the base point (the tolerance is 0.1 %)."""
+    off = _at_base(1.01, mechanism)
+    result = claims.fig2_lti_values(table(formula=off))
+    assert not result.passed, result.numbers
+
+
+# ---------------------------------------------------------------- random-design-bracket
+
+
+def test_random_design_bracket_passes_on_a_faithful_table():
+    result = claims.fig2_random_design(table())
+    assert result.passed, result.numbers
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig2", "random-design-bracket")
+@pytest.mark.parametrize("mechanism", ["dp-sgd", "nu-dpftrl"])
+def test_random_design_bracket_fails_below_the_lti_lower_bound(mechanism):
+    """Negative control: the random-design risk 15 % below the LTI formula at one point of the
+    eta sweep (3 replicates of 3 % s.d.: s.e. about 2 %, so 15 % is about 7 s.e.)."""
+
+    def below(row: dict) -> float:
+        hit = row["sweep"] == "eta" and row["eta"] == 0.05 and row["mechanism"] == mechanism
+        return 0.85 if hit else 1.08
+
+    result = claims.fig2_random_design(table(random=below))
+    assert not result.passed, result.numbers
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig2", "random-design-bracket")
+@pytest.mark.parametrize("mechanism", ["dp-sgd", "nu-dpftrl"])
+def test_random_design_bracket_fails_above_the_upper_bound(mechanism):
+    """Negative control: the random-design risk 1.2x the Thm. C.15 bound (36x the formula) at
+    the base point."""
+    result = claims.fig2_random_design(table(random=_at_base(36.0, mechanism)))
+    assert not result.passed, result.numbers
+
+
+# ---------------------------------------------------------------- slopes (LTI formula)
+
+
+def test_formula_slopes_pass_on_the_formula_shape():
+    result = claims.fig2_slopes(table())
+    assert result.passed, result.numbers
+    assert result.numbers["dp-sgd vs d"] == pytest.approx(1.0)
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig2", "slopes")
+@pytest.mark.parametrize(
+    ("sweep", "mechanism", "exponent"),
+    [
+        ("d", "dp-sgd", 0.15),  # 1.15 > 1.1
+        ("d", "dp-sgd", -0.15),  # 0.85 < 0.9
+        ("alpha", "dp-sgd", 0.35),  # 0.35 >= 0.3
+        ("alpha", "nu-dpftrl", 0.4),  # 1.17 > 1.1
+        ("alpha", "nu-dpftrl", -0.2),  # 0.57 < 0.6
+        ("eta", "nu-dpftrl", 0.5),  # 2.28 > 2.2
+        ("eta", "nu-dpftrl", -0.25),  # 1.53 < 1.6
+        ("eta", "dp-sgd", 0.45),  # 1.45 > 1.4
+        ("eta", "dp-sgd", -0.15),  # 0.85 < 0.9
+    ],
+)
+def test_formula_slopes_fail_outside_their_bands(sweep, mechanism, exponent):
+    """Negative control: one formula sweep bent by x^exponent, its slope just outside its band."""
+    result = claims.fig2_slopes(table(formula=_power(sweep, mechanism, exponent)))
+    assert not result.passed, result.numbers
