@@ -9,8 +9,8 @@ tailed). Trials, claims and plots live in the ``_varshney2022_*`` modules.
   [0.5, 3] and a log-log slope in N within [-1.2, -0.9] ("practical" variant).
 * ``varshney2022-p2``: privacy regime: fitted exponents of the privacy error in d, N, eps
   (paper variant, eps <= 1): a_d = 2 +- 0.35, a_N in [-2.1, -1.5], a_eps = -2 +- 0.35.
-* ``varshney2022-p3``: adaptivity in sigma: slope 2 +- 0.2 and ~0 at sigma = 0, while the
-  fixed-clip baselines floor.
+* ``varshney2022-p3``: adaptivity in sigma: slope 2 +- 0.2 (within 3 s.e.) and ~0 at
+  sigma = 0, while the fixed-clip baselines floor.
 * ``varshney2022-p4``: dimension dependence in the privacy regime: DP-AMBSSGD's privacy
   error grows like d^2; fixed-clip DP-SGD, SSP and AdaSSP reported beside it.
 * ``varshney2022-p5``: sample complexity N*(d) (privacy error = sigma^2 d / N at eps = 1, i.e.
@@ -160,7 +160,8 @@ EXPERIMENTS = [
             Claim(
                 name="P3 sigma adaptivity",
                 statement=(
-                    "slope 2 +- 0.2 in sigma, <= 1e-8 at sigma = 0, fixed-clip baselines floor"
+                    "slope in sigma within 3 s.e. of 2 +- 0.2, <= 1e-8 at sigma = 0, "
+                    "fixed-clip baselines floor"
                 ),
                 evaluate=p3_claim,
             )
