@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -73,6 +74,19 @@ def test_mean_estimation_monte_carlo_matches_closed_form(mechanism):
         assert out["theory"] == pytest.approx(0.5 / 1.5)
 
 
+def _claims(experiment: str):
+    """The registered claims of ``experiment`` (what ``dpfit reproduce`` evaluates)."""
+    from dpfit.experiments import get
+
+    return get(experiment).claims
+
+
+def _evaluator(experiment: str, claim: str):
+    """The registered evaluator of ``claim``."""
+    (found,) = [c.evaluate for c in _claims(experiment) if c.name == claim]
+    return found
+
+
 def _epsilon_results(**scale):
     """A two-epsilon table of RMSEs rounded from a run at T = 200, k = 4, b = 50, with the
     chosen band widths; ``scale`` multiplies one mechanism's RMSE at both epsilons."""
@@ -95,25 +109,184 @@ def _epsilon_results(**scale):
     return pd.DataFrame(rows)
 
 
-def test_epsilon_claims_pass_on_the_reference_table_and_fail_on_negative_controls():
-    from dpfit.experiments import _choquettechoo2024_epsilon as ec
+EPS = "choquettechoo2024-fig4-epsilon"
 
-    claims = {
-        "blt": ec.blt_matches_nu,
-        "me": ec.me_is_best_unamplified,
-        "cross": ec.low_epsilon_crossover,
-        "banded": ec.amplified_banded_follows_the_better_side,
-    }
+
+def test_epsilon_claims_pass_on_the_reference_table():
     good = _epsilon_results()
-    for claim in claims.values():
-        assert claim(good).passed
-    assert ec.low_epsilon_crossover(good).numbers["crossover epsilon"] == pytest.approx(1.63, 0.01)
-    # negative controls: each breaks exactly the property its claim states
-    assert not claims["blt"](_epsilon_results(blt=1.05)).passed
-    assert not claims["me"](_epsilon_results(me=1.2)).passed  # ME above nu-DP-FTRL
-    assert not claims["cross"](_epsilon_results(**{"amplified-dp-sgd": 1.7})).passed  # no win
-    assert not claims["cross"](_epsilon_results(**{"amplified-dp-sgd": 0.3})).passed  # no loss
-    assert not claims["banded"](_epsilon_results(**{"amplified-banded": 1.02})).passed
+    for claim in _claims(EPS):
+        assert claim.evaluate(good).passed, claim.name
+    crossing = _evaluator(EPS, "low-epsilon-crossover")(good).numbers["crossover epsilon"]
+    assert crossing == pytest.approx(1.63, 0.01)
+
+
+# negative controls: each breaks exactly the property its claim states
+@pytest.mark.negative_control("choquettechoo2024-fig4-epsilon", "blt-matches-nu")
+def test_blt_matches_nu_fails_when_the_blt_is_5_percent_worse():
+    assert not _evaluator(EPS, "blt-matches-nu")(_epsilon_results(blt=1.05)).passed
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig4-epsilon", "correlation-beats-independent")
+@pytest.mark.parametrize("mech", ["nu-dpftrl", "blt", "amplified-dp-sgd"])
+def test_correlation_beats_independent_fails_when_one_mechanism_ties_dp_sgd(mech):
+    """The mechanism's RMSE at DP-SGD's at epsilon = 16 (0.995 x: inside the 1 % margin) or
+    above it at both epsilons: the claim fails."""
+    claim = _evaluator(EPS, "correlation-beats-independent")
+    tie = _epsilon_results()
+    at = (tie["mechanism"] == mech) & (tie["epsilon"] == 16.0)
+    tie.loc[at, "rmse"] = 0.995 * 0.0690
+    assert not claim(tie).passed
+    base = _epsilon_results().set_index(["mechanism", "epsilon"])["rmse"]
+    worse = 1.1 * base.loc["dp-sgd", 0.5] / base.loc[mech, 0.5]
+    assert not claim(_epsilon_results(**{mech: worse})).passed
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig4-epsilon", "me-is-best-unamplified")
+def test_me_is_best_fails_when_me_is_above_nu_dpftrl():
+    assert not _evaluator(EPS, "me-is-best-unamplified")(_epsilon_results(me=1.2)).passed
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig4-epsilon", "low-epsilon-crossover")
+def test_low_epsilon_crossover_fails_without_a_win_or_without_a_loss():
+    claim = _evaluator(EPS, "low-epsilon-crossover")
+    assert not claim(_epsilon_results(**{"amplified-dp-sgd": 1.7})).passed  # no win
+    assert not claim(_epsilon_results(**{"amplified-dp-sgd": 0.3})).passed  # no loss
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig4-epsilon", "amplified-banded-follows")
+def test_amplified_banded_follows_fails_on_each_of_its_three_properties():
+    claim = _evaluator(EPS, "amplified-banded-follows")
+    assert not claim(_epsilon_results(**{"amplified-banded": 1.02})).passed  # worse than m = 1
+    # within 1 % of amplified DP-SGD at the largest epsilon (0.995 x): no gain there
+    close = _epsilon_results()
+    at = (close["mechanism"] == "amplified-banded") & (close["epsilon"] == 16.0)
+    close.loc[at, "rmse"] = 0.995 * 0.0456
+    assert not claim(close).passed
     swapped = _epsilon_results()
     swapped.loc[swapped["mechanism"] == "amplified-banded", "bands"] = [50.0, 2.0]
-    assert not claims["banded"](swapped).passed  # band width falling with epsilon
+    assert not claim(swapped).passed  # band width falling with epsilon
+
+
+# ---------------------------------------------------------------- Figure 1
+
+FIG1_ETAS = (0.01, 0.03, 0.1, 0.3, 0.5, 0.9, 1.5)  # the quick grid
+
+
+def _fig1_results(optimal_ratio=None, scale=None):
+    """Three replicates per (eta, mechanism) of the closed forms times 1 + 1% noise (the quick
+    run's sampling error is 1-2 %); ``optimal_ratio(eta)`` replaces the exact ratio as the law
+    of beta*'s simulated variance, ``scale[(mechanism, eta)]`` scales one cell."""
+    from dpfit.theory.ftrl import mean_estimation_variance
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for eta in FIG1_ETAS:
+        sgd = mean_estimation_variance(eta, rho=0.5, mechanism="dp-sgd")
+        for mech in ("dp-sgd", "optimal"):
+            theory = mean_estimation_variance(eta, rho=0.5, mechanism=mech)
+            law = sgd * optimal_ratio(eta) if mech == "optimal" and optimal_ratio else theory
+            law *= (scale or {}).get((mech, eta), 1.0)
+            for r in range(3):
+                sim = law * (1 + 0.01 * rng.standard_normal())
+                rows.append(
+                    dict(eta=eta, mechanism=mech, replicate=r, simulated=sim, theory=theory)
+                )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig1", "closed-forms")
+@pytest.mark.parametrize("mech", ["dp-sgd", "optimal"])
+def test_fig1_closed_forms_fail_when_one_variance_is_10_percent_off(mech):
+    """The tolerance is 5 %, about 5 s.e. of the quick run's 3-replicate means."""
+    closed = _evaluator("choquettechoo2024-fig1", "closed-forms")
+    assert closed(_fig1_results()).passed
+    for factor in (1.1, 0.9):
+        assert not closed(_fig1_results(scale={(mech, 0.1): factor})).passed
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig1", "ratio")
+def test_fig1_ratio_fails_when_the_simulation_tracks_another_formula():
+    """beta*'s variance following the small-eta asymptote (2/pi^2) eta log^2(8/eta) (right at
+    eta = 0.01, 0.39 against 0.86 at eta = 0.5), or no gain at all (ratio 1): the simulated
+    ratio misses the exact 4 eta (2-eta) K(1-eta)^2 / pi^2, and the claim fails."""
+    from dpfit.theory.ftrl import figure1_ratio_asymptote
+
+    ratio = _evaluator("choquettechoo2024-fig1", "ratio")
+    assert ratio(_fig1_results()).passed
+    assert not ratio(_fig1_results(optimal_ratio=figure1_ratio_asymptote)).passed
+    assert not ratio(_fig1_results(optimal_ratio=lambda eta: 1.0)).passed
+    # a common 10% error in both simulations breaks the closed forms, not the ratio
+    common = {(m, e): 1.1 for m in ("dp-sgd", "optimal") for e in FIG1_ETAS}
+    assert ratio(_fig1_results(scale=common)).passed
+
+
+# ---------------------------------------------------------------- Figure 4 substitutes
+
+FIG4 = {"choquettechoo2024-fig4-linreg": "excess_risk", "choquettechoo2024-fig4-digits": "accuracy"}
+FIG4_LRS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+#: Spread of the three seeds at every learning rate: offsets -S, 0, +S (sample std S), so
+#: the s.e. of a mean is S / sqrt(3) and of a difference of two means S sqrt(2/3).
+S = 0.01
+SE_DIFF = S * math.sqrt(2 / 3)
+
+
+def _fig4_results(metric, best, optimum=None):
+    """A U-shaped metric in log10(lr) per (epsilon, mechanism): ``best[mech]`` (an improvement
+    over DP-SGD's baseline, in s.e. of a difference) at the learning rate ``optimum`` (0.3
+    unless given per (epsilon, mech)), quadratically worse away from it. Accuracy rises with
+    the improvement, excess risk falls."""
+    sign = 1.0 if metric == "accuracy" else -1.0
+    base = 0.8 if metric == "accuracy" else 0.5
+    rows = []
+    for eps in (2.0, 8.0):
+        for mech in ("dp-sgd", "nu=0", "nu-dpftrl"):
+            top = base + sign * best[mech] * SE_DIFF
+            lr_opt = (optimum or {}).get((eps, mech), 0.3)
+            for lr in FIG4_LRS:
+                value = top - sign * 0.05 * math.log10(lr / lr_opt) ** 2
+                for r, offset in enumerate((-S, 0.0, S)):
+                    rows.append(
+                        {
+                            "epsilon": eps,
+                            "mechanism": mech,
+                            "lr": lr,
+                            "replicate": r,
+                            metric: value + offset,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig4-linreg", "nu-beats-dp-sgd")
+@pytest.mark.negative_control("choquettechoo2024-fig4-digits", "nu-beats-dp-sgd")
+@pytest.mark.parametrize("experiment", FIG4)
+def test_fig4_nu_beats_dpsgd_needs_a_gain_beyond_two_standard_errors(experiment):
+    metric, claim = FIG4[experiment], _evaluator(experiment, "nu-beats-dp-sgd")
+    assert claim(_fig4_results(metric, {"dp-sgd": 0, "nu=0": 2, "nu-dpftrl": 3})).passed
+    within = _fig4_results(metric, {"dp-sgd": 0, "nu=0": 1, "nu-dpftrl": 1.5})
+    assert not claim(within).passed  # a gain of 1.5 s.e.: not established
+    worse = _fig4_results(metric, {"dp-sgd": 0, "nu=0": 1, "nu-dpftrl": -3})
+    assert not claim(worse).passed  # DP-SGD better
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig4-linreg", "damping-helps")
+@pytest.mark.negative_control("choquettechoo2024-fig4-digits", "damping-helps")
+@pytest.mark.parametrize("experiment", FIG4)
+def test_fig4_damping_helps_needs_a_gain_over_nu_zero_beyond_two_standard_errors(experiment):
+    metric, claim = FIG4[experiment], _evaluator(experiment, "damping-helps")
+    assert claim(_fig4_results(metric, {"dp-sgd": 0, "nu=0": 3, "nu-dpftrl": 6})).passed
+    within = _fig4_results(metric, {"dp-sgd": 0, "nu=0": 3, "nu-dpftrl": 4.5})
+    assert not claim(within).passed  # 1.5 s.e. better than nu = 0: not established
+    worse = _fig4_results(metric, {"dp-sgd": 0, "nu=0": 6, "nu-dpftrl": 3})
+    assert not claim(worse).passed  # nu = 0 better: damping hurts
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig4-linreg", "interior-optima")
+@pytest.mark.negative_control("choquettechoo2024-fig4-digits", "interior-optima")
+@pytest.mark.parametrize("experiment", FIG4)
+@pytest.mark.parametrize("edge", [FIG4_LRS[0], FIG4_LRS[-1]])
+def test_fig4_interior_optima_fail_when_a_best_learning_rate_is_on_the_grid_edge(experiment, edge):
+    metric, claim = FIG4[experiment], _evaluator(experiment, "interior-optima")
+    best = {"dp-sgd": 0, "nu=0": 3, "nu-dpftrl": 6}
+    assert claim(_fig4_results(metric, best, {(8.0, "nu=0"): FIG4_LRS[1]})).passed
+    assert not claim(_fig4_results(metric, best, {(8.0, "nu=0"): edge})).passed

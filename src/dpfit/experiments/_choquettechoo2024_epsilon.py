@@ -149,14 +149,16 @@ def blt_matches_nu(results: pd.DataFrame) -> ClaimResult:
 
 def correlation_beats_independent(results: pd.DataFrame) -> ClaimResult:
     """Without amplification, nu-DP-FTRL and the BLT beat independent noise (DP-SGD) at
-    every epsilon, and amplification helps DP-SGD at every epsilon."""
+    every epsilon, and amplification helps DP-SGD at every epsilon: each RMSE more than 1 %
+    below DP-SGD's (the margin of the crossover claim below)."""
     t = _table(results)
-    ok = (t["nu-dpftrl"] < t["dp-sgd"]).all() and (t["amplified-dp-sgd"] < t["dp-sgd"]).all()
+    better = t[["nu-dpftrl", "blt", "amplified-dp-sgd"]].div(t["dp-sgd"], axis=0)
     numbers = {
         f"{m} / dp-sgd at eps={e:g}": float(t.loc[e, m] / t.loc[e, "dp-sgd"])
         for e in t.index
         for m in MECHANISMS[1:]
     }
+    ok = (better.to_numpy() < 1 - CROSSOVER_MARGIN).all()
     return ClaimResult(passed=bool(ok), numbers=numbers)
 
 
