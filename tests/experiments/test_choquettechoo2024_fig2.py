@@ -194,3 +194,60 @@ def test_formula_slopes_fail_outside_their_bands(sweep, mechanism, exponent):
     """Negative control: one formula sweep bent by x^exponent, its slope just outside its band."""
     result = claims.fig2_slopes(table(formula=_power(sweep, mechanism, exponent)))
     assert not result.passed, result.numbers
+
+
+# ---------------------------------------------------------------- simulated-slopes
+
+#: Random-design slope minus the formula's, per (sweep, mechanism), as measured at quick scale
+#: (d_eff: the paper's 0.18 and 0.94; eta: 1.13 and 1.90 on eta <= 0.1, below 1.27 and 2.03).
+MEASURED_EXCESS = {
+    ("d", "dp-sgd"): 0.0,
+    ("alpha", "dp-sgd"): 0.18,
+    ("alpha", "nu-dpftrl"): 0.17,
+    ("eta", "dp-sgd"): 0.13,
+    ("eta", "nu-dpftrl"): 0.13,
+}
+
+
+def _random_slopes(**override: float):
+    """Random-design factor 1.08 (x / x_base)^excess: slopes = formula's + MEASURED_EXCESS,
+    with ``override`` (keyword ``sweep__mechanism``) replacing an excess."""
+    excess = dict(MEASURED_EXCESS)
+    for key, value in override.items():
+        sweep, mech = key.split("__")
+        excess[(sweep, mech.replace("_", "-"))] = value
+    parts = [_power(sweep, mech, e) for (sweep, mech), e in excess.items()]
+    return lambda row: 1.08 * math.prod(f(row) for f in parts)
+
+
+def test_simulated_slopes_pass_on_the_measured_shape():
+    result = claims.fig2_simulated_slopes(table(random=_random_slopes()))
+    assert result.passed, result.numbers
+    assert result.numbers["dp-sgd vs d_eff random sim"] == pytest.approx(0.18, abs=0.05)
+    assert result.numbers["dp-sgd vs d_eff formula"] == pytest.approx(0.0, abs=1e-9)
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig2", "simulated-slopes")
+@pytest.mark.parametrize(
+    ("key", "excess"),
+    [
+        ("d__dp_sgd", -0.15),  # 0.85 against the paper's 1.00
+        ("d__dp_sgd", 0.15),  # 1.15
+        ("alpha__dp_sgd", 0.0),  # the LTI formula's 0.00, not the paper's 0.18
+        ("alpha__dp_sgd", 0.36),  # 0.36
+        ("alpha__nu_dpftrl", 0.0),  # the formula's 0.77 against 0.94
+        ("alpha__nu_dpftrl", 0.33),  # 1.10
+        ("eta__dp_sgd", 0.0),  # no steeper than the formula's 1.00
+        ("eta__dp_sgd", 0.45),  # 1.45, steeper than the paper's 1.27
+        ("eta__nu_dpftrl", 0.0),  # the formula's 1.78
+        ("eta__nu_dpftrl", 0.42),  # 2.20, steeper than the paper's 2.03
+    ],
+)
+def test_simulated_slopes_fail_when_one_slope_leaves_its_statement(key, excess):
+    """Negative control: one random-design slope off the paper's (d, d_eff) or outside
+    (formula, paper] (eta) by 0.13 to 0.18, against slope s.e. of 0.006 to 0.016 in these
+    tables (3 replicates of 3 % noise per point): 8 s.e. or more beyond the tolerance. Over 25
+    table seeds, 1 of these 250 controls passed (eta, nu-FTRL: a noise excursion of 4 s.e.)
+    and 1 of 25 faithful tables failed (the s.e. of 3 replicates is itself noisy)."""
+    result = claims.fig2_simulated_slopes(table(random=_random_slopes(**{key: excess})))
+    assert not result.passed, result.numbers
