@@ -37,6 +37,8 @@ def fig1(results: pd.DataFrame) -> list:
 
 def fig2(results: pd.DataFrame) -> list:
     """Stationary excess risk vs d, d_eff and eta: LTI formula lines, simulated means as points."""
+    from matplotlib.ticker import NullFormatter
+
     fig, axes = _figure(3)
     markers = {"lti_simulated": ("x", "LTI sim"), "random_simulated": ("o", "random-design sim")}
     for ax, sweep in zip(axes, ("d", "alpha", "eta"), strict=True):
@@ -62,6 +64,7 @@ def fig2(results: pd.DataFrame) -> list:
                     label=f"{mech} ({what})",
                 )
         ax.set(xscale="log", yscale="log", xlabel="d_eff" if sweep == "alpha" else sweep)
+        ax.xaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks overlap
     axes[0].set_ylabel("stationary excess risk")
     axes[0].legend(fontsize=7)
     return [fig]
