@@ -129,7 +129,8 @@ def _fig2() -> Experiment:
             "1/(eta lambda_min), the first 2 discarded; log-log slopes against the paper's."
         ),
         grid={
-            "smoke": points("formula", 0, {"d": [16, 32]}) + points("sim", 4, {"d": [16]}),
+            "smoke": points("formula", 0, {"d": [16, 32], "alpha": [0.5, 1.0], "eta": [0.01, 0.02]})
+            + points("sim", 4, {"d": [16]}),
             "quick": formula + points("sim", 8, quick),
             "paper": formula + points("sim", 12, paper),
         },
