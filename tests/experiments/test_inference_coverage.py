@@ -32,7 +32,10 @@ def test_claim_fails_on_undercoverage_without_warning():
         }
     )
     assert not _claim(rows).passed  # 0.80 with s.e. 0.04: outside [0.93, 0.97] +/- 2 s.e.
-    assert _claim(rows.assign(warned=1.0)).passed  # the library warned: outside the regime
+    # the library warned: outside the regime, not judged (beside a judged nominal cell)
+    nominal = rows.assign(n=20000, covers=[1.0] * 95 + [0.0] * 5)  # 0.95
+    assert _claim(pd.concat([rows.assign(warned=1.0), nominal])).passed
+    assert not _claim(rows.assign(warned=1.0)).passed  # ... but alone it judges nothing
     # over-coverage fails too: 100 fits that all cover have s.e. 0.011 (the floor), and
     # 1.0 > 0.97 + 2 x 0.011
     assert not _claim(rows.assign(covers=1.0)).passed
@@ -80,6 +83,48 @@ def test_each_study_fails_on_under_and_over_coverage(experiment, claim, cell):
     assert not found.evaluate(_covering(*cell, 0.99991)).passed
 
 
+@pytest.mark.negative_control("inference-coverage", "population-coverage", "population-width")
+@pytest.mark.negative_control(
+    "inference-coverage-extremes", "population-coverage-extremes", "population-width"
+)
+@pytest.mark.negative_control(
+    "inference-coverage-rho-ends", "population-coverage-rho-ends", "population-width"
+)
+@pytest.mark.parametrize(
+    "experiment",
+    ["inference-coverage", "inference-coverage-extremes", "inference-coverage-rho-ends"],
+)
+def test_each_study_fails_when_every_cell_warns(experiment):
+    """The claims judge only cells where the library warns in fewer than half the fits, and
+    need at least one: every quick cell nominal (coverage 0.95 of 200 fits, width 1 x HC0
+    OLS, NSS 2 x) passes; the same table with a warning in every fit judged nothing and fails
+    both claims; one cell without warnings is judged again."""
+    table = pd.concat([_covering(**c, level=0.95) for c in get(experiment).grid["quick"]])
+    warned = table.assign(warned=1.0)
+    last = get(experiment).grid["quick"][-1]
+    is_last = np.logical_and.reduce([table[k] == v for k, v in last.items()])
+    one_cell = table.assign(warned=np.where(is_last, 0.4, 1.0))  # 0.4 < 0.5: judged
+    assert len(get(experiment).claims) == 2
+    for claim in get(experiment).claims:
+        assert claim.evaluate(table).passed
+        judged = claim.evaluate(one_cell)
+        assert judged.passed and judged.numbers["judged cells"] == 1
+        result = claim.evaluate(warned)
+        assert not result.passed and result.numbers["judged cells"] == 0
+
+
+def test_review_passes_when_every_cell_warns_and_judges_the_unwarned():
+    """inference-coverage-review's designs are meant to warn (over-coverage never silent):
+    its claim needs no judged cell, but a cell without warnings must still cover."""
+    (claim,) = get("inference-coverage-review").claims
+    table = pd.concat(
+        [_covering(**c, level=0.99991) for c in get("inference-coverage-review").grid["quick"]]
+    )
+    assert claim.evaluate(table.assign(warned=1.0)).passed
+    assert not claim.evaluate(table).passed
+    assert "No cell without warnings is required" in claim.statement
+
+
 def _cell(
     n: int, width: float, nss_width: float, warned: float = 0.0, rho: float = 0.5
 ) -> pd.DataFrame:
@@ -104,7 +149,10 @@ def test_width_claim_passes_within_the_targets_and_fails_outside():
     assert not _width_claim(_cell(2000, 1.7, 4.0)).passed  # 1.7 - 2 x 0.005 > 1.6
     assert not _width_claim(_cell(200000, 1.35, 4.0)).passed  # 1.35 - 0.01 > 1.3
     assert not _width_claim(_cell(20000, 1.1, 1.05)).passed  # wider than NSS, no warning
-    assert _width_claim(_cell(20000, 1.1, 1.05, warned=1.0)).passed  # the library warned
+    judged = _cell(200000, 1.25, 1.5)
+    # the library warned: not compared with NSS (beside a judged cell; alone, nothing judged)
+    assert _width_claim(pd.concat([_cell(20000, 1.1, 1.05, warned=1.0), judged])).passed
+    assert not _width_claim(_cell(20000, 1.1, 1.05, warned=1.0)).passed
 
 
 @pytest.mark.negative_control("inference-coverage", "population-width")
@@ -140,7 +188,10 @@ def test_claim_holds_at_quick_scale(tmp_path):
 
 
 def test_width_target_skips_n_outside_the_valid_regime():
-    assert _width_claim(_cell(300, 5.0, 11.0, warned=1.0)).passed  # n = 300: no width target
+    # n = 300: no width target (beside a judged cell)
+    assert _width_claim(
+        pd.concat([_cell(300, 5.0, 11.0, warned=1.0), _cell(200000, 1.25, 1.5)])
+    ).passed
 
 
 def test_review_designs_warn_where_the_meat_is_noise():

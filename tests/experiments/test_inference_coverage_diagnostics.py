@@ -43,3 +43,23 @@ def test_claim_fails_when_an_unconverged_fit_is_silent_or_a_converged_one_warns(
     excused = slow | (rows["data"] == "card") | (rows["n"] == 300)
     floor = (rows["n"] == 300).astype(float)
     assert _claim(rows.assign(drift_warned=excused.astype(float), floor_warned=floor)).passed
+
+
+@pytest.mark.negative_control("inference-coverage-diagnostics", "drift-check")
+def test_claim_fails_when_it_judges_no_converged_or_no_unconverged_setting():
+    """Both halves of the claim need settings to judge: silent converged fits and warning
+    unconverged ones pass; the same with the floor check firing in every converged synthetic
+    setting (none left to judge), without the unconverged settings, or with no rows at all
+    fails."""
+    rows = pd.DataFrame(
+        [
+            {**p, "covers": 0.95, "drift_warned": float(p["steps"] is not None)}
+            | {"floor_warned": 0.0, "floor_old_rule": 0.0, "true_over_floor": 1.0}
+            | {"se_ratio_min": 1.0, "se_ratio_psd": 1.0, "max_relative_drift": 0.1}
+            for p in _settings()
+        ]
+    )
+    assert _claim(rows).passed
+    assert not _claim(rows.assign(floor_warned=1.0)).passed
+    assert not _claim(rows[rows["steps"].isna()]).passed
+    assert not _claim(rows.iloc[:0]).passed

@@ -18,12 +18,14 @@ def test_smoke_trial_of_each_design(design):
     assert 0.0 <= metrics["covers_all"] <= 1.0 and metrics["width_ratio_x"] > 0.5
 
 
-def _iv_cell(level: float, reps: int = 100, warned: float = 0.0) -> pd.DataFrame:
-    """One unwarned cell whose three intervals each cover beta* with probability ``level``."""
+def _iv_cell(
+    level: float, reps: int = 100, warned: float = 0.0, design: str = "over-strong"
+) -> pd.DataFrame:
+    """One cell whose three intervals each cover beta* with probability ``level``."""
     covers = (np.random.default_rng(14).random((reps, 3)) < level).astype(float)
     return pd.DataFrame(
         {
-            "design": "over-strong",
+            "design": design,
             "n": 20000,
             "rho": 5.0,
             "covers_x": covers[:, 2],
@@ -48,7 +50,24 @@ def test_claim_fails_on_under_and_over_coverage():
     assert claim.evaluate(_iv_cell(0.95)).passed
     assert not claim.evaluate(_iv_cell(0.80)).passed
     assert not claim.evaluate(_iv_cell(0.99991)).passed
-    assert claim.evaluate(_iv_cell(0.80, warned=1.0)).passed  # the library warned
+    # the library warned: that cell is not judged (beside a judged nominal cell)
+    nominal = _iv_cell(0.95, design="just-strong")
+    assert claim.evaluate(pd.concat([_iv_cell(0.80, warned=1.0), nominal])).passed
+
+
+@pytest.mark.negative_control("inference-coverage-iv", "population-coverage-iv")
+def test_claim_fails_when_every_cell_warns():
+    """Only cells where the library warns in fewer than half the fits are judged, and at
+    least one must be: every quick cell nominal (0.95) passes; the same cells each warning
+    in every fit (or in half of them) judged nothing and fail."""
+    claim = next(c for c in get("inference-coverage-iv").claims)
+    cells = get("inference-coverage-iv").grid["quick"]
+    table = pd.concat([_iv_cell(0.95).assign(**c) for c in cells])
+    result = claim.evaluate(table)
+    assert result.passed and result.numbers["judged cells"] == len(cells)
+    for share in (1.0, 0.5):
+        result = claim.evaluate(table.assign(warned=share))
+        assert not result.passed and result.numbers["judged cells"] == 0
 
 
 def test_claim_fails_on_undercoverage_without_warning():
@@ -68,7 +87,8 @@ def test_claim_fails_on_undercoverage_without_warning():
         }
     )
     assert not _claim(rows).passed  # 0.80 with s.e. 0.04: outside [0.93, 0.97] +/- 2 s.e.
-    assert _claim(rows.assign(warned=1.0)).passed  # the library warned: outside the regime
+    # the library warned: outside the regime, not judged (beside a judged nominal cell)
+    assert _claim(pd.concat([rows.assign(warned=1.0), _iv_cell(0.95)])).passed
 
 
 @pytest.mark.slow

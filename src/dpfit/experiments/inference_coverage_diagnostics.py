@@ -146,11 +146,22 @@ def _claim(results: pd.DataFrame) -> ClaimResult:
     # Converged defaults in the valid regime (the floor check silent in most fits): the
     # drift check fires in <= 5% of fits; not converged: >= 80%. Where the floor binds,
     # the whitened problem is ill-conditioned along that direction and mixes slowly, so
-    # drift warnings there are not false alarms.
+    # drift warnings there are not false alarms. Both groups must be non-empty: a claim
+    # about no converged (or no unconverged) setting judges nothing.
     quiet = table[default & (table["data"] != "card") & (table["floor_warned"] < 0.5)]
-    passed = bool((quiet["drift_warned"] <= 0.05).all() and (slow["drift_warned"] >= 0.8).all())
+    numbers["converged settings judged"] = float(len(quiet))
+    numbers["unconverged settings judged"] = float(len(slow))
+    passed = bool(
+        len(quiet) > 0
+        and len(slow) > 0
+        and (quiet["drift_warned"] <= 0.05).all()
+        and (slow["drift_warned"] >= 0.8).all()
+    )
     return ClaimResult(
-        passed=passed, numbers=numbers, detail="drift warning rates by setting (see numbers)"
+        passed=passed,
+        numbers=numbers,
+        detail=f"{len(quiet)} converged and {len(slow)} unconverged settings judged (at "
+        "least one each required); drift warning rates by setting in the numbers",
     )
 
 
@@ -192,7 +203,7 @@ EXPERIMENT = register(
                 statement=(
                     "The drift check fires in at most 5% of converged default fits where the "
                     "noise-floor check is silent, and in at least 80% of fits that have not "
-                    "converged."
+                    "converged; at least one setting of each kind is judged."
                 ),
                 evaluate=_claim,
             )
