@@ -340,8 +340,8 @@ def _plot(results: pd.DataFrame) -> list:
 
 COVERAGE_STATEMENT = (
     "In every cell where the library does not warn (CoverageWarning in fewer than half the "
-    "fits), coverage of theta* lies in [0.93, 0.97] within 2 Monte Carlo s.e.; cells without warnings "
-    "number at least {min_judged}."
+    "fits), coverage of theta* lies in [0.93, 0.97] within 2 Monte Carlo s.e.; cells "
+    "without warnings number at least {min_judged}."
 )
 
 
