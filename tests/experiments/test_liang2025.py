@@ -46,8 +46,16 @@ def test_claims_hold_at_quick_scale(tmp_path):
 # (the real-data Figs. 5 and 13 in test_liang2025_real.py)
 
 
-def _fig3_table(error, privacy_error, reps=10, seed=0):
-    """Fig. 3 rows: error(p, n, steps) and privacy_error(p, n) with 10% noise."""
+def _fails_only(result, check):
+    """The claim fails, and ``check`` is the only named check that fails (an.verdict's detail
+    lists the failed checks last); the verdict's numbers are printed for the record."""
+    print(result.detail, dict(result.numbers))
+    return not result.passed and result.detail.endswith(f"Failed: {check}.")
+
+
+def _fig3_table(error, privacy_error, reps=10, seed=0, error_2sls=lambda n: 1.0 / np.sqrt(n)):
+    """Fig. 3 rows: error(p, n, steps), error_2sls(n) and privacy_error(p, n), each with 10%
+    noise."""
     from dpfit.experiments import liang2025 as fig
 
     rng = np.random.default_rng(seed)
@@ -60,7 +68,7 @@ def _fig3_table(error, privacy_error, reps=10, seed=0):
                 {
                     **params,
                     "error": error(p, n, t) * noise[0],
-                    "error_2sls": 1.0 / np.sqrt(n) * noise[1],
+                    "error_2sls": error_2sls(n) * noise[1],
                     "privacy_error": privacy_error(p, n) * noise[2],
                 }
             )
@@ -71,8 +79,8 @@ def _fig3_table(error, privacy_error, reps=10, seed=0):
     "liang2025-fig3", "error-falls-with-n", "plateau-at-T-20", "p50-much-worse"
 )
 def test_fig3_claims_fail_when_the_paper_is_violated():
-    """Controls, one property each: log-log slopes of -1.5 and -0.2 (outside [-1, -1/2] on
-    either side, slope s.e. about 0.01); an error flat in T at n = 2000 (no rise past T = 20)
+    """Controls, one property each: log-log slopes of -1.5 and -0.2 (steeper than -1 and
+    flatter than -1/2, slope s.e. about 0.01); an error flat in T at n = 2000 (no rise past T = 20)
     and one rising in T at n = 10^4 (no plateau there); a privacy error as small at p = 50 as
     at p = 5 (2SLS alone then makes p = 50 worse)."""
     from dpfit.experiments import liang2025 as fig
@@ -99,6 +107,31 @@ def test_fig3_claims_fail_when_the_paper_is_violated():
     assert not fig._fig3_p50(same_privacy).passed
 
 
+@pytest.mark.negative_control("liang2025-fig3", "error-falls-with-n")
+def test_fig3_rate_fails_at_the_papers_slope_or_with_a_wrong_2sls_slope():
+    """The claim asserts a deviation: the error falls faster than the paper's 1/sqrt(n) (slope
+    below -1/2 by 3 s.e.), and 2SLS's own error like 1/sqrt(n). Controls, one check each: the
+    (1, 9) split's error falling like 1/sqrt(n), as the paper states (its slope -0.50 with
+    s.e. about 0.01 is not below -1/2); a 2SLS error falling like 1/n (slope -1, about 100
+    s.e. of 0.005 from -1/2). The other splits keep the privacy-dominated error of the
+    passing table (slope about -0.7)."""
+    from dpfit.experiments import liang2025 as fig
+
+    def error(p, n, t):
+        return 1.0 / np.sqrt(n) + 30.0 / n
+
+    def privacy(p, n):
+        return (40.0 if p == 50 else 1.0) * 30.0 / n
+
+    good = _fig3_table(error, privacy)
+    assert fig._fig3_rate(good).passed
+    paper = _fig3_table(lambda p, n, t: 3.0 / np.sqrt(n), privacy)
+    one_split = good.assign(error=np.where(good["rho_theta"] == 1.0, paper["error"], good["error"]))
+    assert _fails_only(fig._fig3_rate(one_split), "slope below -1/2 and not below -1 (1,9)")
+    wrong_2sls = _fig3_table(error, privacy, error_2sls=lambda n: 1.0 / n)
+    assert _fails_only(fig._fig3_rate(wrong_2sls), "2SLS error slope = -1/2")
+
+
 def test_u_shape_needs_the_rise_beyond_monte_carlo_error():
     from dpfit.experiments import _liang2025_analysis as an
 
@@ -108,12 +141,14 @@ def test_u_shape_needs_the_rise_beyond_monte_carlo_error():
     assert not an.u_shape(pd.Series([1.0, 1.5, 2.5], index=[1, 10, 100]), 2.0)[0]  # monotone
 
 
-def _fig7_rows(curve, reps=20):
+def _fig7_rows(curve, reps=20, **panels):
     """Fig. 7 rows: error = curve(fraction) with a 20% run-to-run spread (about the real
-    runs'), on both panels of the quick grid."""
+    runs'), on both panels of the quick grid; ``eta=`` or ``alpha=`` gives that panel its own
+    curve."""
     rng = np.random.default_rng(7)
     rows = []
     for panel in ("eta", "alpha"):
+        value = panels.get(panel, curve)
         for f in [i / 21 for i in range(1, 21)]:
             for r in range(reps):
                 rows.append(
@@ -122,7 +157,7 @@ def _fig7_rows(curve, reps=20):
                         "eta_frac": f if panel == "eta" else 0.9,
                         "alpha_frac": f if panel == "alpha" else 1.0,
                         "replicate": r,
-                        "error": curve(f) * np.exp(0.2 * rng.standard_normal()),
+                        "error": value(f) * np.exp(0.2 * rng.standard_normal()),
                     }
                 )
     return pd.DataFrame(rows)
@@ -143,6 +178,32 @@ def test_fig7_claims_fail_for_a_flat_or_diverging_curve():
     assert not fig7_grows_to_the_bound(flat).passed
     diverging = _fig7_rows(lambda f: 0.1 + 0.03 / f**2 + 100 * max(f - 0.6, 0))
     assert not fig7_converge(diverging).passed
+
+
+@pytest.mark.negative_control(
+    "liang2025-fig7", "admissible-steps-converge", "error-grows-towards-the-bound"
+)
+def test_fig7_claims_fail_when_one_panel_alone_breaks_them():
+    """Each panel is its own check: the flat curve in one panel only fails only that panel's
+    growth check, the curve blowing up inside the region (35 at 95% of the bound against 13
+    at 1/21) in one panel only fails only that panel's convergence check; the other panel
+    keeps the measured shape."""
+    from dpfit.experiments.liang2025_tuning import fig7_converge, fig7_grows_to_the_bound
+
+    def measured(f):
+        return 0.05 + 0.02 / f**2 + 0.3 * f**2
+
+    def flat(f):
+        return 0.1 + 0.03 / f**2
+
+    def diverging(f):
+        return flat(f) + 100 * max(f - 0.6, 0)
+
+    for panel in ("eta", "alpha"):
+        one_flat = fig7_grows_to_the_bound(_fig7_rows(measured, **{panel: flat}))
+        assert _fails_only(one_flat, f"{panel}: error at the bound above the best")
+        one_diverging = fig7_converge(_fig7_rows(measured, **{panel: diverging}))
+        assert _fails_only(one_diverging, f"{panel}: admissible steps beat the smallest")
 
 
 def _fig9_rows(dist, reps=5):
@@ -214,7 +275,64 @@ def test_fig4_claim_fails_when_the_two_budgets_swap_roles_or_rho1_does_not_matte
     no_rho1 = _curve_rows(cells, steps, lambda c, t: 1 / t + t / (300 * c["rho_beta"]) + t / 100)
     assert not _fig4_claim(no_rho1).passed
     settles = _curve_rows(cells, steps, lambda c, t: 1 / t + 1 / c["rho_theta"] + 1 / c["rho_beta"])
-    assert "rises beyond a cutoff" in _fig4_claim(settles).detail  # no blow-up in T at all
+    result = _fig4_claim(settles)  # no blow-up in T at all
+    assert not result.passed and "rises beyond a cutoff" in result.detail
+
+
+_FIG4_CELLS = [
+    {"rho_theta": a, "rho_beta": b} for r in (1.0, 10.0) for a, b in ((r, 1e3), (1e3, r))
+]
+_FIG4_STEPS = ("steps", (1, 3, 10, 30, 100, 300, 1000))
+
+
+def _fig4_paper(c, t):
+    """The passing Fig. 4 curve: argmin T = 10 at rho1 = 1 and 30 at rho1 = 10 (sqrt(100
+    rho1)); at T = 1000 the error is 10.0 and 1.0 for rho1 = 1 and 10, and 3.3 for rho2 = 1."""
+    return 1 / t + t / (100 * c["rho_theta"]) + t / (300 * c["rho_beta"])
+
+
+@pytest.mark.negative_control("liang2025-fig4", "T-against-rho1-and-rho2")
+def test_fig4_claim_fails_when_any_one_of_its_checks_is_broken():
+    """Each control breaks one check of the claim while the others hold (20 runs per point,
+    10% spread: a mean's s.e. is about 2%, far below every gap used here):
+    a constant cutoff (the curve at rho1 scaled by 1 + 3/rho1, its argmin T = 10 at both
+    rho1); a late error that does not fall with rho1 (rho1/t + t/100: the cutoff moves from
+    10 to 30, but the error at T = 1000 is 10.0 at both); a small rho2 that only shifts the
+    curve (no U: 1.5x the minimum at T = 1000); the rho1 = 10 curve settling in T (no
+    cutoff)."""
+    from dpfit.experiments.liang2025 import _fig4_claim
+
+    def rows(value):
+        return _curve_rows(_FIG4_CELLS, _FIG4_STEPS, value)
+
+    assert _fig4_claim(rows(_fig4_paper)).passed
+
+    def constant_cutoff(c, t):
+        return (1 + 3 / c["rho_theta"]) * (1 / t + t / 100) + t / (300 * c["rho_beta"])
+
+    assert _fails_only(_fig4_claim(rows(constant_cutoff)), "(a) cutoff T grows with rho1")
+
+    def late_level(c, t):  # rho1 = 1000 keeps the rho1 = 1 curve's level below at T = 1000
+        small = c["rho_theta"] < 1e3
+        return (
+            (c["rho_theta"] if small else 1.0) / t
+            + t / (100 if small else 1000)
+            + t / (300 * c["rho_beta"])
+        )
+
+    assert _fails_only(_fig4_claim(rows(late_level)), "(a) late error falls at rho1=10")
+
+    def rho2_shifts(c, t):
+        return 1 / t + t / (100 * c["rho_theta"]) + 1 / (300 * c["rho_beta"])
+
+    assert _fails_only(_fig4_claim(rows(rho2_shifts)), "(b) rho2=1 U-shaped")
+
+    def rho1_10_settles(c, t):
+        if c["rho_theta"] == 10.0:
+            return 1 / t + 0.05
+        return _fig4_paper(c, t)
+
+    assert _fails_only(_fig4_claim(rows(rho1_10_settles)), "(a) rho1=10 rises beyond a cutoff")
 
 
 @pytest.mark.negative_control("liang2025-fig6", "alg1-degrades-alg3-bounded")
@@ -234,6 +352,17 @@ def test_fig6_claim_fails_when_alg1_does_not_degrade_or_alg3_is_no_better():
     assert not _fig6_claim(settles).passed
     same = _curve_rows(cells, steps, lambda c, t: t**-0.5 + t / (200 * c["rho_beta"]))
     assert not _fig6_claim(same).passed
+    # one check each: Alg. 1 settling at rho2 = 0.1 only (no Alg. 3 check there), and at
+    # rho2 = 10 only, at 1.03 against Alg. 3's 0.03 at T = 1000 (Alg. 3 still below half)
+    for r in (0.1, 10):
+
+        def settles_at_r(c, t, r=r):
+            if c["algorithm"] == "dp" and c["rho_beta"] == r:
+                return t**-0.5 + (0.05 if r < 1 else 1.0)
+            return degrading(c, t)
+
+        result = _fig6_claim(_curve_rows(cells, steps, settles_at_r))
+        assert _fails_only(result, f"Alg1 degrades (rho2={r:g})")
 
 
 #: Fig. 8 at paper scale (docs/reproducing.md): clip -> (mean error, clipped fraction of the
@@ -337,3 +466,8 @@ def test_coverage_claim_fails_when_the_experimental_label_is_wrong():
     assert _claim(table(lambda c: 0.85 if c in EXPERIMENTAL_INTERVALS else 0.95)).passed
     assert not _claim(table(lambda c: 0.95)).passed
     assert not _claim(table(lambda c: 0.95 if c == "batched-means" else 0.85)).passed
+    # one check each (the order of the checks is that of the constructions' names)
+    indep_covers = _claim(table(lambda c: 0.95 if c == "independent-runs" else 0.85))
+    assert _fails_only(indep_covers, "independent-runs labelled plain")
+    batched_covers = _claim(table(lambda c: 0.95 if c == "batched-means" else 0.85))
+    assert _fails_only(batched_covers, "batched-means labelled plain")

@@ -73,7 +73,9 @@ def _fig3_rate(results: pd.DataFrame) -> ClaimResult:
             continue
         fit = loglog_slope(rows, "n", "error")
         numbers.update(fit.numbers(f"slope ({r1:g},{r2:g})"))
-        checks[f"slope in [-1, -1/2] ({r1:g},{r2:g})"] = fit.within(-1.0, -0.5)
+        # the deviation we assert: steeper than the paper's -1/2, not steeper than -1 (eq. 7)
+        steeper, too_steep = fit.below(-0.5), fit.below(-1.0)
+        checks[f"slope below -1/2 and not below -1 ({r1:g},{r2:g})"] = steeper and not too_steep
     stat = loglog_slope(_rows(results, p=5, clip=300.0, steps=20), "n", "error_2sls")
     numbers.update(stat.numbers("2SLS error slope"))
     checks["2SLS error slope = -1/2"] = stat.agrees(-0.5)
@@ -190,10 +192,11 @@ FIG3 = Experiment(
             name="error-falls-with-n",
             evaluate=_fig3_rate,
             statement=(
-                "Paper (Fig. 3(a)): the error falls like 1/sqrt(n). Ours (p = 5, gamma = 300, "
-                "n <= 10^4): for every split the log-log slope lies between -1 (eq. 7's privacy "
-                "term) and -1/2 (statistical term), within 3 s.e.; 2SLS's own error has slope "
-                "-1/2 within 3 s.e. (measured about -0.9: the privacy term still dominates)."
+                "Deviation. Paper (Fig. 3(a)): the error falls like 1/sqrt(n). Measured (p = 5, "
+                "gamma = 300, n <= 10^4): faster, because eq. 7's privacy term (~1/n) still "
+                "dominates at rho1 + rho2 = 10. For every split the log-log slope is below -1/2 "
+                "(the statistical term's rate) by 3 s.e. and not below -1 (the privacy term's) "
+                "by 3 s.e.; 2SLS's own error has slope -1/2 within 3 s.e."
             ),
         ),
         Claim(
@@ -243,7 +246,12 @@ def _fig4_claim(results: pd.DataFrame) -> ClaimResult:
         argmins.append(nums["argmin"])
         lasts.append((a, an.curve_se(results, "steps", "error", **where)))
         numbers.update({f"(a) rho1={r:g} {k}": v for k, v in nums.items()})
-    checks["(a) cutoff T grows with rho1"] = bool(np.all(np.diff(argmins) >= 0))
+    # Fig. 4(a): the cutoff grows with rho1, so the argmin over the T grid must be later at
+    # the largest rho1 than at the smallest and never earlier in between (a constant cutoff
+    # fails). The argmin is a grid point without an s.e.: a noisy minimum could move it.
+    checks["(a) cutoff T grows with rho1"] = bool(
+        len(argmins) > 1 and argmins[-1] > argmins[0] and np.all(np.diff(argmins) >= 0)
+    )
     for (a0, s0), (a1, s1), r in zip(lasts, lasts[1:], small[1:], strict=False):
         top = a0.index[-1]
         gap = Estimate(a0[top] - a1[top], float(np.hypot(s0[top], s1[top])))
@@ -311,7 +319,9 @@ FIG4 = Experiment(
                 "Paper (Fig. 4): (a) with small rho1 the error blows up beyond a cutoff T that "
                 "grows with rho1; (b) with small rho2 the curve is U-shaped. Checked: each rise "
                 "is at least 2x the minimum, the late error falls with rho1 and a small rho1 "
-                "hurts more than a small rho2 at the largest T, each by 3 Monte Carlo s.e."
+                "hurts more than a small rho2 at the largest T, each by 3 Monte Carlo s.e.; the "
+                "T of the minimum (on the T grid, no s.e.) is non-decreasing in rho1 and later "
+                "at the largest rho1 than at the smallest."
             ),
         )
     ],
