@@ -27,11 +27,22 @@ def _results(exp, scale):
     return pd.DataFrame(rows)
 
 
-def _passes(experiment, claim, results):
-    """The verdict of ``experiment``'s registered claim ``claim`` on ``results``, as
-    ``dpfit reproduce`` evaluates it (the negative controls feed the registered claims)."""
+def _verdict(experiment, claim, results):
+    """``experiment``'s registered claim ``claim`` evaluated on ``results``, as ``dpfit
+    reproduce`` evaluates it (the negative controls feed the registered claims)."""
     (found,) = [c for c in get(experiment).claims if c.name == claim]
-    return found.evaluate(results).passed
+    return found.evaluate(results)
+
+
+def _passes(experiment, claim, results):
+    return _verdict(experiment, claim, results).passed
+
+
+def _holds(numbers, label, low=None, high=None):
+    """Whether the estimate ``label`` of a verdict's numbers is above ``low`` / below
+    ``high`` by 3 of its s.e.: the parts a one-property control leaves intact."""
+    value, se = numbers[label], numbers[f"{label} se"]
+    return (low is None or value - 3 * se > low) and (high is None or value + 3 * se < high)
 
 
 def _figure_numbers(figure):
@@ -98,15 +109,17 @@ def _cost_table(privacy, sampling, clip_mult=3.0, reps=30, ns=(1000, 2000, 3000,
 @pytest.mark.negative_control("brown2024-fig8", "rates")
 @pytest.mark.parametrize("experiment", ["brown2024-fig2", "brown2024-fig8"])
 def test_rate_claim_fails_when_either_error_falls_at_the_wrong_rate(experiment):
-    """Paper: privacy error ~ 1/n, sampling error ~ 1/sqrt(n). Negative controls: privacy
-    error ~ 1/sqrt(n) (its prediction stays 1/n); sampling error ~ 1/n. With 10% noise on
-    each of 30 runs at 4 n the slopes' s.e. are about 0.01, so a slope off by 1/2 is ~35 s.e."""
+    """Paper: privacy error ~ 1/n, sampling error ~ 1/sqrt(n). Negative controls, one rate off
+    at a time on either side (the other one right): privacy error ~ 1/sqrt(n) or ~ n^(-3/2)
+    (its prediction stays 1/n); sampling error ~ 1/n or flat in n. With 10% noise on each of
+    30 runs at 4 n the slopes' s.e. are about 0.015, so a slope off by 1/2 is ~30 s.e."""
     good = _cost_table(lambda n: 300 / n, lambda n: 3 / np.sqrt(n))
     assert _passes(experiment, "rates", good)
-    bad = good.assign(privacy_error=lambda d: d["privacy_error"] * np.sqrt(d["n"]) / 30)
-    assert not _passes(experiment, "rates", bad)
-    fast_sampling = good.assign(sampling_error=lambda d: d["sampling_error"] * 30 / np.sqrt(d["n"]))
-    assert not _passes(experiment, "rates", fast_sampling)
+    for factor in (lambda n: np.sqrt(n) / 30, lambda n: 30 / np.sqrt(n)):
+        off = good.assign(privacy_error=lambda d, f=factor: d["privacy_error"] * f(d["n"]))
+        assert not _passes(experiment, "rates", off)
+        off = good.assign(sampling_error=lambda d, f=factor: d["sampling_error"] * f(d["n"]))
+        assert not _passes(experiment, "rates", off)
 
 
 @pytest.mark.negative_control("brown2024-fig2", "sampling-error-dominates")
@@ -128,8 +141,9 @@ def test_dominance_claim_needs_the_crossover():
 @pytest.mark.parametrize("experiment", ["brown2024-fig1", "brown2024-fig9"])
 def test_dimension_claims_fail_for_growing_or_flat_errors(experiment):
     """Paper: DP-GD and OLS errors flat in p; AdaSSP's grows and sits above DP-GD. Negative
-    controls: DP-GD's or OLS's error ~ p^0.1 (with 5% noise on 30 runs at 5 p the slope's
-    s.e. is about 0.003, so 0.1 is ~30 s.e.); AdaSSP flat; AdaSSP below DP-GD at small p."""
+    controls: DP-GD's or OLS's error ~ p^0.1 or ~ p^-0.1 (with 5% noise on 30 runs at 5 p
+    the slope's s.e. is about 0.004, so 0.1 is ~25 s.e.); AdaSSP flat; AdaSSP below DP-GD at
+    small p."""
     rng = np.random.default_rng(1)
     p = np.repeat([10.0, 20.0, 50.0, 100.0, 200.0], 30)
     noise = np.exp(0.05 * rng.standard_normal((3, len(p))))
@@ -143,8 +157,9 @@ def test_dimension_claims_fail_for_growing_or_flat_errors(experiment):
     )
     flat, grows = (experiment, "flat-in-p"), (experiment, "adassp-grows")
     assert _passes(*flat, good) and _passes(*grows, good)
-    assert not _passes(*flat, good.assign(err_dpgd=good["err_dpgd"] * p**0.1))
-    assert not _passes(*flat, good.assign(err_ols=good["err_ols"] * p**0.1))
+    for power in (0.1, -0.1):
+        assert not _passes(*flat, good.assign(err_dpgd=good["err_dpgd"] * p**power))
+        assert not _passes(*flat, good.assign(err_ols=good["err_ols"] * p**power))
     assert not _passes(*grows, good.assign(err_adassp=0.6 * noise[2]))  # no growth
     # grows (slope 0.07) but is not above DP-GD at p = 10: 0.35 against 0.36
     assert not _passes(*grows, good.assign(err_adassp=0.3 * p**0.07 * noise[2]))
@@ -300,6 +315,21 @@ def test_fig3_claims_fail_when_the_boundary_grows_faster_than_sqrt_p():
     assert not _passes(*low, _clipping_table(lambda p: 1.6 * np.sqrt(p)))
 
 
+@pytest.mark.negative_control("brown2024-fig3", "low-clipping")
+def test_fig3_low_clipping_fails_when_the_fraction_grows_with_p_below_5_percent():
+    """The slope part of low clipping alone: a residual scale sqrt(p) (p / 200)^0.05 equals the
+    good table's at p = 200 (3.4% clipped at 3 sqrt(p)) and is smaller below, so the fraction
+    at 3 sqrt(p) stays under 5% at every p (the other part holds) but grows with p, from 1.1%
+    at p = 5: slope 0.31 with bootstrap s.e. 0.002."""
+    low = ("brown2024-fig3", "low-clipping")
+    good = _clipping_table(np.sqrt)
+    assert _passes(*low, good)
+    growing = _clipping_table(lambda p: np.sqrt(p) * (p / 200) ** 0.05)
+    verdict = _verdict(*low, growing)
+    assert _holds(verdict.numbers, "largest fraction at 3 sqrt(p)", high=0.05)
+    assert not verdict.passed
+
+
 _FIG4_GRID = [0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 5 * math.sqrt(10), 25.0, 40.0]
 
 
@@ -326,16 +356,33 @@ def _bias_variance_rows(bias, sd, steps=(20,), clips=_FIG4_GRID, reps=40):
 
 
 @pytest.mark.negative_control("brown2024-fig4", "bias-left-variance-right")
-def test_fig4_claims_fail_without_bias_or_with_variance_growing_like_the_clip():
+def test_fig4_claim_fails_without_bias_with_a_wrong_variance_slope_or_the_best_clip_at_5_sqrt_p():
     """Paper: bias at small clips, variance ~ clip^2 at large ones, the best clip clips much.
-    Negative controls: no bias (the error is monotone in the clip) and variance ~ clip."""
+    Negative controls, one property at a time: no bias (the error is monotone in the clip);
+    variance ~ clip or ~ clip^3 (slope 1 or 3.09 against 2, s.e. 0.1); a bias that lasts up to
+    the default clip 5 sqrt(p), which is then the best clip (gain 0, clipping 0.5%), while the
+    bias at the smallest clip (log gap 5.5, s.e. 0.17) and the slope 2 hold."""
     claim = "brown2024-fig4", "bias-left-variance-right"
-    good = _bias_variance_rows(lambda c, t: 2 / (1 + c**2), lambda c: 0.02 * c)
+    bias = lambda c, t: 2 / (1 + c**2)  # noqa: E731
+    good = _bias_variance_rows(bias, lambda c: 0.02 * c)
     assert _passes(*claim, good)
     no_bias = _bias_variance_rows(lambda c, t: 0.0, lambda c: 0.02 * c)
     assert not _passes(*claim, no_bias)
-    linear = _bias_variance_rows(lambda c, t: 2 / (1 + c**2), lambda c: 0.06 * math.sqrt(c))
+    linear = _bias_variance_rows(bias, lambda c: 0.06 * math.sqrt(c))
     assert not _passes(*claim, linear)
+    bias_gap, slope = (
+        "T=20 log(bias2 smallest clip / at best)",
+        "T=20 variance slope (4 largest clips)",
+    )
+    cubic = _verdict(*claim, _bias_variance_rows(bias, lambda c: 0.02 * c * math.sqrt(c / 12)))
+    assert _holds(cubic.numbers, bias_gap, low=0.0)
+    assert _holds(cubic.numbers, "T=20 log(MSE at 5 sqrt(p) / at best)", low=0.0)
+    assert not cubic.passed
+    late_bias = _bias_variance_rows(lambda c, t: 2 / (1 + (c / 8) ** 4), lambda c: 0.005 * c)
+    late = _verdict(*claim, late_bias)
+    assert _holds(late.numbers, bias_gap, low=0.0)
+    assert abs(late.numbers[slope] - 2) <= 3 * late.numbers[f"{slope} se"]
+    assert not late.passed
 
 
 @pytest.mark.negative_control("brown2024-fig7", "tolerates-clipping")
@@ -385,7 +432,8 @@ def _width_rows(
 @pytest.mark.parametrize("experiment", INTERVALS)
 def test_fig6_claims_fail_for_wrong_widths(experiment):
     """Paper: ir wider than bm at few iterations, converging to it; checkpoints ~ sqrt(total);
-    bm flat, as Section 3.2 predicts. Negative controls: checkpoints ~ total; independent runs
+    bm flat, as Section 3.2 predicts. Negative controls: checkpoints ~ total or ~ total^0.45
+    (slope 0.44, past the 0.03 margin, s.e. 0.003); independent runs
     1.5 x batched means at every total (too wide, never converging); ir no wider than bm;
     bm 20% wider or narrower than predicted; bm growing like total^0.2 (1.35x its flat
     prediction at 2000 steps). With a 10% spread over 50 runs of 10 coordinates the log
@@ -394,6 +442,9 @@ def test_fig6_claims_fail_for_wrong_widths(experiment):
     good = _width_rows()
     assert _passes(*widths, good) and _passes(*theory, good)
     assert not _passes(*widths, _width_rows(cp=lambda t: 0.0004 * t))
+    assert not _passes(
+        *widths, _width_rows(cp=lambda t: 0.0086 * math.sqrt(200) * (t / 200) ** 0.45)
+    )
     assert not _passes(*widths, _width_rows(ir_over_bm=lambda t: 1.5))
     assert not _passes(*widths, _width_rows(ir_over_bm=lambda t: 1.0))
     for factor in (1.2, 1 / 1.2):
