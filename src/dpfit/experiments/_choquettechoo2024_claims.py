@@ -112,9 +112,12 @@ _BANDS = {
 
 
 def fig2_slopes(results: pd.DataFrame) -> ClaimResult:
-    """Log-log slopes of the LTI formula (docs/choquettechoo2024.md): SGD vs d in [0.9, 1.1]; SGD vs
-    d_eff < 0.3; FTRL vs d_eff in [0.6, 1.1]; FTRL vs eta in [1.6, 2.2]; SGD vs eta in
-    [0.9, 1.4]."""
+    """A check of the exact LTI formula (eq. 3.2 with x x^T replaced by H), not agreement with
+    Figure 2: its log-log slopes lie in loose bands, SGD vs d in [0.9, 1.1], vs d_eff below
+    0.3, vs eta in [0.9, 1.4]; FTRL vs d_eff in [0.6, 1.1], vs eta in [1.6, 2.2]. The formula
+    gives 1.00, 0.00, 1.00, 0.77, 1.78; the paper's random-design slopes are 1.00, 0.18,
+    1.27, 0.94, 2.03. Except vs d the formula deviates from the paper, and every band holds
+    both values, so this claim cannot tell them apart (docs/choquettechoo2024.md)."""
     form = results[results["kind"] == "formula"].groupby(
         ["sweep", "mechanism", "d", "alpha", "eta"]
     )
@@ -173,12 +176,15 @@ def simulated_slopes(results: pd.DataFrame) -> dict[tuple[str, str], dict[str, E
 
 
 def fig2_simulated_slopes(results: pd.DataFrame) -> ClaimResult:
-    """Random-design simulations (x ~ N(0, H), as the paper's) give Figure 2's fitted slopes:
-    Noisy-SGD vs d 1.00, vs d_eff 0.18, nu-Noisy-FTRL vs d_eff 0.94, each within 3 Monte Carlo
-    s.e. plus 0.005 (the paper's rounding). Against eta (paper: FTRL 2.03, SGD 1.27) the
-    random-design slope is steeper than the LTI formula's on the same points by more than 3
-    s.e. and not steeper than the paper's (3 s.e. + 0.005): on eta <= 0.1 the multiplicative
-    noise x x^T steepens it toward, but not up to, the paper's value (docs/choquettechoo2024.md)."""
+    """Random-design simulations (x ~ N(0, H), as the paper's) agree with Figure 2's fitted
+    slopes against d and d_eff only: Noisy-SGD vs d 1.00, vs d_eff 0.18, nu-Noisy-FTRL vs
+    d_eff 0.94, each within 3 Monte Carlo s.e. plus 0.005 (the paper's rounding). Against eta
+    it asserts a deviation: the paper's slopes (FTRL 2.03, SGD 1.27) are not reproduced on
+    eta <= 0.1 (1.90 and 1.13 at quick scale). It checks only that the random-design slope is
+    above the LTI formula's on the same points (1.77, 1.00) by 3 s.e. and not above the
+    paper's by 3 s.e. + 0.005, which any slope in between passes: the multiplicative noise
+    x x^T steepens it toward the paper's value; the paper's unstated eta grid is the likely
+    rest (docs/choquettechoo2024.md)."""
     slopes = simulated_slopes(results)
     ok, numbers = True, {}
     for (sweep, mech), paper in PAPER_SLOPES.items():
