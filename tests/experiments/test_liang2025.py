@@ -107,6 +107,38 @@ def test_fig3_claims_fail_when_the_paper_is_violated():
     assert not fig._fig3_p50(same_privacy).passed
 
 
+def _p50_rows(ns5, ns50, reps=10):
+    """Rows of Fig. 3's p = 5 and p = 50 runs at T = 20, (rho1, rho2) = (5, 5), gamma = 300:
+    privacy error 30/n at p = 5 and 40 times that at p = 50, with 10% noise."""
+    rng = np.random.default_rng(3)
+    base = {"steps": 20, "clip": 300.0, "rho_theta": 5.0, "rho_beta": 5.0}
+    rows = [
+        {**base, "p": p, "n": n, "privacy_error": (40.0 if p == 50 else 1.0) * 30.0 / n * e}
+        for p, ns in ((5, ns5), (50, ns50))
+        for n in ns
+        for e in np.exp(0.1 * rng.standard_normal(reps))
+    ]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.negative_control("liang2025-fig3", "p50-much-worse")
+def test_fig3_p50_fails_when_condition_5_does_not_separate_the_dimensions():
+    """Condition (5) with unit constants gives Tmax = n^2 / 8000 at p = 5 and about
+    0.154 (n / 1000)^2 at p = 50 (dpfit.theory.two_stage.iteration_regimes). Controls, one
+    check each, all with a 40x privacy error at p = 50: a smallest n of 300 (Tmax 11 < 20:
+    T = 20 violates (5) at p = 5 too); only n >= 20000 (Tmax 62 at p = 50: T = 20 meets (5)
+    there); no n run at both dimensions (nothing compared)."""
+    from dpfit.experiments import liang2025 as fig
+
+    assert fig._fig3_p50(_p50_rows([1000, 5000], [1000, 5000])).passed
+    small_n = fig._fig3_p50(_p50_rows([300, 1000], [300, 1000]))
+    assert _fails_only(small_n, "T = 20 meets (5) at p=5")
+    large_n = fig._fig3_p50(_p50_rows([20_000, 50_000], [20_000, 50_000]))
+    assert _fails_only(large_n, "T = 20 violates (5) at p=50")
+    apart = fig._fig3_p50(_p50_rows([1000, 5000], [2000]))
+    assert _fails_only(apart, "compared at >= 1 n")
+
+
 @pytest.mark.negative_control("liang2025-fig3", "error-falls-with-n")
 def test_fig3_rate_fails_at_the_papers_slope_or_with_a_wrong_2sls_slope():
     """The claim asserts a deviation: the error falls faster than the paper's 1/sqrt(n) (slope
@@ -471,3 +503,25 @@ def test_coverage_claim_fails_when_the_experimental_label_is_wrong():
     assert _fails_only(indep_covers, "independent-runs labelled plain")
     batched_covers = _claim(table(lambda c: 0.95 if c == "batched-means" else 0.85))
     assert _fails_only(batched_covers, "batched-means labelled plain")
+
+
+@pytest.mark.negative_control("liang2025-coverage", "experimental-label-matches-coverage")
+def test_coverage_claim_fails_when_an_under_covering_construction_is_not_labelled(monkeypatch):
+    """The failure the label exists for: a construction under-covering (0.85 at 1000 runs, 17
+    binomial s.e. of 0.0069 below 0.95) but not listed in EXPERIMENTAL_INTERVALS. With either
+    construction dropped from the list, exactly its check fails."""
+    from dpfit.experiments import liang2025_coverage as cov
+
+    rng = np.random.default_rng(6)
+    rows = [
+        {"design": "binary", "construction": c, "rho": rho, "covers_2sls": float(hit)}
+        | {"covers_truth": float(hit), "width": 1.0, "bias": 0.0}
+        for c in cov.CONSTRUCTIONS
+        for rho in (0.5, 2.0)
+        for hit in rng.random(1000) < 0.85
+    ]
+    table = pd.DataFrame(rows)
+    assert cov._claim(table).passed
+    for construction in cov.CONSTRUCTIONS:
+        monkeypatch.setattr(cov, "EXPERIMENTAL_INTERVALS", set(cov.CONSTRUCTIONS) - {construction})
+        assert _fails_only(cov._claim(table), f"{construction} labelled experimental")
