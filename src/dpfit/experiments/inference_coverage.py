@@ -415,7 +415,7 @@ REVIEW = coverage_experiment(
     statement=(
         "Every cell either warns (CoverageWarning in at least half the fits) or has coverage of "
         "theta* in [0.93, 0.97] within 2 Monte Carlo s.e. No cell without warnings is required: "
-        "these designs over-cover unless the library says so, and the point is that "
-        "over-coverage is never silent (at quick scale every fit warns)."
+        "these designs make the intervals over-cover, and the point is that the library "
+        "says so, never silently (at quick scale every fit warns)."
     ),
 )
