@@ -179,13 +179,17 @@ EXPERIMENTS = [
             "quick": _grid(_P4_METHODS, n=[2**18], d=[4, 8, 16, 32], sigma=[1.0], epsilon=[0.5]),
             "paper": _grid(_P4_METHODS, n=[2**20], d=[8, 16, 32, 64], sigma=[1.0], epsilon=[0.5]),
         },
-        {"smoke": 1, "quick": 3, "paper": 10},
+        # 30 quick runs per d (about 2 CPU-minutes): with 3 the slope's s.e. was 0.25, and a
+        # slope of 2.5 (the baselines' prediction) passed as 2
+        {"smoke": 1, "quick": 30, "paper": 10},
         [
             Claim(
                 name="P4 d-slope",
                 statement=(
                     "DP-AMBSSGD's privacy error grows like d^2 (Cor. 3.8: slope 2 within 3 "
-                    "s.e.); baselines' slopes (predicted >= 2.5 by their bounds) are reported"
+                    "s.e.; at quick scale, 30 runs per d, the s.e. is about 0.09, so slopes "
+                    "within about 0.3 of 2 pass and the baselines' predicted >= 2.5 fails by "
+                    "about 5 s.e.); baselines' slopes are reported"
                 ),
                 evaluate=p4_claim,
             )
