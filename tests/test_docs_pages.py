@@ -8,7 +8,8 @@ tests/torch/test_tutorial.py. Here, for every other page:
 * every ```python block without ``>>>`` runs, in page order, in one namespace;
 * every command of a ```bash```, ```sh``` or ```console``` block is a valid command line:
   ``dpfit`` commands parse with the CLI's own parser and name registered experiments,
-  ``python -m pytest`` commands name test files that exist and declared markers;
+  ``python -m pytest`` commands name test files that exist and declared markers,
+  ``python -c`` programs compile; comment lines are skipped;
 * commands that take seconds (``dpfit privacy``, ``dpfit audit``, ``dpfit reproduce --list``)
   run verbatim, and in a ```console``` block print what the page shows (``...`` matches
   anything, as in doctest). Reproductions at quick or paper scale take minutes to hours and
@@ -50,7 +51,8 @@ def _commands(lang: str, body: str) -> list[tuple[str, str | None]]:
     """(command, shown output or None) for each command of a shell block."""
     text = body.replace("\\\n", " ")
     if lang != "console":
-        return [(line, None) for line in text.splitlines() if line.strip()]
+        lines = (line.strip() for line in text.splitlines())
+        return [(line, None) for line in lines if line and not line.startswith("#")]
     out: list[tuple[str, str | None]] = []
     for line in text.splitlines():
         if line.startswith("$ "):
@@ -109,6 +111,8 @@ def test_shell_commands_are_valid_and_cheap_ones_print_what_the_page_shows(
         _check_dpfit(argv[1:], shown, tmp_path)
     elif argv[:3] == ["python", "-m", "pytest"]:
         _check_pytest(argv[3:])
+    elif argv[:2] == ["python", "-c"] and len(argv) == 3:
+        compile(argv[2], f"{page}: python -c", "exec")  # minutes to run: only compiled
     else:
         pytest.fail(f"{page}: no check for the command {command!r}")
 
