@@ -8,6 +8,7 @@ import pytest
 
 from dpfit.experiments import get, run
 from dpfit.experiments.inference_coverage_iv import DESIGNS, _claim
+from dpfit.experiments.inference_coverage_power import coverage_cell
 from dpfit.experiments.verdicts import evaluate_claims
 
 
@@ -23,22 +24,7 @@ def _iv_cell(
 ) -> pd.DataFrame:
     """One cell whose three intervals each cover beta* with probability ``level``."""
     covers = (np.random.default_rng(14).random((reps, 3)) < level).astype(float)
-    return pd.DataFrame(
-        {
-            "design": design,
-            "n": 20000,
-            "rho": 5.0,
-            "covers_x": covers[:, 2],
-            "covers_all": covers.mean(axis=1),
-            "width_ratio_x": 1.0,
-            "error_x": 0.0,
-            "se_2sls_x": 1.0,
-            "gd_covers_x": np.nan,
-            "gd_width_ratio_x": np.nan,
-            "gd_error_x": np.nan,
-            "warned": warned,
-        }
-    )
+    return coverage_cell("inference-coverage-iv", covers, design=design, rho=5.0, warned=warned)
 
 
 @pytest.mark.negative_control("inference-coverage-iv", "population-coverage-iv")

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .registry import get
 
-__all__ = ["LEVELS", "pass_rate", "power_table"]
+__all__ = ["LEVELS", "coverage_cell", "pass_rate", "power_table"]
 
 #: True coverage levels of the table in docs/inference.md.
 LEVELS = (0.88, 0.90, 0.92, 0.95, 0.98, 0.99)
@@ -30,27 +30,27 @@ STUDIES = (
 )
 
 
-def _cell(experiment: str, covers: np.ndarray) -> pd.DataFrame:
-    """One cell without warnings whose fits cover as ``covers`` (replicates x coefficients)."""
+def coverage_cell(experiment: str, covers: np.ndarray, **columns: object) -> pd.DataFrame:
+    """One cell of ``experiment``'s results table whose fits cover as ``covers`` (replicates x
+    coefficients, the endogenous coefficient last for IV); unwarned, with nominal widths.
+    ``columns`` overrides any column (design, n, rho, warned, ...)."""
     if experiment == "inference-coverage-iv":
-        return pd.DataFrame(
-            {
-                "design": "over-strong",
-                "n": 20000,
-                "rho": 0.5,
-                "covers_x": covers[:, -1],
-                "covers_all": covers.mean(axis=1),
-                "width_ratio_x": 1.0,
-                "error_x": 0.0,
-                "se_2sls_x": 1.0,
-                "gd_covers_x": np.nan,
-                "gd_width_ratio_x": np.nan,
-                "gd_error_x": np.nan,
-                "warned": 0.0,
-            }
-        )
-    return pd.DataFrame(
-        {
+        table = {
+            "design": "over-strong",
+            "n": 20000,
+            "rho": 0.5,
+            "covers_x": covers[:, -1],
+            "covers_all": covers.mean(axis=1),
+            "width_ratio_x": 1.0,
+            "error_x": 0.0,
+            "se_2sls_x": 1.0,
+            "gd_covers_x": np.nan,
+            "gd_width_ratio_x": np.nan,
+            "gd_error_x": np.nan,
+            "warned": 0.0,
+        }
+    else:
+        table = {
             "design": "isotropic",
             "n": 2000,
             "rho": 0.5,
@@ -60,7 +60,7 @@ def _cell(experiment: str, covers: np.ndarray) -> pd.DataFrame:
             "nss_width_ratio": 2.0,
             "warned": 0.0,
         }
-    )
+    return pd.DataFrame({**table, **columns})
 
 
 def pass_rate(
@@ -81,7 +81,7 @@ def pass_rate(
     passed = 0
     for _ in range(sims):
         covers = (rng.random((reps, coefficients)) < level).astype(float)
-        passed += evaluate(_cell(experiment, covers)).passed
+        passed += evaluate(coverage_cell(experiment, covers)).passed
     return passed / sims
 
 
