@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-newest test-slow lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,17 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
+# The suite against the newest versions pyproject.toml allows, in a fresh environment: run it
+# before raising a bound, and now and then, so a breaking release is found here first.
+test-newest:
+	rm -rf .venv-newest
+	$(PYTHON) -m venv .venv-newest
+	.venv-newest/bin/python -m pip install --quiet --upgrade pip
+	.venv-newest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[test]"
+	.venv-newest/bin/python -m pip list --format=freeze
+	.venv-newest/bin/ruff check src tests benchmarks
+	.venv-newest/bin/python -m pytest -q -n 2 -m "not slow"
+
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -n 2 -m slow
 
@@ -27,4 +38,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-newest .pytest_cache .ruff_cache .hypothesis
