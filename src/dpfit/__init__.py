@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .exceptions import (
     BudgetExceededError,
+    DataError,
     DPFitError,
     InsecureRandomnessWarning,
     LargeBudgetWarning,
@@ -31,6 +32,7 @@ __all__ = [
     "DPFitError",
     "DPIVRegression",
     "DPLinearRegression",
+    "DataError",
     "InsecureRandomnessWarning",
     "LargeBudgetWarning",
     "NonPrivateWarning",

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ._records import dtype_kind, read_records
 from .exceptions import LargeBudgetWarning
 
 __all__ = [
@@ -234,13 +235,18 @@ def check_array(value: Any, name: str, *, ndim: int) -> np.ndarray:
 
     Integer and low-precision float inputs are up-cast to float64 before any arithmetic, so
     no integer wrap-around or float32 summation error reaches a sensitivity.
-    Dask collections are refused rather than silently loaded into memory.
+    Dask collections are refused rather than silently loaded into memory. The conversion runs
+    behind the record boundary (:func:`dpfit._records.read_records`): another library's error
+    (a ragged list, an ``__array__`` that raises) is refused with a fixed message, and the
+    dtype is named by its kind (``str``, never ``<U10``, whose length is a record's).
     """
     reject_sparse(value, name)
     _reject_dask(value, name)
-    arr = np.asarray(value)
+    arr = read_records(np.asarray, value, what=f"reading {name} as an array")
     if arr.dtype == object or arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must have a numeric (bool, int or float) dtype, got {arr.dtype}")
+        raise TypeError(
+            f"{name} must have a numeric (bool, int or float) dtype, got {dtype_kind(arr.dtype)}"
+        )
     if arr.ndim != ndim:
         hint = " (use X.reshape(-1, 1) for a single feature)" if ndim == 2 and arr.ndim == 1 else ""
         hint = " (use y.ravel())" if ndim == 1 and arr.ndim == 2 else hint

@@ -11,6 +11,7 @@ __all__ = [
     "BudgetExceededError",
     "CoverageWarning",
     "DPFitError",
+    "DataError",
     "InsecureRandomnessWarning",
     "LargeBudgetWarning",
     "NonPrivateWarning",
@@ -26,6 +27,12 @@ class DPFitError(Exception):
 
 class BudgetExceededError(DPFitError, ValueError):
     """A charge would exceed the privacy budget; nothing was charged and nothing drawn."""
+
+
+class DataError(DPFitError, ValueError):
+    """The data could not be read, or code outside dpfit (a reader, a Dask task, a loss or a
+    model) raised on them; the other library's message is withheld because it may quote a
+    record, and nothing was charged unless the message says otherwise."""
 
 
 class PrivacyWarning(RuntimeWarning):

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import dtype_kind, float_values, read_records
 from .._validation import check_int, check_X_y, reject_sparse
 from ..distributed import check_dask_rows, is_dask, zero_nonfinite_records
 from ..privacy import Relation
@@ -61,25 +62,36 @@ def _is_lazy(X: Any) -> bool:
 
 def _check_numeric(dtype: Any, name: str) -> None:
     if np.dtype(dtype).kind not in "biuf":
-        raise TypeError(f"{name} must have a numeric (bool, int or float) dtype, got {dtype}")
+        raise TypeError(
+            f"{name} must have a numeric (bool, int or float) dtype, got {dtype_kind(dtype)}"
+        )
 
 
 def _check_chunk(X: Any, y: Any, d: int | None) -> tuple[np.ndarray, np.ndarray]:
-    X, y = np.asarray(X), np.asarray(y)
-    _check_numeric(X.dtype, "X chunk")
-    _check_numeric(y.dtype, "y chunk")
+    """A stream chunk as float64. The first (``d`` None, read before any charge) must be
+    numeric; a later one is read value by value (:func:`dpfit._records.float_values`: a value
+    that is not a number makes its record the zero record), since a chunk's dtype is a
+    function of its values and an error then would come after a charge."""
+    X, y = (read_records(np.asarray, v, what="reading a stream chunk") for v in (X, y))
+    if d is None:
+        _check_numeric(X.dtype, "X chunk")
+        _check_numeric(y.dtype, "y chunk")
     if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
         raise ValueError("each stream chunk must be (X of shape (m, d), y of shape (m,))")
     if d is not None and X.shape[1] != d:
         raise ValueError(f"every stream chunk must have {d} columns, like the first one")
-    return X.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
+    return float_values(X), float_values(y)
+
+
+def _read(array: Any, rows: Any) -> np.ndarray:
+    """``array[rows]`` of a lazy array as float64, behind the record boundary."""
+    return float_values(read_records(array.__getitem__, rows, what="reading the lazy data"))
 
 
 def _read_in_order(X: Any, y: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``rows`` of a lazy X and y, in that order: read sorted, reordered in memory."""
     sorter = np.argsort(rows, kind="stable")
-    Xs = np.asarray(X[rows[sorter]], dtype=np.float64)
-    ys = np.asarray(y[rows[sorter]], dtype=np.float64)
+    Xs, ys = _read(X, rows[sorter]), _read(y, rows[sorter])
     Xo, yo = np.empty_like(Xs), np.empty_like(ys)
     Xo[sorter], yo[sorter] = Xs, ys  # the j-th smallest index sits at position sorter[j]
     return Xo, yo
@@ -132,9 +144,10 @@ class OnePassData:
                 yield self._X[rows], self._y[rows]
             elif lazy and self.kind == "array" and order is not None:
                 yield Rows(self._X, rows), Rows(self._y, rows)  # gathered by the kernels
-            elif order is None:  # in memory: views (validated float64); lazy: one read
-                X, y = self._X[rows], self._y[rows]
-                yield (X, y) if self.kind == "array" else tuple(zero_nonfinite_records(X, y))
+            elif order is None and self.kind == "array":  # views (validated float64)
+                yield self._X[rows], self._y[rows]
+            elif order is None:  # lazy: one read
+                yield tuple(zero_nonfinite_records(_read(self._X, rows), _read(self._y, rows)))
             elif self.kind == "array":  # one gather each, in the permutation's order
                 yield np.take(self._X, rows, axis=0), np.take(self._y, rows)
             else:
@@ -150,13 +163,13 @@ class OnePassData:
                 if pending:
                     Xc, yc = pending.pop()
                 else:
-                    try:
-                        Xc, yc = _check_chunk(*next(self._chunks), self.d)  # type: ignore[arg-type]
-                    except StopIteration:
+                    chunk = read_records(next, self._chunks, None, what="reading the stream")
+                    if chunk is None:
                         raise ValueError(
                             "the stream ended before the declared n records were read; "
                             "n must be the true (public) number of records"
-                        ) from None
+                        )
+                    Xc, yc = _check_chunk(*chunk, self.d)
                 buf_X.append(Xc)
                 buf_y.append(yc)
                 have += Xc.shape[0]
@@ -202,10 +215,10 @@ def one_pass_data(
                 "on the data) or pass arrays"
             )
         n = check_int(n, "n", low=1)
-        try:
-            head = _check_chunk(*next(X), None)
-        except StopIteration:
-            raise ValueError("the stream is empty") from None
+        first = read_records(next, X, None, what="reading the stream")
+        if first is None:
+            raise ValueError("the stream is empty")
+        head = _check_chunk(*first, None)
         if head[0].shape[1] == 0:
             raise ValueError("X chunk has no columns")
         data = OnePassData(X=None, y=None, n=n, d=head[0].shape[1], kind="stream", shuffle=False)

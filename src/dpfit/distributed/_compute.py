@@ -7,6 +7,12 @@ built on it) therefore polls the cluster while it waits and raises
 :class:`WorkersLostError` once it has had no worker for ``dpfit.lost-workers-timeout``
 seconds (Dask configuration, default 60). A fit's budget keeps exactly what was charged
 before the failure (``docs/dask.md``).
+
+Every result comes back through the record boundary (:func:`dpfit._records.read_records`): a
+task that raises (a reader that cannot parse a value, a user's ``map_blocks`` function) is
+re-raised as a :class:`~dpfit.exceptions.DataError` with a fixed message, since the task's
+own message can quote the record it failed on. Every input is read once before the first
+charge (:func:`dpfit.distributed.arrays.read_pass`), so a reader fails there.
 """
 
 from __future__ import annotations
@@ -15,10 +21,14 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from .._records import read_records
+from ..exceptions import DPFitError
+
 __all__ = [
     "LOST_WORKERS_TIMEOUT",
     "WorkersLostError",
     "compute",
+    "compute_all",
     "distributed_client",
     "gather",
     "wait",
@@ -29,8 +39,15 @@ LOST_WORKERS_TIMEOUT = "dpfit.lost-workers-timeout"
 _DEFAULT_PATIENCE = 60.0
 _POLL_SECONDS = 0.5
 
+_WHAT = "computing on the Dask data"
+_HINT = (
+    "compute the data yourself, e.g. X.compute(), to see it; a text value in a column that "
+    "Dask inferred as numbers fails so: with dpfit.ols, read that column as text, "
+    "dd.read_csv(..., dtype={'column': 'object'}), and each value is read on its own"
+)
 
-class WorkersLostError(RuntimeError):
+
+class WorkersLostError(DPFitError, RuntimeError):
     """A distributed computation had no worker left to run on (see the module docstring)."""
 
 
@@ -77,15 +94,22 @@ def wait(client: Any, futures: list[Any]) -> None:
 
 def gather(client: Any, futures: list[Any]) -> list[Any]:
     """``client.gather(futures)`` after :func:`wait` (no endless wait for lost workers); a
-    failed task raises its error."""
+    failed task raises the fixed :class:`~dpfit.exceptions.DataError` (module docstring)."""
     wait(client, futures)
-    return client.gather(futures)
+    return read_records(client.gather, futures, what=_WHAT, hint=_HINT)
+
+
+def compute_all(collections: list[Any]) -> list[Any]:
+    """``dask.compute(*collections)`` with the active scheduler, as a list; on a
+    ``distributed`` cluster through :func:`gather` (no endless wait for lost workers)."""
+    client = distributed_client()
+    if client is None:
+        import dask
+
+        return list(read_records(dask.compute, *collections, what=_WHAT, hint=_HINT))
+    return gather(client, list(client.compute(list(collections))))
 
 
 def compute(collection: Any) -> Any:
-    """``collection.compute()`` with the active scheduler; on a ``distributed`` cluster through
-    :func:`gather` (no endless wait for lost workers)."""
-    client = distributed_client()
-    if client is None:
-        return collection.compute()
-    return gather(client, [client.compute(collection)])[0]
+    """``collection.compute()``: :func:`compute_all` of one collection."""
+    return compute_all([collection])[0]

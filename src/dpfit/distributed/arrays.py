@@ -17,13 +17,26 @@ neighbouring relation:
 * ``replace-one``: n is public by definition of the relation, so the declared n is checked
   against the actual row count before anything is charged, and a mismatch is an error. The
   count comes from metadata when Dask has it (all row chunk sizes known, e.g. Zarr or
-  NumPy-backed arrays; ``len()`` of a Dask DataFrame read straight from Parquet, whose
-  footers hold the row counts); otherwise (a formula's design, an array with unknown chunk
-  sizes) the rows are counted in one pass over the data (over the persisted blocks when
-  they are persisted), still before any charge.
+  NumPy-backed arrays); otherwise (a data frame, a formula's design, an array with unknown
+  chunk sizes) the rows are counted by the read pass below, still before any charge.
 * ``add-remove``: the row count is the private quantity the relation protects, from
   metadata or not (Parquet footers count the same records), so it is never read or
   compared; the declared n normalises the sums as is.
+
+The read pass
+-------------
+Whatever the relation, every block of every input is computed once before anything is
+charged (:func:`read_pass`; under replace-one the same pass counts the rows when metadata do
+not). Values are not checked there, only read: a reader that fails on one record's value
+(Dask's CSV reader on a text cell in a column it inferred as float64) fails in this pass,
+before any charge, and its message, which quotes the value, is replaced by a fixed one
+(:func:`dpfit._records.read_records`). A reader that raised during the fit instead would
+raise after a charge, at the first step, with the value in its message. The pass costs one
+read of the data: nothing extra when the arrays are persisted (it is the persist), one pass
+more than the algorithm's own otherwise (T + 1 for DP-GD's T steps; two for the one-pass
+algorithms). Values that are read but not numbers (a block whose values are not those its
+metadata declared) are converted value by value on the workers, and a value that is not a
+number makes its record the zero record (:func:`dpfit._records.float_values`).
 
 Why this is safe: whatever n is declared, one record moves the clipped *sum* by at most
 2 * clip (replace-one) or clip (add/remove), so the sum divided by the declared n has the
@@ -39,12 +52,13 @@ from typing import Any
 
 import numpy as np
 
+from .._records import dtype_kind, float_values
 from .._validation import check_int
 from ..privacy import Relation
 from ._compute import compute
-from .persist import persist_rows, persisted_blocks
+from .persist import persist_rows
 
-__all__ = ["check_dask_rows", "is_dask", "map_rows", "require_dask"]
+__all__ = ["check_dask_rows", "is_dask", "map_rows", "read_pass", "require_dask"]
 
 
 def is_dask(obj: Any) -> bool:
@@ -69,23 +83,26 @@ def _known_rows(array: Any) -> int | None:
     return int(sum(sizes))
 
 
-def _counted_rows(source: Any, array: Any) -> int:
-    """The row count of a Dask input: the sum of its row-block lengths when they are persisted,
-    else ``len()`` of a frame (Dask reads Parquet footers when it can), else the sum of the
-    row-block lengths (one pass)."""
-    if hasattr(source, "to_dask_array") and persisted_blocks([array]) is None:
-        return int(compute(source.shape[0]))
-    lengths = array.map_blocks(
-        _block_rows,
-        chunks=((1,) * array.numblocks[0],),
-        drop_axis=list(range(1, array.ndim)),
-        dtype=np.int64,
-    )
-    return int(compute(lengths.sum()))
+def read_pass(arrays: list[Any]) -> int:
+    """Compute every block of every array once (module docstring, "The read pass") and return
+    the number of rows of the first; another library's error becomes the fixed
+    :class:`~dpfit.exceptions.DataError` of :func:`~dpfit.distributed._compute.compute`.
+    Nothing computed is kept."""
+    da = require_dask()
+    lengths = [
+        array.map_blocks(
+            _block_rows,
+            chunks=((1,) * array.numblocks[0],),
+            drop_axis=list(range(1, array.ndim)),
+            dtype=np.int64,
+        ).sum()
+        for array in arrays
+    ]
+    return int(compute(da.stack(lengths))[0])
 
 
-def _block_rows(block: np.ndarray) -> np.ndarray:
-    return np.array([block.shape[0]], dtype=np.int64)
+def _block_rows(block: Any) -> np.ndarray:
+    return np.array([np.shape(block)[0]], dtype=np.int64)
 
 
 def _check_one(name: str, array: Any, ndim: int) -> Any:
@@ -98,7 +115,9 @@ def _check_one(name: str, array: Any, ndim: int) -> Any:
             f"got {type(array).__name__}"
         )
     if np.dtype(array.dtype).kind not in "biuf":
-        raise TypeError(f"{name} must have a numeric (bool, int or float) dtype, got {array.dtype}")
+        raise TypeError(
+            f"{name} must have a numeric (bool, int or float) dtype, got {dtype_kind(array.dtype)}"
+        )
     if array.ndim != ndim:
         hint = " (use y.ravel())" if ndim == 1 and array.ndim == 2 else ""
         raise ValueError(f"{name} must be {ndim}-dimensional, got {array.ndim} dimensions{hint}")
@@ -185,8 +204,9 @@ def check_dask_rows(
     if relation is Relation.REPLACE_ONE and rows is not None:
         _check_n(n, rows, first_name)  # from metadata: before anything is persisted
     aligned = persist_rows(aligned, n=n, persist=persist)
+    counted = read_pass(aligned)  # every block read once, before anything is charged
     if relation is Relation.REPLACE_ONE and rows is None:
-        _check_n(n, _counted_rows(next(iter(arrays.values()))[0], aligned[0]), first_name)
+        _check_n(n, counted, first_name)  # under add/remove the count is never compared
     return aligned, n
 
 
@@ -200,8 +220,9 @@ def _check_n(n: int, rows: int, name: str) -> None:
 
 
 def _finite_or_nan(block: Any) -> np.ndarray:
-    """float64 ``block`` with every non-finite entry NaN (so no map can make it finite)."""
-    block = np.asarray(block, dtype=np.float64)
+    """float64 ``block`` with every non-finite entry NaN (so no map can make it finite); a
+    value that is not a number is NaN too (:func:`dpfit._records.float_values`)."""
+    block = float_values(block)
     return np.where(np.isfinite(block), block, np.nan)
 
 

@@ -21,12 +21,14 @@ Inside a task the block function runs on consecutive sub-blocks of about
 gradient sum) read the rows from cache rather than from memory; the block functions return
 sums over records, so the sub-block sums add up to the block's.
 
-Each block is cast to float64 (as the in-memory checks do) and every record with a NaN or
-infinite value in any of the arrays becomes the zero record before the block function sees
-it: the values of lazy data cannot be checked before the run without reading them, and
-raising mid-run would make an error depend on the data (docs/threat-model.md). The map is fixed
-and per record, so neighbouring datasets stay neighbours (the rule of
-:mod:`dpfit.algorithms.onepass` for lazy arrays).
+Each block is cast to float64 (as the in-memory checks do; a value that is not a number, in
+a block whose values are not those its metadata declared, becomes NaN:
+:func:`dpfit._records.float_values`) and every record with a NaN or infinite value in any of
+the arrays becomes the zero record before the block function sees it: the values of lazy
+data cannot be checked before the run without reading them, and raising mid-run would make an
+error depend on the data (docs/threat-model.md). The map is fixed and per record, so
+neighbouring datasets stay neighbours (the rule of :mod:`dpfit.algorithms.onepass` for lazy
+arrays).
 
 A reduction on a ``distributed`` cluster that has lost every worker raises
 :class:`WorkersLostError` instead of waiting forever (:mod:`dpfit.distributed._compute`).
@@ -39,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import float_values
 from ._compute import WorkersLostError, compute, distributed_client, gather
 from .arrays import require_dask
 from .holders import block_results
@@ -72,8 +75,8 @@ def _nonfinite_rows(a: np.ndarray) -> np.ndarray:
 
 def zero_nonfinite_records(*blocks: np.ndarray) -> list[np.ndarray]:
     """float64 arrays (copies where changed) of aligned row blocks in which every record with a
-    non-finite value in any block is zero."""
-    arrays = [np.asarray(b, dtype=np.float64) for b in blocks]
+    non-finite value (or a value that is not a number) in any block is zero."""
+    arrays = [float_values(b) for b in blocks]
     rows = arrays[0].shape[0]
     if any(a.shape[0] != rows for a in arrays):
         raise ValueError("row blocks of the inputs are not aligned (different block lengths)")

@@ -13,7 +13,12 @@ Private algorithms never call :meth:`Loss.per_example_grads` directly but
 * checks the shape ``(n, p)`` on every call (the first call happens before any charge), so a
   wrong-shape loss raises :class:`ValueError` before anything is released;
 * zeroes every non-finite per-example gradient instead of raising (docs/privacy.md), through
-  :func:`dpfit.mechanisms.clip_rows` (with a clip bound) or the same zero-out rule without one.
+  :func:`dpfit.mechanisms.clip_rows` (with a clip bound) or the same zero-out rule without one;
+* gives a zero gradient to every example on which the loss raises (a user's
+  :class:`FunctionLoss` that cannot take some value): the examples are then evaluated alone,
+  those that raise alone are replaced and zeroed, and the others computed in a batch of the
+  same shape (:func:`dpfit._records.evaluate_records`), so the error, which comes after a
+  charge and may quote the record, is never raised.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import Substitution, evaluate_records
 from .._validation import check_array, check_X_y
 from ..distributed import is_dask
 from ..mechanisms import clip_rows, row_norms, scale_rows
@@ -224,16 +230,34 @@ def checked_gradients(loss: Loss, theta: np.ndarray, X: np.ndarray, y: np.ndarra
 
     Floating-point overflow or invalid operations on one record are silent: they give
     non-finite rows, which every caller zeroes, and a warning would depend on that record.
+    An example on which the loss raises gets a zero row (module docstring); a batch that
+    raises although no example does alone raises a fixed :class:`~dpfit.exceptions.DataError`.
     """
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        G = np.asarray(loss.per_example_grads(theta, X, y), dtype=np.float64)
+
+    def evaluate(sub: Substitution | None) -> np.ndarray:
+        Xb, yb = (X, y) if sub is None else (_take(X, sub.index), _take(y, sub.index))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return np.asarray(loss.per_example_grads(theta, Xb, yb), dtype=np.float64)
+
+    name = f"{type(loss).__name__}.per_example_grads"
+    hint = "call it yourself on the data to see it"
+    G, failed = evaluate_records(evaluate, X.shape[0], what=name, hint=hint)
     expected = (X.shape[0], theta.shape[0])
     if G.shape != expected:
-        raise ValueError(
-            f"{type(loss).__name__}.per_example_grads returned shape {G.shape}, expected "
-            f"(n, p) = {expected}"
-        )
+        raise ValueError(f"{name} returned shape {G.shape}, expected (n, p) = {expected}")
+    if failed is not None:
+        G = G.copy()
+        G[failed] = 0.0
     return G
+
+
+def _take(rows: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:
+    """Rows ``index`` of ``rows`` (``-1``: an all-zero row); None stays None."""
+    if rows is None:
+        return None
+    out = rows[np.maximum(index, 0)]
+    out[index < 0] = 0.0
+    return out
 
 
 def per_example_gradients(

@@ -181,9 +181,9 @@ def release_outside_counts(
     queries.append(_zero_record_count(X, y))
     names.append(ZERO_RECORDS)
     if any(hasattr(q, "compute") for q in queries):  # Dask: one distributed reduction
-        import dask
+        from ..distributed._compute import compute_all
 
-        queries = list(dask.compute(*queries))
+        queries = compute_all(queries)
     k = len(queries)
     noise_std = noise_std_for_rho(math.sqrt(k), rho_within(math.sqrt(k), rho))
     noisy = gaussian(

@@ -34,41 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._records import is_missing, to_float
+
 __all__ = ["level_values", "numeric_values", "to_float"]
-
-#: The spellings of bools that pandas' CSV reader recognises (its default true/false values).
-_BOOLS = {"True": 1.0, "TRUE": 1.0, "true": 1.0, "False": 0.0, "FALSE": 0.0, "false": 0.0}
-
-
-def _is_missing(value: Any) -> bool:
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):  # an array-like cell
-        return False
-
-
-def to_float(value: Any) -> float:
-    """One value as a float64; NaN when it is missing or not a number."""
-    if isinstance(value, bool | np.bool_):
-        return float(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text in _BOOLS:
-            return _BOOLS[text]
-        if "_" in text:  # Python's float reads 1_000; a CSV number never has one
-            return math.nan
-        try:
-            return float(text)
-        except ValueError:
-            return math.nan
-    if _is_missing(value):
-        return math.nan
-    try:
-        return float(value)
-    except OverflowError:  # an integer beyond float64: infinite, as "1e400" reads
-        return math.copysign(math.inf, value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _per_value(series: pd.Series, convert: Callable[[Any], Any], dtype: Any) -> pd.Series:
@@ -126,7 +94,7 @@ def level_values(series: pd.Series, levels: Sequence[Any]) -> pd.Series:
     keys = [(level, *_level_keys(level)) for level in levels]
 
     def match(value: Any) -> Any:
-        if _is_missing(value):
+        if is_missing(value):
             return None
         if isinstance(value, str):
             text = value.strip()

@@ -19,8 +19,7 @@ matrices (the exogenous regressors, intercept included, serve as their own instr
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +28,7 @@ import pandas as pd
 
 from .._floats import quiet_floats
 from ..distributed import is_dask
-from ..distributed._compute import compute
-from ..privacy import Budget, Relation, parse_relation
+from ..privacy import Budget
 from ._dask import dask_model_matrix
 from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
 from ._fit_checks import checked_linear_fit
@@ -81,56 +79,6 @@ def _zero_records(y: Any, matrices: list[Any]) -> Any:
     y = y.where(~null)
     y.attrs[NULL_RECORDS] = True
     return y
-
-
-def _raised_in_dpfit(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised by dpfit's own code (its messages quote no data)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith("dpfit")
-
-
-@contextlib.contextmanager
-def _dask_read_errors(columns: Any) -> Iterator[None]:
-    """Re-raise another library's error (Dask's reader, pandas) as a ``ValueError`` that names
-    the column only: their messages quote data values (Dask's dtype-mismatch message prints
-    the value that failed to parse)."""
-    try:
-        yield
-    except Exception as exc:
-        if _raised_in_dpfit(exc):
-            raise
-        text = str(exc)
-        named = [str(c) for c in columns if f" {c} " in text or repr(str(c)) in text]
-        where = f" (column {', '.join(repr(c) for c in named)})" if named else ""
-        raise ValueError(
-            f"the Dask data could not be read{where}: a value does not parse as the dtype Dask "
-            "inferred from the first block (details withheld: they may quote data values); "
-            "read such a column as text, e.g. dask.dataframe.read_csv(..., dtype={'column': "
-            "'object'}), and dpfit reads each value on its own (a value that is not a number "
-            "makes its record the zero record)"
-        ) from None
-
-
-def _read_everything(y: Any, X: Any, params: dict[str, Any]) -> None:
-    """Dask under add/remove: build the design of every partition once, before any charge.
-
-    Dask reads a CSV with the dtypes it inferred from the first block; a later block with a
-    value that does not parse (one record's text in a numeric column) fails in Dask's reader,
-    before dpfit sees the values. Under replace-one the rows are counted before any charge
-    (:func:`dpfit.distributed.check_dask_rows`), which finds it; under add/remove nothing is
-    counted, so this pass does, and the failure is never raised part-way through a fit, after
-    a charge. (A column Dask reads as text is read by dpfit value by value, and a value that
-    is not a number is the zero record: ``models/_values.py``.)
-    """
-    try:
-        relation = parse_relation(params.get("relation", "replace-one"))
-    except (TypeError, ValueError):
-        return  # refused by the fit, before anything is read
-    if relation is not Relation.ADD_REMOVE:
-        return
-    compute(X.map_partitions(len).sum() + y.map_partitions(len).sum())  # nothing kept
 
 
 def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
@@ -251,17 +199,10 @@ def ols(
         y, X, has_intercept, indicators = _design_matrices(formula, data)
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
-    if not is_dask(data):
-        return checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
-            X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
-            **params,
-        )  # fmt: skip
-    with _dask_read_errors(data.columns):
-        _read_everything(y, X, params)
-        return checked_linear_fit(
-            X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
-            **params,
-        )  # fmt: skip
+    return checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
+        X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
+        **params,
+    )  # fmt: skip
 
 
 # -- IV grammar -------------------------------------------------------------------------------
