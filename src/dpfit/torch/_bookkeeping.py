@@ -172,8 +172,10 @@ def bookkeeping_clipped_sum(
     dim: int,
     *,
     exact: bool,
+    zero: np.ndarray | None = None,
 ) -> tuple[torch.Tensor, int] | None:
-    """Flat float64 clipped sum by book-keeping, as :func:`dpfit.torch._clipping.clipped_sum`.
+    """Flat float64 clipped sum by book-keeping, as :func:`dpfit.torch._clipping.clipped_sum`;
+    the examples marked in ``zero`` get the clip factor 0.
 
     Returns None when a linear layer's input is not 2-D (a shape, hence public): the caller
     then uses the vmap route.
@@ -209,6 +211,8 @@ def bookkeeping_clipped_sum(
         rows.append((layer, g, a, sq_a))
     norms = torch.sqrt(sq).cpu().numpy()
     factors = clip_factors(norms, clip) * FLOAT32_MARGIN
+    if zero is not None:
+        factors[zero] = 0.0
     bad = torch.from_numpy(~np.isfinite(norms)).to(inputs.device)
     f = torch.from_numpy(factors).to(inputs.device)
     out = torch.zeros(dim, dtype=torch.float64, device=inputs.device)

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from .._records import Substitution, evaluate_records
 from ..mechanisms import clip_factors, row_norms
 from ._bookkeeping import bookkeeping_clipped_sum, linear_plan
 from ._rounding import CHUNK, FLOAT32_MARGIN, MIN_FAST_CLIP, NORM_BLOCK
@@ -93,7 +94,13 @@ def clipped_sum(
 
     ``exact`` selects the summation route (module docstring); float64 models always use the
     exact one. Returns the sum (in ``model.parameters()`` order) and the **non-private**
-    number of examples whose gradient was scaled down.
+    number of examples whose gradient was scaled down. An example on which the model or
+    ``loss_fn`` raises contributes zero (:mod:`dpfit.torch._failures`).
+
+    Raises
+    ------
+    DataError
+        The batch raises although no example raises alone (a fixed message).
     """
     refuse_batch_mixing(model)  # model.train() may have been called since make_private
     named = trainable(model)
@@ -103,15 +110,40 @@ def clipped_sum(
     if n == 0:  # an empty Poisson batch: the sum is zero
         return torch.zeros(dim, dtype=torch.float64, device=device), 0
     plan = linear_plan(model, clip)
-    if plan is not None:
-        done = bookkeeping_clipped_sum(plan, loss_fn, inputs, targets, clip, dim, exact=exact)
-        if done is not None:
-            return done
-    return _vmap_clipped_sum(model, named, loss_fn, inputs, targets, clip, exact=exact)
+
+    def evaluate(sub: Substitution | None) -> tuple[torch.Tensor, int]:
+        x, t, zero = inputs, targets, None
+        if sub is not None:
+            x, t, zero = _take(inputs, sub.index), _take(targets, sub.index), sub.failed
+        if plan is not None:
+            done = bookkeeping_clipped_sum(plan, loss_fn, x, t, clip, dim, exact=exact, zero=zero)
+            if done is not None:
+                return done
+        return _vmap_clipped_sum(model, named, loss_fn, x, t, clip, exact=exact, zero=zero)
+
+    # an example on which the model or loss_fn raises counts zero (dpfit/torch/_failures.py)
+    done, _ = evaluate_records(evaluate, n, what="the model or loss_fn on a batch", hint=_HINT)
+    return done
 
 
-def _vmap_clipped_sum(model, named, loss_fn, inputs, targets, clip, *, exact):
-    """The general route: materialised per-example gradients (module docstring)."""
+_HINT = (
+    "call loss_fn(model(x), y) yourself under torch.func.vmap on a batch of one example, as "
+    "the private step does, to see it"
+)
+
+
+def _take(batch: torch.Tensor, index: np.ndarray) -> torch.Tensor:
+    """Rows ``index`` of ``batch``; ``-1`` is an all-zero row (:class:`Substitution`)."""
+    rows = batch[torch.from_numpy(np.maximum(index, 0)).to(batch.device)]
+    missing = torch.from_numpy(index < 0).to(batch.device)
+    if bool(missing.any()):
+        rows[missing] = 0
+    return rows
+
+
+def _vmap_clipped_sum(model, named, loss_fn, inputs, targets, clip, *, exact, zero=None):
+    """The general route: materialised per-example gradients (module docstring); the
+    examples marked in ``zero`` get the clip factor 0."""
     dim = sum(p.numel() for _, p in named)
     device = named[0][1].device
     n = inputs.shape[0]
@@ -137,6 +169,8 @@ def _vmap_clipped_sum(model, named, loss_fn, inputs, targets, clip, *, exact):
         rows = torch.cat([g[mask].double() for g in grads], dim=1)
         norms[redo] = row_norms(rows.cpu().numpy())
     factors = clip_factors(norms, clip)
+    if zero is not None:
+        factors[zero] = 0.0
     if float32:
         factors = factors * FLOAT32_MARGIN
     f64 = torch.from_numpy(factors).to(device)

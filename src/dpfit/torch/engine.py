@@ -41,6 +41,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, default_collate
 
+from .._records import read_records
 from .._validation import check_delta, check_int, check_option, check_positive
 from ..mechanisms import make_noise_source
 from ..noise import (
@@ -65,6 +66,8 @@ from .samplers import FixedEpochSampler, PoissonSampler
 __all__ = ["PrivateDataLoader", "PrivateTraining", "make_private"]
 
 SAMPLINGS = ("fixed-epoch", "poisson")
+_READING = "reading a batch of the dataset (its items or the collate function)"
+_HINT = "read every item of the dataset and collate them yourself to see it"
 NOISES = ("auto", "nu-dpftrl", "dp-sgd", "amplified-banded")
 
 
@@ -92,7 +95,12 @@ class PrivateDataLoader:
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         # Single-process DataLoader: the sampler's ``last_step`` is the batch just collated.
-        for inputs, targets in self._loader:
+        # Reading happens after the charge: a dataset or collate function that raises on a
+        # record stops with a fixed error naming no value and no step (dpfit/_records.py).
+        self.sampler.check_epoch_left()  # dpfit's own error, raised before anything is read
+        batches = iter(self._loader)
+        while (batch := read_records(next, batches, None, what=_READING, hint=_HINT)) is not None:
+            inputs, targets = batch
             self._optimizer._offer(inputs, targets, self.sampler.last_step)
             yield inputs, targets
 

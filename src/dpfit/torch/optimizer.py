@@ -30,6 +30,7 @@ import torch
 from .._validation import check_positive
 from ..noise import NoiseStream
 from ._clipping import clipped_sum, trainable
+from ._failures import guard_loss
 
 __all__ = ["DPOptimizer", "check_optimizer_params"]
 
@@ -70,7 +71,7 @@ class DPOptimizer(torch.optim.Optimizer):
         if not isinstance(stream, NoiseStream):
             raise TypeError(f"stream must be a dpfit.noise.NoiseStream, got {type(stream)}")
         self.original_optimizer = optimizer
-        self._model, self._loss_fn, self._stream = model, loss_fn, stream
+        self._model, self._loss_fn, self._stream = model, guard_loss(loss_fn), stream
         self._clip = check_positive(clip, "clip")
         self._batch_size = check_positive(batch_size, "batch_size")
         self._max_summands = max_summands

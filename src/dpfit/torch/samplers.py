@@ -49,12 +49,16 @@ class _Sampler:
     def __len__(self) -> int:
         return self.per_epoch
 
-    def __iter__(self) -> Iterator[list[int]]:
+    def check_epoch_left(self) -> None:
+        """Raise ``RuntimeError`` once every epoch the noise was calibrated for is used."""
         if self._epoch >= self.epochs:
             raise RuntimeError(
                 f"all {self.epochs} epochs ({self.steps} steps) the noise was calibrated for "
                 "are used"
             )
+
+    def __iter__(self) -> Iterator[list[int]]:
+        self.check_epoch_left()
         epoch = self._epoch
         self._epoch += 1
         for slot in range(self.per_epoch):
