@@ -9,13 +9,22 @@ records is always declared (``n_public``), never counted (:mod:`dpfit.distribute
 See ``docs/dask.md``.
 """
 
+from ._compute import (
+    LOST_WORKERS_TIMEOUT,
+    UNRESPONSIVE_WORKER_TIMEOUT,
+    WorkersLostError,
+    WorkersUnresponsiveError,
+)
 from .arrays import check_dask_rows, is_dask, map_rows, require_dask
 from .persist import PERSIST
-from .reduce import WorkersLostError, row_block_sum, zero_nonfinite_records
+from .reduce import row_block_sum, zero_nonfinite_records
 
 __all__ = [
+    "LOST_WORKERS_TIMEOUT",
     "PERSIST",
+    "UNRESPONSIVE_WORKER_TIMEOUT",
     "WorkersLostError",
+    "WorkersUnresponsiveError",
     "check_dask_rows",
     "is_dask",
     "map_rows",

@@ -19,7 +19,11 @@ released with them).
 Dask marks actors experimental; if a call to a holder fails (its worker left, say),
 :func:`block_results` returns None and the caller recomputes the step with ordinary tasks on
 the persisted blocks, which Dask reschedules; the results are the same numbers either way
-(up to the order of summation when a :class:`BlockState` is registered, below).
+(up to the order of summation when a :class:`BlockState` is registered, below). A call is
+never waited for without a deadline: a holder whose worker stopped answering (or a cluster
+without workers) ends the fit with :class:`~dpfit.distributed.WorkersLostError`
+(:func:`dpfit.distributed._compute.actor_results`), since the tasks on that worker's
+persisted blocks would wait for it too.
 
 A holder can also keep, per row block, what a block function computes once per data set and
 reuses at every step (:class:`BlockState`, :func:`register_block_state`): DP-GD's
@@ -42,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ._compute import WorkersLostError, gather, wait
+from ._compute import WorkersLostError, actor_results, gather, wait
 
 __all__ = ["BlockState", "RowBlockHolder", "block_results", "register_block_state"]
 
@@ -239,9 +243,13 @@ def block_results(
     try:
         state = _BLOCK_STATES.get(_name(block_fn))
         calls = [actor.block_sums(block_fn, args, state) for actor in holders.actors]
-        for call, rows in zip(calls, holders.indices, strict=True):
-            out[list(rows)] = call.result()
+        results = actor_results(client, calls)
+    except WorkersLostError:  # no worker, or one that stopped answering: the fit stops
+        _HOLDERS[key] = None
+        raise
     except Exception:  # a holder is gone: the caller's ordinary tasks
         _HOLDERS[key] = None
         return None
+    for result, rows in zip(results, holders.indices, strict=True):
+        out[list(rows)] = result
     return out
