@@ -20,8 +20,9 @@ neighbouring relation:
   NumPy-backed arrays); otherwise (a data frame, a formula's design, an array with unknown
   chunk sizes) the rows are counted by the read pass below, still before any charge.
 * ``add-remove``: the row count is the private quantity the relation protects, from
-  metadata or not (Parquet footers count the same records), so it is never read or
-  compared; the declared n normalises the sums as is.
+  metadata or not (Parquet footers count the same records), so it is never compared or
+  used (the read pass below computes it and discards it); the declared n normalises the
+  sums as is.
 
 The read pass
 -------------

@@ -8,8 +8,9 @@ in memory, stateful transforms are refused and categorical variables need declar
 (``C(region, levels=[...])``, or a ``pandas.CategoricalDtype`` with known categories), and a
 record whose categorical value is not a declared level becomes the zero record.
 
-Missing or non-finite values are not checked up front (that would need a pass over the
-data): a record with one in any design column becomes the zero record
+Missing or non-finite values are not checked up front (every partition is read once before
+the first charge, :func:`dpfit.distributed.arrays.read_pass`, but an error there would be
+raised by a value): a record with one in any design column becomes the zero record
 (:mod:`dpfit.distributed.reduce`), whereas in memory such data are refused. Non-finite
 values become the zero record *before* the public rescaling could clip them into the bounds
 (:func:`dpfit.distributed.map_rows`).
