@@ -15,8 +15,8 @@ Private algorithms never call :meth:`Loss.per_example_grads` directly but
 * zeroes every non-finite per-example gradient instead of raising (docs/privacy.md), through
   :func:`dpfit.mechanisms.clip_rows` (with a clip bound) or the same zero-out rule without one;
 * gives a zero gradient to every example on which the loss raises (a user's
-  :class:`FunctionLoss` that cannot take some value): the examples are then evaluated alone,
-  those that raise alone are replaced and zeroed, and the others computed in a batch of the
+  :class:`FunctionLoss` that cannot take some value): the examples that raise alone are
+  found (by bisection), replaced and zeroed, and the others computed in a batch of the
   same shape (:func:`dpfit._records.evaluate_records`), so the error, which comes after a
   charge and may quote the record, is never raised.
 """

@@ -17,8 +17,8 @@ the other examples unchanged:
   loss of one ignored example is 0 / 0 in PyTorch, a non-finite gradient that clipping zeroes
   anyway.)
 * **any other failure**: :func:`dpfit.torch._clipping.clipped_sum` evaluates the batch through
-  :func:`dpfit._records.evaluate_records`: when the batch raises, each example is tried
-  alone, those that raise alone are replaced by another example of the batch (or an all-zero
+  :func:`dpfit._records.evaluate_records`: when the batch raises, the examples that raise
+  alone are found (by bisection), replaced by another example of the batch (or an all-zero
   one) and get the clip factor 0, and the batch is computed again at the same shape, so the
   other examples' gradients, and the rounding bound of their sum, are those of a batch
   without the failure. A batch that raises although no example does alone stops the run with
