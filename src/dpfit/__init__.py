@@ -71,6 +71,8 @@ _SUBMODULES = frozenset(
         "noise",
         "optimize",
         "privacy",
+        "remote",
+        "serve",
         "theory",
         "torch",
     }
