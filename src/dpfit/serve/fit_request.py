@@ -216,9 +216,12 @@ def _bounds(request: FitRequest, schema: PublicSchema, columns: list[str], indic
 def design_for(request: FitRequest, schema: PublicSchema, limits: Limits) -> FitDesign:
     """Check ``request`` against ``schema``; :class:`RequestError` (422) says what to fix."""
     designs = _designs(request, schema)
-    response = [c for c in designs.pop("response").columns if c != _INTERCEPT]
+    lhs = designs.pop("response")
+    response = [c for c in lhs.columns if c != _INTERCEPT]
+    if lhs.indicators:
+        raise _bad("formula_refused", "the response must be a numeric or boolean column")
     if len(response) != 1:
-        raise _bad("formula_refused", "the formula must have one numeric response")
+        raise _bad("formula_refused", "the formula must have one response")
     columns = [c for d in designs.values() for c in d.columns if c != _INTERCEPT]
     if len(columns) + 1 > limits.max_terms:
         raise _bad("formula_refused", f"the formula has more than {limits.max_terms} terms")

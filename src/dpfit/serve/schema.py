@@ -87,16 +87,23 @@ _COLUMN_KEYS = frozenset({"type", "bounds", "levels", "description"})
 def canonical_level(value: Any) -> str | None:
     """A categorical value as the text it is compared by, or None (missing).
 
-    Strings lose surrounding blanks; integral numbers are written without a decimal point
-    (``2``, ``2.0`` and ``"2"`` are one level); other numbers use Python's shortest repr.
-    Each value is read on its own, so one record never changes how another is read.
+    Numbers, and strings that read as numbers, compare as numbers, as in dpfit's formula
+    layer: integral ones are written without a decimal point (``2``, ``2.0`` and ``" 2.0"``
+    are one level), others with Python's shortest repr. Other strings lose surrounding
+    blanks. Each value is read on its own, so one record never changes how another is read.
     """
     if value is None:
         return None
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, str):
-        return value.strip()
+        text = value.strip()
+        try:
+            if "_" in text:  # Python reads 1_000 as a number; a data file never means it
+                raise ValueError
+            value = float(text)
+        except ValueError:
+            return text
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -155,7 +162,7 @@ class PublicSchema:
         columns = {}
         for c in self.columns:
             entry: dict[str, Any] = {"type": c.type}
-            if c.bounds is not None:
+            if c.type == "numeric":
                 entry["bounds"] = list(c.bounds)
             if c.levels is not None:
                 entry["levels"] = list(c.levels)
