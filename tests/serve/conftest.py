@@ -75,9 +75,10 @@ class Fixture:
     data: Path
     schema: Path
 
-    def client(self, token: str | None = None) -> TestClient:
-        """An in-process HTTP client of the site's app, sending ``token`` if given."""
-        client = TestClient(create_app(self.site))
+    def client(self, token: str | None = None, *, raise_errors: bool = True) -> TestClient:
+        """An in-process HTTP client of the site's app, sending ``token`` if given
+        (``raise_errors=False``: a server error is a 500 answer, not an exception)."""
+        client = TestClient(create_app(self.site), raise_server_exceptions=raise_errors)
         if token is not None:
             client.headers["Authorization"] = f"Bearer {token}"
         return client

@@ -29,7 +29,9 @@ def test_what_fits_in_a_share_never_exceeds_it_beyond_the_budget_tolerance(charg
     # if k charges fit in the share's units, k * rho <= share * (1 + RELATIVE_TOLERANCE)
     k = total_units(share) // charge_units(charge)
     if k:
-        assert Fraction(k) * Fraction(charge) <= Fraction(share) * (1 + Fraction(RELATIVE_TOLERANCE))
+        assert Fraction(k) * Fraction(charge) <= Fraction(share) * (
+            1 + Fraction(RELATIVE_TOLERANCE)
+        )
 
 
 def test_units_to_rho_is_the_nearest_float():
