@@ -27,10 +27,12 @@ def frame():
 
 def fits(frame):
     bounds = {"x": (-5, 5), "z": (-4, 4)}
-    yield dpfit.ols("y ~ x + g", frame, rho=0.5, bounds={"x": (-5, 5)}, y_bounds=(-5, 8),
-                    random_state=0)  # fmt: skip
-    yield dpfit.iv("y ~ g + [x ~ z]", frame, rho=0.5, bounds=bounds, y_bounds=(-5, 8),
-                   random_state=0)  # fmt: skip
+    yield dpfit.ols(
+        "y ~ x + g", frame, rho=0.5, bounds={"x": (-5, 5)}, y_bounds=(-5, 8), random_state=0
+    )
+    yield dpfit.iv(
+        "y ~ g + [x ~ z]", frame, rho=0.5, bounds=bounds, y_bounds=(-5, 8), random_state=0
+    )
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["ols", "iv"])

@@ -34,8 +34,9 @@ def test_an_analyst_reads_schema_and_budget_and_never_a_value(served):
 
 def test_dry_run_prices_the_fit_and_charges_nothing(served):
     api = served.client(served.tokens["alice"])
-    cost = api.post("/api/v1/dry-run", json={"dataset": "survey", "formula": "y ~ x1 + x2 + g",
-                                             "rho": 0.25}).json()  # fmt: skip
+    cost = api.post(
+        "/api/v1/dry-run", json={"dataset": "survey", "formula": "y ~ x1 + x2 + g", "rho": 0.25}
+    ).json()
     assert cost["terms"] == ["Intercept", "x1", "x2", "g[T.b]", "g[T.c]"]
     assert cost["bounds"] == {"x1": [0.0, 10.0], "x2": [0.0, 1.0]}
     assert cost["y_bounds"] == [-5.0, 10.0]
@@ -50,8 +51,9 @@ def test_dry_run_prices_the_fit_and_charges_nothing(served):
 
 def test_a_fit_is_charged_stored_and_fetched_again_for_free(served):
     api = served.client(served.tokens["alice"])
-    answer = api.post("/api/v1/releases", json={"dataset": "survey", "formula": "y ~ x1 + x2",
-                                                "rho": 0.5})  # fmt: skip
+    answer = api.post(
+        "/api/v1/releases", json={"dataset": "survey", "formula": "y ~ x1 + x2", "rho": 0.5}
+    )
     assert answer.status_code == 201
     view = answer.json()
     assert view["status"] == "released" and view["rho_charged"] == 0.5
@@ -73,8 +75,10 @@ def test_a_fit_is_charged_stored_and_fetched_again_for_free(served):
 
 def test_an_iv_fit(served):
     api = served.client(served.tokens["alice"])
-    view = api.post("/api/v1/releases", json={"dataset": "survey", "model": "iv", "rho": 0.5,
-                                              "formula": "y ~ x2 + [x1 ~ z]"}).json()  # fmt: skip
+    view = api.post(
+        "/api/v1/releases",
+        json={"dataset": "survey", "model": "iv", "rho": 0.5, "formula": "y ~ x2 + [x1 ~ z]"},
+    ).json()
     result = decode_result(view["result"])
     assert view["status"] == "released" and result.model == "DP IV regression"
     assert result.names == ("Intercept", "x2", "x1")
@@ -87,42 +91,80 @@ def test_derived_terms_need_public_bounds_from_the_analyst(served):
     assert refused.status_code == 422 and "I(x1 ** 2)" in refused.json()["error"]["message"]
     cost = api.post("/api/v1/dry-run", json={**request, "bounds": {"I(x1 ** 2)": [0, 100]}})
     assert cost.json()["bounds"]["I(x1 ** 2)"] == [0.0, 100.0]
-    typo = api.post("/api/v1/dry-run", json={**request, "bounds": {"I(x1 ** 2)": [0, 100],
-                                                                   "x9": [0, 1]}})  # fmt: skip
+    typo = api.post(
+        "/api/v1/dry-run", json={**request, "bounds": {"I(x1 ** 2)": [0, 100], "x9": [0, 1]}}
+    )
     assert typo.status_code == 422 and "x9" in typo.json()["error"]["message"]
 
 
 BAD = [
     ("corrupt body", b"{'dataset': ", 400, "not valid JSON"),
     ("not an object", b"[1, 2]", 400, "JSON object"),
-    ("unknown field", b'{"dataset": "survey", "formula": "y ~ x1", "rho": 0.1, "seed": 1}', 400,
-     "unknown fields ['seed']"),
-    ("huge formula", ('{"dataset": "survey", "rho": 0.1, "formula": "y ~ ' + "x1 + " * 400
-                      + 'x1"}').encode(), 400, "the limit is 1000"),
-    ("unknown column", b'{"dataset": "survey", "formula": "y ~ x1 + age", "rho": 0.1}', 422,
-     "'age' is not a column"),
-    ("stateful transform", b'{"dataset": "survey", "formula": "y ~ scale(x1)", "rho": 0.1}', 422,
-     "stateful transform"),
-    ("undeclared level", b'{"dataset": "survey", "formula": "y ~ C(g, levels=[\\"a\\", \\"q\\"])",'
-     b' "rho": 0.1}', 422, "not declared"),
-    ("constant arithmetic", b'{"dataset": "survey", "formula": "y ~ I(9 ** 9 ** 9)", "rho": 0.1}',
-     422, "arithmetic between constants"),
+    (
+        "unknown field",
+        b'{"dataset": "survey", "formula": "y ~ x1", "rho": 0.1, "seed": 1}',
+        400,
+        "unknown fields ['seed']",
+    ),
+    (
+        "huge formula",
+        ('{"dataset": "survey", "rho": 0.1, "formula": "y ~ ' + "x1 + " * 400 + 'x1"}').encode(),
+        400,
+        "the limit is 1000",
+    ),
+    (
+        "unknown column",
+        b'{"dataset": "survey", "formula": "y ~ x1 + age", "rho": 0.1}',
+        422,
+        "'age' is not a column",
+    ),
+    (
+        "stateful transform",
+        b'{"dataset": "survey", "formula": "y ~ scale(x1)", "rho": 0.1}',
+        422,
+        "stateful transform",
+    ),
+    (
+        "undeclared level",
+        b'{"dataset": "survey", "formula": "y ~ C(g, levels=[\\"a\\", \\"q\\"])", "rho": 0.1}',
+        422,
+        "not declared",
+    ),
+    (
+        "constant arithmetic",
+        b'{"dataset": "survey", "formula": "y ~ I(9 ** 9 ** 9)", "rho": 0.1}',
+        422,
+        "arithmetic between constants",
+    ),
     ("negative rho", b'{"dataset": "survey", "formula": "y ~ x1", "rho": -1}', 400, "rho"),
     ("bool rho", b'{"dataset": "survey", "formula": "y ~ x1", "rho": true}', 400, "rho"),
-    ("unknown dataset", b'{"dataset": "census", "formula": "y ~ x1", "rho": 0.1}', 404,
-     "no dataset"),
-    ("over budget", b'{"dataset": "survey", "formula": "y ~ x1", "rho": 1.5}', 409,
-     "exceeds your remaining budget 1"),
-    ("model", b'{"dataset": "survey", "formula": "y ~ x1", "rho": 0.1, "model": "glm"}', 400,
-     "model must be one of"),
-]  # fmt: skip
+    (
+        "unknown dataset",
+        b'{"dataset": "census", "formula": "y ~ x1", "rho": 0.1}',
+        404,
+        "no dataset",
+    ),
+    (
+        "over budget",
+        b'{"dataset": "survey", "formula": "y ~ x1", "rho": 1.5}',
+        409,
+        "exceeds your remaining budget 1",
+    ),
+    (
+        "model",
+        b'{"dataset": "survey", "formula": "y ~ x1", "rho": 0.1, "model": "glm"}',
+        400,
+        "model must be one of",
+    ),
+]
 
 
 @pytest.mark.parametrize(("what", "body", "status", "message"), BAD, ids=[b[0] for b in BAD])
 def test_bad_requests_get_clear_errors_and_charge_nothing(served, what, body, status, message):
     api = served.client(served.tokens["alice"])
-    answer = api.post("/api/v1/releases", content=body,
-                      headers={"Content-Type": "application/json"})  # fmt: skip
+    answer = api.post(
+        "/api/v1/releases", content=body, headers={"Content-Type": "application/json"}
+    )
     assert answer.status_code == status, answer.text
     assert message in answer.json()["error"]["message"]
     assert spent(served.site) == 0 and spent(served.site, db.shares) == 0
@@ -137,8 +179,12 @@ def test_a_wrong_token_gets_401_and_charges_nothing(served, header):
     api = served.client()
     headers = {} if header is None else {"Authorization": header}
     for method, path in (("GET", "/api/v1/datasets"), ("POST", "/api/v1/releases")):
-        answer = api.request(method, path, headers=headers,
-                             json={"dataset": "survey", "formula": "y ~ x1", "rho": 0.1})  # fmt: skip
+        answer = api.request(
+            method,
+            path,
+            headers=headers,
+            json={"dataset": "survey", "formula": "y ~ x1", "rho": 0.1},
+        )
         assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer"
         assert answer.json()["error"]["code"] == "unauthorised"
     assert spent(served.site) == 0 and audit_releases(served.site) == []
@@ -182,16 +228,25 @@ def test_revoked_and_paused(served):
 
 def test_admin_api_registers_and_grants(served, tmp_path):
     admin = served.client(served.steward)
-    done = admin.post("/api/v1/admin/datasets", json={
-        "name": "survey2", "data": str(served.data), "schema": str(served.schema), "rho": 1,
-        "delta": 1e-7})  # fmt: skip
+    done = admin.post(
+        "/api/v1/admin/datasets",
+        json={
+            "name": "survey2",
+            "data": str(served.data),
+            "schema": str(served.schema),
+            "rho": 1,
+            "delta": 1e-7,
+        },
+    )
     assert done.status_code == 201 and done.json()["n"] == 2000
-    created = admin.post("/api/v1/admin/analysts", json={"name": "carol", "dataset": "survey2",
-                                                         "rho": 0.4}).json()  # fmt: skip
+    created = admin.post(
+        "/api/v1/admin/analysts", json={"name": "carol", "dataset": "survey2", "rho": 0.4}
+    ).json()
     carol = served.client(created["token"])
     assert carol.get("/api/v1/datasets").json()["datasets"][0]["budget"]["rho_total"] == 0.4
-    too_much = admin.post("/api/v1/admin/shares", json={"analyst": "carol", "dataset": "survey2",
-                                                        "rho": 0.7})  # fmt: skip
+    too_much = admin.post(
+        "/api/v1/admin/shares", json={"analyst": "carol", "dataset": "survey2", "rho": 0.7}
+    )
     assert too_much.status_code == 400 and "left to share out" in too_much.text
     csv = admin.get("/api/v1/admin/audit?format=csv").text
     assert csv.splitlines()[0].startswith("id,created_at,finished_at,analyst,dataset")

@@ -42,8 +42,11 @@ def test_a_cannot_read_b_releases_or_budget(served):
     as_alice = alice.get(f"/api/v1/releases/{theirs}")
     nowhere = alice.get("/api/v1/releases/AAAAAAAAAAAAAAAA")
     assert as_alice.status_code == nowhere.status_code == 404
-    assert as_alice.json() == nowhere.json() == {"error": {"code": "not_found",
-                                                           "message": "no release"}}  # fmt: skip
+    assert (
+        as_alice.json()
+        == nowhere.json()
+        == {"error": {"code": "not_found", "message": "no release"}}
+    )
     assert alice.get("/api/v1/releases").json()["releases"] == []
     # A's view of the dataset shows A's share only: B's spending is invisible
     assert alice.get("/api/v1/datasets/survey").json()["budget"]["rho_spent"] == 0.0
@@ -59,8 +62,9 @@ def test_a_cannot_read_b_releases_or_budget(served):
 
 
 def test_a_dataset_without_a_share_looks_like_no_dataset(served):
-    register_dataset(served.site, "hidden", data=served.data, schema=served.schema, rho=1,
-                     delta=1e-6)  # fmt: skip
+    register_dataset(
+        served.site, "hidden", data=served.data, schema=served.schema, rho=1, delta=1e-6
+    )
     alice = served.client(served.tokens["alice"])
     hidden = alice.post("/api/v1/dry-run", json={**REQUEST, "dataset": "hidden"})
     absent = alice.post("/api/v1/dry-run", json={**REQUEST, "dataset": "hiddem"})
@@ -72,9 +76,11 @@ def test_a_dataset_without_a_share_looks_like_no_dataset(served):
 
 def _post(url: str, token: str, payload: dict) -> int:
     request = urllib.request.Request(
-        url + "/api/v1/releases", data=json.dumps(payload).encode(), method="POST",
+        url + "/api/v1/releases",
+        data=json.dumps(payload).encode(),
+        method="POST",
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     try:
         with urllib.request.urlopen(request, timeout=300) as answer:
             return answer.status
@@ -87,10 +93,11 @@ def test_racing_requests_cannot_overspend(tmp_path):
     statuses: list[int] = []
     with running_server(fixture.folder, workers=2) as server:
         threads = [
-            threading.Thread(target=lambda: statuses.append(
-                _post(server.url, fixture.tokens["alice"], REQUEST)))
+            threading.Thread(
+                target=lambda: statuses.append(_post(server.url, fixture.tokens["alice"], REQUEST))
+            )
             for _ in range(24)
-        ]  # fmt: skip
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -106,8 +113,11 @@ def test_racing_requests_cannot_overspend(tmp_path):
 def _masked(value):
     """A response with every number replaced: what is left must not depend on the data."""
     if isinstance(value, dict):
-        return {k: _masked(v) for k, v in value.items()
-                if k not in ("id", "created_at", "finished_at", "sha256")}  # fmt: skip
+        return {
+            k: _masked(v)
+            for k, v in value.items()
+            if k not in ("id", "created_at", "finished_at", "sha256")
+        }
     if isinstance(value, list):
         return [_masked(v) for v in value]
     if isinstance(value, bool) or value is None:
@@ -121,12 +131,16 @@ def _masked(value):
 
 NEIGHBOUR_REQUESTS = [
     {"dataset": "survey", "formula": "y ~ x1 + x2 + g", "rho": 0.2},
-    {"dataset": "survey", "formula": "y ~ np.log(x1 + 1) + x2", "rho": 0.2,
-     "bounds": {"np.log(x1 + 1)": [0, 2.4]}},
+    {
+        "dataset": "survey",
+        "formula": "y ~ np.log(x1 + 1) + x2",
+        "rho": 0.2,
+        "bounds": {"np.log(x1 + 1)": [0, 2.4]},
+    },
     {"dataset": "survey", "model": "iv", "formula": "y ~ x2 + [x1 ~ z]", "rho": 0.2},
     {"dataset": "survey", "formula": "y ~ x1 + age", "rho": 0.2},
     {"dataset": "survey", "formula": "y ~ x1", "rho": 5.0},
-]  # fmt: skip
+]
 
 
 def test_neighbouring_datasets_answer_alike_except_through_the_noise(tmp_path):
@@ -143,8 +157,12 @@ def test_neighbouring_datasets_answer_alike_except_through_the_noise(tmp_path):
         fixture = build_site(tmp_path / f"d{k}", frame=data, shares={"alice": 2.0}, rho=2.0)
         fixture.site.random_state = 0
         api = fixture.client(fixture.tokens["alice"])
-        answers.append([(a.status_code, a.json()) for a in
-                        (api.post("/api/v1/releases", json=r) for r in NEIGHBOUR_REQUESTS)])  # fmt: skip
+        answers.append(
+            [
+                (a.status_code, a.json())
+                for a in (api.post("/api/v1/releases", json=r) for r in NEIGHBOUR_REQUESTS)
+            ]
+        )
     plain, odd = answers
     assert [s for s, _ in plain] == [201, 201, 201, 422, 409]
     for (status_a, body_a), (status_b, body_b) in zip(plain, odd, strict=True):

@@ -9,11 +9,15 @@ import pytest
 from dpfit.serve.data import DataCache, DatasetUnavailableError, file_sha256, read_dataset
 from dpfit.serve.schema import parse_schema
 
-SCHEMA = parse_schema({"columns": {
-    "x": {"type": "numeric", "bounds": [0, 10]},
-    "flag": {"type": "boolean"},
-    "g": {"type": "categorical", "levels": ["a", "b", 2]},
-}})  # fmt: skip
+SCHEMA = parse_schema(
+    {
+        "columns": {
+            "x": {"type": "numeric", "bounds": [0, 10]},
+            "flag": {"type": "boolean"},
+            "g": {"type": "categorical", "levels": ["a", "b", 2]},
+        }
+    }
+)
 
 
 def write(path, rows: str) -> str:

@@ -32,9 +32,11 @@ REQUEST = {"dataset": "survey", "formula": "y ~ x1 + x2 + g", "rho": 0.05}
 
 def _post(url: str, token: str) -> None:
     request = urllib.request.Request(
-        url + "/api/v1/releases", data=json.dumps(REQUEST).encode(), method="POST",
+        url + "/api/v1/releases",
+        data=json.dumps(REQUEST).encode(),
+        method="POST",
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     try:
         urllib.request.urlopen(request, timeout=300).close()
     except (urllib.error.URLError, ConnectionError):
@@ -53,8 +55,11 @@ def test_a_server_killed_during_fits_keeps_every_charge(tmp_path):
     # 60 000 records: a fit takes about a second, so the kill lands while fits run and wait
     fixture = build_site(tmp_path, n=60_000, shares={"alice": 1.0, "bob": 1.0})
     with running_server(fixture.folder) as server:
-        threads = [threading.Thread(target=_post, args=(server.url, fixture.tokens[name]))
-                   for name in ("alice", "bob") for _ in range(4)]  # fmt: skip
+        threads = [
+            threading.Thread(target=_post, args=(server.url, fixture.tokens[name]))
+            for name in ("alice", "bob")
+            for _ in range(4)
+        ]
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 120
@@ -78,8 +83,10 @@ def test_a_server_killed_during_fits_keeps_every_charge(tmp_path):
         assert dataset_spent == share_spent == sum(r.charged_units for r in rows)
         for row in rows:  # every release is retrievable, as stored
             token = fixture.tokens["alice" if row.analyst_id == 1 else "bob"]
-            request = urllib.request.Request(server.url + f"/api/v1/releases/{row.id}",
-                                             headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+            request = urllib.request.Request(
+                server.url + f"/api/v1/releases/{row.id}",
+                headers={"Authorization": f"Bearer {token}"},
+            )
             with urllib.request.urlopen(request, timeout=60) as answer:
                 view = json.loads(answer.read())
             assert view["status"] == row.status

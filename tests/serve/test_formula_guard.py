@@ -10,19 +10,31 @@ from dpfit.serve.fit_request import Limits, RequestError, design_for, parse_requ
 from dpfit.serve.formula_guard import FormulaRefusedError, check_sides
 from dpfit.serve.schema import parse_schema
 
-SCHEMA = parse_schema({"columns": {
-    "x": {"type": "numeric", "bounds": [0, 10]},
-    "y": {"type": "numeric", "bounds": [-5, 5]},
-    "w": {"type": "boolean"},
-    "g": {"type": "categorical", "levels": ["a", "b"]},
-}})  # fmt: skip
+SCHEMA = parse_schema(
+    {
+        "columns": {
+            "x": {"type": "numeric", "bounds": [0, 10]},
+            "y": {"type": "numeric", "bounds": [-5, 5]},
+            "w": {"type": "boolean"},
+            "g": {"type": "categorical", "levels": ["a", "b"]},
+        }
+    }
+)
 
 
 @pytest.mark.parametrize(
     "side",
-    ["x + g + w", "np.log(x) + I(x ** 2) + x:g", "np.where(x > 1, 1, 0)", 'Q("x")',
-     'C(g, levels=["b", "a"])', "C(g, contr.treatment('b'))", "I(-x * 2.5) + abs(x)", "0 + x"],
-)  # fmt: skip
+    [
+        "x + g + w",
+        "np.log(x) + I(x ** 2) + x:g",
+        "np.where(x > 1, 1, 0)",
+        'Q("x")',
+        'C(g, levels=["b", "a"])',
+        "C(g, contr.treatment('b'))",
+        "I(-x * 2.5) + abs(x)",
+        "0 + x",
+    ],
+)
 def test_allowed(side):
     check_sides([side], SCHEMA)
 
@@ -91,8 +103,9 @@ def test_design_refusals(payload, message):
 def test_too_many_terms():
     formula = "y ~ " + " + ".join(f"I(x * {k})" for k in range(1, 12))
     bounds = {f"I(x * {k})": [0, 10 * k] for k in range(1, 12)}
-    request = parse_request({"dataset": "d", "rho": 0.1, "formula": formula, "bounds": bounds},
-                            Limits())  # fmt: skip
+    request = parse_request(
+        {"dataset": "d", "rho": 0.1, "formula": formula, "bounds": bounds}, Limits()
+    )
     with pytest.raises(RequestError, match="more than 5 terms"):
         design_for(request, SCHEMA, Limits(max_terms=5))
     assert len(design_for(request, SCHEMA, Limits()).terms) == 12

@@ -13,8 +13,9 @@ from dpfit.privacy.budget import RELATIVE_TOLERANCE
 from dpfit.serve.units import UNITS_PER_RHO, charge_units, total_units, units_to_rho
 
 
-@pytest.mark.parametrize(("charge", "times", "share"), [(0.1, 5, 0.5), (0.1, 3, 0.3),
-                                                        (0.01, 100, 1.0), (0.2, 5, 1.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("charge", "times", "share"), [(0.1, 5, 0.5), (0.1, 3, 0.3), (0.01, 100, 1.0), (0.2, 5, 1.0)]
+)
 def test_equal_charges_use_a_share_exactly(charge, times, share):
     assert times * charge_units(charge) == total_units(share)
 

@@ -59,8 +59,18 @@ def running_server(
 ) -> Iterator[Server]:
     """Run ``dpfit serve`` on ``site`` (stopped on exit; killed if it will not stop)."""
     port = free_port()
-    command = [sys.executable, "-m", "dpfit.cli", "serve", "start", str(site), "--port",
-               str(port), "--workers", str(workers)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "dpfit.cli",
+        "serve",
+        "start",
+        str(site),
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
     if database is not None:
         command += ["--database", database]
     log = Path(site) / f"server-{port}.log" if log is None else log
