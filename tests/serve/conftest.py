@@ -152,3 +152,15 @@ def postgres_url(postgres_cluster):
     yield admin.rsplit("/", 1)[0] + f"/{name}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request) -> str | None:
+    """None (the site's SQLite file), then a fresh PostgreSQL database."""
+    return None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def served_on(tmp_path, database) -> Fixture:
+    """:func:`served` on SQLite, then on PostgreSQL."""
+    return build_site(tmp_path, database=database)

@@ -49,7 +49,8 @@ def test_dry_run_prices_the_fit_and_charges_nothing(served):
     assert spent(served.site) == 0 and audit_releases(served.site) == []
 
 
-def test_a_fit_is_charged_stored_and_fetched_again_for_free(served):
+def test_a_fit_is_charged_stored_and_fetched_again_for_free(served_on):
+    served = served_on
     api = served.client(served.tokens["alice"])
     answer = api.post(
         "/api/v1/releases", json={"dataset": "survey", "formula": "y ~ x1 + x2", "rho": 0.5}
@@ -212,7 +213,8 @@ def test_a_body_over_the_size_limit_is_refused_before_it_is_read(served):
     assert spent(served.site) == 0 and audit_releases(served.site) == []
 
 
-def test_revoked_and_paused(served):
+def test_revoked_and_paused(served_on):
+    served = served_on
     admin = served.client(served.steward)
     api = served.client(served.tokens["alice"])
     request = {"dataset": "survey", "formula": "y ~ x1", "rho": 0.1}

@@ -88,8 +88,8 @@ def _post(url: str, token: str, payload: dict) -> int:
         return exc.code
 
 
-def test_racing_requests_cannot_overspend(tmp_path):
-    fixture = build_site(tmp_path, n=500, shares={"alice": 1.0})
+def test_racing_requests_cannot_overspend(tmp_path, database):
+    fixture = build_site(tmp_path, n=500, shares={"alice": 1.0}, database=database)
     statuses: list[int] = []
     with running_server(fixture.folder, workers=2) as server:
         threads = [

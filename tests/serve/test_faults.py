@@ -51,9 +51,9 @@ def _ledger(site):
     return rows, dataset.spent_units, share_spent
 
 
-def test_a_server_killed_during_fits_keeps_every_charge(tmp_path):
+def test_a_server_killed_during_fits_keeps_every_charge(tmp_path, database):
     # 60 000 records: a fit takes about a second, so the kill lands while fits run and wait
-    fixture = build_site(tmp_path, n=60_000, shares={"alice": 1.0, "bob": 1.0})
+    fixture = build_site(tmp_path, n=60_000, shares={"alice": 1.0, "bob": 1.0}, database=database)
     with running_server(fixture.folder) as server:
         threads = [
             threading.Thread(target=_post, args=(server.url, fixture.tokens[name]))

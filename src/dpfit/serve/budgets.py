@@ -1,8 +1,10 @@
 """Charging a release against the analyst's share and the dataset's total, atomically.
 
 A charge is one database transaction that reads the dataset's row and the analyst's share
-with a write lock (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE``, see
-:mod:`dpfit.serve.db`), checks both remaining amounts in exact integer units
+with a write lock (on PostgreSQL ``SELECT ... FOR NO KEY UPDATE``, the lock an ``UPDATE`` of
+those rows takes anyway, and ``FOR SHARE`` on the analyst's row, so that a revocation waits;
+neither conflicts with the key-share locks of foreign-key checks, which would deadlock
+against a plain ``FOR UPDATE``; on SQLite ``BEGIN IMMEDIATE``, see :mod:`dpfit.serve.db`), checks both remaining amounts in exact integer units
 (:mod:`dpfit.serve.units`), adds the charge to both and inserts the release's row, and
 commits all of it before the fit draws any noise. Concurrent requests therefore see each
 other's charges: whatever their order, the charges of a share never exceed it, and a share
@@ -28,7 +30,8 @@ __all__ = ["charge", "grant", "locked_dataset"]
 
 def locked_dataset(conn: sa.Connection, dataset_id: int) -> Any:
     """The dataset's row, locked for the rest of the transaction."""
-    query = sa.select(db.datasets).where(db.datasets.c.id == dataset_id).with_for_update()
+    query = sa.select(db.datasets).where(db.datasets.c.id == dataset_id)
+    query = query.with_for_update(key_share=True)
     return conn.execute(query).one()
 
 
@@ -54,14 +57,14 @@ def charge(
     """
     dataset = locked_dataset(conn, dataset_id)
     analyst = conn.execute(
-        sa.select(db.analysts).where(db.analysts.c.id == analyst_id).with_for_update()
+        sa.select(db.analysts).where(db.analysts.c.id == analyst_id).with_for_update(read=True)
     ).one()
     if analyst.revoked_at is not None:
         raise RequestError(401, "unauthorised", "invalid or revoked token")
     share = conn.execute(
         sa.select(db.shares)
         .where(db.shares.c.analyst_id == analyst_id, db.shares.c.dataset_id == dataset_id)
-        .with_for_update()
+        .with_for_update(key_share=True)
     ).one_or_none()
     if share is None:
         raise RequestError(404, "not_found", f"no dataset {dataset.name!r}")

@@ -8,8 +8,8 @@ Privacy amounts are integers: rho in units of 10^-12 (:mod:`dpfit.serve.units`),
 comparisons of charges are exact on both backends (``BIGINT``), whatever the order of
 concurrent requests.
 
-Write transactions lock what they read. On PostgreSQL a charge reads the dataset's and the
-analyst's rows with ``SELECT ... FOR UPDATE``; on SQLite every transaction starts with
+Write transactions lock what they read. On PostgreSQL a charge reads the dataset's row and the
+analyst's share with row locks (:mod:`dpfit.serve.budgets`); on SQLite every transaction starts with
 ``BEGIN IMMEDIATE`` (one writer at a time, taken before the first read), the recipe of
 SQLAlchemy's "Serializable isolation / Savepoints / Transactional DDL" section for pysqlite
 (https://docs.sqlalchemy.org/en/20/dialects/sqlite.html#pysqlite-serializable). SQLite runs
