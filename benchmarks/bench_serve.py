@@ -303,9 +303,8 @@ def overhead(*, rows: int, repeats: int) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> dict:
-    from _machine import command, machine
-
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of this script (the module docstring's commands)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=("load", "overhead"))
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
@@ -316,6 +315,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--small-fits", type=int, default=5, help="fits a small share buys")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--json", type=Path, help="write the results here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    from _machine import command, machine
+
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.what == "load":
         found = load(

@@ -1,16 +1,16 @@
 """Charging a release against the analyst's share and the dataset's total, atomically.
 
-A charge is one database transaction that reads the dataset's row and the analyst's share
-with a write lock (on PostgreSQL ``SELECT ... FOR NO KEY UPDATE``, the lock an ``UPDATE`` of
-those rows takes anyway, and ``FOR SHARE`` on the analyst's row, so that a revocation waits;
-neither conflicts with the key-share locks of foreign-key checks, which would deadlock
-against a plain ``FOR UPDATE``; on SQLite ``BEGIN IMMEDIATE``, see :mod:`dpfit.serve.db`), checks both remaining amounts in exact integer units
-(:mod:`dpfit.serve.units`), adds the charge to both and inserts the release's row, and
-commits all of it before the fit draws any noise. Concurrent requests therefore see each
-other's charges: whatever their order, the charges of a share never exceed it, and a share
-never exceeds what the dataset had left to carve (:func:`grant`). If the process dies after
-the commit, the charge stands (the release may have been drawn); if it dies before, nothing
-was charged and nothing was drawn.
+A charge is one database transaction that reads the dataset's row and the analyst's share with a
+write lock (on PostgreSQL ``SELECT ... FOR NO KEY UPDATE``, the lock an ``UPDATE`` of those rows
+takes anyway, and ``FOR SHARE`` on the analyst's row, so that a revocation waits; neither
+conflicts with the key-share locks of foreign-key checks, which would deadlock against a plain
+``FOR UPDATE``; on SQLite ``BEGIN IMMEDIATE``, see :mod:`dpfit.serve.db`), checks both remaining
+amounts in exact integer units (:mod:`dpfit.serve.units`), adds the charge to both and inserts
+the release's row, and commits all of it before the fit draws any noise. Concurrent requests
+therefore see each other's charges: whatever their order, the charges of a share never exceed
+it, and a share never exceeds what the dataset had left to carve (:func:`grant`). If the process
+dies after the commit, the charge stands (the release may have been drawn); if it dies before,
+nothing was charged and nothing was drawn.
 
 The same rule as :class:`dpfit.Budget`: check, then commit, and on refusal nothing changes.
 """
