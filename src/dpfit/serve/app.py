@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from importlib import resources
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -92,7 +91,7 @@ def create_app(site: Site) -> Starlette:
     return app
 
 
-def app_from_environment() -> Any:  # pragma: no cover - run by uvicorn in worker processes
+def app_from_environment() -> Starlette:
     """The application for ``uvicorn --factory`` (``dpfit serve --workers N``): the site
     folder and database come from ``DPFIT_SERVE_SITE`` and ``DPFIT_SERVE_DATABASE``."""
     import os

@@ -149,7 +149,9 @@ class DataCache:
         self._frames: OrderedDict[tuple[int, str], pd.DataFrame] = OrderedDict()
         self._lock = threading.Lock()
 
-    def frame(self, *, dataset_id: int, path: str, sha256: str, schema: PublicSchema):
+    def frame(
+        self, *, dataset_id: int, path: str, sha256: str, schema: PublicSchema
+    ) -> pd.DataFrame:
         """The frame of a registered dataset, or :class:`DatasetUnavailableError`."""
         key = (dataset_id, sha256)
         with self._lock:

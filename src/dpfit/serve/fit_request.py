@@ -11,10 +11,12 @@ after its charge is a fault of the service, never of the request.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from formulaic.errors import FormulaicError
@@ -154,26 +156,26 @@ def parse_request(payload: Any, limits: Limits) -> FitRequest:
     )
 
 
-def _sides(request: FitRequest) -> dict[str, str]:
+def _sides(model: str, formula: str) -> dict[str, str]:
     """The formula's sides: ``response`` and the regressor sides (IV: exog, endog, instruments)."""
-    if request.model == "iv":
-        parts = parse_iv_formula(request.formula)
+    if model == "iv":
+        parts = parse_iv_formula(formula)
         return {
             "response": parts.dependent,
             "exog": parts.exog,
             "endog": parts.endog,
             "instruments": parts.instruments,
         }
-    lhs, rhs = request.formula.split("~", 1)
+    lhs, rhs = formula.split("~", 1)
     if "[" in rhs and "~" in rhs:
         raise ValueError("this is an IV formula ([endog ~ instruments]): choose model 'iv'")
     return {"response": lhs, "regressors": rhs}
 
 
-def _designs(request: FitRequest, schema: PublicSchema) -> dict[str, Any]:
+def _designs(model: str, formula: str, schema: PublicSchema) -> dict[str, Any]:
     meta = schema.empty_frame()
     try:
-        sides = _sides(request)
+        sides = _sides(model, formula)
         if not sides["response"].strip():
             raise ValueError("the formula needs a response on the left of '~'")
         check_sides(list(sides.values()), schema)
@@ -187,18 +189,23 @@ def _designs(request: FitRequest, schema: PublicSchema) -> dict[str, Any]:
         raise _bad("formula_refused", str(exc)) from None
 
 
-def _bounds(request: FitRequest, schema: PublicSchema, columns: list[str], indicators: set[str]):
+def _bounds(
+    given: Mapping[str, tuple[float, float]],
+    schema: PublicSchema,
+    columns: list[str],
+    indicators: set[str],
+) -> dict[str, tuple[float, float]]:
     bounds, missing = {}, []
     for column in columns:
         spec = schema.column(column)
         if column in indicators:
             continue  # dpfit bounds a treatment-coded indicator by [0, 1]
         if spec is not None and spec.bounds is not None:
-            if column in request.bounds:
+            if column in given:
                 raise _bad("bounds", f"{column!r} has declared bounds {list(spec.bounds)}")
             bounds[column] = spec.bounds
-        elif column in request.bounds:
-            bounds[column] = request.bounds[column]
+        elif column in given:
+            bounds[column] = given[column]
         else:
             missing.append(column)
     if missing:
@@ -207,15 +214,32 @@ def _bounds(request: FitRequest, schema: PublicSchema, columns: list[str], indic
             f"design columns {missing} are not declared columns: give their public bounds "
             "in 'bounds' (a pair [low, high] each; the fit clips into them)",
         )
-    unused = sorted(set(request.bounds) - set(bounds))
+    unused = sorted(set(given) - set(bounds))
     if unused:
         raise _bad("bounds", f"bounds given for {unused}, which are not design columns")
     return bounds
 
 
 def design_for(request: FitRequest, schema: PublicSchema, limits: Limits) -> FitDesign:
-    """Check ``request`` against ``schema``; :class:`RequestError` (422) says what to fix."""
-    designs = _designs(request, schema)
+    """Check ``request`` against ``schema``; :class:`RequestError` (422) says what to fix.
+
+    The check reads public inputs only, so its outcome for a formula is cached (a repeated
+    formula, the common case, is not parsed again).
+    """
+    bounds = tuple(sorted(request.bounds.items()))
+    return _design(request.model, request.formula, bounds, request.y_bounds, schema, limits)
+
+
+@functools.lru_cache(maxsize=1024)
+def _design(
+    model: str,
+    formula: str,
+    given: tuple[tuple[str, tuple[float, float]], ...],
+    given_y: tuple[float, float] | None,
+    schema: PublicSchema,
+    limits: Limits,
+) -> FitDesign:
+    designs = _designs(model, formula, schema)
     lhs = designs.pop("response")
     response = [c for c in lhs.columns if c != _INTERCEPT]
     if lhs.indicators:
@@ -226,14 +250,14 @@ def design_for(request: FitRequest, schema: PublicSchema, limits: Limits) -> Fit
     if len(columns) + 1 > limits.max_terms:
         raise _bad("formula_refused", f"the formula has more than {limits.max_terms} terms")
     indicators = {c for d in designs.values() for c in d.indicators}
-    bounds = _bounds(request, schema, columns, indicators)
+    bounds = _bounds(dict(given), schema, columns, indicators)
     spec = schema.column(response[0])
     if spec is not None and spec.bounds is not None:
-        if request.y_bounds is not None:
+        if given_y is not None:
             raise _bad("bounds", f"the response {response[0]!r} has declared bounds")
         y_bounds = spec.bounds
-    elif request.y_bounds is not None:
-        y_bounds = request.y_bounds
+    elif given_y is not None:
+        y_bounds = given_y
     else:
         raise _bad(
             "bounds",
@@ -241,4 +265,9 @@ def design_for(request: FitRequest, schema: PublicSchema, limits: Limits) -> Fit
         )
     coefficients = [designs[k] for k in ("regressors", "exog", "endog") if k in designs]
     terms = [c for d in coefficients for c in d.columns]  # the Result's names, in its order
-    return FitDesign(response=response[0], terms=tuple(terms), bounds=bounds, y_bounds=y_bounds)
+    return FitDesign(
+        response=response[0],
+        terms=tuple(terms),
+        bounds=MappingProxyType(bounds),  # shared by every request of the cache: read-only
+        y_bounds=y_bounds,
+    )

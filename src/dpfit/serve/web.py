@@ -33,7 +33,9 @@ __all__ = ["check_form", "page", "routes", "signed_in"]
 _LOGIN_COOKIE = "dpfit_login"
 
 
-def page(request: Request, name: str, who: Principal | None, status: int = 200, **context: Any):
+def page(
+    request: Request, name: str, who: Principal | None, status: int = 200, **context: Any
+) -> Response:
     """Render template ``name`` with the signed-in principal ``who`` (its form token too)."""
     return request.app.state.templates.TemplateResponse(
         request,
