@@ -5,8 +5,8 @@ dpfit's formula layer already refuses terms that are not row-wise (``scale``, ``
 three refusals of its own, each checked on the formula's syntax tree alone:
 
 * **Only declared columns.** Every name a formula reads must be a column of the public
-  schema. formulaic looks names up in the data and then in the calling code's namespace, so
-  a name that is not a column could reach objects of the server process.
+  schema, checked on the formula's text, before formulaic evaluates anything (whatever
+  formulaic's own name look-up would find), with a suggestion for a misspelt name.
 * **Only declared levels.** ``C(column, levels=[...])`` must name a categorical column and
   list only levels the schema declares.
 * **No arithmetic between constants.** Python evaluates ``9 ** 9 ** 9`` or ``"a" * 10 ** 9``
