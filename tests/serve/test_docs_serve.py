@@ -128,3 +128,12 @@ def test_the_serve_page_python_runs(tmp_path, monkeypatch):
     assert "{'type': 'numeric', 'bounds': [0.0, 10.0]" in printed
     assert "DP linear regression results" in printed
     assert "released True {'Intercept'" in printed
+
+
+def test_the_serve_page_links_and_figures_exist():
+    page = ROOT / "docs" / "serve.md"
+    targets = re.findall(r"\]\(([^)#]+)\)", page.read_text())
+    local = [t for t in targets if not t.startswith(("http://", "https://"))]
+    assert len(local) >= 3
+    for target in local:
+        assert (page.parent / target).exists(), target
