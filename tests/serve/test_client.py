@@ -82,5 +82,6 @@ def test_a_tampered_result_is_refused():
 def test_warnings_come_back_with_their_category(live):
     fixture, server = live
     carol = Client(server.url, fixture.tokens["carol"])
-    with pytest.warns(dpfit.LargeBudgetWarning, match="rho=6 is a weak privacy guarantee"):
+    with pytest.warns(dpfit.LargeBudgetWarning, match="rho=6 is a weak privacy guarantee") as got:
         carol.ols("y ~ x1", dataset="survey", rho=6.0)
+    assert got[0].filename == __file__  # attributed to the caller's line, as locally

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import exceptions
+from .._validation import user_stacklevel
 from ..exceptions import BudgetExceededError, PrivacyWarning
 from ..models.results import Result
 from .codec import decode_result, result_sha256
@@ -76,7 +77,7 @@ def _warn_again(lines: tuple[str, ...]) -> None:
         category = getattr(exceptions, name, None)
         if not (isinstance(category, type) and issubclass(category, PrivacyWarning)):
             category, message = PrivacyWarning, line
-        warnings.warn(message, category, stacklevel=3)
+        warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
 class Client:
