@@ -71,7 +71,19 @@ class Steps:
         field.send_keys(text)
 
     def click(self, css: str) -> None:
-        self.driver.find_element("css selector", css).click()
+        """Click a button or link that loads a page, and wait until the new one is there."""
+        self._load(self.driver.find_element("css selector", css))
+
+    def follow(self, text: str) -> None:
+        self._load(self.driver.find_element("link text", text))
+
+    def _load(self, element) -> None:
+        from selenium.webdriver.support import expected_conditions
+        from selenium.webdriver.support.wait import WebDriverWait
+
+        old = self.driver.find_element("tag name", "html")
+        element.click()
+        WebDriverWait(self.driver, 60).until(expected_conditions.staleness_of(old))
 
     def text(self) -> str:
         return self.driver.find_element("tag name", "main").text
@@ -120,7 +132,7 @@ def test_first_minutes_of_a_steward_and_an_analyst(tmp_path, browser):
         steps.sign_in(server.url, token)
         assert "Your datasets" in steps.text() and "0.5" in steps.text()
         steps.shot("analyst-datasets")
-        browser.find_element("link text", "survey").click()
+        steps.follow("survey")
         caption = browser.find_element("css selector", "#schema-heading + table caption")
         assert caption.text.startswith("The columns a formula may use")
         assert "a, b, c" in steps.text() and "[0, 10]" in steps.text()
@@ -140,7 +152,7 @@ def test_first_minutes_of_a_steward_and_an_analyst(tmp_path, browser):
             "return arguments[0].complete && arguments[0].naturalWidth > 0", plot
         )
         steps.shot("result")
-        browser.find_element("link text", "All your requests").click()
+        steps.follow("All your requests")
         assert "y ~ x1 + x2 + g" in steps.text() and "released" in steps.text()
         steps.shot("history")
         steps.sign_out()
