@@ -1,5 +1,6 @@
 """Every shell snippet of README.md and docs/user-guide.md runs verbatim (the ``>>>`` ones run
-in tests/test_docs.py).
+in tests/test_docs.py; those of README's server section, which need a running server, in
+tests/serve/test_docs_serve.py).
 
 Each ```bash``` or ```console``` block runs as one ``bash -e`` script in a fresh folder that
 holds a ``data.csv`` with the columns the snippets name, with this interpreter's ``dpfit`` on
@@ -28,10 +29,32 @@ PAGES = [ROOT / "README.md", ROOT / "docs" / "user-guide.md"]
 _FENCE = re.compile(r"^```(?P<lang>[a-z]*)\n(?P<body>.*?)^```", re.S | re.M)
 
 
+#: Sections whose snippets need more than a fresh folder, and the test that runs them there:
+#: (page, heading) -> test. The server section needs a running server.
+ELSEWHERE = {("README.md", "## A data steward's server"): "tests/serve/test_docs_serve.py"}
+
+
+def _run_elsewhere(page: Path, text: str, start: int) -> bool:
+    for (name, heading), _ in ELSEWHERE.items():
+        if page.name == name and heading in text:
+            begin = text.index(heading)
+            end = text.find("\n## ", begin + 1)
+            if begin <= start < (len(text) if end < 0 else end):
+                return True
+    return False
+
+
+def _matches(page: Path):
+    text = page.read_text()
+    for k, match in enumerate(_FENCE.finditer(text)):
+        if not _run_elsewhere(page, text, match.start()):
+            yield k, match
+
+
 def _snippets() -> list[tuple[str, str]]:
     out = []
     for page in PAGES:
-        for k, match in enumerate(_FENCE.finditer(page.read_text())):
+        for k, match in _matches(page):
             if match.group("lang") in ("bash", "console", "sh"):
                 out.append((f"{page.name}-{k}", match.group("body")))
     return out
@@ -40,7 +63,7 @@ def _snippets() -> list[tuple[str, str]]:
 def _python_snippets() -> list[tuple[str, str]]:
     out = []
     for page in PAGES:
-        for k, match in enumerate(_FENCE.finditer(page.read_text())):
+        for k, match in _matches(page):
             if match.group("lang") == "python" and ">>>" not in match.group("body"):
                 out.append((f"{page.name}-{k}", match.group("body")))
     return out
@@ -101,3 +124,9 @@ def test_python_snippets_run(workdir, monkeypatch):
 def test_every_snippet_is_collected():
     assert len(_snippets()) >= 7  # README: quick start, fit, install, privacy, budget; guide: 2
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == "dpfit"
+
+
+def test_the_sections_run_elsewhere_are_run_there():
+    for (page, heading), test in ELSEWHERE.items():
+        assert heading in (ROOT / page).read_text(), (page, heading)
+        assert heading in (ROOT / test).read_text(), (heading, test)

@@ -2,8 +2,9 @@
 
 Who runs what: ``>>>`` examples of every page run in tests/test_docs.py; the shell and
 Python snippets of README.md and docs/user-guide.md in tests/test_docs_commands.py; the
-whole of docs/dask.md in tests/distributed/test_docs_dask.py and of docs/tutorial-torch.md in
-tests/torch/test_tutorial.py. Here, for every other page:
+whole of docs/dask.md in tests/distributed/test_docs_dask.py, of docs/tutorial-torch.md in
+tests/torch/test_tutorial.py and of docs/serve.md (against a running server) in
+tests/serve/test_docs_serve.py. Here, for every other page:
 
 * every ```python block without ``>>>`` runs, in page order, in one namespace;
 * every command of a ```bash```, ```sh``` or ```console``` block is a valid command line:
@@ -35,6 +36,7 @@ ELSEWHERE = {
     "user-guide.md": "tests/test_docs_commands.py",
     "dask.md": "tests/distributed/test_docs_dask.py",
     "tutorial-torch.md": "tests/torch/test_tutorial.py",
+    "serve.md": "tests/serve/test_docs_serve.py",
 }
 PAGES = sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in ELSEWHERE)
 _FENCE = re.compile(r"^```(?P<lang>[a-z]*)\n(?P<body>.*?)^```", re.S | re.M)

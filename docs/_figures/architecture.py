@@ -18,8 +18,8 @@ OUT = Path(__file__).resolve().parents[1] / "figures" / "architecture.png"
 
 #: Layers, top to bottom: (role, packages). Imports only go down.
 LAYERS = [
-    ("entry points", "cli  ·  experiments  ·  audit"),
-    ("estimators, integrations", "models  ·  optimize  ·  torch  ·  testing"),
+    ("entry points", "cli  ·  experiments  ·  audit  ·  serve"),
+    ("estimators, integrations", "models  ·  optimize  ·  torch  ·  testing  ·  remote"),
     ("algorithms → Trajectory", "algorithms  ·  baselines"),
     ("intervals, closed forms", "inference  ·  theory"),
     ("correlated noise, losses", "noise  ·  losses"),

@@ -73,6 +73,8 @@ _SUBMODULES = frozenset(
         "noise",
         "optimize",
         "privacy",
+        "remote",
+        "serve",
         "theory",
         "torch",
     }

@@ -26,6 +26,7 @@ COMMANDS = {
     "iv": "iv",
     "demo": "demo",
     "budget": "budget",
+    "serve": "serve",
 }
 
 #: A value such as ``-1,5`` or ``-0.5,2``, which argparse would take for an option.

@@ -1,0 +1,58 @@
+"""Running a charged fit: the same ``dpfit.ols`` / ``dpfit.iv`` call a local user makes.
+
+The service holds no statistics of its own. A request whose rho is already charged in the
+database runs as ``dpfit.ols(formula, data, rho=rho, budget=dpfit.Budget(rho=rho), bounds=...,
+y_bounds=...)`` with the schema's public bounds: the in-memory budget of exactly the charged
+amount is a second, independent guard that the fit cannot spend more.
+
+Fits run one at a time per process (:data:`LIBRARY_LOCK`, also held while a stored result is
+rendered): they are CPU-bound, so threads would gain little, and dpfit's warnings are caught
+with :class:`warnings.catch_warnings`, which is not thread-safe. Run ``dpfit serve --workers N``
+for N processes; the database keeps their charges consistent. Only dpfit's own warnings, which
+depend on public inputs and releases only, are returned to the analyst; any other library's
+warning is dropped, since it could depend on a record.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any
+
+from ..exceptions import PrivacyWarning
+from ..models.results import Result
+from ..privacy import Budget
+from .fit_request import FitDesign, FitRequest
+
+__all__ = ["LIBRARY_LOCK", "run_fit"]
+
+#: Held while dpfit runs in this process (fits, summaries, plots): a fit's caught warnings
+#: are then its own, never another request's.
+LIBRARY_LOCK = threading.Lock()
+
+
+def run_fit(
+    request: FitRequest, design: FitDesign, frame: Any, *, random_state: int | None = None
+) -> tuple[Result, list[str]]:
+    """Fit ``request`` on ``frame``; return the result and dpfit's warnings (one line each)."""
+    from ..models import iv, ols
+
+    fit = {"ols": ols, "iv": iv}[request.model]
+    extra = {} if random_state is None else {"random_state": random_state}
+    with LIBRARY_LOCK, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fit(
+            request.formula,
+            frame,
+            rho=request.rho,
+            budget=Budget(rho=request.rho),
+            bounds=dict(design.bounds),
+            y_bounds=design.y_bounds,
+            **extra,
+        )
+    lines = [
+        f"{w.category.__name__}: {w.message}"
+        for w in caught
+        if issubclass(w.category, PrivacyWarning)
+    ]
+    return result, list(dict.fromkeys(lines))
