@@ -185,6 +185,20 @@ def test_iv_bounds_that_overflow_are_refused_before_any_charge(bounds, y_bounds,
     assert budget.spent == 0.0 and len(rec) == 0
 
 
+def test_iv_two_stage_clip_is_refused_before_the_standardisation_is_charged():
+    # raised "two_stage/theta-gradient: the query value is not finite" after 0.1045 of rho = 1
+    X, y, Z = _iv_arrays(500)
+    model = dpfit.DPIVRegression(
+        rho=1.0,
+        method="2s-gd",
+        bounds={"x0": (-5, 5), "z0": (-4, 4), "z1": (-4, 4)},
+        y_bounds=(-8, 8),
+        clip=(1e307, 1.0),
+        random_state=0,
+    )
+    _refused(lambda ledger: model.fit(X, y, Z=Z, budget=ledger.budget), "clip_theta")
+
+
 def test_torch_clip_whose_gradients_overflow_is_refused():
     torch = pytest.importorskip("torch")
     from torch.utils.data import DataLoader, TensorDataset

@@ -41,7 +41,14 @@ from ._design import take_null_records
 from ._fit_checks import DEFAULT_BOUNDS_CHECK, checked_iv_fit
 from ._formula_errors import formula_errors
 from ._iv_config import EXPERIMENTAL_INTERVALS as EXPERIMENTAL_INTERVALS  # public names
-from ._iv_config import IV_INTERVALS, IVConfig, check_interval, iv_config, settings_from
+from ._iv_config import (
+    IV_INTERVALS,
+    IVConfig,
+    check_interval,
+    check_two_stage_scales,
+    iv_config,
+    settings_from,
+)
 from ._iv_config import IV_METHODS as IV_METHODS
 from ._iv_config import TWO_STAGE_SETTINGS as TWO_STAGE_SETTINGS
 from ._iv_methods import IV_METHOD_TABLE, IVData
@@ -270,6 +277,7 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         settings = settings_from(cfg, p1, q1)
         if cfg.method == "2s-gd":
             check_interval(cfg, settings, p1)  # before any charge
+            check_two_stage_scales(cfg, settings, n)
         # Checked now; each release is then spent from the budget as it is charged, so a fit
         # that fails part-way keeps only what it drew.
         ledger = prepare_ledger(
