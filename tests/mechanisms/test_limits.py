@@ -66,10 +66,17 @@ def test_dp_gd_clip_whose_sum_overflows_is_refused_whatever_the_records():
 
 def test_dp_gd_step_size_whose_iterates_overflow_is_refused():
     X, y = np.ones((18, 1)), np.ones(18)
-    _refused(
+    message = _refused(
         lambda led: dp_gd(X, y, rho=1.0, clip=1.0, steps=10, step_size=1e300, rng=0, ledger=led),
-        "step_size",
+        "clip",
     )
+    assert "or step_size at most" in message
+
+
+def test_a_clip_whose_interval_overflows_is_refused():
+    # the iterates stayed finite but their covariance did not: the sample interval was inf
+    message = _fit_refused("clip", clip=1e160, steps=200)
+    assert "squares" in message and "step_size at most" in message
 
 
 @pytest.mark.parametrize("baseline", [adassp, ssp])

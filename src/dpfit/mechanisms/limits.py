@@ -170,15 +170,26 @@ def check_descent_scale(
 ) -> None:
     """The checks of a noisy gradient descent: ``release(clip)`` (the clipped sum's and the
     noisy release's peaks, :func:`release_peaks`), then the iterates, which move by at most
-    ``step_size`` x the noisy release per step: |theta_t| <= start + t eta (C + Z sigma).
-    Raises ValueError naming ``name`` (the clip) or ``step_size``."""
+    ``step_size`` x the noisy release per step, |theta_t| <= start + t eta (C + Z sigma), and
+    their squares (an interval's covariance of iterates). Raises ValueError naming ``name``
+    (the clip), or for the iterates both the clip and ``step_size`` with the largest value of
+    each at the other's setting."""
     check_public_scale(name, clip, release, what=what)
-    step = max(release(clip))
-    check_public_scale(
-        "step_size",
-        step_size,
-        lambda eta: (start + steps * eta * step,),
-        what=f"the iterates of {steps} noisy steps",
+
+    def iterates(c: float, eta: float) -> tuple[float, float]:
+        peak = start + steps * eta * max(release(c))
+        return peak, peak * peak
+
+    if _finite_below_limit(lambda c: iterates(c, step_size), clip):
+        return
+    by_clip = largest_allowed(lambda c: iterates(c, step_size), clip)
+    by_step = largest_allowed(lambda eta: iterates(clip, eta), step_size)
+    raise ValueError(
+        f"{name} must be at most {by_clip:.6g} at step_size = {step_size:g}, or step_size at "
+        f"most {by_step:.6g} at {name} = {clip:g}, for these settings: the iterates of "
+        f"{steps} noisy steps and their squares (an interval's covariance) must stay below "
+        f"{LIMIT:.3g} (float64's largest value / 2^64), got {name} = {clip:.6g}, "
+        f"step_size = {step_size:.6g}"
     )
 
 
