@@ -126,6 +126,7 @@ def test_estimator_clip_whose_omega_sensitivity_overflows_is_refused():
         ({"bounds": [(-1, 1)] * 2, "y_bounds": (-1e160, 1e160)}, "y_bounds half-range"),
         ({"bounds": [(-1e-160, 1e-160)] * 2, "y_bounds": (-1, 1)}, "y_bounds half-range"),
         ({"bounds": [(-1, 1)] * 2, "y_bounds": (-1e160, 1e160), "method": "adassp"}, "y_bounds"),
+        ({"bounds": [(-1e-160, 1e-160)] * 2, "clip": 1.0}, "bounds"),
     ],
 )
 def test_bounds_whose_results_or_intervals_overflow_are_refused(params, name):

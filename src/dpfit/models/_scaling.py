@@ -33,6 +33,7 @@ import numpy as np
 
 from .._validation import check_bounds_layout
 from ..mechanisms import check_public_scale
+from ..mechanisms.limits import LIMIT
 
 __all__ = [
     "PublicScaling",
@@ -107,8 +108,8 @@ def check_back_map(x_bounds: np.ndarray | None, y_bounds: np.ndarray | None, cen
     """Refuse bounds whose rescaling or map back could overflow (module docstring).
 
     Checked on the response's half-range h_y given the features' bounds, and reported as
-    the largest allowed half-range of ``y_bounds`` (``bounds`` without ``y_bounds``: of the
-    map's factor, named ``bounds``).
+    the largest allowed half-range of ``y_bounds`` (without ``y_bounds``, h_y = 1 and the
+    error names ``bounds``).
     """
     check_widths("bounds", x_bounds)
     check_widths("y_bounds", y_bounds)
@@ -128,13 +129,17 @@ def check_back_map(x_bounds: np.ndarray | None, y_bounds: np.ndarray | None, cen
         factor = max(half, half * inverse, half * offset, abs(float(cy)))
         return factor, factor * factor
 
-    check_public_scale(
-        "y_bounds half-range (high - low) / 2" if y_bounds is not None else "bounds",
-        float(hy),
-        factors,
-        what="the map of coefficients (factor y half-range / x half-range) and of their "
-        "covariance (its square) back to the original units",
+    what = (
+        "the map of coefficients (factor y half-range / x half-range) and of their covariance "
+        "(its square) back to the original units"
     )
+    if y_bounds is not None:
+        check_public_scale("y_bounds half-range (high - low) / 2", float(hy), factors, what=what)
+    elif not all(f <= LIMIT for f in factors(1.0)):
+        raise ValueError(
+            f"bounds: a half-range (high - low) / 2 is too small for its centre: {what} "
+            f"must stay below {LIMIT:.3g} (float64's largest value / 2^64)"
+        )
 
 
 def _centre_scale(b: np.ndarray, centred: bool) -> tuple[np.ndarray, np.ndarray]:
