@@ -15,6 +15,11 @@ Re:cord-play (Cebere et al.; how the library uses it: ``tests/neighbours/README.
    the same sequence of mechanism calls, every query within its declared sensitivity, and
    every component **bit-identical** (all of it is post-processing of the frozen releases).
 
+:func:`worst_shares` is the large-n form of step 3's sensitivity check: it replays D' in
+other summation orders (row permutations, BLAS thread counts) and reports, per release, the
+largest ratio of the computed query's move to its declared sensitivity, which the float
+rounding allowance of :func:`dpfit.privacy.query_sensitivity` keeps at or below 1.
+
 The record/replay hooks themselves (:func:`recording`, :func:`replaying`, :class:`Recording`,
 :class:`ReplayMismatchError`) are exported here, their documented home: they are test
 instruments, not part of releasing data. (:mod:`dpfit.mechanisms` still exports them because
@@ -74,6 +79,7 @@ __all__ = [
     "recording",
     "release_shares",
     "replaying",
+    "worst_shares",
 ]
 
 #: The name under which :func:`check_neighbours` reports (and ``ignore`` skips) a query that
@@ -108,6 +114,66 @@ def release_shares(
                 dist = float(np.linalg.norm(diff))
         shares.append((x.entry.label, dist / x.entry.sensitivity))
     return shares
+
+
+def _permuted(data: Sequence[Any], order: np.ndarray) -> tuple[Any, ...]:
+    """Every array argument with as many rows as ``order`` taken in that row order."""
+    return tuple(
+        a[order] if isinstance(a, np.ndarray) and a.ndim >= 1 and len(a) == len(order) else a
+        for a in data
+    )
+
+
+def worst_shares(
+    run: Callable[..., Any],
+    data: Sequence[Any],
+    neighbour: Sequence[Any],
+    *,
+    threads: Sequence[int] = (1,),
+    orders: int = 0,
+    seed: int = 0,
+    encoders: Sequence[np.ndarray] = (),
+) -> dict[str, float]:
+    """Per release label, the largest ||query_D - query_D'|| / declared sensitivity.
+
+    ``run(*data)`` is recorded, then ``run(*neighbour)`` replayed (so both see the same
+    released values and every query is asked at the same point), for every BLAS thread count
+    in ``threads`` (:mod:`threadpoolctl`) and, with ``orders`` > 0, for as many random row
+    orders: D and D' each get their own permutation of the rows of every array argument
+    (the neighbour relation is on the records, so any order of either dataset is a valid
+    input). Only for algorithms whose queries are order-free sums (full-batch); a one-pass
+    algorithm, whose blocks follow the row order, is checked with ``orders=0``.
+
+    Returns
+    -------
+    dict
+        label -> the largest share over all runs (> 1 means a computed query moved by more
+        than its declared sensitivity).
+    """
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(seed)
+
+    def rows(args: Sequence[Any]) -> int:
+        return next((len(a) for a in args if isinstance(a, np.ndarray)), 0)
+
+    worst: dict[str, float] = {}
+    for count in threads:
+        pairs = [(data, neighbour)]
+        for _ in range(orders):
+            pairs.append((
+                _permuted(data, rng.permutation(rows(data))),
+                _permuted(neighbour, rng.permutation(rows(neighbour))),
+            ))  # fmt: skip
+        for d, dp in pairs:
+            with threadpool_limits(limits=count, user_api="blas"):
+                with recording() as rec:
+                    run(*d)
+                with replaying(rec) as rep:
+                    run(*dp)
+            for label, share in release_shares(rec, rep, encoders=encoders):
+                worst[label] = max(worst.get(label, 0.0), share)
+    return worst
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Bigger audits, run on demand (``make test-slow``): reliability 3.9's nightly layer D/E.
 
-* every target at M = 5000 runs per side, on three seeds, passes on the correct code;
+* every exact-score target at M = 5000 runs per side, on three seeds, passes on the correct
+  code (the calibrated black-box targets: ``tests/audit/test_entry_point_audits.py``);
 * the power and false-alarm table of reliability 3.4 (simulated Gaussian scores, 200 audits
   per cell): at most 2 false alarms in 200 at mu x 1, the parametric test rejects mu x 1.25
   in >= 95 % of audits at M = 1000, the nonparametric one mu x 2 in >= 95 % at M = 2000.
@@ -10,12 +11,13 @@ import numpy as np
 import pytest
 
 from dpfit.audit import TARGETS, assess, audit
+from dpfit.audit._entry_points import _TARGETS as CALIBRATED
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("seed", [101, 202, 303])
-@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("target", sorted(set(TARGETS) - {name for name, *_ in CALIBRATED}))
 def test_every_target_passes_at_m_5000(target, seed):
     runs = 1000 if target == "dp_ambssgd" else 5000  # DP-AMBSSGD: ~7 ms a run
     res = audit(target, runs=runs, seed=seed)

@@ -18,11 +18,17 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .._validation import check_rho, check_vector
+from .._validation import RHO_FLOOR, check_rho, check_vector
 from ..distributed import check_dask_rows, is_dask
 from ..losses.base import Loss, check_loss, checked_gradients, split_data
-from ..mechanisms import NoiseSource, gaussian, make_noise_source
-from ..privacy import PrivacyLedger, mean_sensitivity, parse_relation, public_n
+from ..mechanisms import (
+    NoiseSource,
+    check_public_scale,
+    gaussian,
+    make_noise_source,
+    release_peaks,
+)
+from ..privacy import PrivacyLedger, Query, mean_sensitivity, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._kernels import clipped_row_sum, loss_sums
 from .trajectory import Trajectory
@@ -200,6 +206,12 @@ def prepare(
         n = public_n(X.shape[0], n_public, relation)
     p = loss.n_params(X.shape[1])
     theta0 = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
+    check_public_scale(  # any release's rho is >= RHO_FLOOR, so its noise std is bounded
+        "lipschitz",
+        loss.lipschitz,
+        lambda c: release_peaks(Query.MEAN, bound=c, n=n, rho=RHO_FLOOR, relation=relation),
+        what=f"the clipped gradient sum of n = {n} records and the noise of any release",
+    )
     source = make_noise_source(rng)
     queries = LossQueries(
         loss, X, y, n=n, clipping=clipping, ledger=ledger, source=source, prefix=prefix

@@ -19,14 +19,16 @@ from .._floats import quiet_floats
 from .._validation import check_array
 from ..distributed import is_dask
 from ..mechanisms import (
+    check_public_scale,
     clip_factors,
     gaussian,
     noise_std_for_rho,
+    release_peaks,
     rho_within,
     row_norms,
     scale_rows,
 )
-from ..privacy import GaussianEntry, PrivacyLedger, mean_sensitivity
+from ..privacy import GaussianEntry, PrivacyLedger, Query, mean_sensitivity
 from ._kernels import two_stage_sums
 from .trajectory import Trajectory
 
@@ -138,17 +140,35 @@ def iterate(
 
 
 def gaussian_release(
-    *, clip: float, n: int, rho: float, releases: int, calibration: str, ledger, source, label: str
+    *,
+    clip: float,
+    n: int,
+    rho: float,
+    releases: int,
+    calibration: str,
+    ledger,
+    source,
+    label: str,
+    name: str = "clip",
 ) -> tuple[_Release, float, GaussianEntry]:
     """One stage's noisy mean clipped gradient, its noise std and the entry of all its releases.
 
     ``"exact"`` calibrates each of the ``releases`` releases to rho / releases; ``"paper"``
     (Prop. 3.1) is the exact calibration for half of rho. The share is
     :func:`~dpfit.mechanisms.rho_within`'s, so the ledger's exact total of the releases stays
-    within rho (rho / releases can round up).
+    within rho (rho / releases can round up). Nothing is charged here; a clip (parameter
+    ``name``) whose clipped sum or noisy release could overflow is refused first
+    (:mod:`dpfit.mechanisms.limits`).
     """
-    sensitivity = mean_sensitivity(clip, n, ledger.relation)  # 2 gamma / n (replace-one)
     spent = rho if calibration == "exact" else rho / 2.0
+    scale = {"n": n, "rho": spent, "relation": ledger.relation, "count": releases}
+    check_public_scale(
+        name,
+        clip,
+        lambda c: release_peaks(Query.MEAN, bound=c, **scale),
+        what=f"the clipped gradient sum of n = {n} records and its noise",
+    )
+    sensitivity = mean_sensitivity(clip, n, ledger.relation)  # 2 gamma / n (replace-one)
     noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, spent, count=releases))
     total = GaussianEntry(
         label=label,

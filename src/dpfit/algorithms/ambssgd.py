@@ -27,9 +27,11 @@ from typing import Any
 import numpy as np
 
 from .._floats import quiet_floats
-from ..mechanisms import gaussian, make_noise_source
-from ..privacy import Relation, mean_sensitivity
+from ..mechanisms import check_descent_scale, gaussian, make_noise_source
+from ..mechanisms.limits import NOISE_SIGMAS
+from ..privacy import Query, Relation, mean_sensitivity
 from ..privacy.ledger import prepare_ledger
+from ..privacy.queries import query_peak
 from ._ambssgd_plan import (
     ACCOUNTING_MODES,
     THRESHOLDS,
@@ -247,14 +249,38 @@ def run_ambssgd_plan(
     return _run(plan, data, ledger=ledger, rng=rng, diagnostics=False)
 
 
+def _check_scales(plan: AmbssgdPlan) -> None:
+    """Refuse, before any charge, a residual bound whose clipped gradient sums or iterates
+    could overflow: the clip zeta_t is at most clip_multiplier x residual_bound (the search's
+    ceiling), each release a mean of b gradients clipped to it plus noise of std
+    noise_multiplier x its sensitivity (:mod:`dpfit.mechanisms.limits`)."""
+    b, alpha, relation = plan.batch_size, plan.noise_multiplier, plan.relation
+
+    def gradient(bound: float) -> tuple[float, float]:
+        zeta = plan.clip_multiplier * bound
+        peak = query_peak(Query.MEAN, bound=zeta, n=b)
+        return peak, peak / b + NOISE_SIGMAS * alpha * mean_sensitivity(zeta, b, relation)
+
+    check_descent_scale(
+        plan.residual_bound,
+        gradient,
+        step_size=plan.step_size,
+        steps=plan.steps,
+        what=f"the clipped gradient sum of b = {b} records (clip up to clip_multiplier x it) "
+        "and its noise",
+        name="residual_bound",
+    )
+
+
 @quiet_floats()
 def _run(
     plan: AmbssgdPlan, data: OnePassData, *, ledger: Any, rng: Any, diagnostics: bool
 ) -> Trajectory:
     """The loop: T blocks of DP-STAT then one noisy clipped gradient step, as planned."""
+    T, s, b, search = plan.steps, plan.stat_size, plan.batch_size, plan.search
+    _check_scales(plan)
     source = make_noise_source(rng)
     ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_ambssgd")
-    T, s, b, search = plan.steps, plan.stat_size, plan.batch_size, plan.search
     w = np.zeros(data.d)
     iterates = np.empty((T, data.d))
     gammas, clips = np.empty(T), np.empty(T)

@@ -37,13 +37,20 @@ from numpy.typing import ArrayLike
 from .._floats import quiet_floats
 from .._validation import check_int, check_positive, check_real, check_rho, check_vector
 from ..distributed import is_dask
-from ..mechanisms import gaussian_releases, make_noise_source, noise_std_for_rho, rho_within
-from ..privacy import PrivacyLedger, Relation, mean_sensitivity, parse_relation, public_n
+from ..mechanisms import (
+    check_descent_scale,
+    gaussian_releases,
+    make_noise_source,
+    noise_std_for_rho,
+    release_peaks,
+    rho_within,
+)
+from ..privacy import PrivacyLedger, Query, Relation, mean_sensitivity, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._kernels import check_data, least_squares_sums
 from .trajectory import Trajectory
 
-__all__ = ["dp_gd", "dp_gd_given_noise", "dp_gd_noise_std"]
+__all__ = ["check_dp_gd_scales", "dp_gd", "dp_gd_given_noise", "dp_gd_noise_std"]
 
 #: Ledger label of every noisy gradient release.
 LABEL = "dp_gd/gradient"
@@ -73,6 +80,35 @@ def dp_gd_noise_std(
     total_steps = check_int(total_steps, "total_steps", low=1)
     sensitivity = mean_sensitivity(clip, n, relation)
     return noise_std_for_rho(sensitivity, rho_within(sensitivity, rho, count=total_steps))
+
+
+def check_dp_gd_scales(
+    clip: float,
+    step_size: float,
+    theta0: np.ndarray | None = None,
+    *,
+    rho: float,
+    n: int,
+    relation: Relation | str,
+    total: int,
+) -> None:
+    """Refuse, before any charge, a clip whose clipped gradient sum or noisy release, or a
+    step size whose iterates, could overflow (:mod:`dpfit.mechanisms.limits`).
+
+    ``total`` noisy mean gradients of n records, calibrated together to ``rho``: every
+    step's noisy mean gradient has coordinates at most C + Z sigma, so |theta_t| <=
+    |theta_0| + t eta (C + Z sigma). Raises ValueError naming ``clip`` or ``step_size``
+    and its largest allowed value.
+    """
+
+    check_descent_scale(
+        clip,
+        lambda c: release_peaks(Query.MEAN, bound=c, n=n, rho=rho, relation=relation, count=total),
+        step_size=step_size,
+        steps=total,
+        start=0.0 if theta0 is None else float(np.abs(theta0).max(initial=0.0)),
+        what=f"the clipped gradient sum of n = {n} records and its noise",
+    )
 
 
 def _descend(
@@ -224,6 +260,9 @@ def dp_gd(
     normaliser = public_n(n, n_public, relation)
 
     total = runs * steps
+    check_dp_gd_scales(
+        clip, step_size, theta0, rho=rho, n=normaliser, relation=relation, total=total
+    )
     sensitivity = mean_sensitivity(clip, normaliser, relation)
     # rho_within: the ledger adds the total charges exactly, and rho / total can round up
     noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho, count=total))

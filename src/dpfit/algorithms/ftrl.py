@@ -32,7 +32,13 @@ from .._floats import quiet_floats
 from .._validation import check_int, check_positive, check_real
 from .._validation import check_X_y as _check_X_y
 from ..losses import Loss, per_example_gradients
-from ..mechanisms import clip_factors, make_noise_source, row_norms, scale_rows
+from ..mechanisms import (
+    check_noisy_sum_scale,
+    clip_factors,
+    make_noise_source,
+    row_norms,
+    scale_rows,
+)
 from ..noise import CorrelatedMechanism, correlated_noise
 from ..privacy import PrivacyLedger, Relation
 from ..privacy.ledger import prepare_ledger
@@ -225,6 +231,13 @@ def _run(plan: FtrlPlan, X: np.ndarray, y: np.ndarray, *, ledger: Any, rng: Any)
     theta = plan.theta0
     per_example_gradients(plan.loss, theta, X[:1], y[:1])  # shape check before any charge
     cal = plan.calibration
+    check_noisy_sum_scale(  # before the charge: no step's noisy sum can overflow
+        plan.clip,
+        summands=batch_size,
+        noise_std=cal.noise_std,
+        noise_gain=plan.mechanism.max_decoder_row_norm(),
+        divisor=batch_size,
+    )
     ledger = prepare_ledger(ledger, plan.relation, cal.rho, name="dp_ftrl")
     source = make_noise_source(rng)
     perms = [source.generator.permutation(n)]  # public schedule, independent of the data

@@ -25,7 +25,8 @@ import numpy as np
 
 from .._floats import quiet_floats
 from .._validation import check_delta, check_epsilon, check_int, check_positive, check_rho
-from ..mechanisms import clip_factors, gaussian, make_noise_source, row_norms
+from ..mechanisms import check_descent_scale, clip_factors, gaussian, make_noise_source, row_norms
+from ..mechanisms.limits import NOISE_SIGMAS
 from ..privacy import Relation, cks_rho, sum_sensitivity
 from ..privacy.ledger import prepare_ledger
 from ..privacy.shuffling import shuffled_gaussian_noise_multiplier
@@ -157,6 +158,13 @@ def dp_ssgd(
     noise_std = alpha * sens
     if not (math.isfinite(noise_std) and noise_std > 0):
         raise ValueError("noise scale not finite: clip and the privacy target give no valid noise")
+    check_descent_scale(  # before the charge: nothing below can overflow
+        zeta,
+        lambda c: (c, c + NOISE_SIGMAS * alpha * sum_sensitivity(c, relation, n=1)),
+        step_size=eta,
+        steps=N,
+        what="one record's clipped gradient and its noise",
+    )
     source = make_noise_source(rng)
     charged = 1.0 / (2.0 * alpha * alpha)
     ledger = prepare_ledger(ledger, relation, charged, name="dp_ssgd")

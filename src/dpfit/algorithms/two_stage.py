@@ -178,11 +178,13 @@ def dp_two_stage_gd(
     source = make_noise_source(rng)
     common = {"n": n, "releases": runs * steps, "calibration": calibration, "ledger": ledger}
     rel_theta, std_theta, all_theta = core.gaussian_release(
-        clip=clip_theta, rho=rho_theta, source=source, label="two_stage/theta-gradient", **common
-    )
+        clip=clip_theta, rho=rho_theta, source=source, label="two_stage/theta-gradient",
+        name="clip_theta", **common,
+    )  # fmt: skip
     rel_beta, std_beta, all_beta = core.gaussian_release(
-        clip=clip_beta, rho=rho_beta, source=source, label="two_stage/beta-gradient", **common
-    )
+        clip=clip_beta, rho=rho_beta, source=source, label="two_stage/beta-gradient",
+        name="clip_beta", **common,
+    )  # fmt: skip
     check_affordable(ledger, all_theta.rho + all_beta.rho, name="dp_two_stage_gd")
     out = core.concatenate_runs(
         [

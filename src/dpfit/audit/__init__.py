@@ -15,7 +15,16 @@ from .bounds import (
     epsilon_lower_bounds,
 )
 from .canary import CanaryData, canary_data, canary_iv_data
-from .checks import AuditResult, MuTest, NullCalibration, assess, mu_test, null_calibration
+from .checks import (
+    AuditResult,
+    MeanShift,
+    MuTest,
+    NullCalibration,
+    assess,
+    mean_shift,
+    mu_test,
+    null_calibration,
+)
 from .registry import TARGETS, AuditTarget, Scores, get_target, register_target
 from .run import audit
 
@@ -27,6 +36,7 @@ __all__ = [
     "AuditTarget",
     "CanaryData",
     "EpsilonBound",
+    "MeanShift",
     "MuTest",
     "NullCalibration",
     "Scores",
@@ -37,6 +47,7 @@ __all__ = [
     "clopper_pearson",
     "epsilon_lower_bounds",
     "get_target",
+    "mean_shift",
     "mu_test",
     "null_calibration",
     "register_target",

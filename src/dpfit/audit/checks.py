@@ -18,7 +18,13 @@ Gaussian mechanisms of total rho is mu-GDP):
 
 Each check has false-alarm level <= alpha for a correct mechanism, so the verdict's is
 <= 3 alpha. Checks 2-3 need the null law of the score to be known exactly (the audit
-target says so); otherwise only check 1 decides.
+target says so). Otherwise check 1 decides, with
+
+2'. **Mean shift** (scores calibrated to N(0, 1) on D, e.g. through a simulated or held-out
+   null CDF): for a mu-GDP pair every such score is stochastically smaller on D' than
+   N(mu, 1) (the Gaussian trade-off curve, Dong, Roth & Su 2022), so its mean shift is at
+   most mu = sqrt(2 rho); fails if mean_1 - mean_0 - z SE > mu, SE = sqrt(s0^2/M0 + s1^2/M1),
+   z = Phi^-1(1 - alpha) (one-sided). Its level is alpha up to the calibration's error.
 """
 
 from __future__ import annotations
@@ -36,7 +42,16 @@ from .._validation import check_alpha, check_array, check_rho
 from ..privacy import gaussian_epsilon, zcdp_to_approx_dp
 from .bounds import DEFAULT_DELTAS, DEFAULT_THRESHOLDS, EpsilonBound, epsilon_lower_bounds
 
-__all__ = ["AuditResult", "MuTest", "NullCalibration", "assess", "mu_test", "null_calibration"]
+__all__ = [
+    "AuditResult",
+    "MeanShift",
+    "MuTest",
+    "NullCalibration",
+    "assess",
+    "mean_shift",
+    "mu_test",
+    "null_calibration",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +70,34 @@ class MuTest:
         """False when |mu_hat| is significantly above the claim or the null is not N(0, 1)."""
         mu_ok = abs(self.mu_hat) - self.z * self.se <= self.mu_claim
         return bool(mu_ok and self.ks_pvalue >= self.alpha / 2)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeanShift:
+    """One-sided test of the calibrated scores' mean shift against mu = sqrt(2 rho)."""
+
+    shift_hat: float
+    se: float
+    mu_claim: float
+    z: float
+
+    @property
+    def passed(self) -> bool:
+        """False when the mean shift is significantly above the claimed mu."""
+        return bool(self.shift_hat - self.z * self.se <= self.mu_claim)
+
+
+def mean_shift(null: ArrayLike, alt: ArrayLike, *, rho: float, alpha: float = 1e-3) -> MeanShift:
+    """Check 2': mean(alt) - mean(null) of calibrated scores against sqrt(2 rho)."""
+    null = check_array(null, "null", ndim=1)
+    alt = check_array(alt, "alt", ndim=1)
+    rho, alpha = check_rho(rho), check_alpha(alpha)
+    return MeanShift(
+        shift_hat=float(alt.mean() - null.mean()),
+        se=math.sqrt(null.var(ddof=1) / null.size + alt.var(ddof=1) / alt.size),
+        mu_claim=math.sqrt(2 * rho),
+        z=float(stats.norm.isf(alpha)),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +168,8 @@ class AuditResult:
         Check 2 (None when the target's null law is not exact).
     null : NullCalibration or None
         Check 3 (None when the target's null law is not exact).
+    shift : MeanShift or None
+        Check 2' (when the null law is calibrated, not exact).
     """
 
     target: str
@@ -136,6 +181,7 @@ class AuditResult:
     mu: MuTest | None
     null: NullCalibration | None
     config: Mapping[str, Any] = field(default_factory=dict)
+    shift: MeanShift | None = None
 
     def __post_init__(self) -> None:
         for name in ("claimed", "gaussian", "config"):
@@ -154,6 +200,8 @@ class AuditResult:
             out.append("mu")
         if self.null is not None and not self.null.passed:
             out.append("null-calibration")
+        if self.shift is not None and not self.shift.passed:
+            out.append("mean-shift")
         return tuple(out)
 
     @property
@@ -185,6 +233,12 @@ class AuditResult:
             lines.append(
                 f"null sd / claimed = {self.null.sd:.4f} (accept [{self.null.low:.4f}, "
                 f"{self.null.high:.4f}]): {'ok' if self.null.passed else 'FAIL'}"
+            )
+        if self.shift is not None:
+            lines.append(
+                f"mean shift of calibrated scores = {self.shift.shift_hat:.4f} +- "
+                f"{self.shift.se:.4f} (claim <= {self.shift.mu_claim:.4f}): "
+                f"{'ok' if self.shift.passed else 'FAIL'}"
             )
         verdict = "no violation found" if self.passed else "VIOLATION: " + ", ".join(self.failures)
         lines.append(f"verdict: {verdict} (an audit can refute a claim, never prove it)")
@@ -257,4 +311,5 @@ def assess(
         mu=mu_test(null, alt, rho=rho, alpha=alpha) if exact_null else None,
         null=null_calibration(null, alpha=alpha) if exact_null else None,
         config=config or {},
+        shift=None if exact_null else mean_shift(null, alt, rho=rho, alpha=alpha),
     )

@@ -11,7 +11,13 @@ import numpy as np
 from .._validation import check_int
 from ..exceptions import InsecureRandomnessWarning
 from ..mechanisms import make_noise_source
-from . import _ambssgd, _ftrl, _gradient_descent, _two_stage  # noqa: F401 - registers the targets
+from . import (  # noqa: F401 - registers the targets
+    _ambssgd,
+    _entry_points,
+    _ftrl,
+    _gradient_descent,
+    _two_stage,
+)
 from .bounds import DEFAULT_DELTAS, DEFAULT_THRESHOLDS
 from .checks import AuditResult, assess
 from .registry import get_target

@@ -8,19 +8,21 @@ of the released statistics, under replace-one (add/remove), are then
 * X^T X as its upper triangle (incl. diagonal): sqrt(2) B_X^2 (B_X^2), since
   ||x x^T - x' x'^T||_F^2 = ||x||^4 + ||x'||^4 - 2 (x.x')^2 <= 2 B_X^4;
 * X^T y: 2 B_X B_Y (B_X B_Y);
-* lambda_min(X^T X): B_X^2 under both (Weyl: ||x x^T - x' x'^T||_2 <= B_X^2).
+* lambda_min(X^T X): B_X^2 under both (Weyl: ||x x^T - x' x'^T||_2 <= B_X^2);
+
+each plus the float64 rounding allowance of the computed sum of n terms (and of the
+eigensolver), from :func:`dpfit.privacy.query_sensitivity`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from .._validation import check_positive
-from ..mechanisms import NoiseSource, clip_rows, gaussian
-from ..privacy import PrivacyLedger, Relation
+from ..mechanisms import NoiseSource, check_public_scale, clip_rows, gaussian, release_peaks
+from ..privacy import PrivacyLedger, Query, Relation, query_sensitivity
 
 __all__: list[str] = []
 
@@ -48,14 +50,42 @@ def clip_to_bounds(
     return Xc, yc, counts
 
 
-def sensitivities(x_bound: float, y_bound: float, relation: Relation) -> dict[str, float]:
-    """L2 sensitivities of the released statistics (module docstring)."""
-    replace = relation is Relation.REPLACE_ONE
+def sensitivities(
+    x_bound: float, y_bound: float, relation: Relation, *, n: int, p: int
+) -> dict[str, float]:
+    """L2 sensitivities of the released statistics over n records of p features (module
+    docstring), with their float rounding allowance."""
+    common = {"n": n, "relation": relation}
     return {
-        "xtx": (math.sqrt(2.0) if replace else 1.0) * x_bound**2,
-        "xty": relation.sum_factor * x_bound * y_bound,
-        "lambda_min": x_bound**2,
+        "xtx": query_sensitivity(Query.SECOND_MOMENT_SUM, bound=x_bound, **common),
+        "xty": query_sensitivity(Query.SUM, bound=x_bound * y_bound, **common),
+        "lambda_min": query_sensitivity(Query.EIGENVALUE, bound=x_bound, dim=p, **common),
     }
+
+
+def check_scales(
+    x_bound: float, y_bound: float, relation: Relation, *, n: int, p: int, rho: float
+) -> None:
+    """Refuse, before any charge, bounds whose statistics or noisy releases could overflow.
+
+    ``rho`` is the share of each release. X^T X and lambda_min reach n B_X^2 and X^T y
+    n B_X B_Y (:mod:`dpfit.mechanisms.limits`); B_X is checked on X^T X, then B_Y given B_X.
+    """
+    common = {"n": n, "rho": rho, "relation": relation}
+
+    def x_peaks(b: float) -> tuple[float, ...]:
+        return (
+            *release_peaks(Query.SECOND_MOMENT_SUM, bound=b, **common),
+            *release_peaks(Query.EIGENVALUE, bound=b, dim=p, **common),
+        )
+
+    check_public_scale("x_bound", x_bound, x_peaks, what=f"X'X of n = {n} records")
+    check_public_scale(
+        "y_bound",
+        y_bound,
+        lambda b: release_peaks(Query.SUM, bound=x_bound * b, **common),
+        what=f"X'y of n = {n} records with x_bound = {x_bound:g}",
+    )
 
 
 def release_gram(

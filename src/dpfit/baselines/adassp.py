@@ -11,7 +11,8 @@ Two calibrations share this code:
 
 * :func:`adassp` (zCDP, private): rho split into thirds, s = Delta / sqrt(2 rho / 3) with the
   replace-one sensitivities B_X^2, sqrt(2) B_X^2 and 2 B_X B_Y (add/remove: B_X^2, B_X^2,
-  B_X B_Y), and shift = s_1 sqrt(2 ln(3 / varrho)) (a Gaussian tail bound at varrho / 3).
+  B_X B_Y), each with its float rounding allowance (:mod:`._sufficient_statistics`), and
+  shift = s_1 sqrt(2 ln(3 / varrho)) (a Gaussian tail bound at varrho / 3).
 * :func:`adassp_paper` (**not private**): what Brown et al.'s figures compare against (Section 4;
   docs/brown2024.md, Departures): bounds read off the data (B_X = max ||x_i||, B_Y = max |y_i|) and
   Wang's (epsilon, delta) calibration, s_1 = s_XX = sqrt(L) B_X^2 / e3, s_Xy = sqrt(L) B_X B_Y / e3,
@@ -36,6 +37,7 @@ from ..privacy import PrivacyLedger, Relation, bun_steinke_epsilon, parse_relati
 from ..privacy.ledger import prepare_ledger
 from ._sufficient_statistics import (
     check_bound,
+    check_scales,
     clip_to_bounds,
     release_gram,
     sensitivities,
@@ -65,7 +67,7 @@ def _adassp(
 ) -> Trajectory:
     """The three releases and the ridge solve (module docstring); ``n`` is the public count."""
     p = X.shape[1]
-    sens = sensitivities(x_bound, y_bound, ledger.relation)
+    sens = sensitivities(x_bound, y_bound, ledger.relation, n=n, p=p)
     Xc, yc, counts = clip_to_bounds(X, y, x_bound, y_bound)
     gram = Xc.T @ Xc
     common = {"ledger": ledger, "rng": source}
@@ -180,7 +182,8 @@ def adassp(
     source = make_noise_source(rng)
     X, y = check_X_y(X, y)
     n = public_n(X.shape[0], n_public, relation)
-    sens = sensitivities(x_bound, y_bound, relation)
+    check_scales(x_bound, y_bound, relation, n=n, p=X.shape[1], rho=rho / 3.0)
+    sens = sensitivities(x_bound, y_bound, relation, n=n, p=X.shape[1])
     stds = {key: noise_std_for_rho(value, rho / 3.0) for key, value in sens.items()}
     shift = stds["lambda_min"] * math.sqrt(2.0 * math.log(3.0 / failure_prob))
     return _adassp(

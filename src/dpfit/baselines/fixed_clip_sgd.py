@@ -32,7 +32,13 @@ from ..algorithms._kernels import least_squares_block
 from ..algorithms.ambssgd import replace_one_only
 from ..algorithms.onepass import tail_average
 from ..algorithms.trajectory import Trajectory
-from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, row_norms
+from ..mechanisms import (
+    check_noisy_sum_scale,
+    gaussian,
+    make_noise_source,
+    noise_std_for_rho,
+    row_norms,
+)
 from ..privacy import Relation, sum_sensitivity
 from ..privacy.ledger import prepare_ledger
 
@@ -105,6 +111,9 @@ def fixed_clip_sgd(
     multiplier = noise_std_for_rho(1.0, rho / steps)  # noise std / sensitivity, every step
     if not math.isfinite(multiplier * sum_sensitivity(clip, relation, n=n)):  # largest batch
         raise ValueError("noise scale not finite: rho is too small for this clip")
+    check_noisy_sum_scale(  # before any charge: no batch's noisy sum can overflow
+        clip, summands=n, noise_std=multiplier * sum_sensitivity(clip, relation, n=n)
+    )
     source = make_noise_source(rng)
     sampler = source.spawn(1)[0].generator  # batches: independent of the data and the noise
     ledger = prepare_ledger(ledger, relation, rho, name="fixed_clip_sgd")

@@ -59,8 +59,16 @@ import numpy as np
 from .._floats import quiet_floats
 from .._validation import check_iv_data, check_positive, check_rho
 from ..algorithms.trajectory import Trajectory
-from ..mechanisms import clip_rows, gaussian, make_noise_source, noise_std_for_rho, rho_within
-from ..privacy import PrivacyLedger, Relation, mean_sensitivity
+from ..mechanisms import (
+    check_public_scale,
+    clip_rows,
+    gaussian,
+    make_noise_source,
+    noise_std_for_rho,
+    release_peaks,
+    rho_within,
+)
+from ..privacy import PrivacyLedger, Query, Relation, mean_sensitivity
 from ..privacy.budget import exact_units
 from ..privacy.ledger import prepare_ledger
 
@@ -204,8 +212,14 @@ def friendlycore_2sls(
     n, p = X.shape
     q = Z.shape[1]
 
-    sens = {"center": mean_sensitivity(bound, n), "moments": mean_sensitivity(radius, n)}
     rho_filter = FILTER_SHARE * rho
+    check_public_scale(  # before any charge; radius <= bound, so the moments follow
+        "bound",
+        bound,
+        lambda b: release_peaks(Query.MEAN, bound=b, n=n, rho=min(rho_filter, rho - rho_filter)),
+        what=f"the clipped means of n = {n} records and their noise",
+    )
+    sens = {"center": mean_sensitivity(bound, n), "moments": mean_sensitivity(radius, n)}
     shares = {
         "center": rho_within(sens["center"], rho_filter),
         "moments": rho_within(sens["moments"], _rest(rho, rho_filter)),

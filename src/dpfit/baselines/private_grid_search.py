@@ -10,8 +10,10 @@ that baseline, with the whole search charged to one ledger:
 * the selection releases the vector of the k empirical losses, each per-example loss
   clipped to [0, ``value_bound``], through one Gaussian release costing s rho. One record
   moves each mean by at most value_bound / n (replace-one, or add/remove with the public
-  n as the denominator), so the vector's L2 sensitivity is sqrt(k) value_bound / n; the
-  argmin of the noisy losses ("report noisy min" with Gaussian noise) is post-processing.
+  n as the denominator), so the vector's L2 sensitivity is sqrt(k) value_bound / n, plus
+  the float rounding allowance of the k computed means
+  (:func:`dpfit.privacy.query_sensitivity`, ``"bounded-mean"``); the argmin of the noisy
+  losses ("report noisy min" with Gaussian noise) is post-processing.
 
 The total is rho-zCDP on every path, whatever the data, the candidates or the runs' own
 spending (each run is budgeted by its own share).
@@ -30,9 +32,16 @@ import numpy as np
 from .._validation import check_real, check_rho
 from ..algorithms.trajectory import Trajectory
 from ..losses.base import Loss, check_loss
-from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, rho_within
+from ..mechanisms import (
+    check_public_scale,
+    gaussian,
+    make_noise_source,
+    noise_std_for_rho,
+    release_peaks,
+    rho_within,
+)
 from ..optimize import minimize
-from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
+from ..privacy import PrivacyLedger, Query, Relation, parse_relation, public_n, query_sensitivity
 from ..privacy.ledger import prepare_ledger
 
 __all__ = ["GridSearchResult", "private_grid_search"]
@@ -128,8 +137,16 @@ def private_grid_search(
     Xa = np.asarray(X, dtype=np.float64)
     ya = None if y is None else np.asarray(y, dtype=np.float64)
     n = public_n(Xa.shape[0], n_public, relation)
-    source = make_noise_source(rng)
     k = len(candidates)
+    check_public_scale(  # before any run charges: the selection's sums and noise stay finite
+        "value_bound",
+        value_bound,
+        lambda b: release_peaks(
+            Query.BOUNDED_MEAN, bound=b, n=n, rho=share * rho, relation=relation, columns=k
+        ),
+        what=f"the {k} clipped mean losses of n = {n} records and their noise",
+    )
+    source = make_noise_source(rng)
     rho_run = (1.0 - share) * rho / k
     runs = []
     for options in candidates:
@@ -148,7 +165,9 @@ def private_grid_search(
             )
         )
     clipped = [_clipped_mean(loss, t.estimate, Xa, ya, value_bound, n) for t in runs]
-    sensitivity = math.sqrt(k) * value_bound / n
+    sensitivity = query_sensitivity(
+        Query.BOUNDED_MEAN, bound=value_bound, n=n, relation=relation, columns=k
+    )
     rest = Fraction(rho) - k * Fraction(rho_run)  # exact: the runs' shares sum to <= this
     rho_select = float(rest)
     if Fraction(rho_select) > rest:

@@ -18,6 +18,7 @@ from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._sufficient_statistics import (
     check_bound,
+    check_scales,
     clip_to_bounds,
     release_gram,
     sensitivities,
@@ -73,7 +74,7 @@ def ssp(
     -----
     Privacy: two Gaussian releases, each rho/2-zCDP, with the sensitivities of
     :mod:`dpfit.baselines._sufficient_statistics` (replace-one: sqrt(2) B_X^2 and
-    2 B_X B_Y). The solve is post-processing.
+    2 B_X B_Y, plus their float rounding allowance). The solve is post-processing.
 
     Examples
     --------
@@ -93,7 +94,8 @@ def ssp(
     source = make_noise_source(rng)
     X, y = check_X_y(X, y)
     n = public_n(X.shape[0], n_public, relation)
-    sens = sensitivities(x_bound, y_bound, relation)
+    check_scales(x_bound, y_bound, relation, n=n, p=X.shape[1], rho=rho / 2.0)
+    sens = sensitivities(x_bound, y_bound, relation, n=n, p=X.shape[1])
     stds = {key: noise_std_for_rho(sens[key], rho / 2.0) for key in ("xtx", "xty")}
 
     Xc, yc, counts = clip_to_bounds(X, y, x_bound, y_bound)

@@ -53,9 +53,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_positive, check_rho
+from .._validation import check_int, check_rho
 from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
-from ..privacy import PrivacyLedger, Relation, mean_sensitivity
+from ..privacy import PrivacyLedger, Query, Relation, query_sensitivity
 from .diagnostics import Drift
 
 __all__ = [
@@ -83,12 +83,10 @@ def second_moment_sensitivity(bound: float, n: int, relation: Relation) -> float
     term is >= 0 for PSD rank-one terms), so the change is sqrt(2) bound^2 / n, not the
     2 bound^2 / n of the triangle inequality; the upper triangle's norm is at most the
     Frobenius norm. Add/remove (public n): bound^2 / n. Both include the float64 rounding
-    allowance of :func:`dpfit.privacy.mean_sensitivity` (with the entries bounded by
-    bound^2). Exact bound.
+    allowance of the computed Gram sum and division
+    (:func:`dpfit.privacy.query_sensitivity`, ``"second-moment"``). An upper bound.
     """
-    bound = check_positive(bound, "bound")
-    factor = math.sqrt(2.0) / 2.0 if relation is Relation.REPLACE_ONE else 1.0
-    return factor * mean_sensitivity(bound**2, n, relation)
+    return query_sensitivity(Query.SECOND_MOMENT, bound=bound, n=n, relation=relation)
 
 
 @dataclass(frozen=True, kw_only=True)

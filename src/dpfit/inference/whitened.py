@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho
-from ..privacy import PrivacyLedger, mean_sensitivity
+from ..privacy import PrivacyLedger, Query, query_sensitivity
 from .population import NoisyMoment, sandwich
 
 __all__ = ["NOISY_MEAT", "gradient_clip", "inverse_sqrt", "release_mean", "whitened_sandwich"]
@@ -69,11 +69,11 @@ def release_mean(
     for AdaSSP's share of responses at the y bounds. The caller guarantees the terms' range
     (the sum may come from a Dask reduction, :mod:`dpfit.models._linear_moments`). One
     record's term moves the mean over the public n by at most cap / n under either relation
-    (``mean_sensitivity`` per term, with its float rounding allowance): Gaussian mechanism,
+    (:func:`~dpfit.privacy.query_sensitivity`, ``"bounded-mean"``, with its float rounding
+    allowance): Gaussian mechanism,
     rho-zCDP, charged to ``ledger`` before the draw.
     """
-    relation = ledger.relation
-    sensitivity = mean_sensitivity(cap, n, relation) / relation.sum_factor
+    sensitivity = query_sensitivity(Query.BOUNDED_MEAN, bound=cap, n=n, relation=ledger.relation)
     noise_std = noise_std_for_rho(sensitivity, rho)
     with np.errstate(all="ignore"):
         value = np.asarray(total, dtype=np.float64).reshape(1) / n  # the public n

@@ -27,6 +27,12 @@ from .gaussian import (
     rho_for_noise_std,
     rho_within,
 )
+from .limits import (
+    check_descent_scale,
+    check_noisy_sum_scale,
+    check_public_scale,
+    release_peaks,
+)
 from .recorder import Recording, ReplayMismatchError, recording, replaying
 from .rng import NoiseSource, make_noise_source
 from .stream import GaussianRows, gaussian_rows, subsampled_gaussian_rows
@@ -39,6 +45,9 @@ __all__ = [
     "Recording",
     "ReplayMismatchError",
     "SearchResult",
+    "check_descent_scale",
+    "check_noisy_sum_scale",
+    "check_public_scale",
     "clip_factors",
     "clip_residuals",
     "clip_rows",
@@ -50,6 +59,7 @@ __all__ = [
     "noise_std_for_rho",
     "private_count",
     "recording",
+    "release_peaks",
     "replaying",
     "residual_thresholds",
     "rho_for_noise_std",

@@ -39,6 +39,7 @@ from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_positive, check_real
 from ..privacy.ledger import PrivacyLedger
+from ..privacy.queries import Query, query_sensitivity
 from .gaussian import gaussian
 from .rng import NoiseSource
 
@@ -85,7 +86,12 @@ def private_count(
     threshold = check_real(threshold, "threshold")
     count = np.count_nonzero(np.asarray(values, dtype=np.float64) <= threshold)
     out = gaussian(
-        float(count), sensitivity=1.0, noise_std=noise_std, ledger=ledger, rng=rng, label=label
+        float(count),
+        sensitivity=query_sensitivity(Query.COUNT),
+        noise_std=noise_std,
+        ledger=ledger,
+        rng=rng,
+        label=label,
     )
     return float(out)
 
@@ -210,12 +216,12 @@ class DoublingSearch:
     @property
     def count_sensitivity(self) -> float:
         """L2 sensitivity of the vector of n_q counts, sqrt(n_q) (each moves by at most 1)."""
-        return math.sqrt(self.n_queries)
+        return query_sensitivity(Query.COUNT, columns=self.n_queries)
 
     @property
     def count_noise_std(self) -> float:
         """Noise std of each count, sqrt(n_q) * alpha."""
-        return math.sqrt(self.n_queries) * self.noise_multiplier
+        return self.count_sensitivity * self.noise_multiplier
 
     @property
     def floor(self) -> float:

@@ -35,7 +35,7 @@ import numpy as np
 from .._validation import check_real, check_rho, user_stacklevel
 from ..exceptions import LargeBudgetWarning, SideConditionWarning
 from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho, rho_within
-from ..privacy import Budget, GaussianEntry, PrivacyLedger
+from ..privacy import Budget, GaussianEntry, PrivacyLedger, Query, query_sensitivity
 from ..privacy.budget import exact_units, units_to_float
 from .results import Result, snapshot_ledger
 
@@ -184,11 +184,11 @@ def release_outside_counts(
         from ..distributed._compute import compute_all
 
         queries = compute_all(queries)
-    k = len(queries)
-    noise_std = noise_std_for_rho(math.sqrt(k), rho_within(math.sqrt(k), rho))
+    sensitivity = query_sensitivity(Query.COUNT, columns=len(queries))
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))
     noisy = gaussian(
         np.asarray(queries, dtype=np.float64),
-        sensitivity=math.sqrt(k),
+        sensitivity=sensitivity,
         noise_std=noise_std,
         ledger=ledger,
         rng=source,

@@ -18,6 +18,8 @@ import numpy as np
 from .._validation import check_positive
 from ..algorithms.two_stage import NOISE_CALIBRATIONS
 from ..inference import VARIANTS, interval_estimates
+from ..mechanisms import check_public_scale, release_peaks
+from ..privacy import Query
 from ._constraints import (
     Check,
     check_bool,
@@ -36,6 +38,7 @@ __all__ = [
     "TWO_STAGE_SETTINGS",
     "IVConfig",
     "check_interval",
+    "check_two_stage_scales",
     "iv_config",
     "settings_from",
     "two_stage_estimates",
@@ -150,6 +153,23 @@ def settings_from(cfg: IVConfig, p1: int, q1: int) -> dict[str, Any]:
         },
         "burn_in": burn_in,
     }
+
+
+def check_two_stage_scales(cfg: IVConfig, settings: dict[str, Any], n: int) -> None:
+    """DP-2S-GD's clips checked before anything is charged (the standardisation is charged
+    before DP-2S-GD's own check runs): each stage's clipped gradient sum and noisy release
+    must stay finite (:mod:`dpfit.mechanisms.limits`), with the smallest share either stage
+    can get (the standardisation's share taken, the paper calibration's half)."""
+    alg = settings["algorithm"]
+    rho = cfg.rho * (1.0 - cfg.scale_fraction) * min(cfg.rho_split, 1.0 - cfg.rho_split) / 2.0
+    scale = {"n": n, "rho": rho, "count": alg["runs"] * alg["steps"]}
+    for name in ("clip_theta", "clip_beta"):
+        check_public_scale(
+            name,
+            alg[name],
+            lambda c: release_peaks(Query.MEAN, bound=c, **scale),
+            what=f"the clipped gradient sum of n = {n} records and its noise",
+        )
 
 
 def check_interval(cfg: IVConfig, settings: dict[str, Any], p1: int) -> None:

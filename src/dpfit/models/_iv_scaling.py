@@ -11,11 +11,18 @@ standard deviations:
    u = (v - c) / h in [-1, 1] (c, h: the bounds' midpoint and half-range; public);
 2. the vector (mean_i u_ij, mean_i u_ij^2)_j is released once with Gaussian noise: under
    replace-one with public n each mean moves by at most 2 / n and each mean square by 1 / n,
-   so the L2 sensitivity is sqrt(4k + k) / n for k columns;
+   so the L2 sensitivity is sqrt(4k + k) / n for k columns, plus the float rounding
+   allowance of the computed means (:func:`dpfit.privacy.query_sensitivity`);
 3. post-processing: mean_j = c + h m1_j, sd_j = h sqrt(max(m2_j - m1_j^2, floor)), and the
    algorithm sees (clip(v) - mean_j) / sd_j. Coefficients map back exactly (linear map).
 
 The floor (1e-4 in u units, i.e. sd >= 0.01 h) keeps a noisy variance positive.
+
+Before anything is charged, :func:`check_scales` refuses bounds whose map of the
+coefficients back to the original units could overflow: with every release within
+Z = 40 noise s.d. (:mod:`dpfit.mechanisms.limits`), sd_j lies in [0.01 h_j, h_j s] with
+s^2 = 1 + Z sigma, so the map's factors (sd_y / sd_x, sd_y |mean_x| / sd_x, |mean_y|) are
+bounded by public inputs.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
-from ..privacy import PrivacyLedger, mean_sensitivity
+from ..mechanisms import NoiseSource, check_public_scale, gaussian, noise_std_for_rho, rho_within
+from ..mechanisms.limits import NOISE_SIGMAS
+from ..privacy import PrivacyLedger, Query, Relation, joint_sensitivity, query_sensitivity
+from ._scaling import check_widths
 
 __all__: list[str] = []
 
@@ -47,19 +56,62 @@ class Standardization:
         return (np.clip(V, self.bounds[:, 0], self.bounds[:, 1]) - self.mean) / self.sd
 
 
+def _sensitivity(n: int, k: int, relation: Relation) -> float:
+    """k means of values in [-1, 1] and k means of their squares in [0, 1], released together."""
+    common = {"bound": 1.0, "n": n, "relation": relation, "columns": k}
+    return joint_sensitivity(
+        query_sensitivity(Query.MEAN, **common), query_sensitivity(Query.BOUNDED_MEAN, **common)
+    )
+
+
+def check_scales(
+    bounds: np.ndarray, x_rows: list[int], y_row: int, *, n: int, rho: float
+) -> None:
+    """Refuse, before any charge, bounds whose standardisation or map back could overflow.
+
+    ``bounds`` holds every column's (low, high) (the response's at ``y_row``), ``x_rows``
+    the regressors' rows and ``rho`` the standardisation's share (module docstring).
+    Reported as the largest allowed half-range of ``y_bounds`` for the given ``bounds``.
+    """
+    check_widths("y_bounds", bounds[y_row])
+    check_widths("bounds", bounds)
+    centre = (bounds[:, 0] + bounds[:, 1]) / 2.0
+    half = (bounds[:, 1] - bounds[:, 0]) / 2.0
+    if not (half > 0).all():
+        raise ValueError("bounds: every (high - low) / 2 must be > 0 in float64")
+    sigma = _sensitivity(n, bounds.shape[0], Relation.REPLACE_ONE) / math.sqrt(2.0 * rho)
+    spread = math.sqrt(1.0 + NOISE_SIGMAS * sigma)  # largest released sd / h
+    sd_x = math.sqrt(_VAR_FLOOR) * half[x_rows]  # smallest released sd of each regressor
+    reach_x = np.abs(centre[x_rows]) + half[x_rows]  # largest |released mean|
+    inverse, offset = float(np.max(1.0 / sd_x)), float(np.sum(reach_x / sd_x))
+
+    def factors(h_y: float) -> tuple[float, float]:
+        sd_y = h_y * spread
+        factor = max(sd_y * inverse, sd_y * offset, abs(float(centre[y_row])) + h_y)
+        return factor, factor * factor
+
+    check_public_scale(
+        "y_bounds half-range (high - low) / 2",
+        float(half[y_row]),
+        factors,
+        what="the map of coefficients (sd of y / sd of x) and of their covariance (its "
+        "square) back to the original units",
+    )
+
+
 def release_moments(
     V: np.ndarray, bounds: np.ndarray, *, rho: float, ledger: PrivacyLedger, rng: NoiseSource
 ) -> Standardization:
     """Release the clipped columns' means and mean squares (rho-zCDP) and standardise with them.
 
-    Privacy: one Gaussian release of sensitivity sqrt(5 k) / n (replace-one, public n).
+    Privacy: one Gaussian release of sensitivity about sqrt(5 k) / n (replace-one, public n).
     """
     n, k = V.shape
     centre = (bounds[:, 0] + bounds[:, 1]) / 2.0
     half = (bounds[:, 1] - bounds[:, 0]) / 2.0
-    U = (np.clip(V, bounds[:, 0], bounds[:, 1]) - centre) / half
-    # mean_sensitivity(1, n) = 2 / n: the per-coordinate bound of a mean of [-1, 1] values.
-    sensitivity = math.sqrt(5.0 * k) / 2.0 * mean_sensitivity(1.0, n, ledger.relation)
+    # |u| <= 1 exactly: the map can round a value at a bound to 1 + 2^-52, so clip again
+    U = np.clip((np.clip(V, bounds[:, 0], bounds[:, 1]) - centre) / half, -1.0, 1.0)
+    sensitivity = _sensitivity(n, k, ledger.relation)
     value = np.concatenate([U.mean(axis=0), (U**2).mean(axis=0)])
     noisy = gaussian(
         value,

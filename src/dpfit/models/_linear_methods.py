@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import dp_gd
+from ..algorithms.dp_gd import check_dp_gd_scales
 from ..inference import interval_estimates
 from ..inference.intervals import DEFAULT_BURN_IN
 from ..inference.population import CovarianceEstimate
@@ -34,6 +35,7 @@ from ._linear_population import (
     DEFAULT_MOMENT_SHARE,
     PRECONDITIONED_STEP_SIZE,
     PRECONDITIONED_STEPS,
+    check_preconditioned_scales,
     run_preconditioned_gd,
 )
 from ._scaling import PublicScaling
@@ -209,7 +211,7 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
             f"steps={steps} is too few for m={m} blocks after burn_in={burn_in}; "
             "increase steps or lower m"
         )
-    return {
+    settings = {
         "clip": clip,
         "steps": steps,
         "step_size": step_size,
@@ -226,6 +228,24 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
         "row_bound": row_bound,
         "n": n if config.n_public is None else config.n_public,
     }
+    _check_gd_scales(settings, p + int(config.fit_intercept))
+    return settings
+
+
+def _check_gd_scales(settings: Mapping[str, Any], k: int) -> None:
+    """Every release's scale checked before the fit charges anything (a fit run through the
+    formula API or with a shared budget may have charged something before DP-GD's own check)."""
+    if settings["precondition"]:
+        check_preconditioned_scales(settings, k)
+    else:
+        check_dp_gd_scales(
+            settings["clip"],
+            settings["step_size"],
+            rho=settings["rho"],
+            n=settings["n"],
+            relation=settings["relation"],
+            total=settings["steps"] // settings["runs"] * settings["runs"],
+        )
 
 
 def _run_gd(

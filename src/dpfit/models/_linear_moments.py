@@ -48,9 +48,12 @@ def _upper_gram(rows: np.ndarray) -> np.ndarray:
 
 
 def gram_sums(D: np.ndarray, y: np.ndarray, bound: float) -> np.ndarray:
-    """[upper(sum clip_B(d_i) clip_B(d_i)'), sum_i d_i y_i] over the rows of a block."""
+    """[upper(sum clip_B(d_i) clip_B(d_i)'), sum_i clip_B(d_i) y_i] over the rows of a block
+    (the rows clipped with :func:`dpfit.mechanisms.clip_rows`' margin, so that the bound the
+    releases' sensitivities assume holds for the computed rows too)."""
     with np.errstate(all="ignore"):
-        return np.concatenate([_upper_gram(clip_rows(D, bound)), D.T @ y])
+        rows = clip_rows(D, bound)
+        return np.concatenate([_upper_gram(rows), rows.T @ y])
 
 
 def residual_scale_sum(D: np.ndarray, y: np.ndarray, pilot: np.ndarray) -> np.ndarray:

@@ -58,6 +58,7 @@ import numpy as np
 
 from .._validation import user_stacklevel
 from ..algorithms import dp_gd
+from ..algorithms.dp_gd import check_dp_gd_scales
 from ..distributed import check_dask_rows, is_dask, map_rows
 from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
@@ -70,8 +71,14 @@ from ..inference.whitened import (
     release_mean,
     whitened_sandwich,
 )
-from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho
-from ..privacy import PrivacyLedger, mean_sensitivity
+from ..mechanisms import (
+    NoiseSource,
+    check_public_scale,
+    gaussian,
+    noise_std_for_rho,
+    release_peaks,
+)
+from ..privacy import PrivacyLedger, Query, mean_sensitivity
 from ._linear_moments import (
     gram_sums,
     record_sum,
@@ -80,7 +87,12 @@ from ._linear_moments import (
     triangle,
 )
 
-__all__ = ["DEFAULT_MOMENT_SHARE", "PRECONDITIONED_STEPS", "run_preconditioned_gd"]
+__all__ = [
+    "DEFAULT_MOMENT_SHARE",
+    "PRECONDITIONED_STEPS",
+    "check_preconditioned_scales",
+    "run_preconditioned_gd",
+]
 
 #: Share of rho for the three moment releases (H~ a quarter, Hh~ and Omega~ 3/8 each).
 DEFAULT_MOMENT_SHARE = 0.2
@@ -216,6 +228,34 @@ def run_preconditioned_gd(
         "clipped": traj.diagnostics["fraction_clipped"],
         "clip": clip,
     }
+
+
+def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
+    """Refuse, before any charge, settings whose releases could overflow (public only).
+
+    The moment releases have rows of norm <= sqrt(k) and scale terms in [0, 4], so only the
+    clip matters: DP-GD's clipped gradient sum and iterates (:func:`check_dp_gd_scales`)
+    and Omega~, a second moment of rows clipped to C (n C^2; the overflow of C^2 in its
+    sensitivity raised after DP-GD was charged). Without a given clip, C is at most
+    3 sqrt(k) (q + Z s_q)^(1/2), q~'s largest release (:func:`_private_clip`).
+    """
+    n, rho, share = settings["n"], settings["rho"], settings["moment_share"]
+    common = {"n": n, "relation": settings["relation"]}
+    clip, gd_share = settings["clip"], 1.0 - share
+    if clip is None:
+        _, q_peak = release_peaks(Query.BOUNDED_MEAN, bound=4.0, rho=rho * SCALE_SHARE, **common)
+        clip = gradient_clip(CLIP_MULTIPLIER, k, q_peak, q_peak)
+        gd_share -= 2.0 * SCALE_SHARE
+    omega = {"rho": rho * share * 3.0 / 8.0, **common}
+    check_public_scale(
+        "clip",
+        clip,
+        lambda c: release_peaks(Query.SECOND_MOMENT, bound=c, **omega),
+        what=f"the second moment of n = {n} whitened gradients clipped to it (Omega) and its noise",
+    )
+    check_dp_gd_scales(
+        clip, settings["step_size"], rho=rho * gd_share, total=settings["steps"], **common
+    )
 
 
 #: Share of rho for each of the two releases behind the private clip (X'y/n, residual scale).

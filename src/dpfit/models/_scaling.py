@@ -12,6 +12,15 @@ data-independent behaviour (docs/user-guide.md, on bounds).
 Notation: x' = (clip(x, lo, hi) - c) / h per feature, y' = (clip(y) - c_y) / h_y, and the
 fitted model y' = b0' + x'^T b'. Back in original units:
 coef_j = h_y * b'_j / h_j and intercept = c_y + h_y * (b0' - sum_j b'_j * c_j / h_j).
+The mapped values are clipped to [-1, 1] once more, because the map can round a value at a
+bound to 1 + 2^-52, so the bounds the releases' sensitivities assume hold exactly.
+
+Before anything is charged, :func:`check_back_map` refuses bounds whose map back could
+overflow: the widths hi - lo must be finite and h > 0, and the largest factor F of the map
+back (h_y, h_y / h_j, h_y sum_j |c_j| / h_j, |c_y|) must keep F and F^2 (covariances are
+mapped by J V J') below :data:`dpfit.mechanisms.limits.LIMIT`, so that coefficients and
+intervals in the original units are finite for any scaled estimate and covariance up to
+2^64 (``docs/threat-model.md``, "Public-parameter checks").
 """
 
 from __future__ import annotations
@@ -23,8 +32,17 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_bounds_layout
+from ..mechanisms import check_public_scale
+from ..mechanisms.limits import LIMIT
 
-__all__ = ["PublicScaling", "bounds_in_order", "bounds_text", "check_bounds"]
+__all__ = [
+    "PublicScaling",
+    "bounds_in_order",
+    "bounds_text",
+    "check_back_map",
+    "check_bounds",
+    "check_widths",
+]
 
 
 def check_bounds(value: Any, name: str, *, size: int) -> np.ndarray:
@@ -76,6 +94,54 @@ def bounds_text(names: list[str], bounds: Any) -> str:
     )
 
 
+def check_widths(name: str, bounds: np.ndarray | None) -> None:
+    """Refuse (low, high) pairs whose width high - low overflows float64 (their half-range
+    and the rescaled values would be infinite)."""
+    if bounds is not None and not np.isfinite(bounds[..., 1] - bounds[..., 0]).all():
+        raise ValueError(
+            f"{name}: every high - low must be finite in float64 (at most 1.8e308), got a "
+            "pair whose width overflows"
+        )
+
+
+def check_back_map(x_bounds: np.ndarray | None, y_bounds: np.ndarray | None, centred: bool) -> None:
+    """Refuse bounds whose rescaling or map back could overflow (module docstring).
+
+    Checked on the response's half-range h_y given the features' bounds, and reported as
+    the largest allowed half-range of ``y_bounds`` (without ``y_bounds``, h_y = 1 and the
+    error names ``bounds``).
+    """
+    check_widths("bounds", x_bounds)
+    check_widths("y_bounds", y_bounds)
+    if x_bounds is not None:
+        c, h = _centre_scale(x_bounds, centred)
+        if not (h > 0).all():
+            raise ValueError("bounds: every (high - low) / 2 must be > 0 in float64")
+        inverse = float(np.max(1.0 / h))
+        offset = float(np.sum(np.abs(c) / h))
+    else:
+        inverse, offset = 1.0, 0.0
+    cy, hy = (0.0, 1.0) if y_bounds is None else _centre_scale(y_bounds, centred)
+    if not hy > 0:
+        raise ValueError("y_bounds: (high - low) / 2 must be > 0 in float64")
+
+    def factors(half: float) -> tuple[float, float]:
+        factor = max(half, half * inverse, half * offset, abs(float(cy)))
+        return factor, factor * factor
+
+    what = (
+        "the map of coefficients (factor y half-range / x half-range) and of their covariance "
+        "(its square) back to the original units"
+    )
+    if y_bounds is not None:
+        check_public_scale("y_bounds half-range (high - low) / 2", float(hy), factors, what=what)
+    elif not all(f <= LIMIT for f in factors(1.0)):
+        raise ValueError(
+            f"bounds: a half-range (high - low) / 2 is too small for its centre: {what} "
+            f"must stay below {LIMIT:.3g} (float64's largest value / 2^64)"
+        )
+
+
 def _centre_scale(b: np.ndarray, centred: bool) -> tuple[np.ndarray, np.ndarray]:
     """Midpoint and half-range of (..., 2) bounds, or (0, max |bound|) when not centred."""
     if centred:
@@ -101,6 +167,7 @@ class PublicScaling:
         """Validate ``bounds`` (n_features x 2) and ``y_bounds`` (a pair); either may be None."""
         xb = None if bounds is None else check_bounds(bounds, "bounds", size=n_features)
         yb = None if y_bounds is None else check_bounds(y_bounds, "y_bounds", size=1)[0]
+        check_back_map(xb, yb, fit_intercept)
         return cls(x_bounds=xb, y_bounds=yb, fit_intercept=fit_intercept)
 
     @property
@@ -114,7 +181,7 @@ class PublicScaling:
         """The design the algorithm sees: [1, x'] (ones column first when fitting an intercept)."""
         if self.x_bounds is not None:
             c, h = _centre_scale(self.x_bounds, self.fit_intercept)
-            X = (np.clip(X, self.x_bounds[:, 0], self.x_bounds[:, 1]) - c) / h
+            X = np.clip((np.clip(X, self.x_bounds[:, 0], self.x_bounds[:, 1]) - c) / h, -1.0, 1.0)
         if self.fit_intercept:
             X = np.column_stack([np.ones(X.shape[0]), X])
         return X
@@ -124,7 +191,7 @@ class PublicScaling:
         if self.y_bounds is None:
             return y
         c, h = _centre_scale(self.y_bounds, self.fit_intercept)
-        return (np.clip(y, self.y_bounds[0], self.y_bounds[1]) - c) / h
+        return np.clip((np.clip(y, self.y_bounds[0], self.y_bounds[1]) - c) / h, -1.0, 1.0)
 
     def to_original(self, theta: np.ndarray) -> np.ndarray:
         """Map fitted parameters (rows of [b0', b'] or [b']) back to original units (exact)."""

@@ -41,13 +41,20 @@ from ._design import take_null_records
 from ._fit_checks import DEFAULT_BOUNDS_CHECK, checked_iv_fit
 from ._formula_errors import formula_errors
 from ._iv_config import EXPERIMENTAL_INTERVALS as EXPERIMENTAL_INTERVALS  # public names
-from ._iv_config import IV_INTERVALS, IVConfig, check_interval, iv_config, settings_from
+from ._iv_config import (
+    IV_INTERVALS,
+    IVConfig,
+    check_interval,
+    check_two_stage_scales,
+    iv_config,
+    settings_from,
+)
 from ._iv_config import IV_METHODS as IV_METHODS
 from ._iv_config import TWO_STAGE_SETTINGS as TWO_STAGE_SETTINGS
 from ._iv_methods import IV_METHOD_TABLE, IVData
 from ._iv_moments import rest_of
 from ._iv_release import Back
-from ._iv_scaling import Standardization, release_moments
+from ._iv_scaling import Standardization, check_scales, release_moments
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import bounds_in_order, check_bounds
@@ -260,10 +267,17 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         x_names, z_names = _names(X, "x", p), _names(Z, "z", q)
         y_name = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
         columns, bounds = self._bounds(x_names, z_names, y_name)
+        if bounds is not None:  # public only, before any charge
+            rows = {c: j for j, c in enumerate(columns)}
+            check_scales(
+                bounds, [rows[c] for c in x_names], rows[y_name], n=n,
+                rho=cfg.scale_fraction * cfg.rho,
+            )  # fmt: skip
         p1, q1 = p + cfg.fit_intercept, q + cfg.fit_intercept
         settings = settings_from(cfg, p1, q1)
         if cfg.method == "2s-gd":
             check_interval(cfg, settings, p1)  # before any charge
+            check_two_stage_scales(cfg, settings, n)
         # Checked now; each release is then spent from the budget as it is charged, so a fit
         # that fails part-way keeps only what it drew.
         ledger = prepare_ledger(

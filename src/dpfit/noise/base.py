@@ -123,6 +123,11 @@ class CorrelatedMechanism(abc.ABC):
             )
         return self.gram(np.arange(self.steps)[None, :])[0]
 
+    def max_decoder_row_norm(self) -> float:
+        """max_t ||B[t, :]||: the largest per-coordinate noise std of one step per unit noise."""
+        B = self.decoder_matrix()
+        return float(np.sqrt(np.max(np.einsum("ij,ij->i", B, B))))
+
     def prefix_error(self) -> float:
         """||A B||_F^2: total squared error of noisy prefix sums per unit noise (eq. 3)."""
         if self.steps > DENSE_LIMIT:

@@ -228,6 +228,10 @@ class ToeplitzMechanism(CorrelatedMechanism):
             hi = start
         return acc
 
+    def max_decoder_row_norm(self) -> float:
+        """||beta||: row t of the lower-triangular Toeplitz B holds beta_0..beta_t."""
+        return math.sqrt(math.fsum(self.beta**2))
+
     def decoder_matrix(self) -> np.ndarray:
         return linalg.toeplitz(self.beta, np.zeros(self.steps))
 

@@ -24,14 +24,15 @@ from .pld import (
     subsampled_gaussian_epsilon,
     subsampled_gaussian_noise_multiplier,
 )
-from .relations import (
-    Relation,
+from .queries import (
+    Query,
     float_sum_excess,
+    joint_sensitivity,
     mean_sensitivity,
-    parse_relation,
-    public_n,
+    query_sensitivity,
     sum_sensitivity,
 )
+from .relations import Relation, parse_relation, public_n
 from .statement import privacy_statement
 from .store import StoredBudget, open_budget
 
@@ -45,6 +46,7 @@ __all__ = [
     "ParallelEntry",
     "PrivacyFilter",
     "PrivacyLedger",
+    "Query",
     "Relation",
     "StoredBudget",
     "SubsampledGaussianEntry",
@@ -59,12 +61,14 @@ __all__ = [
     "gaussian_epsilon",
     "gaussian_mu",
     "joint_epsilon",
+    "joint_sensitivity",
     "mean_sensitivity",
     "open_budget",
     "parse_relation",
     "privacy_filter",
     "privacy_statement",
     "public_n",
+    "query_sensitivity",
     "subsampled_gaussian_epsilon",
     "subsampled_gaussian_noise_multiplier",
     "sum_sensitivity",

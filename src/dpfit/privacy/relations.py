@@ -1,4 +1,4 @@
-"""Neighbouring relations and the L2 sensitivity of sums and means of clipped vectors.
+"""Neighbouring relations and the public record count that divides a clipped sum.
 
 Two datasets are neighbours under
 
@@ -8,25 +8,17 @@ Two datasets are neighbours under
   by at most C. A *mean* has no bounded sensitivity unless it divides by a public n_pub
   (then C/n_pub); dividing by the actual n would leak it (``docs/privacy.md``).
 
-Sensitivities of sums over a public number of summands include the float64 rounding
-relaxation of Casacuberta, Shoemate, Vadhan & Wagaman (2022), so they bound the computed
-(not only the exact) sums.
+The sensitivity of every query, with its float64 rounding allowance, is
+:func:`dpfit.privacy.query_sensitivity` (:mod:`dpfit.privacy.queries`).
 """
 
 from __future__ import annotations
 
 import enum
 
-from .._validation import check_int, check_positive
+from .._validation import check_int
 
-__all__ = [
-    "Relation",
-    "float_sum_excess",
-    "mean_sensitivity",
-    "parse_relation",
-    "public_n",
-    "sum_sensitivity",
-]
+__all__ = ["Relation", "parse_relation", "public_n"]
 
 
 class Relation(enum.Enum):
@@ -54,52 +46,6 @@ def parse_relation(value: object) -> Relation:
             if rel.value == value:
                 return rel
     raise ValueError(f"relation must be one of {allowed}, got {value!r}")
-
-
-#: Unit roundoff of float64 (round to nearest).
-_UNIT_ROUNDOFF = 2.0**-53
-
-
-def float_sum_excess(clip: float, n: int) -> float:
-    """Bound on how far rounding can move a float64 sum of ``n`` vectors of norm <= ``clip``.
-
-    Any summation order (sequential, pairwise, BLAS, a Dask tree) computes each coordinate
-    with error at most gamma_{n-1} sum_i |v_ij|, gamma_k = k u / (1 - k u) (Higham 2002,
-    eq. 4.4), so the L2 error is at most gamma_{n-1} n clip. Two neighbouring sums can thus
-    differ by up to ``2 gamma_{n-1} n clip`` more than in exact arithmetic; dividing by n adds
-    at most 2 u clip. This is the relaxation of Casacuberta et al. (2022) that OpenDP adds to
-    its float sums; it is below 1.2e-4 clip at n = 1e6 and 0.012 clip at n = 1e7.
-    """
-    k = (n - 1) * _UNIT_ROUNDOFF
-    gamma = k / (1.0 - k)
-    return 2.0 * gamma * n * clip + 2.0 * _UNIT_ROUNDOFF * n * clip
-
-
-def sum_sensitivity(
-    clip: float, relation: Relation | str = Relation.REPLACE_ONE, *, n: int | None = None
-) -> float:
-    """L2 sensitivity of sum_i clip_C(g_i): 2C under replace-one, C under add/remove.
-
-    With ``n`` (the public number of summands), the float64 rounding relaxation of
-    :func:`float_sum_excess` is included, so the bound holds for the *computed* sum.
-    """
-    clip = check_positive(clip, "clip")
-    exact = parse_relation(relation).sum_factor * clip
-    if n is None:
-        return exact
-    return exact + float_sum_excess(clip, check_int(n, "n", low=1))
-
-
-def mean_sensitivity(clip: float, n: int, relation: Relation | str = Relation.REPLACE_ONE) -> float:
-    """L2 sensitivity of (1/n) sum_i clip_C(g_i) with a **public** n: about 2C/n or C/n.
-
-    Includes the float64 rounding relaxation of :func:`float_sum_excess` (a relative
-    increase of about n^2 2^-52 / 2, e.g. 2.2e-12 at n = 100 and 1.1e-4 at n = 1e6), so the
-    declared sensitivity bounds what the library actually computes (Casacuberta et al.
-    2022; ``docs/threat-model.md``, "Floating-point summation").
-    """
-    n = check_int(n, "n", low=1)
-    return sum_sensitivity(clip, relation, n=n) / n
 
 
 def public_n(rows: int, n_public: int | None, relation: Relation | str) -> int:

@@ -44,6 +44,7 @@ from torch.utils.data import DataLoader, default_collate
 from .._records import read_records
 from .._validation import check_delta, check_int, check_option, check_positive
 from ..mechanisms import make_noise_source
+from ..mechanisms.limits import LIMIT, check_noisy_sum_scale
 from ..noise import (
     CorrelatedMechanism,
     NoiseStream,
@@ -147,7 +148,13 @@ class PrivateTraining:
         return self.ledger.statement(delta)
 
 
-def _fixed_epoch(n, batch, epochs, clip, noise, noise_mode, target, ledger, source, dim):
+def _room(info: torch.finfo) -> float:
+    """The largest gradient a step may write in a dtype: its range over 2^(bits / 2), at
+    most :data:`~dpfit.mechanisms.limits.LIMIT` (room for the optimizer's own arithmetic)."""
+    return min(info.max / 2.0 ** (info.bits // 2), LIMIT)
+
+
+def _fixed_epoch(n, batch, epochs, clip, noise, noise_mode, target, ledger, source, dim, limit):
     sampler = FixedEpochSampler(n, batch_size=batch, epochs=epochs, rng=source)
     T, k, b = sampler.steps, sampler.participations, sampler.separation
     pattern = dict(participations=k, separation=b, order="fixed-epoch")
@@ -173,6 +180,10 @@ def _fixed_epoch(n, batch, epochs, clip, noise, noise_mode, target, ledger, sour
         **target,
         **pattern,
     )
+    check_noisy_sum_scale(  # before the charge: no step's gradient can overflow
+        clip, summands=batch, noise_std=cal.noise_std, noise_gain=mech.max_decoder_row_norm(),
+        divisor=batch, limit=limit,
+    )  # fmt: skip
     ledger = prepare_ledger(ledger, relation, cal.rho, name="make_private")
     stream = correlated_noise(
         mech,
@@ -190,7 +201,7 @@ def _fixed_epoch(n, batch, epochs, clip, noise, noise_mode, target, ledger, sour
     return sampler, stream, ledger, batch
 
 
-def _poisson(n_public, batch, epochs, clip, noise, groups, target, ledger, source, n, dim):
+def _poisson(n_public, batch, epochs, clip, noise, groups, target, ledger, source, n, dim, limit):
     if "rho" in target:
         raise TypeError(
             "Poisson sampling is accounted in (epsilon, delta) only: give epsilon and delta"
@@ -214,6 +225,10 @@ def _poisson(n_public, batch, epochs, clip, noise, groups, target, ledger, sourc
     z = subsampled_gaussian_noise_multiplier(
         target["epsilon"], sampling_probability=q, count=compositions, delta=target["delta"]
     )
+    check_noisy_sum_scale(  # before the charge: no step's gradient can overflow
+        clip, summands=n_public, noise_std=z * sens, noise_gain=mech.max_decoder_row_norm(),
+        divisor=batch, limit=limit,
+    )  # fmt: skip
     if ledger is None:
         ledger = PLDLedger(epsilon=target["epsilon"], delta=target["delta"])
     elif not isinstance(ledger, PLDLedger):
@@ -348,12 +363,14 @@ def make_private(
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer)}")
     check_optimizer_params(optimizer, model)  # before anything is charged
     source = make_noise_source(random_state, name="random_state")
+    # the gradients are written in the parameters' dtypes: room 2^(bits / 2) below each range
+    limit = min(_room(torch.finfo(p.dtype)) for _, p in trainable(model))
     n = len(data_loader.dataset)
     if sampling == "fixed-epoch":
         if groups != 1:
             raise ValueError("groups applies to sampling='poisson' only")
         sampler, stream, ledger, divisor = _fixed_epoch(
-            n, batch, epochs, clip, noise, noise_mode, target, ledger, source, dim
+            n, batch, epochs, clip, noise, noise_mode, target, ledger, source, dim, limit
         )
         max_summands = batch
     else:
@@ -365,7 +382,7 @@ def make_private(
         n_public = check_int(n_public, "n_public", low=1)
         groups = check_int(groups, "groups", low=1, high=n_public)  # public n only
         sampler, stream, ledger, divisor = _poisson(
-            n_public, batch, epochs, clip, noise, groups, target, ledger, source, n, dim
+            n_public, batch, epochs, clip, noise, groups, target, ledger, source, n, dim, limit
         )
         max_summands = n
     private_optimizer = DPOptimizer(
