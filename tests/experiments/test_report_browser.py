@@ -52,7 +52,8 @@ def test_report_renders_with_figures_and_claims(tmp_path, harness):
     assert len(imgs) == 2
     assert not [img for img in imgs if 'class="broken"' in img]
     rows = re.findall(r'<tr class="claim ([a-z-]+)">', dom)
-    assert rows.count("fail") == 2 and rows.count("pass") == 6 and len(rows) == 12
+    assert rows.count("fail") == 2 and rows.count("pass") == 6 and rows.count("deviation") == 2
+    assert len(rows) == 14
     assert "2 claim(s) FAILED" in dom
 
     shot = tmp_path / "report.png"

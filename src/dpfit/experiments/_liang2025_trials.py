@@ -49,14 +49,16 @@ DEFAULT_CLIP = 100.0
 
 
 @functools.cache
-def design(p: int) -> IVDesign:
-    """The fixed parameter draw of dimension p = q = r (one draw per figure configuration)."""
-    return draw_iv_design(p, rng=np.random.default_rng([2025, p]))
+def design(p: int, draw: int = 0) -> IVDesign:
+    """Parameter draw ``draw`` of dimension p = q = r: seed (2025, p), or (2025, p, draw) for
+    draw >= 1 (Fig. 3 is run over several draws; the other figures use draw 0)."""
+    seed = [2025, p] if draw == 0 else [2025, p, draw]
+    return draw_iv_design(p, rng=np.random.default_rng(seed))
 
 
-def population_spectra(p: int, n: int) -> Spectra:
+def population_spectra(p: int, n: int, draw: int = 0) -> Spectra:
     """Population spectra: delta from unit constants, psi = 0, the true Theta's extreme values."""
-    sv = np.linalg.svd(design(p).theta, compute_uv=False)
+    sv = np.linalg.svd(design(p, draw).theta, compute_uv=False)
     delta = (np.sqrt(p) + np.sqrt(TAU)) / np.sqrt(n)
     return Spectra(zz=((1 - delta) ** 2, (1 + delta) ** 2), h=(sv[-1] ** 2, sv[0] ** 2))
 
@@ -68,7 +70,7 @@ def _streams(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
 
 def _step_sizes(params: Mapping[str, Any], p: int, n: int) -> tuple[float, float]:
     """Paper steps, or fractions of eq. 3's maxima when ``eta_frac`` / ``alpha_frac`` are set."""
-    spectra = population_spectra(p, n)
+    spectra = population_spectra(p, n, int(params.get("draw", 0)))
     eta, alpha = step_sizes(spectra, "paper")
     eta_max, alpha_max = step_sizes(spectra, "max")
     if "eta_frac" in params:
@@ -91,7 +93,8 @@ def public_first_stage_path(X, y, Z, steps: int, eta: float, alpha: float) -> np
 def synthetic_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     """One run on fresh data from the p = q = r design: errors to beta and to 2SLS.
 
-    ``params``: p, n, steps, rho_theta, rho_beta, optional clip, algorithm ("dp" = Alg. 1,
+    ``params``: p, n, steps, rho_theta, rho_beta, optional clip, draw (the parameter draw,
+    default 0), algorithm ("dp" = Alg. 1,
     "alg3-nondp" = Alg. 3 with the first stage fit on the same data), eta_frac, alpha_frac,
     and reference ("gd": also run non-private 2S-GD on the same data with the same T and
     step sizes; ``privacy_error`` = ||beta_DP^(T) - beta_GD^(T)||).
@@ -99,8 +102,9 @@ def synthetic_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     p, n, steps = int(params["p"]), int(params["n"]), int(params["steps"])
     clip = float(params.get("clip", DEFAULT_CLIP))
     algorithm = params.get("algorithm", "dp")
+    params_draw = design(p, int(params.get("draw", 0)))
     data_rng, noise_rng = _streams(seed)
-    X, y, Z = design(p).sample(n, data_rng)
+    X, y, Z = params_draw.sample(n, data_rng)
     eta, alpha = _step_sizes(params, p, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LargeBudgetWarning)  # the paper's "large" rho = 1000
@@ -135,7 +139,7 @@ def synthetic_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
         else:
             raise ValueError(f"unknown algorithm {algorithm!r}")
     target = two_sls(X, y, Z).params
-    beta = design(p).beta
+    beta = params_draw.beta
     estimate = np.asarray(traj.estimate)
     out = {
         "error": float(np.linalg.norm(estimate - beta)),
