@@ -95,7 +95,7 @@ def claims_table(verdicts: Sequence[Verdict], *, with_experiment: bool) -> str:
         else:
             paper = escape(v.paper) if v.paper else '<span class="muted">(see statement)</span>'
             cells = (
-                f"<td>{escape(v.claim)}</td><td class=\"paper\">{paper}</td>"
+                f'<td>{escape(v.claim)}</td><td class="paper">{paper}</td>'
                 f"<td>{escape(v.statement)}</td>"
             )
         rows.append(
@@ -155,7 +155,7 @@ def results_table(table: pd.DataFrame) -> str:
         blocks = min(3, -(-len(rows) // _LONG))
     size = -(-len(rows) // blocks)
     tables = "".join(
-        f'<table class="results"><tr>{head}</tr>{"".join(rows[k:k + size])}</table>'
+        f'<table class="results"><tr>{head}</tr>{"".join(rows[k : k + size])}</table>'
         for k in range(0, len(rows), size)
     )
     return f'{note}<div class="scroll blocks">{tables}</div>'

@@ -38,13 +38,26 @@ PLATEAU_MAX_N = 10_000
 PLATEAU_NS, PLATEAU_TS = (2000, 10_000), (10, 40)
 
 
-def _fig3_grid(ns5, ns50, clips, splits, plateau=True):
-    base = {"steps": 20, "reference": "gd"}
+#: Parameter draws of Fig. 3(a)'s rate check (draw 0 is the one every other figure uses).
+DRAWS = (0, 1, 2, 3, 4)
+#: n of the rate check (the slope is fitted over n <= PLATEAU_MAX_N; the largest n shows the
+#: floor of noise-free 2S-GD after T = 20).
+RATE_NS = (500, 1000, 2000, 5000, 10_000, 20_000)
+
+
+def _fig3_grid(ns5, ns50, clips, splits, plateau=True, draws=DRAWS, rate_ns=RATE_NS):
+    base = {"steps": 20, "reference": "gd", "draw": 0}
     grid = [
         {**base, "p": 5, "n": n, "clip": c, "rho_theta": r1, "rho_beta": r2}
         for n in ns5
         for c in clips
         for r1, r2 in splits
+    ]
+    grid += [
+        {**base, "draw": d, "p": 5, "n": n, "clip": 300.0, "rho_theta": 5.0, "rho_beta": 5.0}
+        for d in draws
+        if d != 0
+        for n in rate_ns
     ]
     if plateau:
         grid += [
@@ -65,31 +78,55 @@ def _rows(results: pd.DataFrame, **where) -> pd.DataFrame:
 
 
 def _fig3_rate(results: pd.DataFrame) -> ClaimResult:
-    checks, numbers = {}, {}
-    for r1, r2 in SPLITS:
-        rows = _rows(results, p=5, clip=300.0, rho_theta=r1, steps=20)
-        rows = rows[rows["n"] <= PLATEAU_MAX_N]
-        if rows.empty:
-            continue
-        fit = loglog_slope(rows, "n", "error")
-        numbers.update(fit.numbers(f"slope ({r1:g},{r2:g})"))
-        # the deviation we assert: steeper than the paper's -1/2, not steeper than -1 (eq. 7)
-        steeper, too_steep = fit.below(-0.5), fit.below(-1.0)
-        checks[f"slope below -1/2 and not below -1 ({r1:g},{r2:g})"] = steeper and not too_steep
-    stat = loglog_slope(_rows(results, p=5, clip=300.0, steps=20), "n", "error_2sls")
-    numbers.update(stat.numbers("2SLS error slope"))
-    checks["2SLS error slope = -1/2"] = stat.agrees(-0.5)
+    """Slopes per parameter draw; their spread; the noise-free 2S-GD floor at the largest n."""
+    checks, numbers, slopes = {}, {}, {}
+    rows = _rows(results, p=5, clip=300.0, rho_theta=5.0, steps=20)
+    for d in sorted(rows["draw"].unique()):
+        mine = rows[rows["draw"] == d]
+        slopes[d] = loglog_slope(mine[mine["n"] <= PLATEAU_MAX_N], "n", "error")
+        numbers.update(slopes[d].numbers(f"draw {d:g} slope"))
+    lo, hi = (
+        min(slopes.values(), key=lambda e: e.value),
+        max(slopes.values(), key=lambda e: e.value),
+    )
+    spread = Estimate(hi.value - lo.value, float(np.hypot(hi.se, lo.se)))
+    numbers.update(spread.numbers("largest - smallest slope"))
+    checks["slopes differ between draws by 3 s.e."] = spread.above(0.0)
+    top = rows[rows["n"] == rows["n"].max()]
+    floors = 0
+    for d in sorted(top["draw"].unique()):
+        mine = top[top["draw"] == d]
+        gd_vs_2sls = _log_ratio(point(mine, "error_gd"), point(mine, "error_2sls"))
+        dp_vs_gd = _log_ratio(point(mine, "error"), point(mine, "error_gd"))
+        numbers[f"draw {d:g}: 2S-GD(T=20) / 2SLS error at largest n"] = np.exp(gd_vs_2sls.value)
+        numbers[f"draw {d:g}: DP / 2S-GD(T=20) error at largest n"] = np.exp(dp_vs_gd.value)
+        floors += gd_vs_2sls.above(np.log(3.0)) and dp_vs_gd.below(np.log(1.5))
+    numbers["draws on the 2S-GD floor"] = floors
+    checks["on some draw the error sits on noise-free 2S-GD's floor"] = floors > 0
     return an.verdict(
         checks,
         numbers,
-        f"p = 5, gamma = 300, T = 20, n <= {PLATEAU_MAX_N}: mean ||beta^(T) - beta||.",
+        f"p = 5, gamma = 300, (rho1, rho2) = (5, 5), T = 20; slopes over n <= {PLATEAU_MAX_N}; "
+        "'on the floor': at the largest n, noise-free 2S-GD after T = 20 errs >= 3x 2SLS and "
+        "DP-2S-GD < 1.5x 2S-GD (each by 3 s.e. of the log ratio).",
+    )
+
+
+def _log_ratio(top: Estimate, bottom: Estimate) -> Estimate:
+    """log(top / bottom) with its delta-method s.e. (independent or paired, conservatively)."""
+    return Estimate(
+        float(np.log(top.value / bottom.value)),
+        float(np.hypot(top.se / top.value, bottom.se / bottom.value)),
     )
 
 
 def _fig3_plateau(results: pd.DataFrame) -> ClaimResult:
     checks, numbers = {}, {}
     for n in PLATEAU_NS:
-        at = {t: _rows(results, p=5, n=n, clip=300.0, rho_theta=5.0, steps=t) for t in (10, 20, 40)}
+        at = {
+            t: _rows(results, p=5, n=n, clip=300.0, rho_theta=5.0, steps=t, draw=0)
+            for t in (10, 20, 40)
+        }
         means = {t: point(rows, "error") for t, rows in at.items()}
         for t, m in means.items():
             numbers.update(m.numbers(f"n={n} T={t}"))
@@ -121,12 +158,9 @@ def _fig3_p50(results: pd.DataFrame) -> ClaimResult:
     for n in ns:
         big = point(_rows(results, p=50, n=n, rho_theta=5.0, steps=20), "privacy_error")
         small = point(
-            _rows(results, p=5, n=n, clip=300.0, rho_theta=5.0, steps=20), "privacy_error"
+            _rows(results, p=5, n=n, clip=300.0, rho_theta=5.0, steps=20, draw=0), "privacy_error"
         )
-        log_ratio = Estimate(
-            float(np.log(big.value / small.value)),
-            float(np.hypot(big.se / big.value, small.se / small.value)),
-        )
+        log_ratio = _log_ratio(big, small)
         numbers[f"n={n} privacy error p=50 / p=5"] = float(np.exp(log_ratio.value))
         numbers[f"n={n} log ratio se"] = log_ratio.se
         checks[f"n={n}: p=50 at least 3x"] = log_ratio.above(np.log(3.0))
@@ -140,24 +174,43 @@ def _fig3_p50(results: pd.DataFrame) -> ClaimResult:
 
 
 def _fig3_plot(results):
-    """One panel per dimension run at this scale (smoke runs p = 5 only)."""
+    """(a) per parameter draw at p = 5: DP-2S-GD, noise-free 2S-GD after T = 20 (the floor)
+    and 2SLS against n; the three splits on draw 0; (b) p = 50 where run."""
     import matplotlib.pyplot as plt
 
     main = results[results["steps"] == 20]
+    five = _rows(main, p=5, clip=300.0, rho_theta=5.0)
+    draws = sorted(five["draw"].unique())
+    fig, axes = plt.subplots(1, len(draws), figsize=(3.3 * len(draws), 3.4), squeeze=False)
+    for ax, d in zip(axes[0], draws, strict=True):
+        rows = five[five["draw"] == d]
+        for col, style, label in (
+            ("error", "o-", "DP-2S-GD"),
+            ("error_gd", "s--", "2S-GD, T = 20 (no noise)"),
+            ("error_2sls", "k:", "2SLS"),
+        ):
+            curve = an.mean_se(rows, ["n"], col)
+            ax.errorbar(curve["n"], curve["mean"], yerr=curve["se"], fmt=style, ms=3, label=label)
+        ax.set(xscale="log", yscale="log", xlabel="n", title=f"draw {d:g}")
+    axes[0, 0].set_ylabel("mean ||beta^(T) - beta||")
+    axes[0, 0].legend(fontsize="x-small")
+    fig.suptitle("Fig. 3(a): p = q = r = 5, T = 20, rho1 = rho2 = 5, gamma = 300", fontsize="small")
+    fig.tight_layout()
+    figs = [fig]
     ps = sorted(main["p"].unique())
-    fig, axes = plt.subplots(1, len(ps), figsize=(5 * len(ps), 3.8), squeeze=False)
-    for ax, p in zip(axes[0], ps, strict=True):
+    fig2, axes2 = plt.subplots(1, len(ps), figsize=(5 * len(ps), 3.8), squeeze=False)
+    for ax, p in zip(axes2[0], ps, strict=True):
         an.line_plot(
-            main[main["p"] == p],
+            _rows(main, p=p, draw=0),
             x="n",
             value="error",
             series=["clip", "rho_theta"],
             ax=ax,
-            title=f"Fig. 3: T = 20, p = q = r = {p}",
+            title=f"Fig. 3: T = 20, p = q = r = {p}, draw 0",
             reference="error_2sls",
         )
-    fig.tight_layout()
-    return [fig]
+    fig2.tight_layout()
+    return [*figs, fig2]
 
 
 FIG3 = Experiment(
@@ -173,7 +226,9 @@ FIG3 = Experiment(
         "paired with non-private 2S-GD on the same data to isolate the privacy error."
     ),
     grid=an.scales(
-        _fig3_grid([500, 2000], [], [300.0], [(5.0, 5.0)], plateau=False),
+        _fig3_grid(
+            [500, 2000], [], [300.0], [(5.0, 5.0)], plateau=False, draws=(0, 1), rate_ns=(500, 2000)
+        ),
         _fig3_grid([500, 1000, 2000, 5000, 10_000, 20_000], [1000, 5000], [100.0, 300.0], SPLITS),
         _fig3_grid(
             [500, 1000, 2000, 5000, 10_000, 20_000],
@@ -189,21 +244,30 @@ FIG3 = Experiment(
     privacy=PRIVACY,
     claims=[
         Claim(
-            name="error-falls-with-n",
+            name="rate-depends-on-draw",
             evaluate=_fig3_rate,
+            deviation=True,
+            paper=(
+                "Fig. 3(a), p = q = r = 5: all points lie in the plateau of Fig. 2, so the error "
+                "decreases at the rate 1/sqrt(n)."
+            ),
             statement=(
-                "Deviation. Paper (Fig. 3(a)): the error falls like 1/sqrt(n). Measured (p = 5, "
-                "gamma = 300, n <= 10^4): faster, because eq. 7's privacy term (~1/n) still "
-                "dominates at rho1 + rho2 = 10. For every split the log-log slope is below -1/2 "
-                "(the statistical term's rate) by 3 s.e. and not below -1 (the privacy term's) "
-                "by 3 s.e.; 2SLS's own error has slope -1/2 within 3 s.e."
+                "Deviation: the rate is a property of the parameter draw and the n range, not of "
+                "the algorithm. Over 5 draws of (beta, Theta, Phi, phi) (p = 5, gamma = 300, "
+                "rho1 = rho2 = 5, n = 500..10^4) the log-log slopes of the mean error differ by "
+                "more than 3 s.e. (largest minus smallest), and on at least one draw the error "
+                "at n = 2 x 10^4 sits on noise-free 2S-GD's error after T = 20 (>= 3x 2SLS's, "
+                "and DP-2S-GD < 1.5x it, each by 3 s.e.): there the large-n error is "
+                "non-convergence, not privacy. A common slope of -1/2 fails the claim."
             ),
         ),
         Claim(
             name="plateau-at-T-20",
             evaluate=_fig3_plateau,
+            deviation=True,
+            paper="Fig. 3(a): all points lie in the plateau region of Fig. 2 (T = 20).",
             statement=(
-                "Paper: all points of Fig. 3 lie in the plateau of Fig. 2 (error flat in T). "
+                "Deviation at n = 2000, agreement at n = 10^4 (draw 0, error flat in T). "
                 "Holds at n = 10^4: T = 20 is not worse than T = 10 or 40 by 3 s.e. Not at "
                 "n = 2000: T = 40 is worse than T = 20 by more than 3 s.e. (the sqrt(T) privacy "
                 "term dominates at rho1 + rho2 = 10, gamma = 300)."
@@ -212,6 +276,10 @@ FIG3 = Experiment(
         Claim(
             name="p50-much-worse",
             evaluate=_fig3_p50,
+            paper=(
+                "Fig. 3(b), p = q = r = 50: T = 20 violates condition (5), leading to "
+                "significantly larger errors than in Fig. 3(a)."
+            ),
             statement=(
                 "Paper (Fig. 3(b)): T = 20 violates condition (5) at p = q = r = 50, so the "
                 "errors are much larger. Condition (5) (unit constants) fails at p = 50 and "
