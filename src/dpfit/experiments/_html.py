@@ -36,6 +36,8 @@ tr.fail, tr.error { background: #fde8ea; } tr.not-evaluated .verdict { color: #7
 .nums { display: flex; flex-wrap: wrap; gap: 2px 10px; }
 .kv { white-space: nowrap; font-size: 0.95em; } .detail { color: #555; margin-top: 2px; }
 .nums.fixed { margin: 0.4em 0; color: #444; }
+table.numtable { margin: 0 0 2px 0; font-size: 0.95em; } table.numtable th { font-weight: normal; }
+table.numtable th, table.numtable td { padding: 1px 5px; }
 .blocks { display: flex; flex-wrap: wrap; gap: 0 1.2em; align-items: flex-start; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .plot-error { color: #b00020; font-weight: bold; }
@@ -63,13 +65,35 @@ def compact_numbers(values: Mapping[str, float]) -> list[tuple[str, str]]:
     return out
 
 
-def _numbers(v: Verdict) -> str:
-    items = "".join(
-        f'<span class="kv">{escape(k)} <b>{escape(x)}</b></span>'
-        for k, x in compact_numbers(v.numbers)
+def _grouped(pairs: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]]]:
+    """Numbers labelled "<group>: <label>" for two groups or more, as a small table (a row
+    per group, a column per label); returns it and the ungrouped rest."""
+    groups: dict[str, dict[str, str]] = {}
+    rest = []
+    for key, text in pairs:
+        group, sep, label = key.partition(": ")
+        if sep:
+            groups.setdefault(group, {})[label] = text
+        else:
+            rest.append((key, text))
+    if len(groups) < 2:
+        return "", pairs
+    labels = list(dict.fromkeys(label for row in groups.values() for label in row))
+    head = "<th></th>" + "".join(f"<th>{escape(label)}</th>" for label in labels)
+    body = "".join(
+        f"<tr><th>{escape(group)}</th>"
+        + "".join(f'<td class="num">{escape(row.get(label, ""))}</td>' for label in labels)
+        + "</tr>"
+        for group, row in groups.items()
     )
+    return f'<table class="numtable"><tr>{head}</tr>{body}</table>', rest
+
+
+def _numbers(v: Verdict) -> str:
+    table, rest = _grouped(compact_numbers(v.numbers))
+    items = "".join(f'<span class="kv">{escape(k)} <b>{escape(x)}</b></span>' for k, x in rest)
     detail = f'<div class="detail">{escape(v.detail)}</div>' if v.detail else ""
-    return (f'<div class="nums">{items}</div>' if items else "") + detail
+    return table + (f'<div class="nums">{items}</div>' if items else "") + detail
 
 
 def claims_table(verdicts: Sequence[Verdict], *, with_experiment: bool) -> str:
@@ -114,8 +138,22 @@ _NARROW, _LONG = 6, 16
 
 def _cell(value: object) -> str:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return f'<td class="num">{escape(format_number(value))}</td>'
+        text = format_number(value) if value == value else "\u2014"  # NaN: not measured here
+        return f'<td class="num">{escape(text)}</td>'
     return f"<td>{escape(str(value))}</td>"
+
+
+def _series_columns(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Columns "<stem>_<k>" with five or more of one stem (a path, per-coordinate values)
+    left to the CSV; returns the table without them and a note per stem."""
+    stems: dict[str, list[str]] = {}
+    for col in table.columns:
+        stem, _, k = str(col).rpartition("_")
+        if stem and k.isdigit():
+            stems.setdefault(stem, []).append(col)
+    drop = {stem: cols for stem, cols in stems.items() if len(cols) >= 5}
+    notes = [f"{cols[0]} \u2026 {cols[-1]}" for cols in drop.values()]
+    return table.drop(columns=[c for cols in drop.values() for c in cols]), notes
 
 
 def _text(value: object) -> str:
@@ -135,16 +173,18 @@ def _split_constant(table: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, 
 def results_table(table: pd.DataFrame) -> str:
     """The aggregated results (mean of each metric over replicates) as compact HTML tables.
 
-    Columns that take one value in every row are stated once above the table, and a long,
-    narrow table is split into blocks laid side by side.
+    Columns that take one value in every row are stated once above the table, series of
+    five or more numbered columns (a path, per-coordinate values) are left to the CSV, and a
+    long, narrow table is split into blocks laid side by side.
     """
     if table.empty:
         return "<p>No trials stored.</p>"
+    table, series = _series_columns(table)
     table, fixed = _split_constant(table)
-    note = ""
-    if fixed:
-        items = "".join(f'<span class="kv">{escape(k)} <b>{escape(v)}</b></span>' for k, v in fixed)
-        note = f'<div class="nums fixed">In every row: {items}</div>'
+    items = "".join(f'<span class="kv">{escape(k)} <b>{escape(v)}</b></span>' for k, v in fixed)
+    note = f'<div class="nums fixed">In every row: {items}</div>' if fixed else ""
+    if series:
+        note += f'<div class="nums fixed">In the CSV only: {escape("; ".join(series))}</div>'
     head = "".join(f"<th>{escape(str(c))}</th>" for c in table.columns)
     rows = [
         "<tr>" + "".join(_cell(v) for v in row) + "</tr>"
