@@ -1,4 +1,4 @@
-"""Experiments for DP-AMBSSGD (Varshney, Thakurta & Jain 2022): predictions P1-P5 and P7.
+"""Experiments for DP-AMBSSGD (Varshney, Thakurta & Jain 2022): predictions P1-P7.
 
 The paper has no experiments; the design and the checkable predictions are dpfit's, derived
 from Thm 3.7 and Cor. 3.8 (docs/varshney2022.md): Gaussian covariates, w* on the unit sphere,
@@ -19,8 +19,9 @@ tailed). Trials, claims and plots live in the ``_varshney2022_*`` modules.
 * ``varshney2022-p7``: DP-STAT's paper-literal threshold overshoots and blows up the error;
   the margin threshold does not.
 
-P6 (the constant c1 in T = c1 kappa ln N) is not registered: it is a tuning guideline, not a
-prediction with a sign.
+* ``varshney2022-p6``: the constant c1 in T = c1 kappa ln N: a smaller c1 helps when the
+  noise dominates, a larger one is needed at high SNR; at kappa = 4, c1 = 2 DP-STAT's private
+  clip collapses (a deviation from smooth kappa T growth).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ from ._varshney2022_claims import (
     p4_claim,
     p5_claim,
     p7_claim,
+)
+from ._varshney2022_p6 import (
+    c1_breakdown,
+    high_snr_needs_larger_c1,
+    low_snr_prefers_smaller_c1,
+    p6_plot,
 )
 from ._varshney2022_plots import p1_plot, p2_plot, p3_plot, p4_plot, p5_plot, p7_plot
 from ._varshney2022_trials import onepass_trial
@@ -81,6 +88,11 @@ _P3_METHODS = ("paper", "practical", "nonprivate", *BASELINES)
 _SIGMAS = [0.0, 1e-3, 1e-2, 1e-1, 1.0]
 _P4_METHODS = ("paper", "nonprivate", *P45_BASELINES)
 _P5_METHODS = ("practical", "nonprivate", "ols", *P45_BASELINES)
+_P6_PAPER = (
+    "Thm 3.7: T = c1 kappa ln N (c1 unspecified). Prediction P6 (docs/varshney2022.md): the "
+    "privacy term grows roughly like kappa T; a smaller c1 helps when sigma^2 d >> "
+    "||w*||_H^2, a larger one is needed at high SNR."
+)
 
 EXPERIMENTS = [
     _experiment(
@@ -238,6 +250,65 @@ EXPERIMENTS = [
             )
         ],
         p5_plot,
+    ),
+    _experiment(
+        "varshney2022-p6",
+        "P6: the constant c1 in T = c1 kappa ln N",
+        "DP-AMBSSGD 'practical' at N = 2^17, d = 8, eps = 1 with T = c1 kappa ln N blocks, "
+        "c1 in {1/4, 1/2, 1, 2}, kappa in {1, 4}, at low SNR (sigma = 1) and high SNR "
+        "(sigma = 0.01), beside non-private SGD with the same data.",
+        {
+            "smoke": _grid(
+                _P1_METHODS,
+                n=[2**12],
+                d=[2],
+                sigma=[1.0],
+                epsilon=[1.0],
+                kappa=[1.0],
+                c1=[0.5, 2.0],
+            ),
+            "quick": _grid(
+                _P1_METHODS,
+                n=[2**17],
+                d=[8],
+                sigma=[1.0, 0.01],
+                epsilon=[1.0],
+                kappa=[1.0, 4.0],
+                c1=[0.25, 0.5, 1.0, 2.0],
+            ),
+            "paper": _grid(
+                _P1_METHODS,
+                n=[2**17],
+                d=[8],
+                sigma=[1.0, 0.01],
+                epsilon=[1.0],
+                kappa=[1.0, 4.0],
+                c1=[0.25, 0.5, 1.0, 2.0],
+            ),
+        },
+        {"smoke": 1, "quick": 12, "paper": 40},
+        [
+            Claim(
+                name="P6 low SNR prefers smaller c1",
+                statement=" ".join(low_snr_prefers_smaller_c1.__doc__.split()),
+                evaluate=low_snr_prefers_smaller_c1,
+                paper=_P6_PAPER,
+            ),
+            Claim(
+                name="P6 high SNR needs larger c1",
+                statement=" ".join(high_snr_needs_larger_c1.__doc__.split()),
+                evaluate=high_snr_needs_larger_c1,
+                paper=_P6_PAPER,
+            ),
+            Claim(
+                name="P6 kappa T breaks DP-STAT",
+                statement=" ".join(c1_breakdown.__doc__.split()),
+                evaluate=c1_breakdown,
+                paper=_P6_PAPER,
+                deviation=True,
+            ),
+        ],
+        p6_plot,
     ),
     _experiment(
         "varshney2022-p7",
