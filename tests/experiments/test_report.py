@@ -127,3 +127,38 @@ def test_banner_never_says_all_passed_when_a_deviation_is_asserted(statuses):
     assert "1 assert a deviation from the paper" in html
     assert verdicts[list(statuses).index("DEVIATION")].label == "deviation (asserted)"
     assert not any(v.failed for v in verdicts)
+
+
+def test_results_and_numbers_are_compact():
+    """Constant columns are stated once, numbered metric series are left to the CSV (not
+    parameters), NaN shows as a dash, "X" and "X se" fold into one value, and numbers labelled
+    "<group>: <label>" become a small table."""
+    import pandas as pd
+
+    from dpfit.experiments._html import _numbers, results_table
+    from dpfit.experiments.verdicts import Verdict
+
+    table = pd.DataFrame(
+        {
+            "rho": [0.1, 1.0],
+            **{f"name_{k}": [1.0, 1.0] for k in range(6)},  # parameters: kept
+            "steps": [15, 15],
+            "trials": [3, 3],
+            "beta_T": [0.07, float("nan")],
+            **{f"beta_{k}": [0.1, 0.2] for k in range(1, 16)},
+        }
+    )
+    html = results_table(table)
+    assert "In every row:" in html and "steps <b>15</b>" in html
+    assert "In the CSV only: beta_1 \u2026 beta_15" in html and "<th>beta_3</th>" not in html
+    assert "<th>rho</th>" in html and "\u2014" in html
+    v = Verdict(
+        experiment="e",
+        claim="c",
+        statement="s",
+        status="PASS",
+        numbers={"a: median": 1.0, "a: median se": 0.1, "b: median": 2.0, "lone": 3.0},
+    )
+    rendered = _numbers(v)
+    assert '<table class="numtable">' in rendered and "1 \u00b1 0.1" in rendered
+    assert "<th>a</th>" in rendered and "lone <b>3</b>" in rendered

@@ -147,7 +147,9 @@ def _series_columns(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Columns "<stem>_<k>" with five or more of one stem (a path, per-coordinate values)
     left to the CSV; returns the table without them and a note per stem."""
     stems: dict[str, list[str]] = {}
-    for col in table.columns:
+    columns = list(table.columns)
+    metrics = columns[columns.index("trials") + 1 :] if "trials" in columns else columns
+    for col in metrics:  # parameters (before "trials") are always shown
         stem, _, k = str(col).rpartition("_")
         if stem and k.isdigit():
             stems.setdefault(stem, []).append(col)
@@ -166,7 +168,11 @@ def _split_constant(table: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, 
     """Columns with one value in every row, moved out of the table as (name, value)."""
     if len(table) < 2:
         return table, []
-    fixed = [c for c in table.columns if c != "trials" and table[c].astype(str).nunique() == 1]
+    fixed = [
+        c
+        for c in table.columns
+        if c != "trials" and table[c].astype(str).nunique(dropna=False) == 1
+    ]
     return table.drop(columns=fixed), [(c, _text(table[c].iloc[0])) for c in fixed]
 
 
