@@ -65,7 +65,7 @@ def _fig3_table(
     """Fig. 3 rows: error(p, n, steps) (or by_draw(n, draw) on the rate check's rows when
     given), error_2sls(n), noise-free 2S-GD's error_gd(n, draw) and privacy_error(p, n), each
     with 10% noise."""
-    from dpfit.experiments import liang2025 as fig
+    from dpfit.experiments import liang2025_fig3 as fig
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -92,7 +92,7 @@ def test_fig3_claims_fail_when_the_paper_is_violated():
     """Controls, one property each: an error flat in T at n = 2000 (no rise past T = 20)
     and one rising in T at n = 10^4 (no plateau there); a privacy error as small at p = 50 as
     at p = 5 (2SLS alone then makes p = 50 worse)."""
-    from dpfit.experiments import liang2025 as fig
+    from dpfit.experiments import liang2025_fig3 as fig
 
     def error(p, n, t):  # privacy-dominated, flat in T at n = 10^4, rising at n = 2000
         return 1.0 / np.sqrt(n) + (30.0 / n) * (t / 20) ** (0.5 if n < 5000 else 0.0)
@@ -132,7 +132,7 @@ def test_fig3_p50_fails_when_condition_5_does_not_separate_the_dimensions():
     check each, all with a 40x privacy error at p = 50: a smallest n of 300 (Tmax 11 < 20:
     T = 20 violates (5) at p = 5 too); only n >= 20000 (Tmax 62 at p = 50: T = 20 meets (5)
     there); no n run at both dimensions (nothing compared)."""
-    from dpfit.experiments import liang2025 as fig
+    from dpfit.experiments import liang2025_fig3 as fig
 
     assert fig._fig3_p50(_p50_rows([1000, 5000], [1000, 5000])).passed
     small_n = fig._fig3_p50(_p50_rows([300, 1000], [300, 1000]))
@@ -151,7 +151,7 @@ def test_fig3_rate_deviation_fails_at_the_papers_rate_or_without_a_floor():
     2S-GD after T = 20 at 0.08 (11x 2SLS at n = 2 x 10^4). Controls: every draw falling like
     3/sqrt(n), as the paper states, with 2S-GD on 2SLS (both checks fail); the passing slopes
     with 2S-GD on 2SLS (no floor); one common slope on every draw, with a floor (no spread)."""
-    from dpfit.experiments import liang2025 as fig
+    from dpfit.experiments import liang2025_fig3 as fig
 
     def by_draw(n, d):
         return 0.08 + 20.0 / n if d == 1 else 1.0 / np.sqrt(n) + 30.0 / n

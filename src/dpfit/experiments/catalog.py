@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     inference_coverage_iv,
     liang2025,
     liang2025_coverage,
+    liang2025_fig3,
     liang2025_friendlycore,
     liang2025_real,
     liang2025_tuning,
