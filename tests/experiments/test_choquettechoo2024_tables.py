@@ -101,3 +101,18 @@ def test_fig1_coefficients_fail_without_anti_correlation_or_the_low_pass_spectru
     assert not claim(good.assign(largest_later=0.01)).passed
     assert not claim(good.assign(spectrum_at_0=1.0)).passed
     assert not claim(good.assign(tail_constant=good["tail_constant"] * np.sqrt(1000))).passed
+
+
+@pytest.mark.slow
+def test_quick_scale_claims_hold(tmp_path):
+    """Both experiments at quick scale (about 40 s of summed trial time)."""
+    from dpfit.experiments import run
+    from dpfit.experiments.verdicts import evaluate_claims
+
+    names = ["choquettechoo2024-tables", "choquettechoo2024-fig1-coefficients"]
+    result = run(names, scale="quick", store_path=tmp_path / "s.sqlite", jobs=1, progress=False)
+    for name in names:
+        verdicts = evaluate_claims(get(name), result.results[name], "quick")
+        for v in verdicts:
+            print(name, v.claim, v.status, dict(v.numbers))
+        assert verdicts and all(v.status == "PASS" for v in verdicts), verdicts

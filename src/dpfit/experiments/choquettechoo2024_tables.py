@@ -291,6 +291,27 @@ def fig1_coefficients(results: pd.DataFrame) -> ClaimResult:
     return ClaimResult(passed=bool(ok), numbers=numbers)
 
 
+def coefficients_plot(results: pd.DataFrame) -> list:
+    """Figure 1 (middle): -beta*_t against t; (right): |B(w)|^2 against w, one line per eta."""
+    import matplotlib.pyplot as plt
+
+    fig, (time, freq) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    w = np.linspace(0.0, np.pi, 400)
+    for eta in sorted(results["eta"].unique()):
+        beta = np.asarray(optimal_mean_estimation(float(eta), steps=300).beta)
+        t = np.arange(1, beta.size)
+        time.plot(t, -beta[1:], label=f"eta = {eta:g}")
+        freq.plot(w, np.abs(1.0 - (1.0 - eta) * np.exp(1j * w)), label=f"eta = {eta:g}")
+    time.set(xscale="log", yscale="log", xlabel="t", ylabel="-beta*_t (t >= 1: all negative)")
+    time.set_ylim(1e-8, 1.0)
+    time.set_title("Fig. 1 (middle): optimal coefficients in time", fontsize="small")
+    freq.set(xlabel="frequency w", ylabel="|B(w)|^2", ylim=(0, 2.05))
+    freq.set_title("Fig. 1 (right): in frequency (low frequencies suppressed)", fontsize="small")
+    time.legend(fontsize="x-small")
+    fig.tight_layout()
+    return [fig]
+
+
 FIG1_COEFFICIENTS = Experiment(
     name="choquettechoo2024-fig1-coefficients",
     paper=PAPER,
@@ -306,6 +327,7 @@ FIG1_COEFFICIENTS = Experiment(
     },
     replicates={"smoke": 1, "quick": 1, "paper": 1},
     trial=coefficients_trial,
+    plot=coefficients_plot,
     claims=[
         Claim(
             name="anti-correlated-low-pass",
