@@ -183,8 +183,9 @@ def coverage_table(results: pd.DataFrame, prefix: str, kind: str = "cover") -> p
 def coverage_valid(results: pd.DataFrame) -> ClaimResult:
     """Paper (Figs. 5/10): every construction gives valid 95% intervals once there are enough
     iterations. At every total of its valid regime, each construction (experimental and
-    formal) covers theta_hat within 3 standard errors of 0.95 (from the per-run mean coverage
-    over coordinates), total by total: a pooled mean could hide one total's under-coverage."""
+    formal) covers theta_hat at least 0.95 - 3 standard errors (from the per-run mean coverage
+    over coordinates), total by total: a pooled mean could hide one total's under-coverage.
+    Over-coverage (a conservative interval is still valid) is reported, not failed."""
     numbers: dict[str, float] = {}
     ok = True
     for prefix, start in VALID_TOTAL.items():
@@ -198,7 +199,7 @@ def coverage_valid(results: pd.DataFrame) -> ClaimResult:
                 cover,
                 se,
             )
-            ok &= len(per_run) >= 2 and abs(cover - 0.95) <= Z_COVERAGE * se
+            ok &= len(per_run) >= 2 and cover + Z_COVERAGE * se >= 0.95
     return ClaimResult(passed=bool(ok), numbers=numbers, detail=f"valid totals: {VALID_TOTAL}")
 
 
