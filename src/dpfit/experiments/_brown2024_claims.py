@@ -195,10 +195,8 @@ def coverage_valid(results: pd.DataFrame) -> ClaimResult:
             per_run = rows[cols].dropna().mean(axis=1)
             cover = float(per_run.mean())
             se = float(per_run.std(ddof=1) / np.sqrt(len(per_run)))
-            numbers[f"{prefix} total={total:g}"], numbers[f"{prefix} total={total:g} se"] = (
-                cover,
-                se,
-            )
+            label = f"{prefix}: total={total:g}"  # shown as a table in the report
+            numbers[label], numbers[f"{label} se"] = cover, se
             ok &= len(per_run) >= 2 and cover + Z_COVERAGE * se >= 0.95
     return ClaimResult(passed=bool(ok), numbers=numbers, detail=f"valid totals: {VALID_TOTAL}")
 
