@@ -74,7 +74,15 @@ def extra_module(tmp_path):
 
 
 def _env(extra_module):
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(extra_module), str(HARNESS)])}
+    """The harness modules on the path, after the source of the dpfit under test (so the
+    subprocess imports the same dpfit as this process, also from a second worktree)."""
+    import dpfit
+
+    source = Path(dpfit.__file__).resolve().parents[1]
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(source), str(extra_module), str(HARNESS)]),
+    }
 
 
 def test_failed_claim_gives_nonzero_exit_unless_allowed(tmp_path, extra_module):

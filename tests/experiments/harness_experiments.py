@@ -103,12 +103,23 @@ FAILING = Experiment(
     name="harness-failing",
     paper="none",
     figure="none",
-    description="One claim passes, one fails, one raises, one is for the paper scale only.",
+    description=(
+        "One claim passes, one asserts a deviation from the paper and holds, one fails, one "
+        "raises, one is for the paper scale only."
+    ),
     grid=_grid([{"x": 1.0}, {"x": 2.0}]),
     replicates={"smoke": 2, "quick": 2, "paper": 2},
     trial=_plain_trial,
     claims=[
         Claim(name="positive", statement="mean > 0", evaluate=_mean_positive, scales=("smoke",)),
+        Claim(
+            name="asserted-deviation",
+            statement="Deviation: the mean is positive, not negative as the paper says.",
+            paper="Fig. 0: the mean is negative (-1).",
+            evaluate=_mean_positive,
+            scales=("smoke",),
+            deviation=True,
+        ),
         Claim(name="impossible", statement="mean > 1e6", evaluate=_impossible, scales=("smoke",)),
         Claim(name="broken", statement="raises", evaluate=_raises, scales=("smoke",)),
         Claim(name="paper-only", statement="mean > 0", evaluate=_mean_positive, scales=("paper",)),

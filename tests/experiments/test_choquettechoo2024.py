@@ -219,6 +219,17 @@ def test_fig1_ratio_fails_when_the_simulation_tracks_another_formula():
     # a common 10% error in both simulations breaks the closed forms, not the ratio
     common = {(m, e): 1.1 for m in ("dp-sgd", "optimal") for e in FIG1_ETAS}
     assert ratio(_fig1_results(scale=common)).passed
+    # beta* worse than DP-SGD at one eta ("never worse" broken), exact ratio followed elsewhere
+    assert not ratio(_fig1_results(scale={("optimal", 1.5): 1.25})).passed
+
+
+@pytest.mark.negative_control("choquettechoo2024-fig1", "no-gain-near-eta-1")
+def test_fig1_no_gain_near_one_fails_when_beta_star_gains_there():
+    """The deviation asserts that beta* gains nothing near eta = 1 (exact ratio 0.995 at 0.9).
+    Negative control: a simulated ratio of 0.1 at eta = 0.9 (the gain the caption states)."""
+    no_gain = _evaluator("choquettechoo2024-fig1", "no-gain-near-eta-1")
+    assert no_gain(_fig1_results()).passed
+    assert not no_gain(_fig1_results(scale={("optimal", 0.9): 0.1})).passed
 
 
 # ---------------------------------------------------------------- Figure 4 substitutes

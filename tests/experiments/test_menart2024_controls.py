@@ -126,6 +126,20 @@ def test_slope_claim_fails_steeper_or_shallower_than_its_interval(case):
         assert 3 * numbers["observed slope se"] < MARGIN / 2  # the margin is >= 6 s.e.
 
 
+@pytest.mark.negative_control("menart2024-b0", "spider d-slope")
+@pytest.mark.negative_control("menart2024-b4", "spider d-slope")
+@pytest.mark.parametrize("experiment", ["menart2024-b0", "menart2024-b4"])
+def test_d_slope_deviation_fails_when_the_excess_grows_like_d(experiment):
+    """The claim asserts that KL-Spider's excess grows more slowly than d on this grid (a
+    deviation from Thm 1's d/(n^2 rho)). Negative control: an excess proportional to d, the
+    paper's statement, with the quick run's floor slope; it must fail."""
+    method, sweep, _, bound_slope = SLOPES[(experiment, "spider d-slope")]
+    excess, bound = _power_law(method, sweep, 1.0, bound_slope)
+    verdict = _claim(experiment, "spider d-slope")(_table(experiment, excess, bound=bound))
+    assert not verdict.passed, verdict.numbers
+    assert verdict.numbers["observed slope"] == pytest.approx(1.0, abs=0.03)
+
+
 # -- deviations asserted: shallower than both the nominal rate and the bound ----------------
 
 #: (experiment, claim) -> (method, sweep, nominal exponent, the quick run's bound slope).

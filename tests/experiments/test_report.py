@@ -26,6 +26,7 @@ def test_verdicts_pass_fail_error_and_not_evaluated(report):
         ("mechanism-check", "variance"): "PASS",
         ("mechanism-check", "ledger"): "PASS",
         ("harness-failing", "positive"): "PASS",
+        ("harness-failing", "asserted-deviation"): "DEVIATION",
         ("harness-failing", "impossible"): "FAIL",
         ("harness-failing", "broken"): "ERROR",
         ("harness-failing", "paper-only"): "NOT EVALUATED",
@@ -37,10 +38,13 @@ def test_html_shows_failures_numbers_figures_privacy_and_provenance(report):
     html = report.html.read_text()
     rows = re.findall(r'<tr class="claim ([a-z-]+)">', html)
     # each claim twice: in the summary table and in its experiment's section
-    assert sorted(rows) == sorted(2 * ["pass", "pass", "pass", "fail", "error", "not-evaluated"])
+    assert sorted(rows) == sorted(
+        2 * ["pass", "pass", "pass", "deviation", "fail", "error", "not-evaluated"]
+    )
     assert "2 claim(s) FAILED" in html
     assert "not evaluated at this scale" in html
-    assert "mean of double = 3" in html and "threshold = 1000000" in html  # the deciding numbers
+    assert "deviation (asserted)" in html and "Fig. 0: the mean is negative (-1)." in html
+    assert "mean of double <b>3</b>" in html and "threshold <b>1000000</b>" in html
     assert "RuntimeError: this claim is broken on purpose" in html
     imgs = re.findall(r'<img src="([^"]+)"', html)
     assert imgs == ["figures/mechanism-check-1.png", "figures/harness-failing-1.png"]
@@ -62,7 +66,11 @@ def test_markdown_summary_lists_every_verdict(report):
     assert "| harness-failing | broken | **ERROR** |" in md
     assert "| harness-failing | paper-only | **not evaluated at this scale** |" in md
     assert "| mechanism-check | variance | **PASS** |" in md
-    assert "Claims: 3 PASS, 1 FAIL, 1 ERROR, 1 NOT EVALUATED" in md
+    assert (
+        "| harness-failing | asserted-deviation | **deviation (asserted)** | mean of double = 3 "
+        "| Fig. 0: the mean is negative (-1). |" in md
+    )
+    assert "Claims: 3 PASS, 1 DEVIATION, 1 FAIL, 1 ERROR, 1 NOT EVALUATED" in md
 
 
 def test_plot_error_is_reported(tmp_path, harness):
@@ -102,3 +110,55 @@ def test_banner_says_when_nothing_was_checked():
     assert 'class="banner ok"' in ok and "All 1 evaluated claim(s) passed" in ok
     bad = page([], verdicts("PASS", "ERROR"), [])
     assert 'class="banner bad"' in bad and "1 claim(s) FAILED" in bad
+
+
+@pytest.mark.parametrize("statuses", [("DEVIATION",), ("PASS", "DEVIATION", "NOT EVALUATED")])
+def test_banner_never_says_all_passed_when_a_deviation_is_asserted(statuses):
+    from dpfit.experiments._html import page
+    from dpfit.experiments.verdicts import Verdict
+
+    verdicts = [
+        Verdict(experiment="e", claim=f"c{k}", statement="s", status=s)
+        for k, s in enumerate(statuses)
+    ]
+    html = page([], verdicts, [])
+    assert 'class="banner deviation"' in html and 'class="banner ok"' not in html
+    assert "passed" not in html.split("</p>")[0]
+    assert "1 assert a deviation from the paper" in html
+    assert verdicts[list(statuses).index("DEVIATION")].label == "deviation (asserted)"
+    assert not any(v.failed for v in verdicts)
+
+
+def test_results_and_numbers_are_compact():
+    """Constant columns are stated once, numbered metric series are left to the CSV (not
+    parameters), NaN shows as a dash, "X" and "X se" fold into one value, and numbers labelled
+    "<group>: <label>" become a small table."""
+    import pandas as pd
+
+    from dpfit.experiments._html import _numbers, results_table
+    from dpfit.experiments.verdicts import Verdict
+
+    table = pd.DataFrame(
+        {
+            "rho": [0.1, 1.0],
+            **{f"name_{k}": [1.0, 1.0] for k in range(6)},  # parameters: kept
+            "steps": [15, 15],
+            "trials": [3, 3],
+            "beta_T": [0.07, float("nan")],
+            **{f"beta_{k}": [0.1, 0.2] for k in range(1, 16)},
+        }
+    )
+    html = results_table(table)
+    assert "In every row:" in html and "steps <b>15</b>" in html
+    assert "In the CSV only: beta_1 \u2026 beta_15" in html and "<th>beta_3</th>" not in html
+    assert "<th>rho</th>" in html and "\u2014" in html
+    v = Verdict(
+        experiment="e",
+        claim="c",
+        statement="s",
+        status="PASS",
+        numbers={"a: median": 1.0, "a: median se": 0.1, "b: median": 2.0, "lone": 3.0},
+    )
+    rendered = _numbers(v)
+    assert '<table class="numtable">' in rendered and "1 \u00b1 0.1" in rendered
+    assert "<th>a</th>" in rendered and "lone <b>3</b>" in rendered

@@ -25,7 +25,7 @@ def _results(exp, scale):
 
 def test_registered(catalog_names):
     varshney = [n for n in catalog_names if n.startswith("varshney2022-")]
-    assert varshney == [f"varshney2022-p{k}" for k in (1, 2, 3, 4, 5, 7)]
+    assert varshney == [f"varshney2022-p{k}" for k in range(1, 8)]
 
 
 @pytest.mark.parametrize("name", VARSHNEY)
@@ -138,6 +138,69 @@ def test_p3_claim_can_fail():
     assert not v.p3_claim(_p3(0.0, at_zero=1e-6)).passed  # an error floor at sigma = 0
     assert not v.p3_claim(_p3(2.0)).passed  # baselines that also scale like sigma^2
     assert not v.p3_claim(_p3(0.0, ssgd_power=2.0)).passed  # DP-SSGD alone does not floor
+
+
+def _p6(excess, *, clipped=lambda s, k, c: 0.01, reps=12, seed=0):
+    """P6 rows on the quick grid: excess(sigma, kappa, c1) with a 30% run-to-run spread (the
+    quick run's geometric means move by about that) and the fraction clipped."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for params in get("varshney2022-p6").grid["quick"]:
+        s, k, c = params["sigma"], params["kappa"], params["c1"]
+        for _ in range(reps):
+            e = excess(s, k, c) * np.exp(0.3 * rng.standard_normal())
+            rows.append(
+                {
+                    **params,
+                    "excess_practical": e,
+                    "clipped_practical": clipped(s, k, c),
+                    "side_condition_warnings": float(c >= 2),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _p6_measured(sigma, kappa, c1):
+    """Roughly the quick run: U-shaped in c1 at sigma = 1 (best at 1/2), bias at c1 = 1/4 at
+    high SNR, and the kappa = 4, c1 = 2 collapse."""
+    if kappa == 4 and c1 == 2:
+        return 0.25
+    base = 2e-4 if sigma == 1 else 2e-8
+    if sigma == 1:
+        return base * {0.25: 2.0, 0.5: 1.0, 1.0: 2.0, 2.0: 2.0}[c1]
+    return base * (4000.0 if (kappa == 4 and c1 == 0.25) else 1.0)
+
+
+def _p6_clipped(sigma, kappa, c1):
+    return 1.0 if (kappa == 4 and c1 == 2) else 0.01
+
+
+@pytest.mark.negative_control(
+    "varshney2022-p6",
+    "P6 low SNR prefers smaller c1",
+    "P6 high SNR needs larger c1",
+    "P6 kappa T breaks DP-STAT",
+)
+def test_p6_claims_fail_when_c1_does_not_matter_or_nothing_breaks():
+    """Controls: the excess flat in c1 at sigma = 1 (no gain from a small c1); flat at high
+    SNR (no bias at c1 = 1/4); no collapse at kappa = 4, c1 = 2 (its excess like c1 = 1's and
+    little clipping)."""
+    claims = {c.name: c.evaluate for c in get("varshney2022-p6").claims}
+    good = _p6(_p6_measured, clipped=_p6_clipped)
+    assert all(evaluate(good).passed for evaluate in claims.values())
+
+    def flat_low(s, k, c):
+        return 2e-4 if s == 1 else _p6_measured(s, k, c)
+
+    def flat_high(s, k, c):
+        return 2e-8 if s != 1 else _p6_measured(s, k, c)
+
+    def no_cliff(s, k, c):
+        return _p6_measured(s, k, 1.0 if (k == 4 and c == 2) else c)
+
+    assert not claims["P6 low SNR prefers smaller c1"](_p6(flat_low, clipped=_p6_clipped)).passed
+    assert not claims["P6 high SNR needs larger c1"](_p6(flat_high, clipped=_p6_clipped)).passed
+    assert not claims["P6 kappa T breaks DP-STAT"](_p6(no_cliff)).passed
 
 
 @pytest.mark.negative_control("varshney2022-p7", "P7 literal threshold")

@@ -32,13 +32,20 @@ def _loglog(table: pd.Series) -> tuple[float, float]:
 
 
 def flat_in_p(results: pd.DataFrame) -> ClaimResult:
-    """Paper: the DP-GD and OLS errors are flat in p at n = 100 p. The log-log slope of each
-    mean error against p is 0 within 3 Monte Carlo s.e."""
+    """Paper: the DP-GD and OLS errors are flat in p at n = 100 p. At T = 10 DP-GD's error is
+    dominated by the (1 - eta)^T bias, which is flat in p by construction, so the claim tests
+    the part privacy adds: the error of DP-GD against the same GD run without noise
+    (err_dpgd_noise), and OLS's error; the log-log slope of each mean against p is 0 within
+    3 Monte Carlo s.e. The bias (err_gd_vs_ols) is reported."""
     numbers, ok = {}, True
-    for col in ("err_dpgd", "err_ols"):
+    for col in ("err_dpgd_noise", "err_ols"):
         fit = loglog_slope(results, "p", col)
         numbers.update(fit.numbers(f"{col} slope"))
         ok &= fit.agrees(0.0)
+    means = results.groupby("p")[["err_dpgd_noise", "err_dpgd", "err_gd_vs_ols"]].mean()
+    numbers["noise error (mean over p)"] = float(means["err_dpgd_noise"].mean())
+    numbers["bias err_gd_vs_ols (mean over p)"] = float(means["err_gd_vs_ols"].mean())
+    numbers["DP-GD error vs theta* (mean over p)"] = float(means["err_dpgd"].mean())
     return ClaimResult(passed=bool(ok), numbers=numbers, detail="log-log slope vs p at n = 100 p")
 
 
@@ -77,30 +84,47 @@ def _cost_groups(results: pd.DataFrame):
         yield f"p={int(p)} clip={c:g}sqrt(p)", int(p), float(c), group
 
 
-def privacy_and_sampling_rates(results: pd.DataFrame) -> ClaimResult:
+def privacy_and_sampling_rates(results: pd.DataFrame, *, privacy_ps=None) -> ClaimResult:
     """Paper: the privacy error falls like 1/n and the sampling error like 1/sqrt(n). For
-    every p and clip, the privacy error's log-log slope agrees within 3 s.e. with that of
-    its exact unclipped prediction (about -1, flattened by the (1 - eta)^T bias floor; Brown
-    et al. Section 3.2), and the sampling error's slope with -1/2."""
+    every p and clip the sampling error's log-log slope agrees with -1/2, and for every p in
+    ``privacy_ps`` (default: all) the privacy error's with -1, each within 3 s.e."""
     numbers: dict[str, float] = {}
     ok = True
-    for label, _, _, group in _cost_groups(results):
-        priv = loglog_slope(group, "n", "privacy_error")
-        pred = loglog_slope(group, "n", "privacy_error_pred")
+    for label, p, _, group in _cost_groups(results):
         samp = loglog_slope(group, "n", "sampling_error")
-        gap = Estimate(priv.value - pred.value, float(np.hypot(priv.se, pred.se)))
-        numbers.update(priv.numbers(f"{label} privacy slope"))
-        numbers[f"{label} predicted privacy slope"] = pred.value
         numbers.update(samp.numbers(f"{label} sampling slope"))
-        ok &= gap.agrees(0.0) and samp.agrees(-0.5)
+        ok &= samp.agrees(-0.5)
+        if privacy_ps is None or p in privacy_ps:
+            priv = loglog_slope(group, "n", "privacy_error")
+            numbers.update(priv.numbers(f"{label} privacy slope"))
+            ok &= priv.agrees(-1.0)
     return ClaimResult(passed=bool(ok), numbers=numbers)
 
 
-def sampling_error_dominates(results: pd.DataFrame) -> ClaimResult:
+def rates_flattened_by_bias(results: pd.DataFrame, *, p: int) -> ClaimResult:
+    """Deviation at dimension ``p``: the privacy error's slope agrees within 3 s.e. with that
+    of its exact prediction (1/n flattened by the (1 - eta)^T bias floor; Brown et al.
+    Section 3.2) at every clip, and is above the paper's -1 by 3 s.e. at one clip at least."""
+    numbers: dict[str, float] = {}
+    ok, flatter = True, False
+    for label, q, _, group in _cost_groups(results):
+        if q != p:
+            continue
+        priv = loglog_slope(group, "n", "privacy_error")
+        pred = loglog_slope(group, "n", "privacy_error_pred")
+        numbers.update(priv.numbers(f"{label} privacy slope"))
+        numbers[f"{label} predicted slope (with the bias floor)"] = pred.value
+        ok &= Estimate(priv.value - pred.value, float(np.hypot(priv.se, pred.se))).agrees(0.0)
+        flatter |= priv.above(-1.0)
+    return ClaimResult(passed=bool(ok and flatter), numbers=numbers)
+
+
+def sampling_error_dominates(results: pd.DataFrame, *, clips=(CODE_CLIP, TEXT_CLIP)) -> ClaimResult:
     """Paper: at larger n the sampling error dominates. At p = 10 with the paper code's clip
     3 sqrt(p) the privacy / sampling ratio (fitted line through the per-n ratios of means)
     is above 1 at the smallest n and below 1 at the largest, each by 3 s.e. With the text's
-    5 sqrt(p) the curves do not cross (ratio above 1 at the largest n by 3 s.e.)."""
+    5 sqrt(p) the curves do not cross (ratio above 1 at the largest n by 3 s.e.). ``clips``
+    selects which of the two checks decide."""
     numbers: dict[str, float] = {}
     checks = []
     for label, p, clip, group in _cost_groups(results):
@@ -111,9 +135,9 @@ def sampling_error_dominates(results: pd.DataFrame) -> ClaimResult:
         numbers[f"{label} ratio at n={ends[0]}"] = float(np.exp(low.value))
         numbers[f"{label} ratio at n={ends[1]}"] = float(np.exp(high.value))
         numbers[f"{label} log-ratio se at n={ends[1]}"] = high.se
-        if p == 10 and clip == CODE_CLIP:
+        if p == 10 and clip == CODE_CLIP and clip in clips:
             checks.append(low.above(0.0) and high.below(0.0))
-        elif p == 10 and clip == TEXT_CLIP:
+        elif p == 10 and clip == TEXT_CLIP and clip in clips:
             checks.append(high.above(0.0))
     return ClaimResult(passed=bool(checks) and all(checks), numbers=numbers)
 
@@ -157,17 +181,23 @@ def coverage_table(results: pd.DataFrame, prefix: str, kind: str = "cover") -> p
 
 
 def coverage_valid(results: pd.DataFrame) -> ClaimResult:
-    """In its valid regime each construction (experimental and formal) covers theta_hat at
-    95% within 3 standard errors (from the per-run mean coverage over coordinates)."""
+    """Paper (Figs. 5/10): every construction gives valid 95% intervals once there are enough
+    iterations. At every total of its valid regime, each construction (experimental and
+    formal) covers theta_hat at least 0.95 - 3 standard errors (from the per-run mean coverage
+    over coordinates), total by total: a pooled mean could hide one total's under-coverage.
+    Over-coverage (a conservative interval is still valid) is reported, not failed."""
     numbers: dict[str, float] = {}
     ok = True
     for prefix, start in VALID_TOTAL.items():
-        rows = results[results["total"] >= start][_cols(results, prefix, "cover")].dropna()
-        per_run = rows.mean(axis=1)
-        cover = float(per_run.mean())
-        se = float(per_run.std(ddof=1) / np.sqrt(len(per_run)))
-        numbers[f"{prefix} coverage"], numbers[f"{prefix} se"] = cover, se
-        ok &= len(per_run) >= 2 and abs(cover - 0.95) <= Z_COVERAGE * se
+        cols = _cols(results, prefix, "cover")
+        valid = results[results["total"] >= start]
+        for total, rows in valid.groupby("total"):
+            per_run = rows[cols].dropna().mean(axis=1)
+            cover = float(per_run.mean())
+            se = float(per_run.std(ddof=1) / np.sqrt(len(per_run)))
+            label = f"{prefix}: total={total:g}"  # shown as a table in the report
+            numbers[label], numbers[f"{label} se"] = cover, se
+            ok &= len(per_run) >= 2 and cover + Z_COVERAGE * se >= 0.95
     return ClaimResult(passed=bool(ok), numbers=numbers, detail=f"valid totals: {VALID_TOTAL}")
 
 

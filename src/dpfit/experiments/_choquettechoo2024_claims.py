@@ -32,20 +32,48 @@ def fig1_closed_forms(results: pd.DataFrame) -> ClaimResult:
     return ClaimResult(passed=worst < 0.05, numbers=numbers)
 
 
+def _simulated_ratios(results: pd.DataFrame) -> dict[float, Estimate]:
+    """Per eta: the simulated ratio beta* / DP-SGD of mean stationary variances, with its
+    delta-method s.e. from each mechanism's s.e. over replicates (independent runs)."""
+    stats = results.groupby(["eta", "mechanism"])["simulated"].agg(["mean", "std", "count"])
+    out = {}
+    for eta in sorted(results["eta"].unique()):
+        opt, sgd = stats.loc[(eta, "optimal")], stats.loc[(eta, "dp-sgd")]
+        ratio = float(opt["mean"] / sgd["mean"])
+        rel = [row["std"] / np.sqrt(row["count"]) / row["mean"] for row in (opt, sgd)]
+        out[float(eta)] = Estimate(ratio, ratio * float(np.hypot(*rel)))
+    return out
+
+
 def fig1_ratio(results: pd.DataFrame) -> ClaimResult:
-    """The exact ratio 4 eta (2-eta) K(1-eta)^2 / pi^2 reproduces the documented values (1e-5),
-    is <= 1, equals 1 at eta = 1 (the caption's "eta -> 1" gain does not exist; see
-    docs/choquettechoo2024.md), and the simulated ratio beta*/DP-SGD is within 7 % of it."""
-    golden = {1e-4: 0.0025830, 1e-3: 0.016374, 1e-2: 0.090868, 0.1: 0.40049, 0.5: 0.86379}
-    ok = all(abs(figure1_ratio(e) - v) < 1e-5 for e, v in golden.items())
-    ok &= figure1_ratio(1.0) == 1.0 and all(figure1_ratio(e) <= 1 for e in np.linspace(0.01, 1.99))
-    sim = results.groupby(["eta", "mechanism"])["simulated"].mean().unstack()
-    numbers = {"ratio(eta=1)": figure1_ratio(1.0)}
-    for eta, row in sim.iterrows():
-        got, want = row["optimal"] / row["dp-sgd"], figure1_ratio(float(eta))
-        numbers[f"eta={eta:g} simulated"], numbers[f"eta={eta:g} exact"] = got, want
-        ok &= abs(got / want - 1) < 0.07
+    """Figure 1 (left), at the simulated learning rates: the simulated ratio of beta*'s
+    stationary variance to DP-SGD's is not above 1 by 3 s.e. at any eta ("never worse"), is
+    below 0.1 by 3 s.e. at the smallest eta ("orders of magnitude better at eta -> 0") and
+    below 1 by 3 s.e. at the largest (towards eta -> 2, where the exact ratio is symmetric);
+    at every eta it is within 7% of the exact 4 eta (2 - eta) K(1 - eta)^2 / pi^2."""
+    ratios = _simulated_ratios(results)
+    numbers: dict[str, float] = {}
+    ok = True
+    for eta, est in ratios.items():
+        want = figure1_ratio(eta)
+        numbers.update(est.numbers(f"eta={eta:g} simulated"))
+        numbers[f"eta={eta:g} exact"] = want
+        ok &= not est.above(1.0) and abs(est.value / want - 1) < 0.07
+    etas = sorted(ratios)
+    ok &= ratios[etas[0]].below(0.1) and ratios[etas[-1]].below(1.0)
     return ClaimResult(passed=bool(ok), numbers=numbers)
+
+
+def fig1_no_gain_near_one(results: pd.DataFrame) -> ClaimResult:
+    """Deviation from the caption's "orders of magnitude better at eta -> 1": at the grid eta
+    nearest 1 the simulated ratio is above 0.9 by 3 s.e. (the exact ratio is 0.995 at
+    eta = 0.9 and 1 at eta = 1, where beta* is the identity)."""
+    ratios = _simulated_ratios(results)
+    eta = min(ratios, key=lambda e: abs(e - 1.0))
+    est = ratios[eta]
+    numbers = {**est.numbers(f"eta={eta:g} simulated"), f"eta={eta:g} exact": figure1_ratio(eta)}
+    numbers["exact at eta=1"] = figure1_ratio(1.0)
+    return ClaimResult(passed=bool(est.above(0.9)), numbers=numbers)
 
 
 # ---------------------------------------------------------------- Figure 2
@@ -111,24 +139,25 @@ _BANDS = {
 }
 
 
-def fig2_slopes(results: pd.DataFrame) -> ClaimResult:
-    """A check of the exact LTI formula (eq. 3.2 with x x^T replaced by H), not agreement with
-    Figure 2: its log-log slopes lie in loose bands, SGD vs d in [0.9, 1.1], vs d_eff below
-    0.3, vs eta in [0.9, 1.4]; FTRL vs d_eff in [0.6, 1.1], vs eta in [1.6, 2.2]. The formula
-    gives 1.00, 0.00, 1.00, 0.77, 1.78; the paper's random-design slopes are 1.00, 0.18,
-    1.27, 0.94, 2.03. Except vs d the formula deviates from the paper, and every band holds
-    both values, so this claim cannot tell them apart (docs/choquettechoo2024.md)."""
+def fig2_formula_slopes(results: pd.DataFrame) -> ClaimResult:
+    """Deviation of the LTI formula (eq. 3.2 with x x^T replaced by H, Thm. C.18's lower
+    bound) from Figure 2: its exact log-log slopes agree with the paper's fitted slope vs d
+    (1.00, within 0.02) but lie below the paper's vs d_eff and vs eta by more than 0.1
+    (formula 0.00 and 0.77 vs d_eff, 1.00 and 1.78 vs eta; paper 0.18, 0.94, 1.27, 2.03):
+    the paper plots random-design simulations, whose multiplicative noise x x^T the formula
+    drops (the claim simulated-slopes checks those)."""
     form = results[results["kind"] == "formula"].groupby(
         ["sweep", "mechanism", "d", "alpha", "eta"]
     )
     table = form[["lti_formula", "d_eff"]].mean().reset_index()
     ok, numbers = True, {}
-    for (sweep, mech), (lo, hi) in _BANDS.items():
+    for (sweep, mech), paper in PAPER_SLOPES.items():
         rows = table[(table["sweep"] == sweep) & (table["mechanism"] == mech)]
         x = rows["d_eff"] if sweep == "alpha" else rows[sweep]
         slope = _slope(x, rows["lti_formula"])
-        numbers[f"{mech} vs {'d_eff' if sweep == 'alpha' else sweep}"] = slope
-        ok &= lo <= slope <= hi
+        label = f"{mech} vs {'d_eff' if sweep == 'alpha' else sweep}"
+        numbers[f"{label}: formula"], numbers[f"{label}: paper"] = slope, paper
+        ok &= abs(slope - paper) <= 0.02 if sweep == "d" else slope < paper - 0.1
     return ClaimResult(passed=bool(ok), numbers=numbers)
 
 
@@ -175,30 +204,47 @@ def simulated_slopes(results: pd.DataFrame) -> dict[tuple[str, str], dict[str, E
     return out
 
 
+def _slope_numbers(results: pd.DataFrame, sweeps: tuple[str, ...]):
+    slopes = simulated_slopes(results)
+    for (sweep, mech), paper in PAPER_SLOPES.items():
+        if sweep in sweeps:
+            yield (
+                f"{mech} vs {'d_eff' if sweep == 'alpha' else sweep}",
+                paper,
+                slopes[(sweep, mech)],
+            )
+
+
+def _label_numbers(label: str, paper: float, got: dict[str, Estimate]) -> dict[str, float]:
+    numbers = {f"{label}: paper": paper, f"{label}: formula": got["formula"].value}
+    numbers.update(got["lti"].numbers(f"{label}: LTI sim"))
+    numbers.update(got["random"].numbers(f"{label}: random sim"))
+    return numbers
+
+
 def fig2_simulated_slopes(results: pd.DataFrame) -> ClaimResult:
     """Random-design simulations (x ~ N(0, H), as the paper's) agree with Figure 2's fitted
-    slopes against d and d_eff only: Noisy-SGD vs d 1.00, vs d_eff 0.18, nu-Noisy-FTRL vs
-    d_eff 0.94, each within 3 Monte Carlo s.e. plus 0.005 (the paper's rounding). Against eta
-    it asserts a deviation: the paper's slopes (FTRL 2.03, SGD 1.27) are not reproduced on
-    eta <= 0.1 (1.90 and 1.13 at quick scale). It checks only that the random-design slope is
-    above the LTI formula's on the same points (1.77, 1.00) by 3 s.e. and not above the
-    paper's by 3 s.e. + 0.005, which any slope in between passes: the multiplicative noise
-    x x^T steepens it toward the paper's value; the paper's unstated eta grid is the likely
-    rest (docs/choquettechoo2024.md)."""
-    slopes = simulated_slopes(results)
+    slopes against d and d_eff: Noisy-SGD vs d 1.00, vs d_eff 0.18, nu-Noisy-FTRL vs d_eff
+    0.94, each within 3 Monte Carlo s.e. plus 0.005 (the paper's rounding)."""
     ok, numbers = True, {}
-    for (sweep, mech), paper in PAPER_SLOPES.items():
-        got = slopes[(sweep, mech)]
-        label = f"{mech} vs {'d_eff' if sweep == 'alpha' else sweep}"
-        numbers[f"{label} paper"] = paper
-        numbers[f"{label} formula"] = got["formula"].value
-        numbers.update(got["lti"].numbers(f"{label} LTI sim"))
-        numbers.update(got["random"].numbers(f"{label} random sim"))
+    for label, paper, got in _slope_numbers(results, ("d", "alpha")):
+        numbers |= _label_numbers(label, paper, got)
+        ok &= abs(got["random"].value - paper) <= Z * got["random"].se + _PRINTED
+    return ClaimResult(passed=bool(ok), numbers=numbers)
+
+
+def fig2_eta_slopes_below_paper(results: pd.DataFrame) -> ClaimResult:
+    """Deviation against eta: the random-design slopes are below the paper's fitted ones
+    (nu-Noisy-FTRL 2.03, Noisy-SGD 1.27) by more than 3 Monte Carlo s.e. + 0.005 (1.90 and
+    1.13 at quick scale, on eta <= 0.1), and above the LTI formula's on the same points
+    (1.77, 1.00) by 3 s.e.: the multiplicative noise x x^T steepens the formula's slope but
+    not to the paper's value; the paper's eta grid is not stated, and the slope depends on it
+    (docs/choquettechoo2024.md)."""
+    ok, numbers = True, {}
+    for label, paper, got in _slope_numbers(results, ("eta",)):
+        numbers |= _label_numbers(label, paper, got)
         rand = got["random"]
-        if sweep == "eta":
-            ok &= rand.above(got["formula"].value) and not rand.above(paper + _PRINTED)
-        else:
-            ok &= abs(rand.value - paper) <= Z * rand.se + _PRINTED
+        ok &= rand.below(paper - _PRINTED) and rand.above(got["formula"].value)
     return ClaimResult(passed=bool(ok), numbers=numbers)
 
 

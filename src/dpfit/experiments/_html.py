@@ -8,7 +8,7 @@ DOM can tell.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 import pandas as pd
@@ -25,17 +25,25 @@ th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-al
 th { background: #f3f3f3; }
 .verdict { font-weight: bold; white-space: nowrap; }
 tr.pass .verdict { color: #11701f; } tr.fail .verdict, tr.error .verdict { color: #b00020; }
+tr.deviation { background: #fff4dc; } tr.deviation .verdict { color: #8a5300; }
 tr.fail, tr.error { background: #fde8ea; } tr.not-evaluated .verdict { color: #777; }
 .banner { padding: 0.6em 1em; border-radius: 4px; font-weight: bold; }
 .banner.ok { background: #e5f5e8; color: #11701f; }
 .banner.bad { background: #fde8ea; color: #b00020; }
 .banner.none { background: #f3f3f3; color: #555; }
+.banner.deviation { background: #fff4dc; color: #8a5300; }
+.muted { color: #777; font-weight: normal; } td.paper { font-style: italic; }
+.nums { display: flex; flex-wrap: wrap; gap: 2px 10px; }
+.kv { white-space: nowrap; font-size: 0.95em; } .detail { color: #555; margin-top: 2px; }
+.nums.fixed { margin: 0.4em 0; color: #444; }
+table.numtable { margin: 0 0 2px 0; font-size: 0.95em; } table.numtable th { font-weight: normal; }
+table.numtable th, table.numtable td { padding: 1px 5px; }
+.blocks { display: flex; flex-wrap: wrap; gap: 0 1.2em; align-items: flex-start; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .plot-error { color: #b00020; font-weight: bold; }
 figure { display: inline-block; margin: 0.5em 0; max-width: 100%; } img { max-width: 100%; }
 img.broken { outline: 3px solid #b00020; min-width: 200px; min-height: 50px; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td ul { margin: 0; padding-left: 1.2em; }
 """
 
 
@@ -43,25 +51,79 @@ def _row_class(v: Verdict) -> str:
     return "claim " + v.status.lower().replace(" ", "-")
 
 
-def _numbers(v: Verdict) -> str:
-    items = "".join(
-        f"<li>{escape(k)} = {escape(format_number(x))}</li>" for k, x in v.numbers.items()
+def compact_numbers(values: Mapping[str, float]) -> list[tuple[str, str]]:
+    """(label, value) pairs with each ``"X se"`` folded into ``X`` as "value +/- se"."""
+    out = []
+    for key, value in values.items():
+        if key.endswith(" se") and key[:-3] in values:
+            continue
+        text = format_number(value)
+        se = values.get(f"{key} se")
+        if se is not None:
+            text += f" \u00b1 {format_number(se)}"
+        out.append((key, text))
+    return out
+
+
+def _grouped(pairs: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]]]:
+    """Numbers labelled "<group>: <label>" for two groups or more, as a small table (a row
+    per group, a column per label); returns it and the ungrouped rest."""
+    groups: dict[str, dict[str, str]] = {}
+    rest = []
+    for key, text in pairs:
+        group, sep, label = key.partition(": ")
+        if sep:
+            groups.setdefault(group, {})[label] = text
+        else:
+            rest.append((key, text))
+    if len(groups) < 2:
+        return "", pairs
+    labels = list(dict.fromkeys(label for row in groups.values() for label in row))
+    head = "<th></th>" + "".join(f"<th>{escape(label)}</th>" for label in labels)
+    body = "".join(
+        f"<tr><th>{escape(group)}</th>"
+        + "".join(f'<td class="num">{escape(row.get(label, ""))}</td>' for label in labels)
+        + "</tr>"
+        for group, row in groups.items()
     )
-    detail = f"<div>{escape(v.detail)}</div>" if v.detail else ""
-    return (f"<ul>{items}</ul>" if items else "") + detail
+    return f'<table class="numtable"><tr>{head}</tr>{body}</table>', rest
+
+
+def _numbers(v: Verdict) -> str:
+    table, rest = _grouped(compact_numbers(v.numbers))
+    items = "".join(f'<span class="kv">{escape(k)} <b>{escape(x)}</b></span>' for k, x in rest)
+    detail = f'<div class="detail">{escape(v.detail)}</div>' if v.detail else ""
+    return table + (f'<div class="nums">{items}</div>' if items else "") + detail
 
 
 def claims_table(verdicts: Sequence[Verdict], *, with_experiment: bool) -> str:
-    """A table with one row (class ``claim <status>``) per verdict."""
-    head = ("<th>experiment</th>" if with_experiment else "") + (
-        "<th>claim</th><th>statement</th><th>verdict</th><th>numbers</th>"
-    )
+    """A table with one row (class ``claim <status>``) per verdict.
+
+    The summary (``with_experiment``) shows experiment, claim, verdict and numbers; an
+    experiment's own table shows the paper's statement beside what we check and measure.
+    """
+    if with_experiment:
+        head = "<th>experiment</th><th>claim</th><th>verdict</th><th>our numbers</th>"
+    else:
+        head = (
+            "<th>claim</th><th>the paper</th><th>what we check</th><th>verdict</th>"
+            "<th>our numbers</th>"
+        )
     rows = []
     for v in verdicts:
-        exp = f'<td><a href="#{escape(v.experiment)}">{escape(v.experiment)}</a></td>'
+        if with_experiment:
+            cells = (
+                f'<td><a href="#{escape(v.experiment)}">{escape(v.experiment)}</a></td>'
+                f"<td>{escape(v.claim)}</td>"
+            )
+        else:
+            paper = escape(v.paper) if v.paper else '<span class="muted">(see statement)</span>'
+            cells = (
+                f'<td>{escape(v.claim)}</td><td class="paper">{paper}</td>'
+                f"<td>{escape(v.statement)}</td>"
+            )
         rows.append(
-            f'<tr class="{_row_class(v)}">{exp if with_experiment else ""}'
-            f"<td>{escape(v.claim)}</td><td>{escape(v.statement)}</td>"
+            f'<tr class="{_row_class(v)}">{cells}'
             f'<td class="verdict">{escape(v.label)}</td><td>{_numbers(v)}</td></tr>'
         )
     if not rows:
@@ -69,22 +131,89 @@ def claims_table(verdicts: Sequence[Verdict], *, with_experiment: bool) -> str:
     return f'<div class="scroll"><table class="claims"><tr>{head}</tr>{"".join(rows)}</table></div>'
 
 
+#: A results table with at most this many columns and more than ``_LONG`` rows is split into
+#: blocks side by side (at most three).
+_NARROW, _LONG = 6, 16
+
+
 def _cell(value: object) -> str:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return f'<td class="num">{escape(format_number(value))}</td>'
+        text = format_number(value) if value == value else "\u2014"  # NaN: not measured here
+        return f'<td class="num">{escape(text)}</td>'
     return f"<td>{escape(str(value))}</td>"
 
 
+def _series_columns(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Columns "<stem>_<k>" with five or more of one stem (a path, per-coordinate values)
+    left to the CSV; returns the table without them and a note per stem."""
+    stems: dict[str, list[str]] = {}
+    columns = list(table.columns)
+    metrics = columns[columns.index("trials") + 1 :] if "trials" in columns else columns
+    for col in metrics:  # parameters (before "trials") are always shown
+        stem, _, k = str(col).rpartition("_")
+        if stem and k.isdigit():
+            stems.setdefault(stem, []).append(col)
+    drop = {stem: cols for stem, cols in stems.items() if len(cols) >= 5}
+    notes = [f"{cols[0]} \u2026 {cols[-1]}" for cols in drop.values()]
+    return table.drop(columns=[c for cols in drop.values() for c in cols]), notes
+
+
+def _text(value: object) -> str:
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return format_number(value)
+    return str(value)
+
+
+def _split_constant(table: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """Columns with one value in every row, moved out of the table as (name, value)."""
+    if len(table) < 2:
+        return table, []
+    fixed = [
+        c
+        for c in table.columns
+        if c != "trials" and table[c].astype(str).nunique(dropna=False) == 1
+    ]
+    return table.drop(columns=fixed), [(c, _text(table[c].iloc[0])) for c in fixed]
+
+
 def results_table(table: pd.DataFrame) -> str:
-    """The aggregated results (mean of each metric over replicates) as an HTML table."""
+    """The aggregated results (mean of each metric over replicates) as compact HTML tables.
+
+    Columns that take one value in every row are stated once above the table, series of
+    five or more numbered columns (a path, per-coordinate values) are left to the CSV, and a
+    long, narrow table is split into blocks laid side by side.
+    """
     if table.empty:
         return "<p>No trials stored.</p>"
+    table, series = _series_columns(table)
+    table, fixed = _split_constant(table)
+    items = "".join(f'<span class="kv">{escape(k)} <b>{escape(v)}</b></span>' for k, v in fixed)
+    note = f'<div class="nums fixed">In every row: {items}</div>' if fixed else ""
+    if series:
+        note += f'<div class="nums fixed">In the CSV only: {escape("; ".join(series))}</div>'
     head = "".join(f"<th>{escape(str(c))}</th>" for c in table.columns)
-    body = "".join(
+    rows = [
         "<tr>" + "".join(_cell(v) for v in row) + "</tr>"
         for row in table.itertuples(index=False, name=None)
+    ]
+    blocks = 1
+    if len(table.columns) <= _NARROW and len(rows) > _LONG:
+        blocks = min(3, -(-len(rows) // _LONG))
+    size = -(-len(rows) // blocks)
+    tables = "".join(
+        f'<table class="results"><tr>{head}</tr>{"".join(rows[k : k + size])}</table>'
+        for k in range(0, len(rows), size)
     )
-    return f'<div class="scroll"><table class="results"><tr>{head}</tr>{body}</table></div>'
+    return f'{note}<div class="scroll blocks">{tables}</div>'
+
+
+def _captions(exp: Experiment, count_: int) -> list[str]:
+    """Each figure's caption: the experiment's ``panels``, else its paper figure."""
+    if len(exp.panels) == count_:
+        return list(exp.panels)
+    if count_ == 1:
+        return [exp.figure]
+    return [f"{exp.figure} ({k} of {count_})" for k in range(1, count_ + 1)]
 
 
 def experiment_section(
@@ -98,10 +227,12 @@ def experiment_section(
     trials: tuple[int, int],
 ) -> str:
     """One experiment: header, privacy, claims, figures and results."""
+    captions = _captions(exp, len(figures))
     figs = "".join(
-        f'<figure><img src="{escape(path)}" alt="{escape(exp.name)} figure {k}" '
-        f"onerror=\"this.classList.add('broken')\"><figcaption>Figure {k}</figcaption></figure>"
-        for k, path in enumerate(figures, start=1)
+        f'<figure><img src="{escape(path)}" alt="{escape(exp.name)}: {escape(caption)}" '
+        f"onerror=\"this.classList.add('broken')\"><figcaption>{escape(exp.paper)}: "
+        f"{escape(caption)} (ours)</figcaption></figure>"
+        for path, caption in zip(figures, captions, strict=True)
     )
     if plot_error:
         figs += f'<p class="plot-error">PLOT ERROR: {escape(plot_error)}</p>'
@@ -111,7 +242,7 @@ def experiment_section(
     name = escape(exp.name)
     return f"""
 <section class="experiment" id="{name}">
-<h2>{name}</h2>
+<h2>{escape(exp.figure)} <span class="muted">({name})</span></h2>
 <p><b>Reproduces:</b> {escape(exp.paper)}, {escape(exp.figure)}</p>
 <p>{escape(exp.description)}</p>
 <p><b>Privacy:</b> {escape(exp.privacy or "not stated")}</p>
@@ -128,18 +259,26 @@ def experiment_section(
 
 
 def _banner(tally: dict[str, int]) -> str:
-    """Red when a claim failed, green when every evaluated claim passed, grey when none ran."""
+    """Red when a claim failed; amber when every evaluated claim held but some assert a
+    deviation from the paper; green only when every evaluated claim agrees with the paper;
+    grey when none ran."""
     failed = tally["FAIL"] + tally["ERROR"]
-    skipped = tally["NOT EVALUATED"]
+    skipped, deviations = tally["NOT EVALUATED"], tally["DEVIATION"]
     if failed:
         return (
             f'<p class="banner bad">{failed} claim(s) FAILED '
             f"({tally['FAIL']} fail, {tally['ERROR']} error)</p>"
         )
-    if not tally["PASS"]:
+    if not tally["PASS"] + deviations:
         return (
             '<p class="banner none">No claim was evaluated at this scale '
             f"({skipped} not evaluated); nothing was checked</p>"
+        )
+    if deviations:
+        return (
+            f'<p class="banner deviation">{tally["PASS"]} claim(s) agree with the papers; '
+            f"{deviations} assert a deviation from the paper (measured and named, not a "
+            f"reproduction of the paper's statement); {skipped} not evaluated at this scale</p>"
         )
     return (
         f'<p class="banner ok">All {tally["PASS"]} evaluated claim(s) passed '

@@ -49,14 +49,16 @@ DEFAULT_CLIP = 100.0
 
 
 @functools.cache
-def design(p: int) -> IVDesign:
-    """The fixed parameter draw of dimension p = q = r (one draw per figure configuration)."""
-    return draw_iv_design(p, rng=np.random.default_rng([2025, p]))
+def design(p: int, draw: int = 0) -> IVDesign:
+    """Parameter draw ``draw`` of dimension p = q = r: seed (2025, p), or (2025, p, draw) for
+    draw >= 1 (Fig. 3 is run over several draws; the other figures use draw 0)."""
+    seed = [2025, p] if draw == 0 else [2025, p, draw]
+    return draw_iv_design(p, rng=np.random.default_rng(seed))
 
 
-def population_spectra(p: int, n: int) -> Spectra:
+def population_spectra(p: int, n: int, draw: int = 0) -> Spectra:
     """Population spectra: delta from unit constants, psi = 0, the true Theta's extreme values."""
-    sv = np.linalg.svd(design(p).theta, compute_uv=False)
+    sv = np.linalg.svd(design(p, draw).theta, compute_uv=False)
     delta = (np.sqrt(p) + np.sqrt(TAU)) / np.sqrt(n)
     return Spectra(zz=((1 - delta) ** 2, (1 + delta) ** 2), h=(sv[-1] ** 2, sv[0] ** 2))
 
@@ -68,7 +70,7 @@ def _streams(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
 
 def _step_sizes(params: Mapping[str, Any], p: int, n: int) -> tuple[float, float]:
     """Paper steps, or fractions of eq. 3's maxima when ``eta_frac`` / ``alpha_frac`` are set."""
-    spectra = population_spectra(p, n)
+    spectra = population_spectra(p, n, int(params.get("draw", 0)))
     eta, alpha = step_sizes(spectra, "paper")
     eta_max, alpha_max = step_sizes(spectra, "max")
     if "eta_frac" in params:
@@ -91,7 +93,8 @@ def public_first_stage_path(X, y, Z, steps: int, eta: float, alpha: float) -> np
 def synthetic_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     """One run on fresh data from the p = q = r design: errors to beta and to 2SLS.
 
-    ``params``: p, n, steps, rho_theta, rho_beta, optional clip, algorithm ("dp" = Alg. 1,
+    ``params``: p, n, steps, rho_theta, rho_beta, optional clip, draw (the parameter draw,
+    default 0), algorithm ("dp" = Alg. 1,
     "alg3-nondp" = Alg. 3 with the first stage fit on the same data), eta_frac, alpha_frac,
     and reference ("gd": also run non-private 2S-GD on the same data with the same T and
     step sizes; ``privacy_error`` = ||beta_DP^(T) - beta_GD^(T)||).
@@ -99,8 +102,9 @@ def synthetic_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     p, n, steps = int(params["p"]), int(params["n"]), int(params["steps"])
     clip = float(params.get("clip", DEFAULT_CLIP))
     algorithm = params.get("algorithm", "dp")
+    params_draw = design(p, int(params.get("draw", 0)))
     data_rng, noise_rng = _streams(seed)
-    X, y, Z = design(p).sample(n, data_rng)
+    X, y, Z = params_draw.sample(n, data_rng)
     eta, alpha = _step_sizes(params, p, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LargeBudgetWarning)  # the paper's "large" rho = 1000
@@ -135,7 +139,7 @@ def synthetic_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
         else:
             raise ValueError(f"unknown algorithm {algorithm!r}")
     target = two_sls(X, y, Z).params
-    beta = design(p).beta
+    beta = params_draw.beta
     estimate = np.asarray(traj.estimate)
     out = {
         "error": float(np.linalg.norm(estimate - beta)),
@@ -202,14 +206,16 @@ def real_data(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (x - x.mean())[:, None], y - y.mean(), Z
 
 
-@functools.cache
-def real_setup(name: str) -> dict[str, float]:
-    """Oracle (non-private) step sizes and clips of a real dataset (docs/liang2025.md).
+#: The oracle clip rules of the real-data runs (all read off the data, non-privately):
+#: ``CLIP_HEADROOM`` x, or 1 x, the largest per-example gradient norm along a non-private run,
+#: or a quantile of those norms (pooled over the run's steps and records).
+CLIP_RULES = ("max-1.25", "max", "q0.99", "q0.9")
 
-    eta = 1 (the paper's convergence speeds fit it); alpha = 2 / (3 H_hat) (the paper's rule
-    with gbar = gund = H_hat, p = 1); clips = ``CLIP_HEADROOM`` times the largest
-    per-example gradient norms along a non-private 2S-GD run of 20 steps.
-    """
+
+@functools.cache
+def _gradient_norms(name: str) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+    """Step sizes and 2SLS of a real dataset, and the per-example gradient norms of both stages
+    along a non-private 2S-GD run of 20 steps (pooled over steps and records)."""
     X, y, Z = real_data(name)
     fit = two_sls(X, y, Z)
     theta = fit.first_stage
@@ -224,21 +230,46 @@ def real_setup(name: str) -> dict[str, float]:
         W = Z @ thetas[t]
         g1.append(z_norms * np.linalg.norm(W - X, axis=1))
         g2.append(np.linalg.norm(W, axis=1) * np.abs(W @ betas[t] - y))
-    return {
+    base = {
         "eta": eta,
         "alpha": alpha,
         "beta_2sls": float(fit.params[0]),
         "se_2sls": float(fit.std_errors[0]),
-        "clip_theta": CLIP_HEADROOM * float(np.max(np.concatenate(g1))),
-        "clip_beta": CLIP_HEADROOM * float(np.max(np.concatenate(g2))),
     }
+    return base, np.concatenate(g1), np.concatenate(g2)
+
+
+def _oracle_clip(norms: np.ndarray, rule: str) -> float:
+    if rule == "max-1.25":
+        return CLIP_HEADROOM * float(np.max(norms))
+    if rule == "max":
+        return float(np.max(norms))
+    if rule in ("q0.99", "q0.9"):
+        return float(np.quantile(norms, float(rule[1:])))
+    raise ValueError(f"clip rule must be one of {list(CLIP_RULES)}, got {rule!r}")
+
+
+@functools.cache
+def real_setup(name: str, clip: str = "max-1.25") -> dict[str, float]:
+    """Oracle (non-private) step sizes and clips of a real dataset (docs/liang2025.md).
+
+    eta = 1 (the paper's convergence speeds fit it); alpha = 2 / (3 H_hat) (the paper's rule
+    with gbar = gund = H_hat, p = 1); clips by the rule ``clip`` (see ``CLIP_RULES``; the
+    default is ``CLIP_HEADROOM`` times the largest per-example gradient norm along a
+    non-private 2S-GD run of 20 steps). Every one of them reads the data non-privately.
+    """
+    base, g1, g2 = _gradient_norms(name)
+    return {**base, "clip_theta": _oracle_clip(g1, clip), "clip_beta": _oracle_clip(g2, clip)}
 
 
 def real_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
-    """One DP-2S-GD run (rho1 = rho2 = ``rho``) on a real dataset; beta^(t) for every t."""
+    """One DP-2S-GD run (rho1 = rho2 = ``rho``) on a real dataset; beta^(t) for every t.
+
+    ``params["clip"]`` (default ``"max-1.25"``) names an oracle rule of ``CLIP_RULES``.
+    """
     name, rho, steps = str(params["dataset"]), float(params["rho"]), int(params["steps"])
     X, y, Z = real_data(name)
-    setup = real_setup(name)
+    setup = real_setup(name, str(params.get("clip", "max-1.25")))
     _, noise_rng = _streams(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LargeBudgetWarning)

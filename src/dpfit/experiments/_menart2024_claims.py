@@ -29,6 +29,7 @@ from .registry import ClaimResult
 
 __all__ = [
     "beats",
+    "below_nominal",
     "both",
     "bound_validity",
     "budget",
@@ -89,6 +90,32 @@ def slope(
             numbers=numbers,
             detail=f"{method}, slope in {x} over {xs.min():g}..{xs.max():g}; passes within "
             f"{Z:g} s.e. of [reference low, reference high]",
+        )
+
+    return evaluate
+
+
+def below_nominal(*, method: str, sweep: str, x: str, nominal: float) -> Evaluate:
+    """The observed slope is below ``nominal`` by more than Z s.e. and within Z s.e. of
+    [bound slope, nominal] (a documented deviation: the nominal exponent is not reached)."""
+
+    def evaluate(results: pd.DataFrame) -> ClaimResult:
+        fit = _fit(results, method, sweep, x)
+        if fit is None:
+            return ClaimResult(passed=False, numbers={}, detail="< 3 non-trivial points")
+        _, observed, bound = fit
+        low, high = min(nominal, bound.value), max(nominal, bound.value)
+        return ClaimResult(
+            passed=observed.below(nominal) and observed.within(low, high),
+            numbers={
+                **observed.numbers("observed slope"),
+                "nominal slope": nominal,
+                "bound slope": bound.value,
+                "reference low": low,
+                "reference high": high,
+            },
+            detail=f"{method}: slope in {x} below {nominal:+g} by {Z:g} s.e., inside "
+            f"[bound slope, nominal] within {Z:g} s.e.",
         )
 
     return evaluate

@@ -72,7 +72,15 @@ def _seeds(seed: int) -> tuple[int, int, int]:
     return tuple(int(s.generate_state(1)[0]) for s in (design, data, noise))  # type: ignore[return-value]
 
 
-def _ambssgd(design: OnePassDesign, n: int, data_seed: int, rng: int, rho: float, variant: str):
+def _ambssgd(
+    design: OnePassDesign,
+    n: int,
+    data_seed: int,
+    rng: int,
+    rho: float,
+    variant: str,
+    c1: float = 1.0,
+):
     sigma = design.noise_std
     bound = math.sqrt(design.trace) * (1.0 + sigma) * math.log(n)
     practical = variant == "practical"
@@ -84,6 +92,7 @@ def _ambssgd(design: OnePassDesign, n: int, data_seed: int, rng: int, rho: float
         feature_scale=design.feature_scale,
         residual_bound=bound,
         condition_number=float(design.eigenvalues.max() / design.eigenvalues.min()),
+        steps_factor=c1,
         accounting="parallel" if practical else "paper",
         clip_multiplier=gaussian_norm_bound(design.trace, 1.0, n) if practical else None,
         threshold="literal" if variant == "literal" else "margin",
@@ -93,7 +102,11 @@ def _ambssgd(design: OnePassDesign, n: int, data_seed: int, rng: int, rho: float
 
 
 def onepass_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
-    """Run ``params["methods"]`` on one data set; excess risks and DP-STAT diagnostics."""
+    """Run ``params["methods"]`` on one data set; excess risks and DP-STAT diagnostics.
+
+    ``params``: n, d, sigma, epsilon, methods, optional kappa (condition number of H) and c1
+    (DP-AMBSSGD's T = c1 kappa ln N; default 1).
+    """
     n, d = int(params["n"]), int(params["d"])
     sigma, eps = float(params["sigma"]), float(params["epsilon"])
     kappa = float(params.get("kappa", 1.0))
@@ -105,7 +118,9 @@ def onepass_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SideConditionWarning)
         for method in params["methods"]:
-            estimates[method], metrics = _run(method, design, n, data_seed, noise_seed, rho, cache)
+            estimates[method], metrics = _run(
+                method, design, n, data_seed, noise_seed, rho, cache, float(params.get("c1", 1.0))
+            )
             out.update(metrics)
     out["side_condition_warnings"] = float(len(caught))
     for method, w in estimates.items():  # privacy error on the same records (and order)
@@ -132,9 +147,10 @@ def _run(
     rng: int,
     rho: float,
     cache: dict[str, np.ndarray],
+    c1: float = 1.0,
 ):
     if method in ("paper", "practical", "literal"):
-        traj = _ambssgd(design, n, data_seed, rng, rho, method)
+        traj = _ambssgd(design, n, data_seed, rng, rho, method, c1)
         gamma = traj.releases["residual_scale"]
         overshoot = gamma / np.maximum(traj.diagnostics["max_stat_residual"], 1e-300)
         return traj.estimate, {

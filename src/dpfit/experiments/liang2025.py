@@ -1,8 +1,9 @@
-"""Liang et al. (2025), DP two-stage GD for IV regression: Figures 3, 4 and 6 (n, T, Alg. 3).
+"""Liang et al. (2025), DP two-stage GD for IV regression: Figures 4 and 6 (T, Alg. 3).
 
 Settings follow the paper's Section 4 and, where it is silent, the choices of docs/liang2025.md
-(see :mod:`._liang2025_trials`). Figures 7, 8 and 9 (step sizes, clipping, 2S-GD vs 2SLS) are in
-:mod:`.liang2025_tuning`, the real-data Figures 5, 10, 11 and 13 in :mod:`.liang2025_real`.
+(see :mod:`._liang2025_trials`). Figure 3 is in :mod:`.liang2025_fig3`; Figures 7, 8 and 9
+(step sizes, clipping, 2S-GD vs 2SLS) in :mod:`.liang2025_tuning`; the real-data Figures 5,
+10, 11 and 13 in :mod:`.liang2025_real`.
 Each claim's numbers are means over replicates (the paper's curves).
 """
 
@@ -11,10 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..theory.two_stage import iteration_regimes
 from . import _liang2025_analysis as an
 from ._liang2025_trials import synthetic_trial
-from ._stats import Estimate, loglog_slope, point
+from ._stats import Estimate
 from .registry import Claim, ClaimResult, Experiment, register
 
 __all__ = ["EXPERIMENTS", "PAPER", "PRIVACY"]
@@ -27,202 +27,6 @@ PRIVACY = (
 )
 SPLITS = [(1.0, 9.0), (5.0, 5.0), (9.0, 1.0)]
 T_GRID = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
-#: Largest n of Fig. 3's rate claim: beyond it a fixed gamma = 300 floors the error through
-#: clipping bias (~0.05 at n = 20000, against 2SLS 0.008; docs/liang2025.md).
-PLATEAU_MAX_N = 10_000
-
-
-# -- Figure 3: error vs n ---------------------------------------------------------------------
-
-#: Fig. 3's plateau check: T around the paper's 20 at a small and a large n (p = 5, (5, 5)).
-PLATEAU_NS, PLATEAU_TS = (2000, 10_000), (10, 40)
-
-
-def _fig3_grid(ns5, ns50, clips, splits, plateau=True):
-    base = {"steps": 20, "reference": "gd"}
-    grid = [
-        {**base, "p": 5, "n": n, "clip": c, "rho_theta": r1, "rho_beta": r2}
-        for n in ns5
-        for c in clips
-        for r1, r2 in splits
-    ]
-    if plateau:
-        grid += [
-            {**base, "p": 5, "n": n, "clip": 300.0, "rho_theta": 5.0, "rho_beta": 5.0, "steps": t}
-            for n in PLATEAU_NS
-            for t in PLATEAU_TS
-        ]
-    return grid + [
-        {**base, "p": 50, "n": n, "clip": 300.0, "rho_theta": 5.0, "rho_beta": 5.0} for n in ns50
-    ]
-
-
-def _rows(results: pd.DataFrame, **where) -> pd.DataFrame:
-    mask = np.ones(len(results), dtype=bool)
-    for key, val in where.items():
-        mask &= np.isclose(results[key].astype(float), float(val))
-    return results[mask]
-
-
-def _fig3_rate(results: pd.DataFrame) -> ClaimResult:
-    checks, numbers = {}, {}
-    for r1, r2 in SPLITS:
-        rows = _rows(results, p=5, clip=300.0, rho_theta=r1, steps=20)
-        rows = rows[rows["n"] <= PLATEAU_MAX_N]
-        if rows.empty:
-            continue
-        fit = loglog_slope(rows, "n", "error")
-        numbers.update(fit.numbers(f"slope ({r1:g},{r2:g})"))
-        # the deviation we assert: steeper than the paper's -1/2, not steeper than -1 (eq. 7)
-        steeper, too_steep = fit.below(-0.5), fit.below(-1.0)
-        checks[f"slope below -1/2 and not below -1 ({r1:g},{r2:g})"] = steeper and not too_steep
-    stat = loglog_slope(_rows(results, p=5, clip=300.0, steps=20), "n", "error_2sls")
-    numbers.update(stat.numbers("2SLS error slope"))
-    checks["2SLS error slope = -1/2"] = stat.agrees(-0.5)
-    return an.verdict(
-        checks,
-        numbers,
-        f"p = 5, gamma = 300, T = 20, n <= {PLATEAU_MAX_N}: mean ||beta^(T) - beta||.",
-    )
-
-
-def _fig3_plateau(results: pd.DataFrame) -> ClaimResult:
-    checks, numbers = {}, {}
-    for n in PLATEAU_NS:
-        at = {t: _rows(results, p=5, n=n, clip=300.0, rho_theta=5.0, steps=t) for t in (10, 20, 40)}
-        means = {t: point(rows, "error") for t, rows in at.items()}
-        for t, m in means.items():
-            numbers.update(m.numbers(f"n={n} T={t}"))
-        gap = {
-            t: Estimate(means[20].value - m.value, float(np.hypot(means[20].se, m.se)))
-            for t, m in means.items()
-            if t != 20
-        }
-        if n == max(PLATEAU_NS):
-            checks[f"n={n}: T = 20 as good as T = 10 and 40"] = all(
-                not g.above(0.0) for g in gap.values()
-            )
-        else:
-            checks[f"n={n}: T = 40 worse than T = 20"] = gap[40].below(0.0)
-    return an.verdict(checks, numbers, "p = 5, gamma = 300, (rho1, rho2) = (5, 5).")
-
-
-def _fig3_p50(results: pd.DataFrame) -> ClaimResult:
-    checks, numbers = {}, {}
-    for p in (5, 50):
-        tmax = iteration_regimes(
-            n=int(results["n"].min()), p=p, q=p, rho_theta=5.0, rho_beta=5.0, kappa=0.5
-        )["Tmax"]
-        numbers[f"Tmax (condition 5) p={p}, smallest n"] = tmax
-        checks[f"T = 20 {'violates' if p == 50 else 'meets'} (5) at p={p}"] = (tmax < 20) == (
-            p == 50
-        )
-    ns = sorted(set(_rows(results, p=50)["n"]) & set(_rows(results, p=5)["n"]))
-    for n in ns:
-        big = point(_rows(results, p=50, n=n, rho_theta=5.0, steps=20), "privacy_error")
-        small = point(
-            _rows(results, p=5, n=n, clip=300.0, rho_theta=5.0, steps=20), "privacy_error"
-        )
-        log_ratio = Estimate(
-            float(np.log(big.value / small.value)),
-            float(np.hypot(big.se / big.value, small.se / small.value)),
-        )
-        numbers[f"n={n} privacy error p=50 / p=5"] = float(np.exp(log_ratio.value))
-        numbers[f"n={n} log ratio se"] = log_ratio.se
-        checks[f"n={n}: p=50 at least 3x"] = log_ratio.above(np.log(3.0))
-    checks["compared at >= 1 n"] = bool(ns)
-    return an.verdict(
-        checks,
-        numbers,
-        "privacy error = ||beta_DP^(T) - beta_GD^(T)||, against non-private 2S-GD on the same "
-        "data, T and step sizes.",
-    )
-
-
-def _fig3_plot(results):
-    """One panel per dimension run at this scale (smoke runs p = 5 only)."""
-    import matplotlib.pyplot as plt
-
-    main = results[results["steps"] == 20]
-    ps = sorted(main["p"].unique())
-    fig, axes = plt.subplots(1, len(ps), figsize=(5 * len(ps), 3.8), squeeze=False)
-    for ax, p in zip(axes[0], ps, strict=True):
-        an.line_plot(
-            main[main["p"] == p],
-            x="n",
-            value="error",
-            series=["clip", "rho_theta"],
-            ax=ax,
-            title=f"Fig. 3: T = 20, p = q = r = {p}",
-            reference="error_2sls",
-        )
-    fig.tight_layout()
-    return [fig]
-
-
-FIG3 = Experiment(
-    name="liang2025-fig3",
-    paper=PAPER,
-    figure="Figure 3",
-    description=(
-        "DP-2S-GD error ||beta^(T) - beta|| against n at T = 20, total rho1 + rho2 = 10 split "
-        "(1,9), (5,5), (9,1); (a) p = q = r = 5 with gamma = 100 (near Fig. 8's optimum) and "
-        "300 (our choice: 100 floors the error by clipping bias beyond n ~ 5000), plus T = 10 "
-        "and 40 at n = 2000 and 10^4 for the plateau; (b) p = q = r = 50 (the fixed parameter "
-        "draw has sigma_min(Theta) = 0.016, so 2SLS itself errs by about 1.4). Every run is "
-        "paired with non-private 2S-GD on the same data to isolate the privacy error."
-    ),
-    grid=an.scales(
-        _fig3_grid([500, 2000], [], [300.0], [(5.0, 5.0)], plateau=False),
-        _fig3_grid([500, 1000, 2000, 5000, 10_000, 20_000], [1000, 5000], [100.0, 300.0], SPLITS),
-        _fig3_grid(
-            [500, 1000, 2000, 5000, 10_000, 20_000],
-            [1000, 5000, 20_000, 50_000],
-            [100.0, 300.0],
-            SPLITS,
-        ),
-    ),
-    # 20 runs: T = 40 against T = 20 at n = 2000 (0.43 vs 0.30) is then 3.8 s.e. apart
-    replicates=an.scales(2, 20, 100),
-    trial=synthetic_trial,
-    plot=_fig3_plot,
-    privacy=PRIVACY,
-    claims=[
-        Claim(
-            name="error-falls-with-n",
-            evaluate=_fig3_rate,
-            statement=(
-                "Deviation. Paper (Fig. 3(a)): the error falls like 1/sqrt(n). Measured (p = 5, "
-                "gamma = 300, n <= 10^4): faster, because eq. 7's privacy term (~1/n) still "
-                "dominates at rho1 + rho2 = 10. For every split the log-log slope is below -1/2 "
-                "(the statistical term's rate) by 3 s.e. and not below -1 (the privacy term's) "
-                "by 3 s.e.; 2SLS's own error has slope -1/2 within 3 s.e."
-            ),
-        ),
-        Claim(
-            name="plateau-at-T-20",
-            evaluate=_fig3_plateau,
-            statement=(
-                "Paper: all points of Fig. 3 lie in the plateau of Fig. 2 (error flat in T). "
-                "Holds at n = 10^4: T = 20 is not worse than T = 10 or 40 by 3 s.e. Not at "
-                "n = 2000: T = 40 is worse than T = 20 by more than 3 s.e. (the sqrt(T) privacy "
-                "term dominates at rho1 + rho2 = 10, gamma = 300)."
-            ),
-        ),
-        Claim(
-            name="p50-much-worse",
-            evaluate=_fig3_p50,
-            statement=(
-                "Paper (Fig. 3(b)): T = 20 violates condition (5) at p = q = r = 50, so the "
-                "errors are much larger. Condition (5) (unit constants) fails at p = 50 and "
-                "holds at p = 5, and the privacy error (against non-private 2S-GD on the same "
-                "data) is at least 3x larger at p = 50, by 3 s.e. on the log scale."
-            ),
-        ),
-    ],
-)
-
-
 # -- Figure 4: error vs T ----------------------------------------------------------------------
 
 
@@ -314,6 +118,10 @@ FIG4 = Experiment(
     claims=[
         Claim(
             name="T-against-rho1-and-rho2",
+            paper=(
+                "Fig. 4 (n = 1000, p = 5): with small rho1 the error grows significantly after a "
+                "cutoff T (condition (5)); with small rho2 it follows Fig. 2's U-shape."
+            ),
             evaluate=_fig4_claim,
             statement=(
                 "Paper (Fig. 4): (a) with small rho1 the error blows up beyond a cutoff T that "
@@ -395,6 +203,10 @@ FIG6 = Experiment(
     claims=[
         Claim(
             name="alg1-degrades-alg3-bounded",
+            paper=(
+                "Fig. 6: Algorithm 1's error degrades for large T while Algorithm 3 (public first"
+                " stage) stays stable."
+            ),
             evaluate=_fig6_claim,
             statement=(
                 "Paper (Fig. 6): for T well beyond n Alg. 1 diverges while Alg. 3 stays "
@@ -407,4 +219,4 @@ FIG6 = Experiment(
 )
 
 
-EXPERIMENTS = [register(e) for e in (FIG3, FIG4, FIG6)]
+EXPERIMENTS = [register(e) for e in (FIG4, FIG6)]

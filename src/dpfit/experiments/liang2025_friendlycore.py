@@ -201,6 +201,10 @@ EXPERIMENT = register(
         claims=[
             Claim(
                 name="fc-same-order-as-dp2sgd",
+                paper=(
+                    "App. F.2, Remark F.1: FriendlyCore DP-2SLS has an error of the same order as"
+                    " DP-2S-GD."
+                ),
                 evaluate=same_order,
                 statement=(
                     "Liang et al. (Remark F.1, no experiment): the FriendlyCore-based DP-2SLS "

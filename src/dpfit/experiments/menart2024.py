@@ -68,7 +68,10 @@ B0 = experiment(
         ),
         spider_slope("rho", -1.0, method=TH, approaches=True),
         spider_slope(
-            "d", 1.0, note="The floor grows like (sqrt d + sqrt(2 ln 1/beta'))^2, slower than d."
+            "d",
+            1.0,
+            below_nominal=True,
+            note="The floor grows like (sqrt d + sqrt(2 ln 1/beta'))^2, slower than d.",
         ),
         adaptive_beats({"n": SP, "rho": TH}),
         spider_bound_validity((SP, TH)),
@@ -158,7 +161,7 @@ B4 = experiment(
     claims=[
         spider_slope("rho", -1.0, approaches=True),
         spider_slope("n", -2.0),
-        spider_slope("d", 1.0),
+        spider_slope("d", 1.0, below_nominal=True),
         claim(
             "spider lam-slope",
             "KL-Spider (practical): slope in lam between -2 (the bound, gamma^2 K ~ 1/lam^2) "

@@ -193,6 +193,7 @@ B6 = experiment(
             "is shallower than both -kappa/2 and the slope of Thm 2's bound on the same grid "
             "by more than 3 s.e. (asserted, so that reaching the rate is noticed).",
             mc.shallower_than_bound(method=PP, sweep=sweep, x="rho", nominal=-k / 2),
+            deviation=True,
         )
         for p, k, sweep in ((1.5, 3.0, "rho"), (1.25, 5.0, "rho-p1.25"))
     ],

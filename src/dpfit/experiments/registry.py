@@ -50,12 +50,19 @@ class Claim:
     ``evaluate`` receives the results (one row per trial: parameters, ``replicate``, ``seed``
     and metrics) and returns a :class:`ClaimResult`. Claims are evaluated only at scales in
     ``scales``; at other scales the report shows them as "not evaluated at this scale".
+
+    ``paper`` quotes what the paper says, with its value where it gives one, so the report can
+    show it beside ours. A claim with ``deviation=True`` asserts that we measure something
+    other than the paper states (its statement names the deviation and its cause): when it
+    holds, the report shows "deviation (asserted)", never PASS.
     """
 
     name: str
     statement: str
     evaluate: Callable[[pd.DataFrame], ClaimResult]
     scales: tuple[str, ...] = ("quick", "paper")
+    paper: str = ""
+    deviation: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +92,9 @@ class Experiment:
         ``plot(results) -> list[matplotlib.figure.Figure]`` in the style of the paper.
     privacy : str
         The privacy parameters of the experiment in words (shown in the report).
+    panels : Sequence[str]
+        A caption per figure of ``plot``, naming the paper's figure it redraws (default: the
+        experiment's ``figure``).
     """
 
     name: str
@@ -98,6 +108,7 @@ class Experiment:
     plot: Callable[[pd.DataFrame], list] | None = None
     privacy: str = ""
     tags: tuple[str, ...] = field(default=())
+    panels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         missing = [s for s in SCALES if s not in self.grid or s not in self.replicates]

@@ -7,8 +7,10 @@
     figures/<name>-<k>.png
     data/<name>.csv     every trial (params, replicate, seed, metrics)
 
-Every claim appears with its verdict (PASS, FAIL, ERROR or "not evaluated at this scale") and
-the numbers that decided it; a failed claim is shown as failed, never hidden. A plot that
+Every claim appears with its verdict (PASS, "deviation (asserted)", FAIL, ERROR or "not
+evaluated at this scale"), the paper's statement beside it and the numbers that decided it; a
+failed claim is shown as failed, never hidden, and a claim that asserts a deviation from the
+paper is never shown as PASS. A plot that
 raises is shown as an error and counts as a problem of the report.
 """
 
@@ -147,11 +149,12 @@ def _markdown(run: RunResult, verdicts: list[Verdict], figures, errors, provenan
     lines = ["# dpfit reproduction summary", ""]
     lines += [f"- {key}: {value}" for key, value in provenance]
     lines += ["", "Claims: " + ", ".join(f"{n} {s}" for s, n in tally.items()), ""]
-    lines += ["| experiment | claim | verdict | numbers |", "|---|---|---|---|"]
+    lines += ["| experiment | claim | verdict | numbers | the paper |", "|---|---|---|---|---|"]
     for v in verdicts:
         numbers = "; ".join(f"{k} = {format_number(x)}" for k, x in v.numbers.items())
         numbers = (numbers or v.detail).replace("|", "\\|")
-        lines.append(f"| {v.experiment} | {v.claim} | **{v.label}** | {numbers} |")
+        paper = v.paper.replace("|", "\\|")
+        lines.append(f"| {v.experiment} | {v.claim} | **{v.label}** | {numbers} | {paper} |")
     lines.append("")
     for name in run.experiments:
         if errors.get(name):

@@ -2,7 +2,10 @@
 
 A claim evaluated at a scale it does not list is "NOT EVALUATED" (at this scale); a claim
 whose ``evaluate`` raises or returns something other than a :class:`ClaimResult` is "ERROR",
-which counts as a failure just like "FAIL".
+which counts as a failure just like "FAIL". A claim that asserts a deviation from the paper
+(``Claim.deviation``) and holds is "DEVIATION", shown as "deviation (asserted)": it is not a
+failure of the run (we measured what we said we would), and it is never counted as PASS
+(the paper's statement did not hold).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from .registry import ClaimResult, Experiment
 __all__ = ["FAILING", "STATUSES", "Verdict", "count", "evaluate_claims", "format_number"]
 
 #: Every verdict status, in display order.
-STATUSES = ("PASS", "FAIL", "ERROR", "NOT EVALUATED")
+STATUSES = ("PASS", "DEVIATION", "FAIL", "ERROR", "NOT EVALUATED")
+_LABELS = {"NOT EVALUATED": "not evaluated at this scale", "DEVIATION": "deviation (asserted)"}
 #: Statuses that make a run fail.
 FAILING = ("FAIL", "ERROR")
 
@@ -33,6 +37,7 @@ class Verdict:
     status: str
     numbers: Mapping[str, float] = field(default_factory=dict)
     detail: str = ""
+    paper: str = ""
 
     @property
     def failed(self) -> bool:
@@ -41,8 +46,9 @@ class Verdict:
 
     @property
     def label(self) -> str:
-        """The status as shown in reports ("not evaluated at this scale" spelled out)."""
-        return "not evaluated at this scale" if self.status == "NOT EVALUATED" else self.status
+        """The status as shown in reports ("not evaluated at this scale", "deviation
+        (asserted)" spelled out)."""
+        return _LABELS.get(self.status, self.status)
 
 
 def format_number(value: float) -> str:
@@ -54,7 +60,12 @@ def format_number(value: float) -> str:
 
 
 def _one(exp: Experiment, claim, results: pd.DataFrame, scale: str) -> Verdict:
-    base = {"experiment": exp.name, "claim": claim.name, "statement": claim.statement}
+    base = {
+        "experiment": exp.name,
+        "claim": claim.name,
+        "statement": claim.statement,
+        "paper": claim.paper,
+    }
     if scale not in claim.scales:
         return Verdict(**base, status="NOT EVALUATED", detail=f"evaluated at {list(claim.scales)}")
     try:
@@ -64,7 +75,9 @@ def _one(exp: Experiment, claim, results: pd.DataFrame, scale: str) -> Verdict:
         numbers = {str(k): float(v) for k, v in dict(outcome.numbers).items()}
     except Exception as exc:  # a broken claim is reported, not hidden
         return Verdict(**base, status="ERROR", detail=f"{type(exc).__name__}: {exc}")
-    status = "PASS" if bool(outcome.passed) else "FAIL"
+    status = "FAIL"
+    if bool(outcome.passed):
+        status = "DEVIATION" if claim.deviation else "PASS"
     return Verdict(**base, status=status, numbers=numbers, detail=outcome.detail)
 
 
