@@ -25,7 +25,14 @@ import numpy as np
 
 from .._floats import quiet_floats
 from .._validation import check_delta, check_epsilon, check_int, check_positive, check_rho
-from ..mechanisms import clip_factors, gaussian, make_noise_source, row_norms
+from ..mechanisms import (
+    clip_factors,
+    gaussian,
+    make_noise_source,
+    noise_std_within,
+    rho_for_noise_std,
+    row_norms,
+)
 from ..privacy import Relation, cks_rho, sum_sensitivity
 from ..privacy.ledger import prepare_ledger
 from ..privacy.shuffling import shuffled_gaussian_noise_multiplier
@@ -157,8 +164,10 @@ def dp_ssgd(
     noise_std = alpha * sens
     if not (math.isfinite(noise_std) and noise_std > 0):
         raise ValueError("noise scale not finite: clip and the privacy target give no valid noise")
+    if rho is not None:  # alpha * sens can be charged an ulp above rho: raise it within rho
+        noise_std = noise_std_within(sens, noise_std, rho)
     source = make_noise_source(rng)
-    charged = 1.0 / (2.0 * alpha * alpha)
+    charged = rho_for_noise_std(sens, noise_std)  # what each step is charged, exactly
     ledger = prepare_ledger(ledger, relation, charged, name="dp_ssgd")
 
     w = np.zeros(data.d)

@@ -32,8 +32,14 @@ from ..algorithms._kernels import least_squares_block
 from ..algorithms.ambssgd import replace_one_only
 from ..algorithms.onepass import tail_average
 from ..algorithms.trajectory import Trajectory
-from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, row_norms
-from ..privacy import Relation, sum_sensitivity
+from ..mechanisms import (
+    gaussian,
+    make_noise_source,
+    noise_std_for_rho,
+    noise_std_within,
+    row_norms,
+)
+from ..privacy import Relation, split, sum_sensitivity
 from ..privacy.ledger import prepare_ledger
 
 __all__ = ["fixed_clip_sgd"]
@@ -103,6 +109,7 @@ def fixed_clip_sgd(
     X, y = check_X_y(X, y)
     n, d = X.shape
     multiplier = noise_std_for_rho(1.0, rho / steps)  # noise std / sensitivity, every step
+    per_step = split(rho, steps)[0]  # each step charged at most this: steps of it fit in rho
     if not math.isfinite(multiplier * sum_sensitivity(clip, relation, n=n)):  # largest batch
         raise ValueError("noise scale not finite: rho is too small for this clip")
     source = make_noise_source(rng)
@@ -121,7 +128,7 @@ def fixed_clip_sgd(
         noisy = gaussian(
             sums[:-1],
             sensitivity=sens,
-            noise_std=multiplier * sens,
+            noise_std=noise_std_within(sens, multiplier * sens, per_step),
             ledger=ledger,
             rng=source,
             label="fixed_clip_sgd/gradient_sum",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -32,7 +31,7 @@ from ..algorithms.trajectory import Trajectory
 from ..losses.base import Loss, check_loss
 from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, rho_within
 from ..optimize import minimize
-from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
+from ..privacy import PrivacyLedger, Relation, parse_relation, public_n, split
 from ..privacy.ledger import prepare_ledger
 
 __all__ = ["GridSearchResult", "private_grid_search"]
@@ -130,7 +129,8 @@ def private_grid_search(
     n = public_n(Xa.shape[0], n_public, relation)
     source = make_noise_source(rng)
     k = len(candidates)
-    rho_run = (1.0 - share) * rho / k
+    rho_runs, rho_select = split(rho, [1.0 - share, share])  # exact shares of rho
+    rho_run = split(rho_runs, k)[0]
     runs = []
     for options in candidates:
         data = Xa if ya is None else (Xa, ya)
@@ -149,10 +149,6 @@ def private_grid_search(
         )
     clipped = [_clipped_mean(loss, t.estimate, Xa, ya, value_bound, n) for t in runs]
     sensitivity = math.sqrt(k) * value_bound / n
-    rest = Fraction(rho) - k * Fraction(rho_run)  # exact: the runs' shares sum to <= this
-    rho_select = float(rest)
-    if Fraction(rho_select) > rest:
-        rho_select = math.nextafter(rho_select, 0.0)
     noisy = gaussian(
         np.array(clipped),
         sensitivity=sensitivity,

@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho
+from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, mean_sensitivity
 from .population import NoisyMoment, sandwich
 
@@ -74,7 +74,7 @@ def release_mean(
     """
     relation = ledger.relation
     sensitivity = mean_sensitivity(cap, n, relation) / relation.sum_factor
-    noise_std = noise_std_for_rho(sensitivity, rho)
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))  # charged <= rho
     with np.errstate(all="ignore"):
         value = np.asarray(total, dtype=np.float64).reshape(1) / n  # the public n
     noisy = gaussian(

@@ -32,7 +32,8 @@ from .relations import (
     public_n,
     sum_sensitivity,
 )
-from .statement import privacy_statement
+from .shares import split
+from .statement import format_rho, privacy_statement
 from .store import StoredBudget, open_budget
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "cks_epsilon",
     "cks_rho",
     "float_sum_excess",
+    "format_rho",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_mu",
@@ -65,6 +67,7 @@ __all__ = [
     "privacy_filter",
     "privacy_statement",
     "public_n",
+    "split",
     "subsampled_gaussian_epsilon",
     "subsampled_gaussian_noise_multiplier",
     "sum_sensitivity",
