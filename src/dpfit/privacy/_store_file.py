@@ -34,6 +34,7 @@ __all__ = [
     "create_store",
     "now",
     "read_meta",
+    "snapshot",
     "transaction",
 ]
 
@@ -153,6 +154,17 @@ def transaction(path: Path) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def snapshot(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read transaction: every row read inside it is from one committed state."""
+    with contextlib.closing(connect(path)) as conn:
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
 
 
 def create_store(path: Path, *, replace_empty: bool) -> None:
