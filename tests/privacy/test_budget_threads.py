@@ -79,9 +79,11 @@ def test_racing_threads_never_overspend_an_in_memory_budget(fast_switching):
 
 
 def test_racing_counted_spends_and_refunds_stay_exact(fast_switching):
-    # Spends of count k and refunds interleave; the exact running sum is what was kept.
+    # Each thread charges 3 releases of 1/16 and returns one undrawn: spends and refunds
+    # interleave, some spends are refused on the way, and the exact running sum is always
+    # 2/16 per thread that got through, never above the total.
     budgets = [Budget(rho=1.0) for _ in range(200)]
-    rho = 1 / 24
+    rho = 1 / 16
 
     def spend_and_return(b: Budget) -> None:
         b.spend(rho, count=3)
@@ -89,8 +91,7 @@ def test_racing_counted_spends_and_refunds_stay_exact(fast_switching):
 
     granted = _race(budgets, spend_and_return)
     for b, g in zip(budgets, granted, strict=True):
-        assert Fraction(b.spent) == 2 * sum(g) * Fraction(rho)
-        assert 3 * sum(g) * Fraction(rho) <= 1 + 2 * (sum(g) - 1) * Fraction(rho)
+        assert Fraction(b.spent) == 2 * sum(g) * Fraction(rho) <= 1
 
 
 def test_racing_threads_on_a_stored_budget_never_overspend(tmp_path, fast_switching):
