@@ -122,8 +122,9 @@ class StoredBudget(Budget):
         mine = self._mine()
         if mine is not None:
             return mine.budget.can_afford(rho, count=count)
-        state = self._state()
-        return state.units + exact_units(rho) * count <= exact_units(state.total)
+        state = self._state()  # as spend: the row would hold count * rho rounded up
+        charge = exact_units(float_at_least(exact_units(rho) * count))
+        return state.units + charge <= exact_units(state.total)
 
     def history(self) -> list[Charge]:
         """Every charge of this dataset, oldest first, with the releases recorded for it."""
