@@ -47,10 +47,10 @@ def _in_child(action) -> int:
 
 
 def test_a_forked_child_cannot_spend_an_in_memory_budget():
-    # 120 trials: the child's copy refuses every spend, refund and split; the parent's
+    # 102 trials: the child's copy refuses every spend, refund and split; the parent's
     # budget is untouched and still spends.
     outcomes = []
-    for trial in range(120):
+    for trial in range(102):
         budget = Budget(rho=1.0)
         budget.spend(0.25)
         action = [
@@ -61,7 +61,7 @@ def test_a_forked_child_cannot_spend_an_in_memory_budget():
         outcomes.append(_in_child(action))
         assert budget.spent == 0.25
         budget.spend(0.75)
-    assert outcomes == [REFUSED] * 120
+    assert outcomes == [REFUSED] * 102
 
 
 def test_the_refusal_says_to_use_a_stored_budget():
