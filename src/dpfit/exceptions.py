@@ -9,6 +9,9 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "BudgetProcessError",
+    "BudgetStoreError",
+    "BudgetStoreWarning",
     "CoverageWarning",
     "DPFitError",
     "DataError",
@@ -29,6 +32,18 @@ class BudgetExceededError(DPFitError, ValueError):
     """A charge would exceed the privacy budget; nothing was charged and nothing drawn."""
 
 
+class BudgetProcessError(DPFitError, RuntimeError):
+    """An in-memory budget was used by a process that does not own it (a forked child).
+
+    Its spends would be invisible to the parent, so each child could spend the whole budget
+    again; a budget shared across processes must be a stored one (``dpfit.Budget.open``).
+    """
+
+
+class BudgetStoreError(DPFitError, OSError):
+    """A budget store could not be written; the message says what was and was not charged."""
+
+
 class DataError(DPFitError, ValueError):
     """The data could not be read, or code outside dpfit (a reader, a Dask task, a loss or a
     model) raised on them; the other library's message is withheld because it may quote a
@@ -37,6 +52,11 @@ class DataError(DPFitError, ValueError):
 
 class PrivacyWarning(RuntimeWarning):
     """Base of every dpfit warning; filter on this class to silence or escalate them all."""
+
+
+class BudgetStoreWarning(PrivacyWarning):
+    """A budget store could not record a refund or a fit's end: more stays charged than
+    was drawn (never less), and the caller still gets what was released."""
 
 
 class InsecureRandomnessWarning(PrivacyWarning):

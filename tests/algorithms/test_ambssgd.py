@@ -94,14 +94,15 @@ def test_alpha_table(eps, exact, two_sqrt, sqrt8, disjoint):
 
 
 def test_anchor_converts_back_to_epsilon_one():
-    ledger = PrivacyLedger()
-    with ledger.parallel("x", rho_per_block=1 / 7.56601**2) as blocks:
-        from dpfit.mechanisms import gaussian, make_noise_source
+    from dpfit.mechanisms import gaussian, make_noise_source, rho_for_noise_std
 
+    ledger = PrivacyLedger()  # the block's cost is the release's exact charge, 1 / 7.56601^2
+    std = 7.56601 / math.sqrt(2)
+    with ledger.parallel("x", rho_per_block=rho_for_noise_std(1.0, std)) as blocks:
         gaussian(
             0.0,
             sensitivity=1.0,
-            noise_std=7.56601 / math.sqrt(2),
+            noise_std=std,
             ledger=blocks.block(),
             rng=make_noise_source(0),
             label="x",

@@ -41,9 +41,10 @@ def test_a_shared_budget_or_other_shapes_do_not_warn():
 
 
 def test_grid_search_style_refits_of_the_iv_estimator_warn():
-    z = RNG.integers(0, 2, (400, 1)).astype(float)
-    x = z + RNG.standard_normal((400, 1))
-    y = 0.5 * x[:, 0] + RNG.standard_normal(400)
+    n = 403  # a shape of this test's own: other test files fit IV data of n = 400
+    z = RNG.integers(0, 2, (n, 1)).astype(float)
+    x = z + RNG.standard_normal((n, 1))
+    y = 0.5 * x[:, 0] + RNG.standard_normal(n)
     with pytest.warns(RepeatedFitWarning, match="DPIVRegression"), warnings.catch_warnings():
         warnings.simplefilter("ignore", CoverageWarning)  # a small design; not the point here
         for _ in range(REFITS):

@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 import pytest
 
+from dpfit import BudgetExceededError
 from dpfit.baselines.private_grid_search import private_grid_search
 from dpfit.losses import SquaredDistanceLoss
 from dpfit.mechanisms import gaussian_releases, make_noise_source, recording
@@ -550,21 +551,19 @@ def test_dpfit_iv_two_stage_charges_at_most_the_requested_rho(rho, share):
 
 
 def test_a_reservation_records_what_its_releases_spent_above_it(tmp_path):
-    """A reservation is a Budget, which accepts charges up to RELATIVE_TOLERANCE above its
-    total: inside reserve(1.0), 0.5 and 0.5 (1 + 5e-13) were both accepted and the history
-    recorded 1.0. The reservation's row is now raised to what was spent, rounded up, so the
-    stored total is never below it (exact integer units, no tolerance)."""
-    from dpfit.privacy.budget import exact_units
-
+    """A reservation accepted charges up to a relative 1e-12 above its total: inside
+    reserve(1.0), 0.5 and 0.5 (1 + 5e-13) were both accepted. Its limit is now exact: the
+    second charge is refused, and the history records the reservation and the refund of
+    its unspent half (exact integer units, no tolerance)."""
     budget = open_budget(tmp_path / "b.sqlite", dataset="d", rho=3.0)
-    spends = [0.5, 0.5 * (1 + 5e-13)]
     with budget.reserve(1.0, mechanism="fit"):
-        for rho in spends:
-            budget.spend(rho)
-    ((charge, mechanism),) = [(c.rho, c.mechanism) for c in budget.history()]
-    assert exact_units(charge) >= sum(exact_units(r) for r in spends) and mechanism == "fit"
+        budget.spend(0.5)
+        with pytest.raises(BudgetExceededError, match="reservation"):
+            budget.spend(0.5 * (1 + 5e-13))
+    assert (budget.history()[0].rho, budget.history()[0].mechanism) == (1.0, "fit")
+    assert budget.spent == 0.5
     with budget.reserve(1.0, mechanism="fit"):  # exactly spent: no row; under: a refund row
         budget.spend(1.0)
     with budget.reserve(0.25, mechanism="fit"):
         budget.spend(0.125)
-    assert [c.rho for c in budget.history()[1:]] == [1.0, 0.25, -0.125]
+    assert [c.rho for c in budget.history()[2:]] == [1.0, 0.25, -0.125]

@@ -15,11 +15,13 @@ from dpfit.privacy import (
     GaussianEntry,
     PrivacyLedger,
     Relation,
+    format_rho,
     mean_sensitivity,
     parse_relation,
+    split,
     sum_sensitivity,
 )
-from dpfit.privacy.budget import RELATIVE_TOLERANCE, exact_units, units_to_float
+from dpfit.privacy.budget import exact_units, units_to_float
 
 
 def test_spend_and_remaining():
@@ -38,13 +40,58 @@ def test_overspend_is_atomic():
     assert isinstance(BudgetExceededError("x"), ValueError)
 
 
-def test_float_rounding_of_shares_is_absorbed():
-    # 0.1 + 0.1 + 0.1 > 0.3 in float64 (reliability pitfall P10): still affordable.
+def test_the_limit_is_exact_and_shares_come_from_split():
+    # 0.1 + 0.1 + 0.1 > 0.3 exactly (reliability pitfall P10): the third charge is refused;
+    # split(0.3, 3) gives shares whose exact sum is at most 0.3, and all three fit.
     b = Budget(rho=0.3)
-    for _ in range(3):
-        b.spend(0.1)
+    b.spend(0.1)
+    b.spend(0.1)
     with pytest.raises(BudgetExceededError):
-        b.spend(1e-9)
+        b.spend(0.1)
+    b = Budget(rho=0.3)
+    for share in split(0.3, 3):
+        b.spend(share)
+    assert 3 * Fraction(split(0.3, 3)[0]) <= Fraction(0.3)
+
+
+def test_a_charge_just_over_the_total_is_refused_and_never_printed_as_round():
+    # A relative tolerance of 1e-12 on the total let rho = 1 + 9e-13 through, and the
+    # statement then read "1-zCDP".
+    with pytest.raises(BudgetExceededError, match=r"rho=1\.0000000000009 exceeds"):
+        Budget(rho=1.0).spend(1 + 9e-13)
+    Budget(rho=1.0).spend(1.0)
+    ledger = PrivacyLedger()  # no budget: the statement must still show the excess
+    ledger.charge(GaussianEntry(label="q", sensitivity=math.sqrt(2 * (1 + 9e-13)), noise_std=1.0))
+    assert ledger.rho > 1.0
+    assert ledger.statement().startswith(f"Privacy: {ledger.rho!r}-zCDP")
+    assert format_rho(1 + 9e-13) == "1.0000000000009" and format_rho(0.25) == "0.25"
+    assert format_rho(1 - 1e-13) == "1"  # rounding up overstates the loss: kept short
+    assert format_rho(1.0000001) == "1"  # beyond 1e-9: ordinary 6-digit rounding
+
+
+@pytest.mark.parametrize(
+    "rho, parts",
+    [(0.3, 3), (1.0, 7), (0.9, 39), (1e-300, 3), (5e-324, 1), (0.7, [0.98, 0.02]),
+     (1.0, [1, 2, 3]), (0.1, [1e-3, 0.5, 0.499]), (3.7, [0.25, 0.25, 0.25, 0.25])],
+)  # fmt: skip
+def test_split_shares_never_sum_above_the_whole(rho, parts):
+    shares = split(rho, parts)
+    assert all(s > 0 for s in shares) and sum(map(Fraction, shares)) <= Fraction(rho)
+    k = parts if isinstance(parts, int) else len(parts)
+    weights = [1.0] * k if isinstance(parts, int) else parts
+    for s, w in zip(shares, weights, strict=True):  # each share within a few ulps of its part
+        assert s == pytest.approx(rho * w / math.fsum(weights), rel=1e-15, abs=5e-324)
+    if not isinstance(parts, int):
+        assert shares[:-1] == [rho * (w / math.fsum(weights)) for w in weights[:-1]]
+
+
+def test_split_refuses_what_cannot_be_shared():
+    with pytest.raises(ValueError, match="too small"):
+        split(5e-324, 2)
+    with pytest.raises(ValueError, match="weight"):
+        split(1.0, [1.0, 0.0])
+    with pytest.raises(TypeError, match="k"):
+        split(1.0, True)
 
 
 @pytest.mark.parametrize("k", [1, 3, 7, 10, 1000])
@@ -171,8 +218,8 @@ def test_relations_and_sensitivities():
 
 
 def _fraction_reference(total: float, charges: list[float]) -> list[bool]:
-    """The budget's rule in exact rational arithmetic: spend while the sum <= total (1 + tol)."""
-    limit = Fraction(total) * (1 + Fraction(RELATIVE_TOLERANCE))
+    """The budget's rule in exact rational arithmetic: spend while the sum <= total."""
+    limit = Fraction(total)
     spent, out = Fraction(0), []
     for c in charges:
         ok = spent + Fraction(c) <= limit
@@ -182,10 +229,7 @@ def _fraction_reference(total: float, charges: list[float]) -> list[bool]:
 
 
 def test_float_check_agrees_with_exact_arithmetic_at_the_boundary():
-    limit = Fraction(1.0) * (1 + Fraction(RELATIVE_TOLERANCE))
-    at = float(limit)  # nearest float to the limit; step to the last float not above it
-    while Fraction(at) > limit:
-        at = math.nextafter(at, 0.0)
+    at = 1.0  # the limit is exactly the total
     above = math.nextafter(at, math.inf)
     assert Budget(rho=1.0).can_afford(at) and not Budget(rho=1.0).can_afford(above)
     b = Budget(rho=1.0)

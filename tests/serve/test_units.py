@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpfit.privacy.budget import RELATIVE_TOLERANCE
 from dpfit.serve.units import UNITS_PER_RHO, charge_units, total_units, units_to_rho
 
 
@@ -26,13 +25,11 @@ def test_amounts_round_against_the_analyst():
 
 
 @given(st.floats(min_value=1e-9, max_value=1e3), st.floats(min_value=1e-9, max_value=1e3))
-def test_what_fits_in_a_share_never_exceeds_it_beyond_the_budget_tolerance(charge, share):
-    # if k charges fit in the share's units, k * rho <= share * (1 + RELATIVE_TOLERANCE)
+def test_what_fits_in_a_share_never_exceeds_it_beyond_2_to_the_minus_40(charge, share):
+    # if k charges fit in the share's units, k * rho <= share * (1 + 2^-40) (units.py)
     k = total_units(share) // charge_units(charge)
     if k:
-        assert Fraction(k) * Fraction(charge) <= Fraction(share) * (
-            1 + Fraction(RELATIVE_TOLERANCE)
-        )
+        assert Fraction(k) * Fraction(charge) <= Fraction(share) * (1 + Fraction(1, 2**40))
 
 
 def test_units_to_rho_is_the_nearest_float():

@@ -27,9 +27,10 @@ from .._validation import (
     user_stacklevel,
 )
 from ..exceptions import SideConditionWarning
-from ..mechanisms import DoublingSearch, margin_threshold
+from ..mechanisms import DoublingSearch, margin_threshold, rho_for_noise_std
 from ..mechanisms.counts import literal_threshold  # the paper's threshold='literal'
-from ..privacy import Relation, parse_relation
+from ..privacy import Relation, parse_relation, split
+from ..privacy.budget import exact_units
 from ..theory.ambssgd import ambssgd_schedule
 
 __all__ = ["ACCOUNTING_MODES", "THRESHOLDS", "AmbssgdPlan", "plan_ambssgd", "replace_one_only"]
@@ -92,6 +93,13 @@ class AmbssgdPlan:
     rho: float
     search: DoublingSearch
     side_conditions: tuple[str, ...]
+
+    @property
+    def release_rho(self) -> float:
+        """What each of a block's releases may be charged: half of rho under ``"paper"``
+        accounting (DP-STAT and the gradient share a block), all of it under ``"parallel"``
+        (each has its own block); exact shares, so a block never costs more than rho."""
+        return split(self.rho, 2)[0] if self.accounting == "paper" else self.rho
 
     @property
     def stat_margin(self) -> float | None:
@@ -197,9 +205,10 @@ def build_plan(
         if inputs.threshold == "margin"
         else literal_threshold(s)
     )
+    share = split(rho, 2)[0] if inputs.accounting == "paper" else rho
     search = DoublingSearch(
         ceiling=inputs.residual_bound,
-        noise_multiplier=alpha,
+        noise_multiplier=_search_multiplier(alpha, inputs.n_levels + 1, share),
         threshold=theta,
         n_levels=inputs.n_levels,
     )
@@ -281,6 +290,15 @@ def plan_ambssgd(
     )
     plan.warn()
     return plan
+
+
+def _search_multiplier(alpha: float, n_queries: int, share: float) -> float:
+    """alpha, or the few ulps above it that keep one DP-STAT search (n_q counts, L2
+    sensitivity sqrt(n_q), noise std sqrt(n_q) alpha) charged at most ``share``."""
+    sens, limit = math.sqrt(n_queries), exact_units(share)
+    while exact_units(rho_for_noise_std(sens, sens * alpha)) > limit:
+        alpha = math.nextafter(alpha, math.inf)
+    return alpha
 
 
 def _check_finite_noise(search: DoublingSearch, multiplier: float, b: int, alpha: float) -> None:

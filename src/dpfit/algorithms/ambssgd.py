@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .._floats import quiet_floats
-from ..mechanisms import check_descent_scale, gaussian, make_noise_source
+from ..mechanisms import check_descent_scale, gaussian, make_noise_source, noise_std_within
 from ..mechanisms.limits import NOISE_SIGMAS
 from ..privacy import Query, Relation, mean_sensitivity
 from ..privacy.ledger import prepare_ledger
@@ -307,7 +307,7 @@ def _run(
             noisy = gaussian(
                 total / b,
                 sensitivity=sens,
-                noise_std=plan.noise_multiplier * sens,
+                noise_std=noise_std_within(sens, plan.noise_multiplier * sens, plan.release_rho),
                 ledger=blocks.block() if plan.accounting == "parallel" else stat_ledger,
                 rng=source,
                 label="dp_ambssgd/gradient",

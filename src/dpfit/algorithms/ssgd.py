@@ -25,7 +25,15 @@ import numpy as np
 
 from .._floats import quiet_floats
 from .._validation import check_delta, check_epsilon, check_int, check_positive, check_rho
-from ..mechanisms import check_descent_scale, clip_factors, gaussian, make_noise_source, row_norms
+from ..mechanisms import (
+    check_descent_scale,
+    clip_factors,
+    gaussian,
+    make_noise_source,
+    noise_std_within,
+    rho_for_noise_std,
+    row_norms,
+)
 from ..mechanisms.limits import NOISE_SIGMAS
 from ..privacy import Relation, cks_rho, sum_sensitivity
 from ..privacy.ledger import prepare_ledger
@@ -165,8 +173,10 @@ def dp_ssgd(
         steps=N,
         what="one record's clipped gradient and its noise",
     )
+    if rho is not None:  # alpha * sens can be charged an ulp above rho: raise it within rho
+        noise_std = noise_std_within(sens, noise_std, rho)
     source = make_noise_source(rng)
-    charged = 1.0 / (2.0 * alpha * alpha)
+    charged = rho_for_noise_std(sens, noise_std)  # what each step is charged, exactly
     ledger = prepare_ledger(ledger, relation, charged, name="dp_ssgd")
 
     w = np.zeros(data.d)

@@ -32,8 +32,15 @@ from .._floats import quiet_floats
 from .._validation import check_delta, check_real, check_rho, check_X_y, user_stacklevel
 from ..algorithms.trajectory import Trajectory
 from ..exceptions import NonPrivateWarning
-from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho
-from ..privacy import PrivacyLedger, Relation, bun_steinke_epsilon, parse_relation, public_n
+from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho, rho_within
+from ..privacy import (
+    PrivacyLedger,
+    Relation,
+    bun_steinke_epsilon,
+    parse_relation,
+    public_n,
+    split,
+)
 from ..privacy.ledger import prepare_ledger
 from ._sufficient_statistics import (
     check_bound,
@@ -184,7 +191,8 @@ def adassp(
     n = public_n(X.shape[0], n_public, relation)
     check_scales(x_bound, y_bound, relation, n=n, p=X.shape[1], rho=rho / 3.0)
     sens = sensitivities(x_bound, y_bound, relation, n=n, p=X.shape[1])
-    stds = {key: noise_std_for_rho(value, rho / 3.0) for key, value in sens.items()}
+    third = split(rho, 3)[0]  # three releases whose exact charges sum to at most rho
+    stds = {key: noise_std_for_rho(s, rho_within(s, third)) for key, s in sens.items()}
     shift = stds["lambda_min"] * math.sqrt(2.0 * math.log(3.0 / failure_prob))
     return _adassp(
         X,

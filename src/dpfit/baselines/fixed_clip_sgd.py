@@ -37,9 +37,10 @@ from ..mechanisms import (
     gaussian,
     make_noise_source,
     noise_std_for_rho,
+    noise_std_within,
     row_norms,
 )
-from ..privacy import Relation, sum_sensitivity
+from ..privacy import Relation, split, sum_sensitivity
 from ..privacy.ledger import prepare_ledger
 
 __all__ = ["fixed_clip_sgd"]
@@ -109,6 +110,7 @@ def fixed_clip_sgd(
     X, y = check_X_y(X, y)
     n, d = X.shape
     multiplier = noise_std_for_rho(1.0, rho / steps)  # noise std / sensitivity, every step
+    per_step = split(rho, steps)[0]  # each step charged at most this: steps of it fit in rho
     if not math.isfinite(multiplier * sum_sensitivity(clip, relation, n=n)):  # largest batch
         raise ValueError("noise scale not finite: rho is too small for this clip")
     check_noisy_sum_scale(  # before any charge: no batch's noisy sum can overflow
@@ -130,7 +132,7 @@ def fixed_clip_sgd(
         noisy = gaussian(
             sums[:-1],
             sensitivity=sens,
-            noise_std=multiplier * sens,
+            noise_std=noise_std_within(sens, multiplier * sens, per_step),
             ledger=ledger,
             rng=source,
             label="fixed_clip_sgd/gradient_sum",

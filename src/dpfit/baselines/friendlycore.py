@@ -68,8 +68,7 @@ from ..mechanisms import (
     release_peaks,
     rho_within,
 )
-from ..privacy import PrivacyLedger, Query, Relation, mean_sensitivity
-from ..privacy.budget import exact_units
+from ..privacy import PrivacyLedger, Query, Relation, mean_sensitivity, split
 from ..privacy.ledger import prepare_ledger
 
 __all__ = ["FILTER_SHARE", "friendlycore_2sls", "statistic_bound", "sufficient_statistics"]
@@ -104,15 +103,6 @@ def sufficient_statistics(X: np.ndarray, y: np.ndarray, Z: np.ndarray) -> np.nda
     zz = (Z[:, :, None] * Z[:, None, :]).reshape(n, -1)
     zx = (Z[:, :, None] * X[:, None, :]).reshape(n, -1)
     return np.hstack([zz, zx, Z * y[:, None]])
-
-
-def _rest(total: float, part: float) -> float:
-    """The largest float r <= total - part with part + r <= total exactly (the ledger adds
-    charges exactly), so the two shares never sum above rho."""
-    rest = total - part
-    while exact_units(part) + exact_units(rest) > exact_units(total):
-        rest = math.nextafter(rest, 0.0)
-    return rest
 
 
 def _unstack(s: np.ndarray, q: int, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -212,17 +202,17 @@ def friendlycore_2sls(
     n, p = X.shape
     q = Z.shape[1]
 
-    rho_filter = FILTER_SHARE * rho
+    rho_filter, rho_moments = split(rho, [FILTER_SHARE, 1.0 - FILTER_SHARE])  # exact shares
     check_public_scale(  # before any charge; radius <= bound, so the moments follow
         "bound",
         bound,
-        lambda b: release_peaks(Query.MEAN, bound=b, n=n, rho=min(rho_filter, rho - rho_filter)),
+        lambda b: release_peaks(Query.MEAN, bound=b, n=n, rho=min(rho_filter, rho_moments)),
         what=f"the clipped means of n = {n} records and their noise",
     )
     sens = {"center": mean_sensitivity(bound, n), "moments": mean_sensitivity(radius, n)}
     shares = {
         "center": rho_within(sens["center"], rho_filter),
-        "moments": rho_within(sens["moments"], _rest(rho, rho_filter)),
+        "moments": rho_within(sens["moments"], rho_moments),
     }
     stds = {key: noise_std_for_rho(sens[key], shares[key]) for key in sens}
     floor = 2.0 * stds["moments"] * math.sqrt(q) if eig_floor is None else eig_floor

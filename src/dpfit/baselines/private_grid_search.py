@@ -21,10 +21,8 @@ spending (each run is budgeted by its own share).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -41,7 +39,15 @@ from ..mechanisms import (
     rho_within,
 )
 from ..optimize import minimize
-from ..privacy import PrivacyLedger, Query, Relation, parse_relation, public_n, query_sensitivity
+from ..privacy import (
+    PrivacyLedger,
+    Query,
+    Relation,
+    parse_relation,
+    public_n,
+    query_sensitivity,
+    split,
+)
 from ..privacy.ledger import prepare_ledger
 
 __all__ = ["GridSearchResult", "private_grid_search"]
@@ -138,16 +144,17 @@ def private_grid_search(
     ya = None if y is None else np.asarray(y, dtype=np.float64)
     n = public_n(Xa.shape[0], n_public, relation)
     k = len(candidates)
+    rho_runs, rho_select = split(rho, [1.0 - share, share])  # exact shares of rho
     check_public_scale(  # before any run charges: the selection's sums and noise stay finite
         "value_bound",
         value_bound,
         lambda b: release_peaks(
-            Query.BOUNDED_MEAN, bound=b, n=n, rho=share * rho, relation=relation, columns=k
+            Query.BOUNDED_MEAN, bound=b, n=n, rho=rho_select, relation=relation, columns=k
         ),
         what=f"the {k} clipped mean losses of n = {n} records and their noise",
     )
     source = make_noise_source(rng)
-    rho_run = (1.0 - share) * rho / k
+    rho_run = split(rho_runs, k)[0]
     runs = []
     for options in candidates:
         data = Xa if ya is None else (Xa, ya)
@@ -168,10 +175,6 @@ def private_grid_search(
     sensitivity = query_sensitivity(
         Query.BOUNDED_MEAN, bound=value_bound, n=n, relation=relation, columns=k
     )
-    rest = Fraction(rho) - k * Fraction(rho_run)  # exact: the runs' shares sum to <= this
-    rho_select = float(rest)
-    if Fraction(rho_select) > rest:
-        rho_select = math.nextafter(rho_select, 0.0)
     noisy = gaussian(
         np.array(clipped),
         sensitivity=sensitivity,

@@ -13,8 +13,8 @@ from typing import Any
 from .._floats import quiet_floats
 from .._validation import check_real, check_rho, check_X_y
 from ..algorithms.trajectory import Trajectory
-from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
-from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
+from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, rho_within
+from ..privacy import PrivacyLedger, Relation, parse_relation, public_n, split
 from ..privacy.ledger import prepare_ledger
 from ._sufficient_statistics import (
     check_bound,
@@ -96,7 +96,8 @@ def ssp(
     n = public_n(X.shape[0], n_public, relation)
     check_scales(x_bound, y_bound, relation, n=n, p=X.shape[1], rho=rho / 2.0)
     sens = sensitivities(x_bound, y_bound, relation, n=n, p=X.shape[1])
-    stds = {key: noise_std_for_rho(sens[key], rho / 2.0) for key in ("xtx", "xty")}
+    half = split(rho, 2)[0]  # two releases whose exact charges sum to at most rho
+    stds = {k: noise_std_for_rho(sens[k], rho_within(sens[k], half)) for k in ("xtx", "xty")}
 
     Xc, yc, counts = clip_to_bounds(X, y, x_bound, y_bound)
     common = {"ledger": ledger, "rng": source}

@@ -14,6 +14,8 @@ import re
 import sqlite3
 from collections.abc import Sequence
 
+from ..exceptions import BudgetStoreError
+
 __all__ = ["user_message"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
@@ -66,8 +68,12 @@ def user_message(
     origin = _origin(exc)
     if origin.startswith("formulaic") or type(exc).__module__.startswith("formulaic"):
         return _formulaic(exc, columns)  # type: ignore[arg-type]
+    if isinstance(exc, BudgetStoreError):  # says what was and was not charged
+        return _one_line(exc)
     if isinstance(exc, sqlite3.Error):
-        return f"the budget store could not be used ({type(exc).__name__}); see dpfit budget --help"
+        where = f" {args.budget_store}" if getattr(args, "budget_store", None) else ""
+        why = _one_line(f"{type(exc).__name__}: {exc}")  # SQLite's text: no data values
+        return f"the budget store{where} could not be used ({why}); see dpfit budget --help"
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         return f"{exc.strerror or type(exc).__name__}{where}"

@@ -1,13 +1,17 @@
-"""``dpfit budget create|show|history``: a persistent privacy budget per dataset (SQLite).
+"""``dpfit budget create|show|history|verify|migrate``: a persistent privacy budget per
+dataset (SQLite).
 
 The store (:mod:`dpfit.privacy.store`) keeps one total rho per dataset; ``dpfit fit`` and
 ``dpfit iv`` charge it with ``--budget-store PATH`` before any noise is drawn, from any number
-of processes, and refuse a fit the remaining budget cannot afford.
+of processes, and refuse a fit the remaining budget cannot afford. ``verify`` checks the
+store's hash chain and running totals (exit status 1 and one line on a failure); ``migrate``
+rewrites a store of the previous format version.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ._args import examples
 
@@ -19,6 +23,7 @@ EXAMPLES = examples(
     "    --y-bounds 4.6,8 --budget-store budget.sqlite      # charged to dataset 'card'",
     "dpfit budget show budget.sqlite",
     "dpfit budget history budget.sqlite --dataset card",
+    "dpfit budget verify budget.sqlite",
 )
 
 
@@ -61,6 +66,20 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     )
     history.add_argument("store", metavar="PATH", help="the SQLite budget store")
     history.add_argument("--dataset", required=True, help="the dataset's name")
+    verify = actions.add_parser(
+        "verify",
+        help="check the hash chain, running totals and refunds (exit 1 on a failure)",
+        epilog=examples("dpfit budget verify budget.sqlite"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verify.add_argument("store", metavar="PATH", help="the SQLite budget store")
+    migrate = actions.add_parser(
+        "migrate",
+        help="rewrite a format version 1 store as version 2 (keeps PATH.v1.bak)",
+        epilog=examples("dpfit budget migrate budget.sqlite"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    migrate.add_argument("store", metavar="PATH", help="the SQLite budget store")
     return p
 
 
@@ -70,8 +89,35 @@ def _epsilon(rho: float, delta: float) -> str:
     return f"{zcdp_to_approx_dp(rho, delta):.4g}" if rho > 0 else "0"
 
 
+def _verify(path: str) -> int:
+    from ..privacy.store import verify_store
+
+    try:
+        report = verify_store(path)
+    except ValueError as exc:
+        print(f"dpfit budget verify: FAILED: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    print(
+        f"{path}: ok, {report.rows} charges over {report.datasets} dataset(s), hash chain head "
+        f"{report.head}"
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from ..privacy._units import format_rho
     from ..privacy.store import create_budget, open_budget, stored_datasets
+
+    if args.action == "verify":
+        return _verify(args.store)
+    if args.action == "migrate":
+        from ..privacy._store_migrate import migrate_store
+
+        rows, backup = migrate_store(args.store)
+        print(
+            f"{args.store}: {rows} charges migrated to format version 2; the old file is {backup}"
+        )
+        return 0
 
     if args.action == "create":
         from .._validation import check_rho
@@ -89,16 +135,18 @@ def run(args: argparse.Namespace) -> int:
             datasets = {args.dataset: datasets[args.dataset]}
         print(f"{'dataset':<20} {'total rho':>10} {'spent':>10} {'remaining':>10}  epsilon spent")
         for name, (total, spent) in datasets.items():
+            left = max(0.0, total - spent)
             print(
-                f"{name:<20} {total:>10.4g} {spent:>10.4g} {max(0.0, total - spent):>10.4g}  "
-                f"{_epsilon(spent, delta)} at delta = {delta:g} (CKS)"
+                f"{name:<20} {format_rho(total, 4):>10} {format_rho(spent, 4):>10} "
+                f"{format_rho(left, 4):>10}  {_epsilon(spent, delta)} at delta = {delta:g} (CKS)"
             )
         return 0
     budget = open_budget(args.store, dataset=args.dataset)
     print(f"charges of dataset {budget.dataset!r} (total rho = {budget.total:g}):")
     for charge in budget.history():
-        print(f"#{charge.id:<4} {charge.created}  rho {charge.rho:>+10.4g}  {charge.mechanism}")
+        rho = ("-" if charge.rho < 0 else "+") + format_rho(abs(charge.rho), 4)
+        print(f"#{charge.id:<4} {charge.created}  rho {rho:>10}  {charge.mechanism}")
         for mechanism, count, rho in charge.releases:
             print(f"{'':6}release {mechanism} x {count}: rho {rho:.4g}")
-    print(f"spent {budget.spent:.6g}, remaining {budget.remaining:.6g}")
+    print(f"spent {format_rho(budget.spent)}, remaining {format_rho(budget.remaining)}")
     return 0

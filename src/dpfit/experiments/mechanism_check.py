@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
+from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, rho_within
 from ..privacy import Budget, PrivacyLedger
 from .registry import Claim, ClaimResult, Experiment, register
 
@@ -27,7 +27,7 @@ _Z = 5.0
 def _trial(params, seed: int) -> dict[str, float]:
     rho, sensitivity, dim = float(params["rho"]), float(params["sensitivity"]), int(params["dim"])
     ledger = PrivacyLedger(budget=Budget(rho=rho))
-    noise_std = noise_std_for_rho(sensitivity, rho)
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))  # charged <= rho
     out = gaussian(
         np.zeros(dim),
         sensitivity=sensitivity,

@@ -54,7 +54,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_rho
-from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho
+from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Query, Relation, query_sensitivity
 from .diagnostics import Drift
 
@@ -269,7 +269,7 @@ def release_moment_sum(
     upper_sum = np.asarray(upper_sum, dtype=np.float64)
     k = (math.isqrt(8 * upper_sum.shape[0] + 1) - 1) // 2
     sensitivity = second_moment_sensitivity(bound, n, ledger.relation)
-    noise_std = noise_std_for_rho(sensitivity, rho)
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))  # charged <= rho
     with np.errstate(all="ignore"):
         value = upper_sum / n
     noisy = gaussian(

@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho
+from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Query, query_sensitivity
 from .population import NoisyMoment, sandwich
 
@@ -74,7 +74,7 @@ def release_mean(
     rho-zCDP, charged to ``ledger`` before the draw.
     """
     sensitivity = query_sensitivity(Query.BOUNDED_MEAN, bound=cap, n=n, relation=ledger.relation)
-    noise_std = noise_std_for_rho(sensitivity, rho)
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))  # charged <= rho
     with np.errstate(all="ignore"):
         value = np.asarray(total, dtype=np.float64).reshape(1) / n  # the public n
     noisy = gaussian(

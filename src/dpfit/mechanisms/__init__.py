@@ -24,6 +24,7 @@ from .gaussian import (
     gaussian,
     gaussian_releases,
     noise_std_for_rho,
+    noise_std_within,
     rho_for_noise_std,
     rho_within,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "make_noise_source",
     "margin_threshold",
     "noise_std_for_rho",
+    "noise_std_within",
     "private_count",
     "recording",
     "release_peaks",

@@ -33,6 +33,7 @@ __all__ = [
     "gaussian",
     "gaussian_releases",
     "noise_std_for_rho",
+    "noise_std_within",
     "rho_for_noise_std",
     "rho_within",
 ]
@@ -75,6 +76,22 @@ def rho_within(sensitivity: float, rho: float, count: int = 1) -> float:
     ):
         share = math.nextafter(share, 0.0)
     return share
+
+
+def noise_std_within(sensitivity: float, noise_std: float, rho: float) -> float:
+    """``noise_std``, or the few ulps above it needed for one release of ``sensitivity`` to be
+    charged at most ``rho``.
+
+    A noise std set as a multiplier times the sensitivity (alpha * Delta, with alpha from
+    rho) is charged Delta^2 / (2 sigma^2) after three roundings, which can land an ulp above
+    the share it was meant to cost; a budget's limit is exact, so the std is raised by
+    ulps until the charge fits (it is unchanged whenever it already did).
+    """
+    limit = exact_units(check_positive(rho, "rho"))
+    noise_std = check_positive(noise_std, "noise_std")
+    while exact_units(rho_for_noise_std(sensitivity, noise_std)) > limit:
+        noise_std = math.nextafter(noise_std, math.inf)
+    return noise_std
 
 
 #: Query values of at most this many coordinates are checked for finiteness in plain Python.

@@ -85,7 +85,7 @@ from ..inference.whitened import (
     whitened_sandwich,
 )
 from ..mechanisms import NoiseSource, clip_rows
-from ..privacy import PrivacyLedger
+from ..privacy import PrivacyLedger, split
 
 __all__ = ["ADASSP_LABEL", "ADASSP_MOMENT_SHARE", "resolve_adassp", "run_adassp"]
 
@@ -245,7 +245,11 @@ def _with_population(
     :class:`CovarianceEstimate`), ``clip`` and the public ``checks``.
     """
     rho, share, n = settings["rho"], settings["moment_share"], settings["n"]
-    traj = _adassp(D, y, settings, rho * (1.0 - share), ledger, source)
+    omega = 1.0 - SCALE_PART - CLIPPED_Y_PART  # exact shares of rho (dpfit.privacy.split)
+    fit_rho, scale_rho, clipped_rho, omega_rho = split(
+        rho, [1.0 - share, share * SCALE_PART, share * CLIPPED_Y_PART, share * omega]
+    )
+    traj = _adassp(D, y, settings, fit_rho, ledger, source)
     theta = traj.estimate
     H = NoisyMoment(matrix=traj.releases["xtx"] / n, noise_std=traj.config["noise_std_xtx"] / n)
     ridge = float(traj.releases["ridge"][0]) / n
@@ -257,7 +261,7 @@ def _with_population(
     q, q_std = release_mean(
         scale_sum,
         cap=RESIDUAL_CAP,
-        rho=rho * share * SCALE_PART,
+        rho=scale_rho,
         label="adassp/residual-scale",
         **release,
     )
@@ -265,14 +269,14 @@ def _with_population(
     clipped_y, _ = release_mean(
         np.count_nonzero(np.abs(y) >= 1.0 - 1e-12),  # at the bound: clipped (public rule)
         cap=1.0,
-        rho=rho * share * CLIPPED_Y_PART,
+        rho=clipped_rho,
         label="adassp/clipped-y",
         **release,
     )
     Omega = release_second_moment(
         clip_rows((D @ P) * residuals[:, None], clip),
         bound=clip,
-        rho=rho * share * (1.0 - SCALE_PART - CLIPPED_Y_PART),
+        rho=omega_rho,
         n=n,
         ledger=ledger,
         rng=source,

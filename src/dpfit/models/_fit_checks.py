@@ -35,8 +35,7 @@ import numpy as np
 from .._validation import check_real, check_rho, user_stacklevel
 from ..exceptions import LargeBudgetWarning, SideConditionWarning
 from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho, rho_within
-from ..privacy import Budget, GaussianEntry, PrivacyLedger, Query, query_sensitivity
-from ..privacy.budget import exact_units, units_to_float
+from ..privacy import Budget, PrivacyLedger, Query, query_sensitivity, split
 from .results import Result, snapshot_ledger
 
 __all__ = [
@@ -252,8 +251,9 @@ def checked_linear_fit(
     source = make_noise_source(
         params.pop("random_state", None), secure=params.get("secure", False), name="random_state"
     )
+    fit_rho, check_rho_ = _shares(rho, share)
     model = DPLinearRegression(
-        rho=rho * (1.0 - share), fit_intercept=fit_intercept, random_state=source, **params
+        rho=fit_rho, fit_intercept=fit_intercept, random_state=source, **params
     )
     with warnings.catch_warnings():  # rho was checked (and warned about) above
         warnings.simplefilter("ignore", LargeBudgetWarning)
@@ -278,24 +278,14 @@ def checked_linear_fit(
         )
         if share == 0:
             return result
-        checked = _rho_left(rho, share, result.ledger)
-        return _check_bounds(X, y, result, checked, budget, source, indicators, params)
+        return _check_bounds(X, y, result, check_rho_, budget, source, indicators, params)
 
 
-def _rho_left(rho: float, share: float, fit_ledger: PrivacyLedger) -> float:
-    """The bounds check's rho: ``rho * share``, or less where the fit's exact charge (the
-    ledger adds entries in units of 2^-1074) leaves less of ``rho``, so that the fit and the
-    check together are charged at most ``rho`` exactly. The fit's charge is a function of
-    its public parameters only, so this share is public too.
-    """
-    spent = sum(
-        e.rho_units if isinstance(e, GaussianEntry) else exact_units(e.rho) for e in fit_ledger
-    )
-    left_units = exact_units(rho) - spent
-    left = units_to_float(left_units)
-    if exact_units(left) > left_units:  # rounded up: step down to the float below
-        left = math.nextafter(left, 0.0)
-    return min(rho * share, left)
+def _shares(rho: float, share: float) -> tuple[float, float]:
+    """The fit's and the bounds check's exact shares of ``rho`` (:func:`dpfit.privacy.split`):
+    ``rho * (1 - share)`` and ``rho * share``, the latter lowered by the ulps that would
+    take their exact sum above ``rho``; ``(rho, 0.0)`` without a check."""
+    return (rho, 0.0) if share == 0 else tuple(split(rho, [1.0 - share, share]))
 
 
 def _reservation(budget: Budget | None, rho: float, mechanism: str) -> Any:
@@ -346,15 +336,15 @@ def checked_iv_fit(
     source = make_noise_source(random_state, secure=secure, name="random_state")
     if budget is not None and not budget.can_afford(rho):
         budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
+    fit_rho, check_rho_ = _shares(rho, share)
     with _reservation(budget, rho, label):
-        result = fit(rho * (1.0 - share), source)
+        result = fit(fit_rho, source)
         if share == 0:
             return result
         instruments = [c for c in Z.columns if c not in X.columns]
         columns = X.join(Z[instruments]) if instruments else X
         check = {"bounds": bounds, "y_bounds": y_bounds}
-        checked = _rho_left(rho, share, result.ledger)
-        return _check_bounds(columns, y, result, checked, budget, source, indicators, check)
+        return _check_bounds(columns, y, result, check_rho_, budget, source, indicators, check)
 
 
 def _check_bounds(

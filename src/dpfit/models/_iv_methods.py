@@ -32,7 +32,7 @@ from ..algorithms.two_stage import dp_two_stage_gd
 from ..exceptions import CoverageWarning
 from ..inference.population import transform
 from ..mechanisms import NoiseSource
-from ..privacy import PrivacyLedger
+from ..privacy import PrivacyLedger, split
 from ._iv_config import EXPERIMENTAL_INTERVALS, IVConfig, two_stage_estimates
 from ._iv_convergence import convergence_warning
 from ._iv_moments import fit_moments, row_clip
@@ -131,13 +131,13 @@ def run_two_stage(
     source: NoiseSource,
 ) -> Result:
     """DP-2S-GD (Liang et al. 2025, Alg. 1) with privacy-only intervals."""
-    rho_theta = cfg.rho_split * data.rho_fit
+    rho_theta, rho_beta = split(data.rho_fit, [cfg.rho_split, 1.0 - cfg.rho_split])  # exact
     traj = dp_two_stage_gd(
         data.V[:, data.x_idx],
         data.V[:, data.y_idx],
         data.V[:, data.z_idx],
         rho_theta=rho_theta,
-        rho_beta=data.rho_fit - rho_theta,
+        rho_beta=rho_beta,
         noise_calibration=cfg.noise_calibration,
         ledger=ledger,
         rng=source,

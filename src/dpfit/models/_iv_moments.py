@@ -38,8 +38,7 @@ from ..inference.population import (
 )
 from ..inference.population_iv import moment_noise_covariance, two_sls_from_moments
 from ..mechanisms import NoiseSource, clip_rows, rho_within
-from ..privacy import PrivacyLedger
-from ..privacy.budget import exact_units
+from ..privacy import PrivacyLedger, split
 
 __all__: list[str] = []
 
@@ -70,15 +69,6 @@ def description(clip: float) -> str:
         "the moment noise (docs/inference.md). It covers the population coefficients when "
         "the first stage is strong relative to the noise (otherwise a CoverageWarning)."
     )
-
-
-def rest_of(total: float, part: float) -> float:
-    """The largest float r <= total - part with part + r <= total exactly (the ledger adds
-    exactly), so two shares of a budget never sum above it."""
-    rest = total - part
-    while exact_units(part) + exact_units(rest) > exact_units(total):
-        rest = math.nextafter(rest, 0.0)
-    return rest
 
 
 def _release_scaled(
@@ -118,7 +108,7 @@ def fit_moments(
     releases and public ``checks`` (messages about released quantities only).
     """
     k = A.shape[1]
-    rho_moments = rho * (1.0 - OMEGA_SHARE)
+    rho_moments, rho_omega = split(rho, [1.0 - OMEGA_SHARE, OMEGA_SHARE])  # exact shares
     M = _release_scaled(
         A, clip, rho=rho_moments, n=n, ledger=ledger, source=source, label="iv/moments",
     )  # fmt: skip
@@ -132,7 +122,7 @@ def fit_moments(
         Ac = clip_rows(A / clip, 1.0) * clip  # the rows exactly as M~ saw them
         scores = Ac[:, z_idx] * (Ac @ c)[:, None]
     Omega = _release_scaled(
-        scores, score_clip, rho=rest_of(rho, rho_moments), n=n, ledger=ledger, source=source,
+        scores, score_clip, rho=rho_omega, n=n, ledger=ledger, source=source,
         label="iv/omega",
     )  # fmt: skip
     sampling = fit.G @ Omega.psd() @ fit.G.T / n

@@ -77,8 +77,9 @@ from ..mechanisms import (
     gaussian,
     noise_std_for_rho,
     release_peaks,
+    rho_within,
 )
-from ..privacy import PrivacyLedger, Query, mean_sensitivity
+from ..privacy import PrivacyLedger, Query, mean_sensitivity, split
 from ._linear_moments import (
     gram_sums,
     record_sum,
@@ -143,11 +144,12 @@ def run_preconditioned_gd(
     m, burn_in = settings["m"], settings["burn_in"]
     D, y = _rows(D, y, settings)
     k = D.shape[1]
+    rhos = _shares(rho, share, private_clip=clip is None)
     sums = record_sum(gram_sums, [D, y], (bound,), width=triangle(k) + k)
     H = release_moment_sum(
         sums[: triangle(k)],
         bound=bound,
-        rho=rho * share / 4.0,
+        rho=rhos["xtx"],
         n=n,
         ledger=ledger,
         rng=source,
@@ -156,16 +158,14 @@ def run_preconditioned_gd(
     Hp = H.psd()
     P = inverse_sqrt(Hp)
     Z = map_rows(partial(_whiten, P=P), D, columns=k)  # each record through a public map
-    gd_share = 1.0 - share
     if clip is None:  # from a private residual scale (module docstring, step 2)
-        clip = _private_clip(D, y, sums[triangle(k) :], Hp, settings, ledger, source)
-        gd_share -= 2.0 * SCALE_SHARE
+        clip = _private_clip(D, y, sums[triangle(k) :], Hp, rhos, settings, ledger, source)
     runs = settings["runs"]
     traj = dp_gd(
         Z,
         y,
         warn_large_rho=False,  # a share of the fit's rho, which the estimator warned about
-        rho=rho * gd_share,
+        rho=rhos["gd"],
         clip=clip,
         steps=settings["steps"] // runs,
         step_size=settings["step_size"],
@@ -181,10 +181,14 @@ def run_preconditioned_gd(
     u = est_u.mean(axis=0)
     estimate = P @ u
     sums = record_sum(sandwich_sums, [D, y], (P, estimate, clip, bound), width=2 * triangle(k))
-    moment = {"n": n, "ledger": ledger, "rng": source, "rho": rho * share * 3.0 / 8.0}
+    moment = {"n": n, "ledger": ledger, "rng": source}
     # the Huber Hessian: the bread for the clipped-loss target
-    Hh = release_moment_sum(sums[: triangle(k)], bound=bound, label="gd/huber-hessian", **moment)
-    Omega = release_moment_sum(sums[triangle(k) :], bound=clip, label="gd/omega", **moment)
+    Hh = release_moment_sum(
+        sums[: triangle(k)], bound=bound, rho=rhos["huber"], label="gd/huber-hessian", **moment
+    )
+    Omega = release_moment_sum(
+        sums[triangle(k) :], bound=clip, rho=rhos["omega"], label="gd/omega", **moment
+    )
     sampling = whitened_sandwich(Hh, Omega, P, n)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
     privacy = P @ S_u @ P
@@ -239,14 +243,13 @@ def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
     sensitivity raised after DP-GD was charged). Without a given clip, C is at most
     3 sqrt(k) (q + Z s_q)^(1/2), q~'s largest release (:func:`_private_clip`).
     """
-    n, rho, share = settings["n"], settings["rho"], settings["moment_share"]
+    n, clip = settings["n"], settings["clip"]
     common = {"n": n, "relation": settings["relation"]}
-    clip, gd_share = settings["clip"], 1.0 - share
+    shares = _shares(settings["rho"], settings["moment_share"], private_clip=clip is None)
     if clip is None:
-        _, q_peak = release_peaks(Query.BOUNDED_MEAN, bound=4.0, rho=rho * SCALE_SHARE, **common)
+        _, q_peak = release_peaks(Query.BOUNDED_MEAN, bound=4.0, rho=shares["scale"], **common)
         clip = gradient_clip(CLIP_MULTIPLIER, k, q_peak, q_peak)
-        gd_share -= 2.0 * SCALE_SHARE
-    omega = {"rho": rho * share * 3.0 / 8.0, **common}
+    omega = {"rho": shares["omega"], **common}
     check_public_scale(
         "clip",
         clip,
@@ -254,12 +257,26 @@ def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
         what=f"the second moment of n = {n} whitened gradients clipped to it (Omega) and its noise",
     )
     check_dp_gd_scales(
-        clip, settings["step_size"], rho=rho * gd_share, total=settings["steps"], **common
+        clip, settings["step_size"], rho=shares["gd"], total=settings["steps"], **common
     )
 
 
 #: Share of rho for each of the two releases behind the private clip (X'y/n, residual scale).
 SCALE_SHARE = 0.025
+
+
+def _shares(rho: float, share: float, *, private_clip: bool) -> dict[str, float]:
+    """Each release's exact share of rho (:func:`dpfit.privacy.split`): H~ a quarter of
+    ``share``, Hh~ and Omega~ 3/8 each, with a private clip the pilot X'y/n and the residual
+    scale :data:`SCALE_SHARE` each, and DP-GD the rest."""
+    scale = 2.0 * SCALE_SHARE if private_clip else 0.0
+    parts = {"xtx": share / 4.0, "gd": 1.0 - share - scale}
+    if private_clip:
+        parts |= {"pilot": SCALE_SHARE, "scale": SCALE_SHARE}
+    parts |= {"huber": share * 3.0 / 8.0, "omega": share * 3.0 / 8.0}
+    return dict(zip(parts, split(rho, list(parts.values())), strict=True))
+
+
 #: The clip is this many residual scales times sqrt(k) (a typical whitened ||z||).
 CLIP_MULTIPLIER = 3.0
 
@@ -269,6 +286,7 @@ def _private_clip(
     y: Any,
     xty: np.ndarray,
     Hp: np.ndarray,
+    rhos: Mapping[str, float],
     settings: Mapping[str, Any],
     ledger: PrivacyLedger,
     source: NoiseSource,
@@ -281,13 +299,13 @@ def _private_clip(
     each with ``SCALE_SHARE`` of rho. The pilot's error only inflates s~ (a conservative
     clip); :func:`~dpfit.inference.whitened.gradient_clip` makes the clip.
     """
-    n, rho, bound = settings["n"], settings["rho"], settings["row_bound"]
+    n, bound = settings["n"], settings["row_bound"]
     relation = settings["relation"]
     sens_b = mean_sensitivity(bound, n, relation)
     b = gaussian(
         xty / n,
         sensitivity=sens_b,
-        noise_std=noise_std_for_rho(sens_b, rho * SCALE_SHARE),
+        noise_std=noise_std_for_rho(sens_b, rho_within(sens_b, rhos["pilot"])),
         ledger=ledger,
         rng=source,
         label="gd/xty-pilot",
@@ -296,7 +314,7 @@ def _private_clip(
     q, q_std = release_mean(
         record_sum(residual_scale_sum, [D, y], (pilot,), width=1),  # one term in [0, 4]
         cap=4.0,
-        rho=rho * SCALE_SHARE,
+        rho=rhos["scale"],
         n=n,
         ledger=ledger,
         rng=source,

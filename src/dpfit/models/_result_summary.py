@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..inference.population import CovarianceEstimate
+from ..privacy.statement import format_rho
 from ._hypothesis import two_sided_pvalues
 from .summary import Summary
 
@@ -47,7 +48,7 @@ def result_summary(
         ("Model", result.model),
         ("Method", result.method),
         ("No. observations", f"{result.n} (public)"),
-        ("Privacy (zCDP)", f"rho = {result.rho:.4g}"),
+        ("Privacy (zCDP)", f"rho = {format_rho(result.rho, 4)}"),
         ("(epsilon, delta)-DP", f"({result.epsilon(delta):.4g}, {delta:.3g}) via CKS 2020"),
         ("Neighbouring relation", str(result.ledger.relation)),
         ("Noise backend", result.noise_backend),

@@ -34,7 +34,7 @@ from sklearn.utils.validation import validate_data
 from .._floats import quiet_floats
 from .._validation import check_iv_data
 from ..mechanisms import NoiseSource, make_noise_source
-from ..privacy import Budget, PrivacyLedger, Relation
+from ..privacy import Budget, PrivacyLedger, Relation, split
 from ..privacy.ledger import prepare_ledger
 from ._constraints import check_budget
 from ._design import take_null_records
@@ -52,7 +52,6 @@ from ._iv_config import (
 from ._iv_config import IV_METHODS as IV_METHODS
 from ._iv_config import TWO_STAGE_SETTINGS as TWO_STAGE_SETTINGS
 from ._iv_methods import IV_METHOD_TABLE, IVData
-from ._iv_moments import rest_of
 from ._iv_release import Back
 from ._iv_scaling import Standardization, check_scales, release_moments
 from ._refits import note_fit
@@ -357,12 +356,12 @@ def _scale(
     """
     std, rho_fit = None, cfg.rho
     if bounds is not None:
-        rho_scale = cfg.scale_fraction * cfg.rho
+        # exact shares (dpfit.privacy.split): the two never sum above rho
+        rho_scale, rho_fit = split(cfg.rho, [cfg.scale_fraction, 1.0 - cfg.scale_fraction])
         if null is not None:  # the zero record: u = 0, it adds nothing to the moments
             V[null] = bounds.mean(axis=1)
         std = release_moments(V, bounds, rho=rho_scale, ledger=ledger, rng=source)
         V = std.apply(V)
-        rho_fit = rest_of(cfg.rho, rho_scale)  # the two shares sum to at most rho
     if cfg.fit_intercept:
         V = np.column_stack([np.ones(V.shape[0]), V])
     if null is not None:

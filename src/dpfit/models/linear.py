@@ -22,7 +22,6 @@ from ..inference import CONSTRUCTIONS, VARIANTS
 from ..inference.population import transform
 from ..mechanisms import make_noise_source
 from ..privacy import Budget, PrivacyLedger, parse_relation
-from ..privacy.budget import RELATIVE_TOLERANCE
 from ..privacy.ledger import prepare_ledger
 from ._constraints import (
     Check,
@@ -312,7 +311,7 @@ default="batched-means"
         design = map_rows(scaling.design, X_arr, columns=p + int(config.fit_intercept))
         response = map_rows(scaling.response, y_arr, columns=None)
         fit = method.run(design, response, settings, ledger, source)
-        if not ledger.rho <= config.rho * (1.0 + RELATIVE_TOLERANCE):  # internal invariant
+        if not ledger.rho <= config.rho:  # internal invariant (budgets are exact)
             raise RuntimeError(f"{method.label} spent rho={ledger.rho!r} > {config.rho!r}")
         self._keep(
             _result(

@@ -34,7 +34,7 @@ from .._validation import (
     check_real,
     check_rho,
 )
-from ..mechanisms import noise_std_for_rho, rho_within
+from ..mechanisms import noise_std_for_rho, rho_for_noise_std, rho_within
 from ..privacy import Relation, gaussian_mu, sum_sensitivity
 from .base import CorrelatedMechanism, check_mechanism
 from .toeplitz import nu_dpftrl
@@ -157,7 +157,7 @@ def calibrate(
     return Calibration(
         sensitivity=sens,
         noise_std=sigma,
-        rho=mu * mu / 2.0,
+        rho=rho_for_noise_std(sens, sigma),  # what the ledger charges: mu^2 / 2, rounded
         mu=mu,
         target="epsilon",
         epsilon=epsilon,

@@ -33,7 +33,8 @@ from .queries import (
     sum_sensitivity,
 )
 from .relations import Relation, parse_relation, public_n
-from .statement import privacy_statement
+from .shares import split
+from .statement import format_rho, privacy_statement
 from .store import StoredBudget, open_budget
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "cks_epsilon",
     "cks_rho",
     "float_sum_excess",
+    "format_rho",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_mu",
@@ -69,6 +71,7 @@ __all__ = [
     "privacy_statement",
     "public_n",
     "query_sensitivity",
+    "split",
     "subsampled_gaussian_epsilon",
     "subsampled_gaussian_noise_multiplier",
     "sum_sensitivity",

@@ -1,52 +1,62 @@
-"""The SQLite file behind :mod:`dpfit.privacy.store`: schema, connections, exact sums.
+"""The SQLite file behind :mod:`dpfit.privacy.store`: schema, creation and connections.
 
-One store file holds a ``meta`` table (format and version, checked on every connection),
-one total per dataset, the append-only ``charges`` (refunds are negative rows) and the
-``releases`` recorded with a reservation. Every write runs in a ``BEGIN IMMEDIATE``
-transaction (https://www.sqlite.org/lang_transaction.html), so concurrent processes are
-serialised. Sums of charges are exact, in units of 2^-1074 like :class:`~dpfit.Budget`'s,
-and a stored float is rounded in the direction that never understates what was drawn.
+One store file (format version 2) holds a ``meta`` table (format, version, the store's
+random identity, the head of the hash chain), one row per dataset (its total, its exact
+running total and the id of its last charge), the append-only ``charges`` (refunds are
+negative rows tied to the charge they return part of) and the ``releases`` recorded with a
+reservation. Every write runs in a ``BEGIN IMMEDIATE`` transaction
+(https://www.sqlite.org/lang_transaction.html), so concurrent processes are serialised; the
+hash chain and its checks are in :mod:`dpfit.privacy._store_chain`.
+
+A new store is built under a temporary name and linked into place (``os.link`` fails if
+the name exists), so a store is never seen half made, and any number of threads or
+processes may create the same store on first use. An existing file that is empty (0 bytes,
+a truncated store) or missing is never taken for a new store unless the caller is
+explicitly creating one.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
+import os
 import sqlite3
 import time
+import uuid
 from collections.abc import Iterator
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .budget import RELATIVE_TOLERANCE, exact_units, units_to_float
-
 __all__ = [
-    "affordable",
+    "FORMAT",
+    "VERSION",
     "check_dataset",
     "connect",
-    "float_at_least",
-    "float_at_most",
+    "create_store",
     "now",
-    "total_and_spent",
-    "total_and_units",
+    "read_meta",
+    "snapshot",
     "transaction",
 ]
 
-
-_FORMAT = "dpfit-budget-store"
-_VERSION = "1"
+FORMAT = "dpfit-budget-store"
+VERSION = "2"
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS datasets (name TEXT PRIMARY KEY, "
-    "total REAL NOT NULL CHECK (total > 0), created TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS charges (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE datasets (name TEXT PRIMARY KEY, "
+    "total REAL NOT NULL CHECK (total > 0), created TEXT NOT NULL, "
+    "spent TEXT NOT NULL, last INTEGER, hash TEXT NOT NULL)",
+    "CREATE TABLE charges (id INTEGER PRIMARY KEY, "
     "dataset TEXT NOT NULL REFERENCES datasets (name), rho REAL NOT NULL, "
-    "mechanism TEXT NOT NULL, created TEXT NOT NULL, pid INTEGER NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS releases (charge INTEGER NOT NULL REFERENCES charges (id), "
+    "mechanism TEXT NOT NULL, created TEXT NOT NULL, pid INTEGER NOT NULL, "
+    "refund_of INTEGER REFERENCES charges (id), spent TEXT NOT NULL, "
+    "prev TEXT NOT NULL, hash TEXT NOT NULL)",
+    "CREATE INDEX charges_refund_of ON charges (refund_of)",
+    "CREATE TABLE releases (charge INTEGER NOT NULL REFERENCES charges (id), "
     "mechanism TEXT NOT NULL, count INTEGER NOT NULL, rho REAL NOT NULL)",
 )
 _TIMEOUT = 60.0  # seconds a transaction waits for another process's write lock
+#: The connection factory; tests replace it to inject faults (``tests/privacy``).
+_sqlite_connect = sqlite3.connect
 
 
 def now() -> str:
@@ -61,33 +71,44 @@ def check_dataset(dataset: Any) -> str:
     return dataset.strip()
 
 
-def connect(path: Path, *, create: bool) -> sqlite3.Connection:
-    """A connection to a dpfit budget store; a missing, corrupt or foreign file is refused."""
-    if not path.exists() and not create:
-        raise ValueError(
-            f"budget store {path} does not exist: create it with dpfit budget create {path} "
-            "--dataset NAME --rho TOTAL (or dpfit.Budget.open(path, dataset=..., rho=...))"
-        )
+def _missing(path: Path) -> ValueError:
+    return ValueError(
+        f"budget store {path} does not exist: create it with dpfit budget create {path} "
+        "--dataset NAME --rho TOTAL (or dpfit.Budget.open(path, dataset=..., rho=...))"
+    )
+
+
+def _empty(path: Path) -> ValueError:
+    return ValueError(
+        f"budget store {path} is an empty file (0 bytes): a truncated store, not a new one, "
+        "so it is refused rather than read as a store with nothing spent; restore it from a "
+        f"backup, or delete it and run dpfit budget create {path} --dataset NAME --rho TOTAL"
+    )
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection to an existing dpfit budget store of this format version.
+
+    A missing or empty file, a directory, a file that is not SQLite and an SQLite file
+    that is not a store are refused with a ``ValueError`` naming the path.
+    """
     if path.is_dir():
         raise ValueError(f"budget store {path} is a directory, not a file")
-    new = not path.exists() or path.stat().st_size == 0
-    conn = sqlite3.connect(path, timeout=_TIMEOUT, isolation_level=None)
     try:
-        if new:  # create the schema atomically (another process may be doing the same)
-            conn.execute("BEGIN IMMEDIATE")
-            if not conn.execute("SELECT name FROM sqlite_master").fetchall():
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                conn.executemany(
-                    "INSERT INTO meta VALUES (?, ?)", [("format", _FORMAT), ("version", _VERSION)]
-                )
-            conn.execute("COMMIT")
-        _check_format(conn, path)
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise _missing(path) from None
+    if size == 0:
+        raise _empty(path)
+    conn = _sqlite_connect(path, timeout=_TIMEOUT, isolation_level=None)
+    try:
+        read_meta(conn, path)
     except sqlite3.DatabaseError:
         conn.close()
         raise ValueError(
             f"{path} is not a dpfit budget store (not a readable SQLite database, or damaged); "
-            "give the path of a store made by dpfit budget create"
+            "give the path of a store made by dpfit budget create, or run dpfit budget verify "
+            f"{path}"
         ) from None
     except BaseException:
         conn.close()
@@ -95,70 +116,117 @@ def connect(path: Path, *, create: bool) -> sqlite3.Connection:
     return conn
 
 
-def _check_format(conn: sqlite3.Connection, path: Path) -> None:
-    if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-        raise sqlite3.DatabaseError("quick_check failed")
+def read_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
+    """The store's ``meta`` table, after checking the format and the version."""
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
-    if meta.get("format") != _FORMAT or not {"datasets", "charges", "releases"} <= tables:
+    if meta.get("format") != FORMAT or not {"datasets", "charges", "releases"} <= tables:
         raise ValueError(
             f"{path} is an SQLite database but not a dpfit budget store: refusing to write to it"
         )
-    if meta.get("version") != _VERSION:
-        raise ValueError(
-            f"{path} is a dpfit budget store of format version {meta.get('version')}, this dpfit "
-            f"reads version {_VERSION}"
+    if meta.get("version") != VERSION:
+        hint = (
+            f"; stop every process using it and run dpfit budget migrate {path}"
+            if meta.get("version") == "1"
+            else ""
         )
+        raise ValueError(
+            f"{path} is a dpfit budget store of format version {meta.get('version')}, this "
+            f"dpfit reads version {VERSION}{hint}"
+        )
+    if not {"store_id", "head", "head_id"} <= meta.keys():
+        raise ValueError(f"budget store {path} is damaged: its identity or chain head is missing")
+    return meta
 
 
 @contextlib.contextmanager
 def transaction(path: Path) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on any error)."""
-    conn = connect(path, create=False)
+    conn = connect(path)
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
     finally:
         conn.close()
 
 
-def total_and_spent(conn: sqlite3.Connection, dataset: str) -> tuple[float, float]:
-    """The dataset's total and spent rho (refunds netted, never below 0) as floats."""
-    total, units = total_and_units(conn, dataset)
-    return total, max(0.0, units_to_float(units))
+@contextlib.contextmanager
+def snapshot(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read transaction: every row read inside it is from one committed state."""
+    with contextlib.closing(connect(path)) as conn:
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
 
 
-def total_and_units(conn: sqlite3.Connection, dataset: str) -> tuple[float, int]:
-    """The dataset's total, and the exact sum of its charges in units of 2^-1074."""
-    row = conn.execute("SELECT total FROM datasets WHERE name = ?", (dataset,)).fetchone()
-    if row is None:
-        known = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
-        raise ValueError(
-            f"dataset {dataset!r} has no budget in this store (it has {known}); create it with "
-            f"dpfit budget create PATH --dataset {dataset} --rho TOTAL"
-        )
-    rows = conn.execute("SELECT rho FROM charges WHERE dataset = ?", (dataset,))
-    return float(row[0]), sum(exact_units(float(r[0])) for r in rows)
+def create_store(path: Path, *, replace_empty: bool) -> None:
+    """Make a new, empty store at ``path`` unless one is already there.
+
+    The store is built in memory, written under a temporary name in the same directory and
+    linked to ``path`` in one step, which fails if ``path`` exists: racing creators all
+    succeed, and whoever links first made the store the others then open. An empty file at
+    ``path`` is replaced only when ``replace_empty`` (``dpfit budget create``); otherwise it
+    is refused.
+    """
+    empty = path.exists()  # decided once: another creator may link a store meanwhile
+    if empty:
+        if not (path.is_file() and path.stat().st_size == 0):
+            return  # a store (or something the caller's connect will refuse)
+        if not replace_empty:
+            raise _empty(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.new")
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as out:
+        out.write(_new_image())
+        out.flush()
+        os.fsync(out.fileno())
+    try:
+        if empty:  # an empty file, and replace_empty: this is dpfit budget create
+            os.replace(tmp, path)
+        else:
+            _link(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
-def affordable(total: float, spent_units: int, rho: float) -> bool:
-    """Exactly as :meth:`Budget.can_afford`: spent + rho <= total (1 + RELATIVE_TOLERANCE)."""
-    limit = Fraction(total) * (1 + Fraction(RELATIVE_TOLERANCE))
-    return Fraction(spent_units + exact_units(rho), 1 << 1074) <= limit
+def _new_image() -> bytes:
+    """The bytes of a new, empty store with a fresh identity, built in memory: SQLite never
+    opens the temporary file, whose inode a racing creator's may reuse."""
+    from ._store_chain import genesis
+
+    store_id = uuid.uuid4().hex
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        meta = {"format": FORMAT, "version": VERSION, "store_id": store_id}
+        meta |= {"created": now(), "head": genesis(store_id), "head_id": "0"}
+        conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+        return conn.serialize()
+    finally:
+        conn.close()
 
 
-def float_at_most(units: int) -> float:
-    """The float nearest to ``units`` * 2^-1074, rounded down if nearest is above it."""
-    value = units_to_float(units)
-    return math.nextafter(value, 0.0) if exact_units(value) > units else value
-
-
-def float_at_least(units: int) -> float:
-    """The float nearest to ``units`` * 2^-1074, rounded up if nearest is below it."""
-    value = units_to_float(units)
-    return math.nextafter(value, math.inf) if exact_units(value) < units else value
+def _link(tmp: Path, path: Path) -> None:
+    """Put ``tmp`` at ``path`` in one step, unless something is there already."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return  # another creator won: its store is the one
+    except OSError:  # no hard links on this file system: create exclusively, then fill
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            return
+        with open(fd, "wb") as out:
+            out.write(tmp.read_bytes())
+            out.flush()
+            os.fsync(out.fileno())

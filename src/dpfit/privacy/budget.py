@@ -1,4 +1,4 @@
-"""A privacy budget in rho-zCDP that can only be spent atomically.
+"""A privacy budget in rho-zCDP that can only be spent atomically, by its own process.
 
 A :class:`Budget` is a resource, not a value: it refuses to be copied or pickled, so that
 ``sklearn.clone`` or ``GridSearchCV`` cannot fork it silently into copies that each spend in
@@ -6,47 +6,37 @@ full (STYLE 2.7). Pass it at call time, e.g. ``fit(X, y, budget=b)``. Nothing sp
 given back, except releases charged together and never drawn because their fit failed
 (:meth:`dpfit.mechanisms.GaussianReleases.__exit__`, ``docs/threat-model.md``).
 
-Sums of charges are exact. Every finite float64 is an integer multiple of 2^-1074, so a sum of
-floats is kept as a Python integer in those units (:func:`exact_units`): the same exact value
-as a :class:`fractions.Fraction` sum, at a tenth of the cost, and rounded once to float with
-Python's correctly rounded integer division. A spend is checked in floating point first and
-decided exactly only within a relative 2^-40 of the limit, where float rounding could
-matter.
+The limit is exact: a spend succeeds only when the exact sum of the charges, a Python
+integer in units of 2^-1074 (:mod:`dpfit.privacy._units`), is at most the total, with no
+tolerance for rounding. Shares of a budget therefore come from :func:`dpfit.privacy.split`,
+whose shares sum to at most the whole exactly. A spend is checked in floating point first and
+decided exactly only within a relative 2^-40 of the limit, where float rounding could matter.
+
+Threads and processes: the check and the addition run under a lock, so threads racing to
+spend never overspend. A budget belongs to the process that made it: after ``os.fork`` the
+child's copy refuses every spend (:class:`~dpfit.exceptions.BudgetProcessError`), because
+what the child spent would be invisible to the parent, and a persistent budget
+(``Budget.open``, :mod:`dpfit.privacy.store`) is the one that processes share.
 """
 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
+import os
+import threading
 
 from .._validation import check_int, check_positive
-from ..exceptions import BudgetExceededError
+from ..exceptions import BudgetExceededError, BudgetProcessError
+from ._units import exact_units, float_at_most, format_rho, units_to_float
+from .shares import split
 
-__all__ = ["RELATIVE_TOLERANCE", "Budget", "exact_units", "units_to_float"]
+__all__ = ["Budget", "exact_units", "units_to_float"]
 
-#: Charges may exceed the total by this relative amount, absorbing float rounding of sums of
-#: shares (3 * 0.1 > 0.3 in float64).
-RELATIVE_TOLERANCE = 1e-12
-_SLACK = 1 + Fraction(RELATIVE_TOLERANCE)
-#: 2^1074: one float64 unit in the last place of the smallest subnormal is 1 / _ONE.
-_UNIT_BITS = 1074
-_ONE = 1 << _UNIT_BITS
 #: Relative width of the band around the limit in which a spend is decided exactly. A float
 #: check is off by at most a few 2^-53 relative (one rounding of the running sum, one of the
 #: addition), far inside this band.
 _BAND = 2.0**-40
 _INF = math.inf
-
-
-def exact_units(x: float) -> int:
-    """``x * 2**1074`` as an exact integer (every finite float64 is a multiple of 2^-1074)."""
-    num, den = x.as_integer_ratio()  # den is a power of two <= 2**1074
-    return num << (_UNIT_BITS + 1 - den.bit_length())
-
-
-def units_to_float(units: int) -> float:
-    """The float nearest to ``units * 2**-1074`` (Python's int division rounds correctly)."""
-    return units / _ONE
 
 
 class Budget:
@@ -67,18 +57,17 @@ class Budget:
     [0.25, 0.25, 0.25]
     """
 
-    __slots__ = ("_limit", "_never", "_spent", "_spent_units", "_sure", "_total")
+    __slots__ = ("_limit", "_lock", "_never", "_pid", "_spent", "_spent_units", "_sure", "_total")
 
     def __init__(self, *, rho: float) -> None:
         self._total = check_positive(rho, "rho")
         self._spent_units = 0  # exact running sum of the charges, in units of 2^-1074
         self._spent = 0.0  # the same sum rounded to float (the fast path's estimate)
-        # The exact limit total * (1 + RELATIVE_TOLERANCE) in units, as numerator/denominator.
-        limit = Fraction(self._total) * _SLACK * _ONE
-        self._limit = (limit.numerator, limit.denominator)
-        approx = self._total * (1.0 + RELATIVE_TOLERANCE)
-        self._sure = approx * (1.0 - _BAND)  # float sums below: affordable
-        self._never = approx * (1.0 + _BAND)  # float sums above: not affordable
+        self._limit = exact_units(self._total)  # the exact limit: no tolerance
+        self._sure = self._total * (1.0 - _BAND)  # float sums below: affordable
+        self._never = self._total * (1.0 + _BAND)  # float sums above: not affordable
+        self._lock = threading.Lock()  # check-then-add is one step for racing threads
+        self._pid = os.getpid()  # the owning process; a forked child's copy refuses to spend
 
     @property
     def total(self) -> float:
@@ -102,26 +91,42 @@ class Budget:
             return True
         if not total <= self._never:  # also NaN
             return False
-        return self._fits(exact_units(rho) * count)
+        return self._spent_units + exact_units(rho) * count <= self._limit
 
-    def _fits(self, units: int) -> bool:
-        """Exact check: spent + units <= the limit (all in units of 2^-1074)."""
-        num, den = self._limit
-        return (self._spent_units + units) * den <= num
+    def _owned(self) -> None:
+        """Refuse a process that does not own this budget (a child after ``os.fork``)."""
+        if os.getpid() != self._pid:
+            raise BudgetProcessError(
+                f"this Budget belongs to process {self._pid}, not to this one ({os.getpid()}, "
+                "a forked child): what a child spends from an in-memory budget is invisible "
+                "to its parent, so nothing was charged or drawn; share a budget across "
+                "processes with a stored one, dpfit.Budget.open(path, dataset=..., rho=...)"
+            )
 
     def spend(self, rho: float, *, count: int = 1) -> None:
         """Charge ``count`` times ``rho``, exactly; on failure raise
-        :class:`BudgetExceededError` and change nothing."""
+        :class:`BudgetExceededError` and change nothing.
+
+        Raises
+        ------
+        BudgetExceededError
+            The charges would sum above the total, exactly; nothing was charged.
+        BudgetProcessError
+            This process is not the budget's (a forked child); nothing was charged.
+        """
         if not (type(rho) is float and 0.0 < rho < _INF):  # fast path: a finite float > 0
             rho = check_positive(rho, "rho")
         if type(count) is not int or count < 1:
             count = check_int(count, "count", low=1)
-        if not self.can_afford(rho, count=count):
-            raise BudgetExceededError(
-                f"charge of rho={rho * count:.6g} exceeds the remaining budget "
-                f"{self.remaining:.6g} (total {self._total:.6g}); nothing was charged or drawn"
-            )
-        self._add(exact_units(rho) * count)
+        self._owned()  # before the lock: a forked child may inherit it held
+        with self._lock:
+            if not self.can_afford(rho, count=count):
+                raise BudgetExceededError(
+                    f"charge of rho={format_rho(rho * count)} exceeds the remaining budget "
+                    f"{format_rho(self.remaining)} (total {format_rho(self._total)}); nothing "
+                    "was charged or drawn"
+                )
+            self._add(exact_units(rho) * count)
 
     def _refund(self, rho: float, *, count: int, label: str) -> None:
         """Return ``count`` times ``rho``, exactly: releases that were charged, never drawn.
@@ -130,27 +135,30 @@ class Budget:
         failed part-way (``docs/threat-model.md``); ``label`` names the releases.
         """
         units = exact_units(rho) * count
-        if not 0 < units <= self._spent_units:
-            raise RuntimeError(  # pragma: no cover - internal invariant
-                f"{label}: a refund of rho={rho * count:.6g} exceeds what was spent"
-            )
-        self._add(-units)
+        self._owned()
+        with self._lock:
+            if not 0 < units <= self._spent_units:
+                raise RuntimeError(  # pragma: no cover - internal invariant
+                    f"{label}: a refund of rho={rho * count:.6g} exceeds what was spent"
+                )
+            self._add(-units)
 
     def _add(self, units: int) -> None:
         self._spent_units += units
         self._spent = units_to_float(self._spent_units)
 
     def split(self, k: int) -> list[Budget]:
-        """Spend the whole remaining budget on ``k`` equal child budgets whose totals sum to it."""
+        """Spend the whole remaining budget on ``k`` equal child budgets whose totals sum to
+        it at most, exactly (:func:`dpfit.privacy.split`)."""
         k = check_int(k, "k", low=1)
-        rest = self.remaining
-        if not rest > 0:
-            raise BudgetExceededError("cannot split an exhausted budget")
-        share = rest / k
-        while math.fsum([share] * k) > rest:  # exact shares: never sum above what was left
-            share = math.nextafter(share, 0.0)
-        self._add(exact_units(share) * k)
-        return [Budget(rho=share) for _ in range(k)]
+        self._owned()
+        with self._lock:
+            rest = float_at_most(self._limit - self._spent_units)  # never above what is left
+            if not rest > 0:
+                raise BudgetExceededError("cannot split an exhausted budget")
+            shares = split(rest, k)
+            self._add(exact_units(shares[0]) * k)
+        return [Budget(rho=share) for share in shares]
 
     @staticmethod
     def open(path, *, dataset: str, rho: float | None = None) -> Budget:

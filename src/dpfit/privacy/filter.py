@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._validation import check_positive
-from .budget import RELATIVE_TOLERANCE, Budget
+from ._units import entry_units, exact_units
+from .budget import Budget
 from .relations import Relation, parse_relation
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class FilterEntry:
             if getattr(e, "relation", None) is not self.relation:
                 raise ValueError(f"every entry of {self.label!r} must be under {self.relation}")
         object.__setattr__(self, "entries", entries)
-        if self.rho_spent > bound * (1.0 + RELATIVE_TOLERANCE):
+        if sum(map(entry_units, entries)) > exact_units(bound):  # exact, as its budget was
             raise ValueError(f"the releases of {self.label!r} cost more than rho_bound={bound!r}")
 
     @property

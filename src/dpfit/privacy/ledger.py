@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._validation import check_int, check_positive
 from ..exceptions import BudgetExceededError
+from ._units import entry_units
 from .budget import Budget, exact_units, units_to_float
 from .conversions import gaussian_epsilon, zcdp_to_approx_dp
 from .relations import Relation, parse_relation
@@ -228,7 +229,7 @@ class PrivacyLedger:
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
             )
         self._entries.append(entry)
-        self._units += exact_units(entry.rho)
+        self._units += entry_units(entry)
 
     @property
     def rho(self) -> float:

@@ -26,13 +26,13 @@ ledger, whose ``rho`` is the largest block's cost.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._validation import check_int, check_positive
-from .budget import RELATIVE_TOLERANCE, Budget
+from ._units import entry_units, exact_units, units_to_float
+from .budget import Budget
 from .relations import Relation, parse_relation
 
 if TYPE_CHECKING:
@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["ParallelComposition", "ParallelEntry"]
 
 
-def _block_rho(entries: tuple[Any, ...]) -> float:
-    return math.fsum(e.rho for e in entries)
+def _block_units(entries: tuple[Any, ...]) -> int:
+    """A block's additive cost, exactly (units of 2^-1074)."""
+    return sum(map(entry_units, entries))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,7 +88,7 @@ class ParallelEntry:
             for e in entries:
                 if getattr(e, "relation", None) is not self.relation:
                     raise ValueError(f"every entry of {self.label!r} must be under {self.relation}")
-            if _block_rho(entries) > cap * (1.0 + RELATIVE_TOLERANCE):
+            if _block_units(entries) > exact_units(cap):  # exact: the block's budget was cap
                 raise ValueError(f"a block of {self.label!r} costs more than rho_per_block={cap!r}")
         object.__setattr__(self, "blocks", blocks)
 
@@ -98,8 +99,14 @@ class ParallelEntry:
 
     @property
     def rho(self) -> float:
-        """zCDP cost of the whole composition: the largest block's additive cost (0 if empty)."""
-        return max((_block_rho(entries) for entries, _ in self.blocks), default=0.0)
+        """zCDP cost of the whole composition: the largest block's additive cost (0 if empty),
+        the exact sum rounded once."""
+        return units_to_float(self.rho_units)
+
+    @property
+    def rho_units(self) -> int:
+        """:attr:`rho` exactly, in units of 2^-1074."""
+        return max((_block_units(entries) for entries, _ in self.blocks), default=0)
 
     @property
     def is_plain_gaussian(self) -> bool:

@@ -10,13 +10,14 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from .._validation import check_delta
+from ._units import format_rho
 from .filter import FilterEntry
 from .parallel import ParallelEntry
 
 if TYPE_CHECKING:
     from .ledger import PrivacyLedger
 
-__all__ = ["privacy_statement"]
+__all__ = ["format_rho", "privacy_statement"]
 
 _RELATION_TEXT = {
     "replace-one": "datasets of the same public size n that differ in one record (replace-one)",
@@ -39,8 +40,9 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
             parallel_lines.append(_filter_line(e))
             continue
         groups[(e.label, e.sensitivity, e.noise_std, e.subsampled)] += e.count
+    relation = _RELATION_TEXT[ledger.relation.value]
     lines = [
-        f"Privacy: {ledger.rho:.6g}-zCDP with respect to {_RELATION_TEXT[ledger.relation.value]}.",
+        f"Privacy: {format_rho(ledger.rho)}-zCDP with respect to {relation}.",
         "Mechanisms (all charged before their noise was drawn):",
     ]
     for (label, sens, std, sub), count in groups.items():
@@ -79,7 +81,7 @@ def _parallel_line(entry: ParallelEntry) -> str:
     return (
         f"  - {entry.label}: parallel composition over {entry.n_blocks} disjoint blocks of "
         f"records ({counts} Gaussian releases in all); each record is read by one block only, "
-        f"so it costs the largest block's rho, {entry.rho:.6g}, not the sum"
+        f"so it costs the largest block's rho, {format_rho(entry.rho)}, not the sum"
     )
 
 
@@ -89,7 +91,8 @@ def _filter_line(entry: FilterEntry) -> str:
     stds = [e.noise_std for e in entry.entries]
     noise = f"; noise std {min(stds):.4g} to {max(stds):.4g}" if stds else ""
     return (
-        f"  - {entry.label}: privacy filter of bound rho = {entry.rho:.6g}, fixed before the "
+        f"  - {entry.label}: privacy filter of bound rho = {format_rho(entry.rho)}, fixed "
+        "before the "
         f"first release (fully adaptive composition): {entry.count} Gaussian release(s) "
         f"({counts or 'none'}){noise}. The guarantee is the bound. Realised spend "
         f"{entry.rho_spent:.6g} (data-dependent, not a guarantee; a function of the released "

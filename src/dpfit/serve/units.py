@@ -8,8 +8,8 @@ A float rho is rarely a whole number of units (``0.1`` is 0.1000000000000000055.
 a relative 2^-41: a charge is rounded up from rho (1 - 2^-41) (:func:`charge_units`), a total
 or share down from rho (1 + 2^-41) (:func:`total_units`). Five charges of 0.1 then exactly
 use a share of 0.5, and three a total of 0.3, while the service can spend at most a relative
-2^-40 (about 9e-13) more than granted: less than the 10^-12 every :class:`dpfit.Budget`
-already allows for float rounding of sums (``dpfit.privacy.budget.RELATIVE_TOLERANCE``).
+2^-40 (about 9e-13) more than granted. (A :class:`dpfit.Budget` itself allows nothing for
+rounding: its limit is exact, and each fit the service runs spends at most its own rho.)
 """
 
 from __future__ import annotations

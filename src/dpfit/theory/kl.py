@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int, check_option, check_positive, check_real
-from ..mechanisms import noise_std_for_rho
-from ..privacy import Relation, mean_sensitivity, parse_relation
+from ..mechanisms import noise_std_for_rho, rho_within
+from ..privacy import Relation, mean_sensitivity, parse_relation, split
 
 __all__ = [
     "PRESETS",
@@ -174,8 +174,8 @@ def spider_schedule(
     K = math.ceil((1.0 + p.c_K * a) * G) if G > 0 else 0
     _check_length(K, max_steps, "the number of phases K", kappa)
     differences = kappa < 2.0
-    rho_A = anchor_share * rho if differences else rho
-    rho_D = rho - rho_A
+    # exact shares (split): the anchors' and the differences' charges never sum above rho
+    rho_A, rho_D = split(rho, [anchor_share, 1.0 - anchor_share]) if differences else (rho, 0.0)
     K_safe = max(K, 1)
     # beta' = beta / (2 * bound on total steps) (halved for T_k rounded up), log space.
     log_beta_step = math.log(beta / (2 * K_safe)) + (2.0 - kappa) * min(
@@ -184,7 +184,7 @@ def spider_schedule(
     )
     log_inv_beta = -log_beta_step
     sensitivity = mean_sensitivity(L0, n, relation)
-    anchor_noise = noise_std_for_rho(sensitivity, rho_A / K_safe)
+    anchor_noise = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho_A, K_safe))
     sf = relation.sum_factor
     a_mult = sf * math.sqrt(rho / (2.0 * rho_A))
     b_mult = sf * p.step_frac * math.sqrt(rho / (2.0 * rho_D)) if differences else 0.0
@@ -217,10 +217,10 @@ def spider_schedule(
     queries = steps - 1.0
     k_diff = int(np.count_nonzero(queries))
     difference_noise = np.full(len(k), np.nan)
+    phase = split(rho_D, k_diff)[0] if k_diff else 0.0  # each phase's exact share of rho_D
     for i in np.flatnonzero(queries):
-        difference_noise[i] = noise_std_for_rho(
-            mean_sensitivity(L1 * step_lengths[i], n, relation), rho_D / (k_diff * queries[i])
-        )
+        sens = mean_sensitivity(L1 * step_lengths[i], n, relation)
+        difference_noise[i] = noise_std_for_rho(sens, rho_within(sens, phase, int(queries[i])))
     return SpiderSchedule(
         n=n,
         dim=dim,
@@ -322,7 +322,9 @@ def proximal_schedule(
     beta_step = beta / T_safe
     uncapped = n**2 * (rho / T_safe) * math.log(2.0 / beta_step) ** 2 / dim
     inner = int(max(2, min(inner_cap, math.ceil(uncapped))))
-    noise = noise_std_for_rho(mean_sensitivity(L0, n, relation), (rho / T_safe) / (inner - 1))
+    sensitivity = mean_sensitivity(L0, n, relation)
+    per_call = split(rho, T_safe)[0]  # T exact shares of rho, of inner - 1 releases each
+    noise = noise_std_for_rho(sensitivity, rho_within(sensitivity, per_call, inner - 1))
     return ProximalSchedule(
         n=n,
         dim=dim,
