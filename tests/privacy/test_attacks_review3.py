@@ -44,8 +44,9 @@ EXTREME_ROWS = {
 }
 
 
-class StorageError(Exception):
-    """A failure that is not the data's: the storage went away after some reads."""
+class StorageError(OSError):
+    """A failure that is not the data's: the storage went away after some reads (an OSError,
+    which the record boundary of dpfit._records lets through unchanged)."""
 
 
 def _neighbour(name):
