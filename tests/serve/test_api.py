@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from dpfit.remote.codec import decode_result, result_sha256
 from dpfit.serve import db
 from dpfit.serve.audit import audit_releases
+from dpfit.serve.units import charge_units
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpfit.PrivacyWarning")  # fits may warn
 
@@ -225,7 +226,7 @@ def test_revoked_and_paused(served_on):
     assert api.post("/api/v1/releases", json=request).status_code == 201
     assert admin.post("/api/v1/admin/analysts/alice/revoke").is_success
     assert api.post("/api/v1/releases", json=request).status_code == 401
-    assert spent(served.site) == 100_000_000_000
+    assert spent(served.site) == 100_000_000_000 == charge_units(0.1)  # the decimal 0.1
 
 
 def test_admin_api_registers_and_grants(served, tmp_path):

@@ -1,4 +1,4 @@
-"""Budget amounts as integers: shares are used exactly, never overspent beyond 2^-40."""
+"""Budget amounts as integers: shares are never overspent, exactly (no tolerance)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpfit.serve.units import UNITS_PER_RHO, charge_units, total_units, units_to_rho
+from dpfit.serve.units import (
+    UNITS_PER_RHO,
+    charge_units,
+    decimal_rho,
+    fit_rho,
+    total_units,
+    units_to_rho,
+)
 
 
 @pytest.mark.parametrize(
     ("charge", "times", "share"), [(0.1, 5, 0.5), (0.1, 3, 0.3), (0.01, 100, 1.0), (0.2, 5, 1.0)]
 )
-def test_equal_charges_use_a_share_exactly(charge, times, share):
+def test_equal_decimal_charges_use_a_share_exactly(charge, times, share):
+    """Amounts are the decimals typed: five charges of 0.1 use a share of 0.5 exactly, and
+    each fit spends at most the float below its decimal (0.1 as a float exceeds 1/10)."""
     assert times * charge_units(charge) == total_units(share)
+    assert Fraction(fit_rho(charge)) * times <= decimal_rho(share)
+    assert fit_rho(0.5) == 0.5 and fit_rho(0.1) == math.nextafter(0.1, 0.0)
 
 
 def test_amounts_round_against_the_analyst():
@@ -25,11 +36,11 @@ def test_amounts_round_against_the_analyst():
 
 
 @given(st.floats(min_value=1e-9, max_value=1e3), st.floats(min_value=1e-9, max_value=1e3))
-def test_what_fits_in_a_share_never_exceeds_it_beyond_2_to_the_minus_40(charge, share):
-    # if k charges fit in the share's units, k * rho <= share * (1 + 2^-40) (units.py)
+def test_what_fits_in_a_share_never_exceeds_it(charge, share):
+    # if k charges fit in the share's units, the k fits spend at most the share's decimal
     k = total_units(share) // charge_units(charge)
     if k:
-        assert Fraction(k) * Fraction(charge) <= Fraction(share) * (1 + Fraction(1, 2**40))
+        assert Fraction(k) * Fraction(fit_rho(charge)) <= decimal_rho(share)
 
 
 def test_units_to_rho_is_the_nearest_float():

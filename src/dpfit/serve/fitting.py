@@ -1,8 +1,9 @@
 """Running a charged fit: the same ``dpfit.ols`` / ``dpfit.iv`` call a local user makes.
 
 The service holds no statistics of its own. A request whose rho is already charged in the
-database runs as ``dpfit.ols(formula, data, rho=rho, budget=dpfit.Budget(rho=rho), bounds=...,
-y_bounds=...)`` with the schema's public bounds: the in-memory budget of exactly the charged
+database runs as ``dpfit.ols(formula, data, rho=r, budget=dpfit.Budget(rho=r), bounds=...,
+y_bounds=...)`` with the schema's public bounds, where r is the largest float not above the
+decimal rho charged (:func:`~dpfit.serve.units.fit_rho`): the in-memory budget of exactly that
 amount is a second, independent guard that the fit cannot spend more.
 
 Fits run one at a time per process (:data:`LIBRARY_LOCK`, also held while a stored result is
@@ -23,6 +24,7 @@ from ..exceptions import PrivacyWarning
 from ..models.results import Result
 from ..privacy import Budget
 from .fit_request import FitDesign, FitRequest
+from .units import fit_rho
 
 __all__ = ["LIBRARY_LOCK", "run_fit"]
 
@@ -44,8 +46,8 @@ def run_fit(
         result = fit(
             request.formula,
             frame,
-            rho=request.rho,
-            budget=Budget(rho=request.rho),
+            rho=fit_rho(request.rho),
+            budget=Budget(rho=fit_rho(request.rho)),
             bounds=dict(design.bounds),
             y_bounds=design.y_bounds,
             **extra,
