@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 __all__ = [
+    "StoreOnce",
     "add_release_options",
     "budget_from_store",
     "check_plot_path",
@@ -19,6 +21,41 @@ __all__ = [
     "named_pair",
     "pair",
 ]
+
+
+class StoreOnce(argparse.Action):
+    """argparse's ``store``, refusing an option given twice.
+
+    argparse lets the last occurrence win, so ``--rho 0.5 --rho 5`` (a pasted command plus an
+    edit) would silently spend 5. Every single-valued option of every subcommand uses this
+    action (registered as the parsers' default), so a repeated ``--rho``, ``--epsilon``,
+    ``--delta``, ``--clip``, ``--steps``, ``--bounds-check``, ``--budget-store``, ... is a
+    one-line error before anything is read or charged. Options meant to repeat say so with
+    ``action="append"`` (``--bound``).
+    """
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given = namespace.__dict__.setdefault("_given_once", {})
+        if option_string is not None and self.dest in given:
+            first, second = (_shown(v) for v in (given[self.dest], values))
+            parser.error(
+                f"argument {option_string}: given twice ({first}, then {second}); give it "
+                "once (dpfit never lets a later value silently replace an earlier one)"
+            )
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list | tuple):  # nargs=2 (a list) or a LOW,HIGH pair (a tuple)
+        return (" " if isinstance(value, list) else ",").join(_shown(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def examples(*lines: str) -> str:
@@ -96,10 +133,14 @@ def check_plot_path(path: Path) -> None:
 
 
 def check_release_options(args: argparse.Namespace) -> None:
-    """Check the reporting options (``--alpha``, ``--delta``, ``--plot``) before any charge."""
-    from .._validation import check_alpha, check_delta
+    """Check the reporting options (``--alpha``, ``--delta``, ``--plot``) and the bounds
+    check's share before any charge."""
+    from .._validation import check_delta, check_interval_alpha
+    from ..models._constraints import check_bounds_check
 
-    check_alpha(args.alpha, "alpha")
+    check_interval_alpha(args.alpha, "alpha")
+    if getattr(args, "bounds_check", None) is not None:
+        check_bounds_check(args.bounds_check)
     if args.delta is not None:
         check_delta(args.delta)
     if getattr(args, "plot", None) is not None:

@@ -29,6 +29,7 @@ import pandas as pd
 from .._floats import quiet_floats
 from ..distributed import is_dask
 from ..privacy import Budget
+from ._constraints import check_bounds_check
 from ._dask import dask_model_matrix
 from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
 from ._fit_checks import checked_linear_fit
@@ -195,6 +196,8 @@ def ols(
     """
     if "fit_intercept" in params:
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
+    if "bounds_check" in params:
+        params["bounds_check"] = check_bounds_check(params["bounds_check"])
     with formula_errors(data):
         y, X, has_intercept, indicators = _design_matrices(formula, data)
     if "bounds" in params:

@@ -36,7 +36,7 @@ from .._validation import check_iv_data
 from ..mechanisms import NoiseSource, make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation, split
 from ..privacy.ledger import prepare_ledger
-from ._constraints import check_budget
+from ._constraints import check_bounds_check, check_budget
 from ._design import take_null_records
 from ._fit_checks import DEFAULT_BOUNDS_CHECK, checked_iv_fit
 from ._formula_errors import formula_errors
@@ -399,7 +399,7 @@ def iv(
     """
     if "fit_intercept" in params:
         raise TypeError("iv: the intercept is set by the formula ('0 +' removes it)")
-    bounds_check = params.pop("bounds_check", DEFAULT_BOUNDS_CHECK)
+    bounds_check = check_bounds_check(params.pop("bounds_check", DEFAULT_BOUNDS_CHECK))
     random_state = params.pop("random_state", None)
     # Public parameters first (fit() warns about a large rho).
     DPIVRegression(rho=rho, random_state=random_state, **params)._config(warn_large_rho=False)

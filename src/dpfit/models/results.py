@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_alpha, check_delta, check_option, user_stacklevel
+from .._validation import check_delta, check_interval_alpha, check_option, user_stacklevel
 from .._version import __version__
 from ..exceptions import LargeBudgetWarning
 from ..inference import t_interval, t_interval_from_stderr
@@ -290,9 +290,9 @@ class Result:
         Raises
         ------
         ValueError
-            ``alpha`` is not in (0, 1), or the fit released no interval for ``target``.
+            ``alpha`` is not in (0, 0.5) (it is the miss rate), or the fit released no interval for ``target``.
         """
-        alpha = check_alpha(alpha)
+        alpha = check_interval_alpha(alpha)
         target = check_option(target, "target", TARGETS)
         lower, upper = self._interval(alpha, target)
         return pd.DataFrame({"lower": lower, "upper": upper}, index=list(self.names))
@@ -367,7 +367,7 @@ class Result:
         -------
         Summary
         """
-        alpha = check_alpha(alpha)
+        alpha = check_interval_alpha(alpha)
         delta = self.default_delta if delta is None else check_delta(delta)
         if delta > 1.0 / self.n:
             warnings.warn(
