@@ -43,10 +43,28 @@ def _origin(exc: BaseException) -> str:
     return str(tb.tb_frame.f_globals.get("__name__", ""))
 
 
-def _formulaic(exc: Exception, columns: Sequence[str]) -> str:
+def _os_reason(store: str | None) -> str:
+    """Why the operating system may refuse the store at ``store``: not writable, or its
+    directory missing or not writable (a public fact about a path the user gave)."""
+    import os
+    from pathlib import Path
+
+    if not store:
+        return ""
+    path = Path(store)
+    if path.exists():
+        return "" if os.access(path, os.W_OK) else f"; {path} is not writable by this user"
+    if not path.parent.is_dir():
+        return f"; the directory {path.parent} does not exist"
+    if not os.access(path.parent, os.W_OK):
+        return f"; the directory {path.parent} is not writable by this user"
+    return ""
+
+
+def _formulaic(exc: Exception, columns: Sequence[str], formula: str = "") -> str:
     from ..models._formula_errors import formula_message
 
-    return "--formula: " + formula_message(exc, columns)
+    return "--formula: " + formula_message(exc, columns, formula)
 
 
 def _cli_name(message: str, args: argparse.Namespace) -> str:
@@ -67,13 +85,17 @@ def user_message(
     """
     origin = _origin(exc)
     if origin.startswith("formulaic") or type(exc).__module__.startswith("formulaic"):
-        return _formulaic(exc, columns)  # type: ignore[arg-type]
+        return _formulaic(exc, columns, getattr(args, "formula", ""))  # type: ignore[arg-type]
     if isinstance(exc, BudgetStoreError):  # says what was and was not charged
         return _one_line(exc)
     if isinstance(exc, sqlite3.Error):
-        where = f" {args.budget_store}" if getattr(args, "budget_store", None) else ""
+        store = getattr(args, "budget_store", None) or getattr(args, "store", None)
+        where = f" {store}" if store else ""
         why = _one_line(f"{type(exc).__name__}: {exc}")  # SQLite's text: no data values
-        return f"the budget store{where} could not be used ({why}); see dpfit budget --help"
+        return (
+            f"the budget store{where} could not be used ({why}{_os_reason(store)}); see dpfit "
+            "budget --help"
+        )
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         return f"{exc.strerror or type(exc).__name__}{where}"

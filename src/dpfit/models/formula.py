@@ -198,7 +198,7 @@ def ols(
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
     if "bounds_check" in params:
         params["bounds_check"] = check_bounds_check(params["bounds_check"])
-    with formula_errors(data):
+    with formula_errors(data, formula if isinstance(formula, str) else ""):
         y, X, has_intercept, indicators = _design_matrices(formula, data)
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
@@ -273,6 +273,24 @@ def parse_iv_formula(formula: str) -> IVFormula:
     )
 
 
+def _check_roles(exog: tuple[str, ...], endog: tuple[str, ...], instruments: tuple[str, ...]):
+    """Refuse a design column with two roles in ``y ~ exog + [endog ~ instruments]``."""
+    roles = {
+        ("exog", "endog"): "is both exogenous (outside the brackets) and endogenous (left of "
+        "'~' inside them): a regressor is one or the other; keep it on one side",
+        ("exog", "instruments"): "is exogenous and also listed as an instrument: exogenous "
+        "regressors are their own instruments already; list only the excluded instruments "
+        "right of '~' inside the brackets",
+        ("endog", "instruments"): "is both endogenous and an instrument: an endogenous "
+        "regressor cannot instrument itself; list other variables right of '~'",
+    }
+    parts = {"exog": exog, "endog": endog, "instruments": instruments}
+    for (first, second), why in roles.items():
+        both = [c for c in parts[first] if c in parts[second]]
+        if both:
+            raise ValueError(f"IV formula: {', '.join(repr(c) for c in both)} {why}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class IVMatrices:
     """The matrices of an IV formula: response, exogenous, endogenous, instruments."""
@@ -297,6 +315,7 @@ def iv_matrices(formula: str, data: pd.DataFrame) -> IVMatrices:
     names = ("exog", "endog", "instruments")
     sides = {name: _matrix(getattr(parts, name), data) for name in names}
     designs = [design for _, design in sides.values()]
+    _check_roles(*(design.columns for design in designs))
     mats = {name: matrix for name, (matrix, _) in sides.items()}
     return IVMatrices(
         y=_zero_records(y, list(mats.values())),  # a zero record in one part is one in all

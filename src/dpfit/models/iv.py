@@ -403,7 +403,7 @@ def iv(
     random_state = params.pop("random_state", None)
     # Public parameters first (fit() warns about a large rho).
     DPIVRegression(rho=rho, random_state=random_state, **params)._config(warn_large_rho=False)
-    with formula_errors(data):
+    with formula_errors(data, formula if isinstance(formula, str) else ""):
         mats = iv_matrices(formula, data)
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], mats.indicators)
