@@ -139,14 +139,16 @@ def test_cli_messages_quote_no_data_value(files, capsys):
     assert "n/a (refused)" not in capsys.readouterr().err
 
 
-def test_text_in_a_numeric_column_is_a_zero_record_not_an_error(files, capsys):
-    """One record's text value in a numeric column is not a mistake dpfit can see: an error
-    (or any hint not made from charged noise) would reveal it. The value reads as NaN and its
-    record is the zero record (models/_values.py); every other record reads as before."""
+def test_text_in_a_numeric_column_is_refused_before_any_charge(files, capsys):
+    """A text entry makes pandas read the column as text: the schema (public) then says the
+    column is not numeric, and dpfit refuses it naming the column, before anything is
+    charged and without quoting the entry."""
     with recording() as rec:
         status = main(["fit", files["text"], *FIT, *BOUNDS])
-    assert status == 0 and len(rec) > 0
-    assert "n/a (refused)" not in "".join(capsys.readouterr())
+    err = capsys.readouterr().err
+    assert status == 2 and len(rec) == 0
+    assert "column 'x' holds text" in err and err.count("\n") == 1
+    assert "n/a (refused)" not in err
 
 
 def test_negative_y_bounds_are_accepted(files, capsys):

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._floats import quiet_floats
+from ..codebook import Codebook, apply_levels, fill_bounds, load_codebook
 from ..distributed import is_dask
 from ..privacy import Budget
 from ._constraints import check_bounds_check
@@ -43,6 +44,7 @@ __all__ = [
     "iv_matrices",
     "ols",
     "parse_iv_formula",
+    "with_codebook",
     "with_indicator_bounds",
 ]
 
@@ -55,14 +57,15 @@ def _check_formula(formula: Any) -> str:
     return formula
 
 
-def _matrix(spec: str, data: Any) -> tuple[Any, Design]:
+def _matrix(spec: str, data: Any, declared: frozenset[str] = frozenset()) -> tuple[Any, Design]:
     """One side's design (a lazy Dask DataFrame for Dask data, see
-    :mod:`dpfit.models._dask`) and its checked :class:`~dpfit.models._design.Design`."""
+    :mod:`dpfit.models._dask`) and its checked :class:`~dpfit.models._design.Design`;
+    ``declared`` names the categorical columns a codebook declared."""
     if is_dask(data):
         return dask_model_matrix(spec, data)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-    design = design_spec(spec, data.iloc[:0])
+    design = design_spec(spec, data.iloc[:0], declared)
     return materialise(design, data, refuse_missing=True), design
 
 
@@ -82,6 +85,16 @@ def _zero_records(y: Any, matrices: list[Any]) -> Any:
     return y
 
 
+def with_codebook(codebook: Any, data: Any) -> tuple[Codebook | None, Any, frozenset[str]]:
+    """The loaded codebook (or None), ``data`` with its declared levels applied, and the
+    names of the declared categorical columns (:mod:`dpfit.codebook`)."""
+    if codebook is None:
+        return None, data, frozenset()
+    codebook = load_codebook(codebook)
+    data, declared = apply_levels(codebook, data)
+    return codebook, data, declared
+
+
 def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
     """``bounds`` with (0, 1) added for indicator columns it lacks, when it is a mapping.
 
@@ -93,15 +106,17 @@ def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
     return {**dict.fromkeys(indicators, (0.0, 1.0)), **bounds}
 
 
-def _design_matrices(formula: str, data: Any) -> tuple[Any, Any, bool, tuple[str, ...]]:
+def _design_matrices(
+    formula: str, data: Any, declared: frozenset[str] = frozenset()
+) -> tuple[Any, Any, bool, tuple[str, ...]]:
     lhs, rhs = _check_formula(formula).split("~", 1)
     if not lhs.strip():
         raise ValueError("formula needs a response on the left of '~'")
-    y, _ = _matrix(lhs, data)
+    y, _ = _matrix(lhs, data, declared)
     y = y.drop(columns=[_INTERCEPT], errors="ignore")
     if y.shape[1] != 1:
         raise ValueError("formula must have exactly one response on the left of '~'")
-    X, design = _matrix(rhs, data)
+    X, design = _matrix(rhs, data, declared)
     has_intercept = _INTERCEPT in X.columns
     y = _zero_records(y.iloc[:, 0], [X])
     return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design.indicators
@@ -198,8 +213,11 @@ def ols(
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
     if "bounds_check" in params:
         params["bounds_check"] = check_bounds_check(params["bounds_check"])
+    codebook, data, declared = with_codebook(params.pop("codebook", None), data)
     with formula_errors(data, formula if isinstance(formula, str) else ""):
-        y, X, has_intercept, indicators = _design_matrices(formula, data)
+        y, X, has_intercept, indicators = _design_matrices(formula, data, declared)
+    if codebook is not None:
+        params = fill_bounds(codebook, params, list(X.columns), indicators, str(y.name))
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
     return checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
@@ -302,7 +320,9 @@ class IVMatrices:
     indicators: tuple[str, ...] = ()
 
 
-def iv_matrices(formula: str, data: pd.DataFrame) -> IVMatrices:
+def iv_matrices(
+    formula: str, data: pd.DataFrame, declared: frozenset[str] = frozenset()
+) -> IVMatrices:
     """Build the matrices of ``y ~ exog + [endog ~ instruments]`` from ``data`` (formulaic).
 
     The intercept, when present, is an ``"Intercept"`` column of ``exog``. Missing numeric
@@ -311,9 +331,9 @@ def iv_matrices(formula: str, data: pd.DataFrame) -> IVMatrices:
     {0, 1} indicator columns.
     """
     parts = parse_iv_formula(formula)
-    y, _, _, _ = _design_matrices(f"{parts.dependent} ~ 1", data)
+    y, _, _, _ = _design_matrices(f"{parts.dependent} ~ 1", data, declared)
     names = ("exog", "endog", "instruments")
-    sides = {name: _matrix(getattr(parts, name), data) for name in names}
+    sides = {name: _matrix(getattr(parts, name), data, declared) for name in names}
     designs = [design for _, design in sides.values()]
     _check_roles(*(design.columns for design in designs))
     mats = {name: matrix for name, (matrix, _) in sides.items()}

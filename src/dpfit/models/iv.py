@@ -57,7 +57,8 @@ from ._iv_scaling import Standardization, check_scales, release_moments
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import bounds_in_order, check_bounds
-from .formula import iv_matrices, with_indicator_bounds
+from ..codebook import fill_bounds
+from .formula import iv_matrices, with_codebook, with_indicator_bounds
 from .results import Result
 
 __all__ = ["IV_INTERVALS", "DPIVRegression", "iv"]
@@ -401,10 +402,16 @@ def iv(
         raise TypeError("iv: the intercept is set by the formula ('0 +' removes it)")
     bounds_check = check_bounds_check(params.pop("bounds_check", DEFAULT_BOUNDS_CHECK))
     random_state = params.pop("random_state", None)
+    codebook = params.pop("codebook", None)
     # Public parameters first (fit() warns about a large rho).
     DPIVRegression(rho=rho, random_state=random_state, **params)._config(warn_large_rho=False)
+    codebook, data, declared = with_codebook(codebook, data)
     with formula_errors(data, formula if isinstance(formula, str) else ""):
-        mats = iv_matrices(formula, data)
+        mats = iv_matrices(formula, data, declared)
+    if codebook is not None:
+        design = [*mats.exog.columns, *mats.endog.columns, *mats.instruments.columns]
+        design = [c for c in dict.fromkeys(design) if c != "Intercept"]
+        params = fill_bounds(codebook, params, design, mats.indicators, str(mats.y.name))
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], mats.indicators)
     exog = mats.exog.drop(columns=["Intercept"], errors="ignore")
