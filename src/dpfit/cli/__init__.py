@@ -26,6 +26,8 @@ COMMANDS = {
     "iv": "iv",
     "demo": "demo",
     "budget": "budget",
+    "codebook": "codebook",
+    "check": "check",
     "serve": "serve",
 }
 

@@ -20,6 +20,7 @@ __all__ = [
     "examples",
     "named_pair",
     "pair",
+    "read_inputs",
 ]
 
 
@@ -89,7 +90,19 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="seed the noise (reproducible, not for release)")
     p.add_argument("--secure", action="store_true", help="OpenDP discrete Gaussian noise")
     p.add_argument("--sample", help="sample option of a bundled dataset (e.g. liang2025)")
-    p.add_argument("--sep", default=",", help="CSV field separator (default ',')")
+    p.add_argument(
+        "--sep", help="field separator of CSV/TSV data (default ',', or a tab for .tsv)"
+    )
+    p.add_argument(
+        "--thousands",
+        metavar="CHAR",
+        help="thousands separator of numbers in CSV/TSV data, e.g. --thousands , for 12,345.67",
+    )
+    p.add_argument(
+        "--codebook",
+        metavar="FILE",
+        help="public bounds and levels of DATA's columns (TOML or YAML; dpfit codebook --help)",
+    )
     p.add_argument(
         "--format", default="text", choices=("text", "html", "latex"), help="summary format"
     )
@@ -145,10 +158,14 @@ def check_release_options(args: argparse.Namespace) -> None:
         check_delta(args.delta)
     if getattr(args, "plot", None) is not None:
         check_plot_path(args.plot)
-    if not isinstance(args.sep, str) or len(args.sep) != 1:
+    if args.sep is not None and len(args.sep) != 1:
         raise ValueError(f"--sep must be one character, got {args.sep!r}")
     if args.dataset is not None and args.budget_store is None:
         raise ValueError("--dataset names the data in a budget store: give --budget-store too")
+    if args.data == "-" and args.budget_store is not None and args.dataset is None:
+        raise ValueError(
+            "DATA '-' (standard input) has no name: give --dataset NAME for --budget-store"
+        )
 
 
 def budget_from_store(args: argparse.Namespace):
@@ -158,5 +175,22 @@ def budget_from_store(args: argparse.Namespace):
         return None
     from ..privacy.store import open_budget
 
-    dataset = args.dataset or Path(args.data).stem
+    dataset = args.dataset or Path(args.data).name.partition(".")[0]
     return open_budget(args.budget_store, dataset=dataset)
+
+
+def read_inputs(args: argparse.Namespace):
+    """DATA and the codebook of ``--codebook`` merged over the file's own labels (a Stata
+    file's value labels), or None; DATA's column names are kept on ``args`` for messages."""
+    from ._data import read_table
+
+    codebook = None
+    if args.codebook is not None:
+        from ..codebook import load_codebook
+
+        codebook = load_codebook(args.codebook)  # a broken codebook costs nothing
+    table = read_table(args.data, args.sample, sep=args.sep, thousands=args.thousands)
+    args.columns = list(table.frame.columns)  # public schema, for error messages
+    if table.labels is not None:
+        codebook = table.labels if codebook is None else table.labels.merged(codebook)
+    return table.frame, codebook

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ..exceptions import BudgetStoreError
 
-__all__ = ["user_message"]
+__all__ = ["in_cli_terms", "user_message"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
 _QUOTED_VALUE = re.compile(
@@ -26,7 +26,12 @@ _QUOTED_VALUE = re.compile(
 _SIGNATURE_BUG = re.compile(
     r"unexpected keyword argument|required (keyword-only |positional )?argument"
 )
-_TEXT_COLUMN = re.compile(r"column '[^']*' has dtype (object|string|str)\b")
+_PANDAS_THOUSANDS = 'read the file with pandas.read_csv(..., thousands=",")'
+
+
+def in_cli_terms(message: str) -> str:
+    """The library's advice for Python users, as the command line's options."""
+    return message.replace(_PANDAS_THOUSANDS, "rerun with --thousands ,")
 
 
 def _one_line(text: str) -> str:
@@ -105,11 +110,7 @@ def user_message(
         return None
     if origin.startswith("dpfit"):
         message = _QUOTED_VALUE.sub(r"\1 (value withheld)", _one_line(exc))
-        if _TEXT_COLUMN.search(message):
-            message += (
-                "; in a CSV file this means some entries of that column are not numbers: fix "
-                "them, or declare the column categorical"
-            )
+        message = in_cli_terms(message)
         return _cli_name(message, args)
     library = origin.partition(".")[0] or "a library"
     return (

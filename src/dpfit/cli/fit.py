@@ -129,7 +129,7 @@ def bounds_mapping(
 
 
 def run(args: argparse.Namespace) -> int:
-    from ._args import budget_from_store
+    from ._args import budget_from_store, read_inputs
     from ._console import progress_wanted, release_progress
 
     check_release_options(args)
@@ -140,9 +140,8 @@ def run(args: argparse.Namespace) -> int:
     _check_gd_options(args, interval)
     bounds = bounds_mapping(args.bound, args.formula)
     budget = budget_from_store(args)
-    data = read_data(args.data, args.sample, sep=args.sep)
-    args.columns = list(data.columns)  # public schema, for error messages
-    if bounds is not None:
+    data, codebook = read_inputs(args)
+    if bounds is not None and codebook is None:
         _check_bounds_cover(bounds, args.formula, data)
 
     from ..models import ols
@@ -172,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
                 random_state=args.seed,
                 secure=args.secure,
                 **({"precondition": False} if args.no_precondition else {}),
+                **({} if codebook is None else {"codebook": codebook}),
             )
     except TypeError as exc:  # raised before anything is charged
         if args.method == "gd" and str(exc).startswith("clip is required"):

@@ -22,12 +22,8 @@ def _as_levels(column: Any, series: pd.Series) -> pd.Series:
     from ..models._values import level_values
 
     dtype = series.dtype
-    if (
-        isinstance(dtype, pd.CategoricalDtype)
-        and not column.codes
-        and list(dtype.categories) == list(column.levels)
-    ):
-        return series  # already read as exactly these levels
+    if isinstance(dtype, pd.CategoricalDtype) and list(dtype.categories) == list(column.levels):
+        return series  # already read as exactly these levels (codes already mapped)
     if column.codes:  # a stored code -> its level (Stata value labels)
         codes = list(column.codes)
         matched = level_values(series, codes)

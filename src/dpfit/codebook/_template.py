@@ -85,7 +85,7 @@ def template(schema: pd.DataFrame, *, source: str, labels: Codebook | None = Non
     labels : Codebook, optional
         Levels the file declares (a Stata file's value labels).
     """
-    blocks = [_HEADER.format(source=source)]
+    blocks = [_HEADER.format(source=source).rstrip("\n")]
     for name in schema.columns:
         blocks.append("\n".join(_entry(str(name), schema[name].dtype, labels)))
     return "\n\n".join(blocks) + "\n"
