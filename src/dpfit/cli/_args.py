@@ -90,9 +90,7 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="seed the noise (reproducible, not for release)")
     p.add_argument("--secure", action="store_true", help="OpenDP discrete Gaussian noise")
     p.add_argument("--sample", help="sample option of a bundled dataset (e.g. liang2025)")
-    p.add_argument(
-        "--sep", help="field separator of CSV/TSV data (default ',', or a tab for .tsv)"
-    )
+    p.add_argument("--sep", help="field separator of CSV/TSV data (default ',', or a tab for .tsv)")
     p.add_argument(
         "--thousands",
         metavar="CHAR",

@@ -56,16 +56,17 @@ def _entry(name: str, dtype: Any, labels: Codebook | None) -> list[str]:
         return lines + ([f"codes = {{ {codes} }}"] if codes else [])
     kinds = pd.api.types
     if kinds.is_bool_dtype(dtype):
-        return lines + ['type = "number"', "bounds = [0, 1]  # a bool column (its dtype)"]
+        return [*lines, 'type = "number"', "bounds = [0, 1]  # a bool column (its dtype)"]
     if kinds.is_numeric_dtype(dtype) and not kinds.is_complex_dtype(dtype):
-        return lines + ['type = "number"', "bounds = []  # FILL IN [LOW, HIGH]"]
+        return [*lines, 'type = "number"', "bounds = []  # FILL IN [LOW, HIGH]"]
     if isinstance(dtype, pd.CategoricalDtype):
         note = "FILL IN every level (the file's categories may come from the data)"
-        return lines + ['type = "category"', f"levels = []  # {note}"]
+        return [*lines, 'type = "category"', f"levels = []  # {note}"]
     if kinds.is_object_dtype(dtype) or kinds.is_string_dtype(dtype):
-        return lines + [
+        return [
+            *lines,
             'type = "category"  # text; if it holds numbers, convert it and use "number"',
-            "levels = []  # FILL IN every level, e.g. [\"north\", \"south\"]",
+            'levels = []  # FILL IN every level, e.g. ["north", "south"]',
         ]
     return [
         f"# {_key(name)}: dtype {dtype} cannot enter a formula; convert it publicly first",

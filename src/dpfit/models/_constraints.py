@@ -20,8 +20,8 @@ from .._validation import check_int, check_option, check_real, check_rho
 from ..privacy import Budget
 
 __all__ = [
-    "Check",
     "MAX_BOUNDS_CHECK",
+    "Check",
     "check_bool",
     "check_bounds_check",
     "check_budget",

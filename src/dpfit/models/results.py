@@ -290,7 +290,8 @@ class Result:
         Raises
         ------
         ValueError
-            ``alpha`` is not in (0, 0.5) (it is the miss rate), or the fit released no interval for ``target``.
+            ``alpha`` is not in (0, 0.5) (it is the miss rate), or the fit released no
+            interval for ``target``.
         """
         alpha = check_interval_alpha(alpha)
         target = check_option(target, "target", TARGETS)
