@@ -64,7 +64,9 @@ def _sensitivity(n: int, k: int, relation: Relation) -> float:
     )
 
 
-def check_scales(bounds: np.ndarray, x_rows: list[int], y_row: int, *, n: int, rho: float) -> None:
+def check_scales(
+    bounds: np.ndarray, x_rows: list[int], y_row: int, *, n: int, rho: float
+) -> None:
     """Refuse, before any charge, bounds whose standardisation or map back could overflow.
 
     ``bounds`` holds every column's (low, high) (the response's at ``y_row``), ``x_rows``
