@@ -158,7 +158,9 @@ def _read_file(path: Path, kind: str, sep: str | None, thousands: str | None) ->
             f"reading {path.suffix} files needs {package}: pip install {package} (or "
             "'dpfit[formats]'), or save DATA as CSV or parquet"
         ) from None
-    except (ValueError, OSError) as exc:  # the reader's own text may quote the file's bytes
+    except MemoryError:
+        raise
+    except Exception as exc:  # the reader's own text may quote the file's bytes
         raise ValueError(
             f"DATA {path} could not be read as {kind} ({type(exc).__name__}; details withheld): "
             "is the file what its name says?"

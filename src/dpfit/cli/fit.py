@@ -94,7 +94,9 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument("--relation", default="replace-one", help="replace-one or add-remove")
     p.add_argument("--plot", type=Path, metavar="PNG", help="write a coefficient plot here")
     p.add_argument(
-        "--plot-sharex", action="store_true", help="one x-scale for every term of the plot"
+        "--plot-own-scales",
+        action="store_true",
+        help="give each term of the plot its own x-scale (default: one scale, zero marked)",
     )
     add_release_options(p)
     return p
@@ -234,14 +236,11 @@ def _check_bounds_cover(bounds: dict, formula: str, data) -> None:
 
 
 def _plot(result, args: argparse.Namespace) -> None:
-    from ..models.plotting import coefficient_frame, plot_coefficients
-
-    level = f"{100 * (1 - args.alpha):g}%"
-    figure = plot_coefficients(
-        {f"{result.method}, rho = {result.rho:g}": coefficient_frame(result, args.alpha)},
+    """The coefficient plot (:meth:`Result.plot`: every term but the intercept)."""
+    figure = result.plot(
+        args.alpha,
+        sharex=not args.plot_own_scales,
         title=f"{args.formula} (n = {result.n})",
-        level=level,
-        sharex=args.plot_sharex,
     )
     args.plot.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.plot, dpi=120)

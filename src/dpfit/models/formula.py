@@ -19,6 +19,7 @@ matrices (the exogenous regressors, intercept included, serve as their own instr
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -109,6 +110,14 @@ def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
 def _design_matrices(
     formula: str, data: Any, declared: frozenset[str] = frozenset()
 ) -> tuple[Any, Any, bool, tuple[str, ...]]:
+    y, X, has_intercept, design = _formula_design(formula, data, declared)
+    return y, X, has_intercept, design.indicators
+
+
+def _formula_design(
+    formula: str, data: Any, declared: frozenset[str] = frozenset()
+) -> tuple[Any, Any, bool, Design]:
+    """Response, design (without the intercept column), intercept, and the checked design."""
     lhs, rhs = _check_formula(formula).split("~", 1)
     if not lhs.strip():
         raise ValueError("formula needs a response on the left of '~'")
@@ -119,7 +128,7 @@ def _design_matrices(
     X, design = _matrix(rhs, data, declared)
     has_intercept = _INTERCEPT in X.columns
     y = _zero_records(y.iloc[:, 0], [X])
-    return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design.indicators
+    return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design
 
 
 def design_matrices(formula: str, data: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame, bool]:
@@ -215,15 +224,17 @@ def ols(
         params["bounds_check"] = check_bounds_check(params["bounds_check"])
     codebook, data, declared = with_codebook(params.pop("codebook", None), data)
     with formula_errors(data, formula if isinstance(formula, str) else ""):
-        y, X, has_intercept, indicators = _design_matrices(formula, data, declared)
+        y, X, has_intercept, design = _formula_design(formula, data, declared)
+    indicators = design.indicators
     if codebook is not None:
         params = fill_bounds(codebook, params, list(X.columns), indicators, str(y.name))
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
-    return checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
+    result = checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
         **params,
     )  # fmt: skip
+    return dataclasses.replace(result, predictors=(design,))  # for predict(new public x)
 
 
 # -- IV grammar -------------------------------------------------------------------------------
@@ -318,6 +329,7 @@ class IVMatrices:
     endog: pd.DataFrame
     instruments: pd.DataFrame
     indicators: tuple[str, ...] = ()
+    designs: tuple[Design, ...] = ()
 
 
 def iv_matrices(
@@ -341,4 +353,5 @@ def iv_matrices(
         y=_zero_records(y, list(mats.values())),  # a zero record in one part is one in all
         **mats,
         indicators=tuple(dict.fromkeys(c for d in designs for c in d.indicators)),
+        designs=tuple(designs),
     )

@@ -449,7 +449,7 @@ def iv(
         with quiet_floats():
             return model._fit(X, mats.y, Z, budget, warn_large_rho=False).result_
 
-    return checked_iv_fit(
+    result = checked_iv_fit(
         fit,
         X,
         Z,
@@ -464,3 +464,5 @@ def iv(
         secure=params.get("secure", False),
         indicators=tuple(mats.indicators),
     )
+    # The regressors' designs (exogenous, endogenous), for predict on new public x.
+    return dataclasses.replace(result, predictors=mats.designs[:2])
