@@ -29,17 +29,19 @@ __all__ = ["TTestResult", "TestsMixin"]
 
 @dataclass(frozen=True, kw_only=True)
 class TTestResult:
-    """One t test per restriction row: ``effect`` = R theta - q, its ``sd``, t and p."""
+    """One t test per restriction row (statsmodels' ``ContrastResults``): ``effect`` = R
+    theta with its ``sd`` and interval, t = (effect - q) / sd and its two-sided p-value."""
 
     restrictions: tuple[str, ...]
     effect: np.ndarray
+    q: np.ndarray
     sd: np.ndarray
     dof: np.ndarray
     target: str
 
     @property
     def tvalue(self) -> np.ndarray:
-        return self.effect / self.sd
+        return (self.effect - self.q) / self.sd
 
     @property
     def pvalue(self) -> np.ndarray:
@@ -95,7 +97,7 @@ class TestsMixin:
         sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", R, cov.cov, R), 0.0))
         dof = np.where(R != 0.0, cov.dof, np.inf).min(axis=1)
         return TTestResult(
-            restrictions=labels, effect=R @ self.estimate - q_arr, sd=sd, dof=dof,
+            restrictions=labels, effect=R @ self.estimate, q=q_arr, sd=sd, dof=dof,
             target=cov.target,
         )  # fmt: skip
 
