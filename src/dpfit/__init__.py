@@ -22,7 +22,7 @@ from .exceptions import (
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from . import mechanisms, noise, privacy
-    from .models import DPIVRegression, DPLinearRegression, iv, ols
+    from .models import DPIVRegression, DPLinearRegression, iv, ols, summary_col
     from .optimize import minimize
     from .privacy import Budget, PrivacyLedger
 
@@ -45,6 +45,7 @@ __all__ = [
     "noise",
     "ols",
     "privacy",
+    "summary_col",
 ]
 
 #: Public name -> the module that defines it, imported on first access.
@@ -55,6 +56,7 @@ _LAZY = {
     "DPLinearRegression": "models",
     "iv": "models",
     "ols": "models",
+    "summary_col": "models",
     "minimize": "optimize",
 }
 #: Subpackages reachable as attributes of ``dpfit`` (``dpfit.algorithms.dp_gd``, ...).
@@ -63,6 +65,7 @@ _SUBMODULES = frozenset(
         "algorithms",
         "audit",
         "baselines",
+        "codebook",
         "datasets",
         "distributed",
         "experiments",
@@ -72,6 +75,7 @@ _SUBMODULES = frozenset(
         "models",
         "noise",
         "optimize",
+        "preprocessing",
         "privacy",
         "remote",
         "serve",

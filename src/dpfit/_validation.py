@@ -31,6 +31,7 @@ __all__ = [
     "check_epsilon",
     "check_identified",
     "check_int",
+    "check_interval_alpha",
     "check_iv_data",
     "check_option",
     "check_positive",
@@ -192,6 +193,23 @@ def check_delta(value: Any, name: str = "delta", *, n: int | None = None) -> flo
 def check_alpha(value: Any, name: str = "alpha") -> float:
     """Return a significance level in (0, 1) (a CI has level 1 - alpha)."""
     return check_real(value, name, low=0.0, high=1.0)
+
+
+def check_interval_alpha(value: Any, name: str = "alpha") -> float:
+    """Return the miss rate alpha of a 1 - alpha interval, in (0, 0.5).
+
+    statsmodels' ``conf_int(alpha=0.05)`` convention: alpha is the probability that the
+    interval misses, not its level. A value of 0.5 or more (``alpha=0.95`` meant as "95%")
+    would silently print intervals of level 1 - alpha <= 50%, so it is refused with a hint.
+    """
+    alpha = check_real(value, name, low=0.0, high=1.0)
+    if alpha >= 0.5:
+        raise ValueError(
+            f"{name} must be in (0, 0.5), got {alpha:g}: {name} is the miss rate, 1 minus the "
+            f"interval's level (0.05 for 95% intervals), so {alpha:g} would print "
+            f"{100 * (1 - alpha):g}% intervals; did you mean {1 - alpha:.3g}?"
+        )
+    return alpha
 
 
 def check_int(value: Any, name: str, *, low: int = 1, high: float = math.inf) -> int:

@@ -19,8 +19,10 @@ __all__ = [
     "LargeBudgetWarning",
     "NonPrivateWarning",
     "PrivacyWarning",
+    "PrivatePreprocessingWarning",
     "RepeatedFitWarning",
     "SideConditionWarning",
+    "UndeclaredLevelsWarning",
 ]
 
 
@@ -82,3 +84,13 @@ class SideConditionWarning(PrivacyWarning):
 
 class RepeatedFitWarning(PrivacyWarning):
     """The same data were fitted many times without a shared budget: tuning spends privacy."""
+
+
+class UndeclaredLevelsWarning(PrivacyWarning):
+    """A categorical column's levels come from its dtype, which ``astype("category")`` reads
+    off the private data; declare them (``C(column, levels=[...])`` or a codebook)."""
+
+
+class PrivatePreprocessingWarning(PrivacyWarning):
+    """A step before a dpfit estimator (a scikit-learn ``Pipeline`` step such as
+    ``StandardScaler``) learned from the private data, outside the privacy guarantee."""

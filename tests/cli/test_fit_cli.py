@@ -90,7 +90,9 @@ def test_fit_adassp_interval_none_prints_a_point_estimate(capsys):
 def test_fit_bad_input_exits_2(tmp_path, frame, capsys, extra, message):
     path = tmp_path / "d.csv"
     frame.to_csv(path, index=False)
-    args = ["fit", str(path), "--formula", "y ~ x + z", "--rho", "0.5", "--clip", "5"]
+    options = {"--rho": "0.5", "--clip": "5"}  # an option given twice is its own mistake
+    options = {k: v for k, v in options.items() if k != extra[0]}
+    args = ["fit", str(path), "--formula", "y ~ x + z", *(t for kv in options.items() for t in kv)]
     assert main([*args, *extra]) == 2
     assert message in capsys.readouterr().err
 

@@ -38,6 +38,15 @@ def files(tmp_path_factory):
     paths["ragged"] = root / "ragged.csv"
     paths["ragged"].write_text("x,z,y\n1,0,1\n2,1,2,9\n")
     paths["file_as_dir"] = root / "good.csv" / "plot.png"
+    paths["store_under_file"] = root / "good.csv" / "budget.sqlite"
+    dates = frame.assign(hired=pd.Timestamp("2020-01-01") + pd.to_timedelta(frame["z"], "D"))
+    paths["dates"] = root / "dates.parquet"
+    dates.to_parquet(paths["dates"])
+    thousands = frame.assign(x=[f"{1000 * v:,.2f}" for v in frame["x"]])
+    paths["thousands"] = root / "thousands.csv"
+    thousands.to_csv(paths["thousands"], index=False)
+    paths["pickle"] = root / "frame.pkl"
+    frame.to_pickle(paths["pickle"])
     return {k: str(v) for k, v in paths.items()}
 
 
@@ -113,6 +122,47 @@ CLI_MISTAKES = {
     "privacy rho and epsilon": (["privacy", "--rho", "1", "--epsilon", "1"], ["--epsilon"]),
     "audit unknown target": (["audit", "dp_gdd", "--runs", "10"], ["dp_gdd"]),
     "no command": ([], ["COMMAND"]),
+    # -- the mistakes of "Results a researcher can act on" ------------------------------------
+    "rho twice": (["fit", "{good}", *FIT, *BOUNDS, "--rho", "5"], ["--rho", "given twice"]),
+    "epsilon twice": (
+        ["privacy", "--epsilon", "1", "--epsilon", "2", "--delta", "1e-5"],
+        ["--epsilon", "twice"],
+    ),
+    "iv clip twice": (["iv", "{good}", *IV, "--clip", "1", "1", "--clip", "2", "2"], ["--clip"]),
+    "alpha as a level": (
+        ["fit", "{good}", *FIT, *BOUNDS, "--alpha", "0.95"],
+        ["--alpha", "miss rate", "0.05"],
+    ),
+    "bounds check 0.9": (
+        ["fit", "{good}", *FIT, *BOUNDS, "--bounds-check", "0.9"],
+        ["--bounds-check", "0.25", "10% of rho"],
+    ),
+    "a date column": (
+        ["fit", "{dates}", *FIT[2:], "--formula", "y ~ x + hired", "--clip", "1"],
+        ["column 'hired'", "datetime64", "year"],
+    ),
+    "exogenous and endogenous": (
+        ["iv", "{good}", *IV[2:], "--formula", "y ~ x + [x ~ w]", "--unscaled"],
+        ["'x' is both exogenous", "endogenous"],
+    ),
+    "exogenous and an instrument": (
+        ["iv", "{good}", *IV[2:], "--formula", "y ~ x + [z ~ x]", "--unscaled"],
+        ["'x' is exogenous and also listed as an instrument"],
+    ),
+    "dot formula": (["fit", "{good}", *FIT[2:], "--formula", "y ~ ."], ["'y ~ .'", "'.'"]),
+    "thousands separators": (
+        ["fit", "{thousands}", *FIT, "--bound", "x=0,10000", "--bound", "z=0,1"],
+        ["column 'x' holds text", "--thousands ,"],
+    ),
+    "budget store not creatable": (
+        ["budget", "create", "{store_under_file}", "--dataset", "d", "--rho", "1"],
+        ["cannot create the budget store", "budget.sqlite", "Not a directory"],
+    ),
+    "hanging constant": (
+        ["fit", "{good}", *FIT[2:], "--formula", "y ~ I(9 ** 9 ** 9)", "--clip", "1"],
+        ["'9 ** 9 ** 9'", "constant arithmetic"],
+    ),
+    "pickle as data": (["fit", "{pickle}", *FIT, *BOUNDS], ["pickle", "runs code"]),
 }
 
 
@@ -139,14 +189,16 @@ def test_cli_messages_quote_no_data_value(files, capsys):
     assert "n/a (refused)" not in capsys.readouterr().err
 
 
-def test_text_in_a_numeric_column_is_a_zero_record_not_an_error(files, capsys):
-    """One record's text value in a numeric column is not a mistake dpfit can see: an error
-    (or any hint not made from charged noise) would reveal it. The value reads as NaN and its
-    record is the zero record (models/_values.py); every other record reads as before."""
+def test_text_in_a_numeric_column_is_refused_before_any_charge(files, capsys):
+    """A text entry makes pandas read the column as text: the schema (public) then says the
+    column is not numeric, and dpfit refuses it naming the column, before anything is
+    charged and without quoting the entry."""
     with recording() as rec:
         status = main(["fit", files["text"], *FIT, *BOUNDS])
-    assert status == 0 and len(rec) > 0
-    assert "n/a (refused)" not in "".join(capsys.readouterr())
+    err = capsys.readouterr().err
+    assert status == 2 and len(rec) == 0
+    assert "column 'x' holds text" in err and err.count("\n") == 1
+    assert "n/a (refused)" not in err
 
 
 def test_negative_y_bounds_are_accepted(files, capsys):
@@ -233,6 +285,38 @@ API_MISTAKES = {
     ),
     "iv y_bounds missing": (_iv(y_bounds=None), ValueError, ["y_bounds is required"]),
     "iv rho_split": (_iv(rho_split=1.5), ValueError, ["rho_split"]),
+    "ols date column": (
+        lambda budget: dpfit.ols(
+            "y ~ x + d", FRAME.assign(d=pd.Timestamp("2020-01-01")), rho=0.5, budget=budget,
+            **{**GOOD, "bounds": {"x": (0, 10), "d": (0, 1)}},
+        ),
+        TypeError,
+        ["column 'd'", "datetime64", "convert it publicly"],
+    ),  # fmt: skip
+    "ols dot formula": (
+        lambda budget: dpfit.ols("y ~ .", FRAME, rho=0.5, budget=budget, clip=1.0),
+        ValueError,
+        ["'y ~ .'", "not supported"],
+    ),
+    "ols constant that hangs": (
+        lambda budget: dpfit.ols("y ~ I(x * 9 ** 9 ** 9)", FRAME, rho=0.5, budget=budget),
+        ValueError,
+        ["constant arithmetic"],
+    ),
+    "ols text column": (
+        lambda budget: dpfit.ols(
+            "y ~ x + z", FRAME.assign(z=FRAME["z"].map("{:,.1f}".format)), rho=0.5,
+            budget=budget, **GOOD,
+        ),
+        TypeError,
+        ["column 'z' holds text", "thousands"],
+    ),  # fmt: skip
+    "ols bounds_check 0.9": (_ols(bounds_check=0.9, **GOOD), ValueError, ["bounds_check"]),
+    "iv variable with two roles": (
+        lambda budget: dpfit.iv("y ~ x + [x ~ w]", FRAME, rho=0.5, budget=budget),
+        ValueError,
+        ["'x' is both exogenous"],
+    ),
     "minimize both rng spellings": (
         lambda budget: dpfit.minimize(
             dpfit.losses.SquaredLoss(radius=1.0),

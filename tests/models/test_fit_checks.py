@@ -59,14 +59,15 @@ def test_bounds_that_clip_many_records_warn():
         dpfit.ols("y ~ x + z", FRAME, **{**KW, "bounds": {"x": (0, 5), "z": (0, 1)}})
 
 
-def test_a_text_column_read_as_numbers_warns_through_the_noisy_zero_record_count():
-    """Every value of a text column used as a number makes its record the zero record; the
-    charged count of zero records (not the data) says so, and a clean frame does not warn."""
-    text = FRAME.assign(z=np.where(FRAME["z"] > 0, "yes", "no"))
+def test_values_outside_the_declared_levels_warn_through_the_noisy_zero_record_count():
+    """Every value outside a categorical variable's declared levels makes its record the zero
+    record; the charged count of zero records (not the data) says so, and a clean frame does
+    not warn."""
+    kw = {**KW, "bounds": {"x": (0, 10)}}
     with pytest.warns(SideConditionWarning, match=r"zero records .* C\(column, levels="):
         with warnings.catch_warnings():  # all-zero data: X'X/n is barely identified too
             warnings.simplefilter("ignore", CoverageWarning)
-            dpfit.ols("y ~ x + z", text, **KW)
+            dpfit.ols("y ~ x + C(z, levels=['no', 'yes'])", FRAME, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SideConditionWarning)
         res = dpfit.ols("y ~ x + z", FRAME, **KW)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import dpfit
-from dpfit.exceptions import CoverageWarning
+from dpfit.exceptions import CoverageWarning, UndeclaredLevelsWarning
 from dpfit.mechanisms import recording
 from dpfit.models import design_matrices
 
@@ -94,13 +94,14 @@ def test_undeclared_levels_are_refused_with_a_hint(frame):
 
 
 @pytest.mark.parametrize("term", ["g", "x:g"])
-def test_a_variable_without_declared_levels_is_read_as_numbers(frame, term):
-    """Without C(g, levels=[...]) a variable is numeric, read value by value: a text value
-    makes its record the zero record (never an error or a categorical term decided by the
-    column's dtype, which one record can change; models/_values.py)."""
-    _, X, _ = design_matrices(f"y ~ x + {term}", frame)
-    assert list(X.columns) == ["x", term]
-    assert X.isna().all(axis=1).all()  # every g is text: every record is a zero record
+def test_a_text_variable_without_declared_levels_is_refused(frame, term):
+    """Without C(g, levels=[...]) a variable is a number; a text column (its dtype, the
+    public schema) is refused before anything is charged, with the fixes named, never read
+    as all zero records (a full table of nothing)."""
+    budget = dpfit.Budget(rho=5.0)
+    with recording() as rec, pytest.raises(TypeError, match=r"column 'g' holds text.*C\(g, "):
+        dpfit.ols(f"y ~ x + {term}", frame, budget=budget, random_state=0, **GD)
+    assert len(rec) == 0 and budget.spent == 0.0
 
 
 def test_a_number_coded_category_needs_declared_levels_too(frame):
@@ -121,7 +122,8 @@ def test_declared_levels_not_the_data_fix_the_terms(frame):
     res = dpfit.ols(f"y ~ x + {G}", only_ab, random_state=0, **GD)
     assert list(res.names) == ["Intercept", "x", f"{G}[T.b]", f"{G}[T.c]"]
     declared = only_ab.assign(g=only_ab["g"].astype(pd.CategoricalDtype(["a", "b", "c"])))
-    res = dpfit.ols("y ~ x + g", declared, random_state=0, **GD)
+    with pytest.warns(UndeclaredLevelsWarning, match="column 'g' is categorical"):
+        res = dpfit.ols("y ~ x + g", declared, random_state=0, **GD)
     assert list(res.names) == ["Intercept", "x", "g[T.b]", "g[T.c]"]
 
 
@@ -172,7 +174,8 @@ def test_a_value_outside_the_declared_levels_is_the_zero_record(frame, declare):
         if declare == "dtype":  # pandas turns an undeclared value into a missing one
             df = df.assign(g=df["g"].where(df["g"].isin(["a", "b", "c"])))
             df = df.assign(g=df["g"].astype(pd.CategoricalDtype(["a", "b", "c"])))
-            return dpfit.ols("y ~ x + g", df, rho=1.0, random_state=4, **kw)
+            with pytest.warns(UndeclaredLevelsWarning):
+                return dpfit.ols("y ~ x + g", df, rho=1.0, random_state=4, **kw)
         return dpfit.ols(f"y ~ x + {G}", df, rho=1.0, random_state=4, **kw)
 
     first = fit(_with_outsider(frame, 1.0, -3.0))

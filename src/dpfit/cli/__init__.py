@@ -26,6 +26,8 @@ COMMANDS = {
     "iv": "iv",
     "demo": "demo",
     "budget": "budget",
+    "codebook": "codebook",
+    "check": "check",
     "serve": "serve",
 }
 
@@ -34,7 +36,17 @@ _NEGATIVE_LIST = re.compile(r"^-\.?\d[^=]*,")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``dpfit fit: error: ... (see dpfit fit --help)``."""
+    """argparse with one-line errors: ``dpfit fit: error: ... (see dpfit fit --help)``, and
+    every single-valued option refused when given twice (:class:`~._args.StoreOnce`): with
+    argparse's default, ``--rho 0.5 --rho 5`` would silently spend 5. Subcommand parsers are
+    built with this class too (argparse's ``add_subparsers`` uses the parent's class)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        from ._args import StoreOnce
+
+        super().__init__(*args, **kwargs)
+        self.register("action", None, StoreOnce)
+        self.register("action", "store", StoreOnce)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 __all__ = [
+    "StoreOnce",
     "add_release_options",
     "budget_from_store",
     "check_plot_path",
@@ -18,7 +20,43 @@ __all__ = [
     "examples",
     "named_pair",
     "pair",
+    "read_inputs",
 ]
+
+
+class StoreOnce(argparse.Action):
+    """argparse's ``store``, refusing an option given twice.
+
+    argparse lets the last occurrence win, so ``--rho 0.5 --rho 5`` (a pasted command plus an
+    edit) would silently spend 5. Every single-valued option of every subcommand uses this
+    action (registered as the parsers' default), so a repeated ``--rho``, ``--epsilon``,
+    ``--delta``, ``--clip``, ``--steps``, ``--bounds-check``, ``--budget-store``, ... is a
+    one-line error before anything is read or charged. Options meant to repeat say so with
+    ``action="append"`` (``--bound``).
+    """
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given = namespace.__dict__.setdefault("_given_once", {})
+        if option_string is not None and self.dest in given:
+            first, second = (_shown(v) for v in (given[self.dest], values))
+            parser.error(
+                f"argument {option_string}: given twice ({first}, then {second}); give it "
+                "once (dpfit never lets a later value silently replace an earlier one)"
+            )
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list | tuple):  # nargs=2 (a list) or a LOW,HIGH pair (a tuple)
+        return (" " if isinstance(value, list) else ",").join(_shown(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def examples(*lines: str) -> str:
@@ -52,7 +90,17 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="seed the noise (reproducible, not for release)")
     p.add_argument("--secure", action="store_true", help="OpenDP discrete Gaussian noise")
     p.add_argument("--sample", help="sample option of a bundled dataset (e.g. liang2025)")
-    p.add_argument("--sep", default=",", help="CSV field separator (default ',')")
+    p.add_argument("--sep", help="field separator of CSV/TSV data (default ',', or a tab for .tsv)")
+    p.add_argument(
+        "--thousands",
+        metavar="CHAR",
+        help="thousands separator of numbers in CSV/TSV data, e.g. --thousands , for 12,345.67",
+    )
+    p.add_argument(
+        "--codebook",
+        metavar="FILE",
+        help="public bounds and levels of DATA's columns (TOML or YAML; dpfit codebook --help)",
+    )
     p.add_argument(
         "--format", default="text", choices=("text", "html", "latex"), help="summary format"
     )
@@ -96,18 +144,26 @@ def check_plot_path(path: Path) -> None:
 
 
 def check_release_options(args: argparse.Namespace) -> None:
-    """Check the reporting options (``--alpha``, ``--delta``, ``--plot``) before any charge."""
-    from .._validation import check_alpha, check_delta
+    """Check the reporting options (``--alpha``, ``--delta``, ``--plot``) and the bounds
+    check's share before any charge."""
+    from .._validation import check_delta, check_interval_alpha
+    from ..models._constraints import check_bounds_check
 
-    check_alpha(args.alpha, "alpha")
+    check_interval_alpha(args.alpha, "alpha")
+    if getattr(args, "bounds_check", None) is not None:
+        check_bounds_check(args.bounds_check)
     if args.delta is not None:
         check_delta(args.delta)
     if getattr(args, "plot", None) is not None:
         check_plot_path(args.plot)
-    if not isinstance(args.sep, str) or len(args.sep) != 1:
+    if args.sep is not None and len(args.sep) != 1:
         raise ValueError(f"--sep must be one character, got {args.sep!r}")
     if args.dataset is not None and args.budget_store is None:
         raise ValueError("--dataset names the data in a budget store: give --budget-store too")
+    if args.data == "-" and args.budget_store is not None and args.dataset is None:
+        raise ValueError(
+            "DATA '-' (standard input) has no name: give --dataset NAME for --budget-store"
+        )
 
 
 def budget_from_store(args: argparse.Namespace):
@@ -117,5 +173,22 @@ def budget_from_store(args: argparse.Namespace):
         return None
     from ..privacy.store import open_budget
 
-    dataset = args.dataset or Path(args.data).stem
+    dataset = args.dataset or Path(args.data).name.partition(".")[0]
     return open_budget(args.budget_store, dataset=dataset)
+
+
+def read_inputs(args: argparse.Namespace):
+    """DATA and the codebook of ``--codebook`` merged over the file's own labels (a Stata
+    file's value labels), or None; DATA's column names are kept on ``args`` for messages."""
+    from ._data import read_table
+
+    codebook = None
+    if args.codebook is not None:
+        from ..codebook import load_codebook
+
+        codebook = load_codebook(args.codebook)  # a broken codebook costs nothing
+    table = read_table(args.data, args.sample, sep=args.sep, thousands=args.thousands)
+    args.columns = list(table.frame.columns)  # public schema, for error messages
+    if table.labels is not None:
+        codebook = table.labels if codebook is None else table.labels.merged(codebook)
+    return table.frame, codebook

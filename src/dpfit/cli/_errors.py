@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ..exceptions import BudgetStoreError
 
-__all__ = ["user_message"]
+__all__ = ["in_cli_terms", "user_message"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
 _QUOTED_VALUE = re.compile(
@@ -26,7 +26,12 @@ _QUOTED_VALUE = re.compile(
 _SIGNATURE_BUG = re.compile(
     r"unexpected keyword argument|required (keyword-only |positional )?argument"
 )
-_TEXT_COLUMN = re.compile(r"column '[^']*' has dtype (object|string|str)\b")
+_PANDAS_THOUSANDS = 'read the file with pandas.read_csv(..., thousands=",")'
+
+
+def in_cli_terms(message: str) -> str:
+    """The library's advice for Python users, as the command line's options."""
+    return message.replace(_PANDAS_THOUSANDS, "rerun with --thousands ,")
 
 
 def _one_line(text: str) -> str:
@@ -43,10 +48,28 @@ def _origin(exc: BaseException) -> str:
     return str(tb.tb_frame.f_globals.get("__name__", ""))
 
 
-def _formulaic(exc: Exception, columns: Sequence[str]) -> str:
+def _os_reason(store: str | None) -> str:
+    """Why the operating system may refuse the store at ``store``: not writable, or its
+    directory missing or not writable (a public fact about a path the user gave)."""
+    import os
+    from pathlib import Path
+
+    if not store:
+        return ""
+    path = Path(store)
+    if path.exists():
+        return "" if os.access(path, os.W_OK) else f"; {path} is not writable by this user"
+    if not path.parent.is_dir():
+        return f"; the directory {path.parent} does not exist"
+    if not os.access(path.parent, os.W_OK):
+        return f"; the directory {path.parent} is not writable by this user"
+    return ""
+
+
+def _formulaic(exc: Exception, columns: Sequence[str], formula: str = "") -> str:
     from ..models._formula_errors import formula_message
 
-    return "--formula: " + formula_message(exc, columns)
+    return "--formula: " + formula_message(exc, columns, formula)
 
 
 def _cli_name(message: str, args: argparse.Namespace) -> str:
@@ -67,13 +90,17 @@ def user_message(
     """
     origin = _origin(exc)
     if origin.startswith("formulaic") or type(exc).__module__.startswith("formulaic"):
-        return _formulaic(exc, columns)  # type: ignore[arg-type]
+        return _formulaic(exc, columns, getattr(args, "formula", ""))  # type: ignore[arg-type]
     if isinstance(exc, BudgetStoreError):  # says what was and was not charged
         return _one_line(exc)
     if isinstance(exc, sqlite3.Error):
-        where = f" {args.budget_store}" if getattr(args, "budget_store", None) else ""
+        store = getattr(args, "budget_store", None) or getattr(args, "store", None)
+        where = f" {store}" if store else ""
         why = _one_line(f"{type(exc).__name__}: {exc}")  # SQLite's text: no data values
-        return f"the budget store{where} could not be used ({why}); see dpfit budget --help"
+        return (
+            f"the budget store{where} could not be used ({why}{_os_reason(store)}); see dpfit "
+            "budget --help"
+        )
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         return f"{exc.strerror or type(exc).__name__}{where}"
@@ -83,11 +110,7 @@ def user_message(
         return None
     if origin.startswith("dpfit"):
         message = _QUOTED_VALUE.sub(r"\1 (value withheld)", _one_line(exc))
-        if _TEXT_COLUMN.search(message):
-            message += (
-                "; in a CSV file this means some entries of that column are not numbers: fix "
-                "them, or declare the column categorical"
-            )
+        message = in_cli_terms(message)
         return _cli_name(message, args)
     library = origin.partition(".")[0] or "a library"
     return (

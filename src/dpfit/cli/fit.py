@@ -94,7 +94,9 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument("--relation", default="replace-one", help="replace-one or add-remove")
     p.add_argument("--plot", type=Path, metavar="PNG", help="write a coefficient plot here")
     p.add_argument(
-        "--plot-sharex", action="store_true", help="one x-scale for every term of the plot"
+        "--plot-own-scales",
+        action="store_true",
+        help="give each term of the plot its own x-scale (default: one scale, zero marked)",
     )
     add_release_options(p)
     return p
@@ -129,7 +131,7 @@ def bounds_mapping(
 
 
 def run(args: argparse.Namespace) -> int:
-    from ._args import budget_from_store
+    from ._args import budget_from_store, read_inputs
     from ._console import progress_wanted, release_progress
 
     check_release_options(args)
@@ -140,9 +142,8 @@ def run(args: argparse.Namespace) -> int:
     _check_gd_options(args, interval)
     bounds = bounds_mapping(args.bound, args.formula)
     budget = budget_from_store(args)
-    data = read_data(args.data, args.sample, sep=args.sep)
-    args.columns = list(data.columns)  # public schema, for error messages
-    if bounds is not None:
+    data, codebook = read_inputs(args)
+    if bounds is not None and codebook is None:
         _check_bounds_cover(bounds, args.formula, data)
 
     from ..models import ols
@@ -172,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
                 random_state=args.seed,
                 secure=args.secure,
                 **({"precondition": False} if args.no_precondition else {}),
+                **({} if codebook is None else {"codebook": codebook}),
             )
     except TypeError as exc:  # raised before anything is charged
         if args.method == "gd" and str(exc).startswith("clip is required"):
@@ -234,14 +236,11 @@ def _check_bounds_cover(bounds: dict, formula: str, data) -> None:
 
 
 def _plot(result, args: argparse.Namespace) -> None:
-    from ..models.plotting import coefficient_frame, plot_coefficients
-
-    level = f"{100 * (1 - args.alpha):g}%"
-    figure = plot_coefficients(
-        {f"{result.method}, rho = {result.rho:g}": coefficient_frame(result, args.alpha)},
+    """The coefficient plot (:meth:`Result.plot`: every term but the intercept)."""
+    figure = result.plot(
+        args.alpha,
+        sharex=not args.plot_own_scales,
         title=f"{args.formula} (n = {result.n})",
-        level=level,
-        sharex=args.plot_sharex,
     )
     args.plot.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.plot, dpi=120)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 
 from ._args import add_release_options, check_release_options, examples, named_pair, pair
-from ._data import read_data
 from .fit import bounds_mapping
 
 __all__ = ["add_parser", "nonprivate_2sls_text", "run"]
@@ -93,11 +92,11 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
 
 def run(args: argparse.Namespace) -> int:
     from .._validation import check_real
-    from ._args import budget_from_store
+    from ._args import budget_from_store, read_inputs
     from ._console import progress_wanted, release_progress
 
     check_release_options(args)
-    if args.bound is None and args.y_bounds is None and not args.unscaled:
+    if args.bound is None and args.y_bounds is None and not (args.unscaled or args.codebook):
         raise ValueError(
             "give --bound COLUMN=LOW,HIGH for every regressor and instrument and --y-bounds "
             "for the response: public bounds buy the private standardisation DP-2S-GD needs "
@@ -109,8 +108,7 @@ def run(args: argparse.Namespace) -> int:
     check_real(args.bounds_check, "bounds_check", low=0.0, high=1.0, low_open=False)
     bounds = bounds_mapping(args.bound, args.formula)
     budget = budget_from_store(args)
-    data = read_data(args.data, args.sample, sep=args.sep)
-    args.columns = list(data.columns)  # public schema, for error messages
+    data, codebook = read_inputs(args)
 
     params = _iv_parameters(args, bounds)
     _check_iv_parameters(args.rho, params)  # every public parameter, before any charge
@@ -124,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         progress_wanted(args.progress), total=total + checked, desc="dpfit iv"
     )
     with progress:
-        result = _checked_iv(args, data, params, budget)
+        result = _checked_iv(args, data, params, budget, codebook)
     summary = result.summary(args.alpha, delta=args.delta)
     print(
         {"text": summary.as_text, "html": summary.as_html, "latex": summary.as_latex}[args.format]()
@@ -135,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checked_iv(args: argparse.Namespace, data, params: dict, budget):
+def _checked_iv(args: argparse.Namespace, data, params: dict, budget, codebook=None):
     """:func:`dpfit.iv` with its private count of records outside the bounds
     (``models/_fit_checks.checked_iv_fit``), as ``dpfit fit`` has through :func:`dpfit.ols`."""
     from ..models import iv
@@ -148,6 +146,7 @@ def _checked_iv(args: argparse.Namespace, data, params: dict, budget):
         random_state=args.seed,
         bounds_check=args.bounds_check,
         **params,
+        **({} if codebook is None else {"codebook": codebook}),
     )
 
 

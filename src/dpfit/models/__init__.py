@@ -1,5 +1,6 @@
 """Estimators and results: DPLinearRegression, the formula API, the Result and its Summary."""
 
+from ._summary_col import summary_col
 from .formula import IVFormula, IVMatrices, design_matrices, iv_matrices, ols, parse_iv_formula
 from .iv import DPIVRegression, iv
 from .linear import DPLinearRegression
@@ -18,4 +19,5 @@ __all__ = [
     "iv_matrices",
     "ols",
     "parse_iv_formula",
+    "summary_col",
 ]

@@ -20,8 +20,10 @@ from .._validation import check_int, check_option, check_real, check_rho
 from ..privacy import Budget
 
 __all__ = [
+    "MAX_BOUNDS_CHECK",
     "Check",
     "check_bool",
+    "check_bounds_check",
     "check_budget",
     "fraction",
     "integer",
@@ -33,6 +35,13 @@ __all__ = [
 
 #: A constraint: ``(value, name) -> clean value``.
 Check = Callable[[Any, str], Any]
+
+#: Largest share of rho the bounds check may take. It buys a diagnostic (a noisy count of the
+#: records outside the bounds); a count's noise std falls only as 1 / sqrt(share), so a
+#: quarter of rho already makes it 3.5 times sharper than the default 2%, while the fit
+#: itself loses precision in proportion: a share above this is almost surely a typo
+#: (``--bounds-check 0.9`` meant as "90% of the records").
+MAX_BOUNDS_CHECK = 0.25
 
 
 def optional(check: Check) -> Check:
@@ -60,6 +69,20 @@ def one_of(options: Any) -> Check:
 def fraction(value: Any, name: str) -> float:
     """A real number in [0, 1]."""
     return check_real(value, name, low=0.0, high=1.0)
+
+
+def check_bounds_check(value: Any, name: str = "bounds_check") -> float:
+    """The share of rho spent on the private count of records outside the bounds, in
+    [0, :data:`MAX_BOUNDS_CHECK`]."""
+    share = check_real(value, name, low=0.0, high=1.0, low_open=False)
+    if share > MAX_BOUNDS_CHECK:
+        raise ValueError(
+            f"{name} must be in [0, {MAX_BOUNDS_CHECK:g}], got {share:g}: it is the share of rho "
+            f"spent on counting the records outside the bounds (a diagnostic), so {share:g} "
+            f"would leave only {100 * (1 - share):.0f}% of rho for the fit itself; the default "
+            "0.02 is usually enough (0 turns the check off)"
+        )
+    return share
 
 
 def rho_check(*, warn: bool) -> Check:

@@ -34,16 +34,17 @@ one record can never change how another record is read.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from formulaic import Formula, model_matrix
-from formulaic.parser.types import Factor
+from formulaic import model_matrix
 from formulaic.transforms.contrasts import TreatmentContrasts
 
 from ._row_wise import check_terms, declared_column, factor_column, refuse
+from ._schema import read_as
 from ._values import level_values, numeric_values
 
 __all__ = [
@@ -58,44 +59,6 @@ __all__ = [
 
 #: ``Series.attrs`` key of a response built here: rows of NaN in the design are zero records.
 NULL_RECORDS = "dpfit_null_records"
-
-
-def _declared_columns(side: str) -> set[str]:
-    """The columns of the ``C(column, levels=[...])`` factors of a checked formula side."""
-    declared = set()
-    for term in Formula(side):
-        for factor in term.factors:
-            if factor.eval_method is Factor.EvalMethod.PYTHON:
-                column = declared_column(factor.expr)
-                if column is not None:
-                    declared.add(column)
-    return declared
-
-
-def _read_as(meta: pd.DataFrame, side: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(columns read as numbers, columns matched to declared levels) of a formula side.
-
-    Every variable of the side is read as a number unless it is declared categorical
-    (``C(column, levels=[...])``) or has a ``pandas.CategoricalDtype``; a variable whose
-    dtype is neither numeric, bool, text nor object (dates, intervals, ...) keeps its dtype
-    and is refused by :func:`design_spec`.
-    """
-    declared = _declared_columns(side)
-    numeric = []
-    for name in sorted(str(v) for v in Formula(side).required_variables):
-        if name not in meta.columns or name in declared:
-            continue
-        dtype = meta[name].dtype
-        if isinstance(dtype, pd.CategoricalDtype):
-            continue
-        if (
-            pd.api.types.is_numeric_dtype(dtype)
-            or pd.api.types.is_bool_dtype(dtype)
-            or pd.api.types.is_object_dtype(dtype)
-            or pd.api.types.is_string_dtype(dtype)
-        ):
-            numeric.append(name)
-    return tuple(numeric), tuple(sorted(c for c in declared if c in meta.columns))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,19 +86,22 @@ def _levels_hint(expr: str, column: str | None) -> str:
     )
 
 
-def design_spec(side: str, meta: pd.DataFrame) -> Design:
+def design_spec(side: str, meta: pd.DataFrame, declared: Collection[str] = ()) -> Design:
     """Check ``side`` and build its formulaic spec on ``meta`` (an empty frame: dtypes only).
+
+    ``declared`` names the categorical columns whose levels a codebook or the file declared
+    (:func:`dpfit.models._schema.read_as`).
 
     Raises
     ------
     ValueError
         A term that is not row-wise (before anything is built).
     TypeError
-        A categorical variable without declared levels, or a non-numeric column used as a
-        number.
+        A categorical variable without declared levels, or a column whose dtype is not
+        numeric (text, dates) used as a number.
     """
     check_terms(side)
-    numbers, declared_columns = _read_as(meta, side)
+    numbers, declared_columns = read_as(side, meta, declared)
     meta = meta.copy(deep=False)
     for name in numbers:
         meta[name] = numeric_values(meta[name])

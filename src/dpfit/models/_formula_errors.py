@@ -38,14 +38,27 @@ def _suggest(name: str, columns: Sequence[str]) -> str:
     return f"the data's columns are {shown}" if columns else "check the column names"
 
 
-def formula_message(exc: Exception, columns: Sequence[str] = ()) -> str:
-    """One line for a formulaic error: the culprit term and what to do; no data value."""
-    from formulaic.errors import FactorEvaluationError, FormulaSyntaxError
+def formula_message(exc: Exception, columns: Sequence[str] = (), formula: str = "") -> str:
+    """One line for a formulaic error: the culprit term and what to do; no data value.
+
+    ``formula`` (public) is quoted when the error is about the formula as a whole.
+    """
+    from formulaic.errors import FactorEvaluationError, FormulaParsingError, FormulaSyntaxError
 
     text = _one_line(exc)
     if isinstance(exc, FormulaSyntaxError):
         first = _one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
         return f"formula syntax error: {first.replace('insuffient', 'insufficient')}"
+    if isinstance(exc, FormulaParsingError):  # raised on the formula alone: no data in it
+        if "`.` operator" in text:
+            quoted = f" {formula!r}" if formula else ""
+            return (
+                f"formula{quoted}: '.' (every other column) is not supported: list the terms "
+                "you mean, "
+                "e.g. 'y ~ x1 + x2' (the design comes from the formula, never from the data)"
+            )
+        first = _one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
+        return f"formula{f' {formula!r}' if formula else ''}: {first}"
     if isinstance(exc, FactorEvaluationError) and (match := _FACTOR.search(text)):
         term = match.group("term")
         name = _MISSING.search(text) or _UNDEFINED.search(text)
@@ -63,7 +76,7 @@ def formula_message(exc: Exception, columns: Sequence[str] = ()) -> str:
 
 
 @contextlib.contextmanager
-def formula_errors(data: Any) -> Iterator[None]:
+def formula_errors(data: Any, formula: str = "") -> Iterator[None]:
     """Within the block, re-raise formulaic's errors as one-line ``ValueError``s."""
     from formulaic.errors import FormulaicError
 
@@ -71,4 +84,4 @@ def formula_errors(data: Any) -> Iterator[None]:
         yield
     except FormulaicError as exc:
         columns = list(getattr(data, "columns", ()))
-        raise ValueError(formula_message(exc, columns)) from None
+        raise ValueError(formula_message(exc, columns, formula)) from None

@@ -14,6 +14,7 @@ is read: arithmetic, comparisons, ``I()``, ``Q()``, NumPy ufuncs (``np.log``, ``
 from __future__ import annotations
 
 import ast
+import contextlib
 
 import numpy as np
 from formulaic import Formula
@@ -122,11 +123,78 @@ def _check_categorical(term: str, node: ast.Call) -> None:
             raise refuse(term, f"C() has no argument {keyword.arg!r}")
 
 
+#: Binary operators on constants evaluated in floating point by :func:`_constant_value`.
+_FLOAT_OPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+}
+
+
+def _constant_value(node: ast.AST) -> float:
+    """The value of constant arithmetic, computed in floating point (bounded time).
+
+    Python evaluates ``9 ** 9 ** 9`` on unbounded integers, which never finishes; in floating
+    point it overflows at once. Raises ``OverflowError``, ``ZeroDivisionError``,
+    ``TypeError`` or ``ValueError`` for anything that is not finite real arithmetic.
+    """
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+            raise TypeError("not a number")
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _constant_value(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and type(node.op) in _FLOAT_OPS:
+        value = _FLOAT_OPS[type(node.op)](_constant_value(node.left), _constant_value(node.right))
+        if not (isinstance(value, float) and np.isfinite(value)):
+            raise OverflowError("not finite")
+        return value
+    raise TypeError("not arithmetic")
+
+
+def _reads_data(node: ast.AST) -> bool:
+    """Whether an expression names anything (a column or a function) besides literals."""
+    return any(isinstance(child, ast.Name | ast.Call) for child in ast.walk(node))
+
+
+def _check_constant(term: str, node: ast.AST) -> None:
+    """Refuse constant arithmetic that is not finite in floating point (before Python
+    evaluates it on unbounded integers, which can hang: ``I(9 ** 9 ** 9)``)."""
+    try:
+        _constant_value(node)
+    except (ArithmeticError, TypeError, ValueError):
+        raise refuse(
+            term,
+            f"{ast.unparse(node)!r} is constant arithmetic dpfit does not evaluate (only + - * "
+            "/ // % ** on numbers, with a finite result: Python would compute it on unbounded "
+            "integers); write the value itself, e.g. 1e6",
+        ) from None
+
+
+def _check_divisor(term: str, node: ast.BinOp) -> None:
+    """Refuse division by a constant zero, which would make every record a zero record."""
+    if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and not _reads_data(node.right):
+        divisor = None
+        with contextlib.suppress(ArithmeticError, TypeError, ValueError):
+            divisor = _constant_value(node.right)
+        if divisor == 0.0:
+            raise refuse(term, f"{ast.unparse(node)!r} divides by zero")
+
+
 def _check_row_wise(term: str, node: ast.AST) -> None:
     """Refuse anything in a python factor that is not a row-wise operation."""
     if isinstance(node, ast.Constant | ast.Name):
         return
+    if isinstance(node, ast.BinOp | ast.UnaryOp) and not _reads_data(node):
+        _check_constant(term, node)
+        return
     if isinstance(node, ast.BinOp):
+        _check_divisor(term, node)
         _check_row_wise(term, node.left)
         _check_row_wise(term, node.right)
     elif isinstance(node, ast.UnaryOp):

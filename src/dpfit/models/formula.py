@@ -19,6 +19,7 @@ matrices (the exogenous regressors, intercept included, serve as their own instr
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +28,10 @@ import numpy as np
 import pandas as pd
 
 from .._floats import quiet_floats
+from ..codebook import Codebook, apply_levels, fill_bounds, load_codebook
 from ..distributed import is_dask
 from ..privacy import Budget
+from ._constraints import check_bounds_check
 from ._dask import dask_model_matrix
 from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
 from ._fit_checks import checked_linear_fit
@@ -42,6 +45,7 @@ __all__ = [
     "iv_matrices",
     "ols",
     "parse_iv_formula",
+    "with_codebook",
     "with_indicator_bounds",
 ]
 
@@ -54,14 +58,15 @@ def _check_formula(formula: Any) -> str:
     return formula
 
 
-def _matrix(spec: str, data: Any) -> tuple[Any, Design]:
+def _matrix(spec: str, data: Any, declared: frozenset[str] = frozenset()) -> tuple[Any, Design]:
     """One side's design (a lazy Dask DataFrame for Dask data, see
-    :mod:`dpfit.models._dask`) and its checked :class:`~dpfit.models._design.Design`."""
+    :mod:`dpfit.models._dask`) and its checked :class:`~dpfit.models._design.Design`;
+    ``declared`` names the categorical columns a codebook declared."""
     if is_dask(data):
         return dask_model_matrix(spec, data)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-    design = design_spec(spec, data.iloc[:0])
+    design = design_spec(spec, data.iloc[:0], declared)
     return materialise(design, data, refuse_missing=True), design
 
 
@@ -81,6 +86,16 @@ def _zero_records(y: Any, matrices: list[Any]) -> Any:
     return y
 
 
+def with_codebook(codebook: Any, data: Any) -> tuple[Codebook | None, Any, frozenset[str]]:
+    """The loaded codebook (or None), ``data`` with its declared levels applied, and the
+    names of the declared categorical columns (:mod:`dpfit.codebook`)."""
+    if codebook is None:
+        return None, data, frozenset()
+    codebook = load_codebook(codebook)
+    data, declared = apply_levels(codebook, data)
+    return codebook, data, declared
+
+
 def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
     """``bounds`` with (0, 1) added for indicator columns it lacks, when it is a mapping.
 
@@ -92,18 +107,28 @@ def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
     return {**dict.fromkeys(indicators, (0.0, 1.0)), **bounds}
 
 
-def _design_matrices(formula: str, data: Any) -> tuple[Any, Any, bool, tuple[str, ...]]:
+def _design_matrices(
+    formula: str, data: Any, declared: frozenset[str] = frozenset()
+) -> tuple[Any, Any, bool, tuple[str, ...]]:
+    y, X, has_intercept, design = _formula_design(formula, data, declared)
+    return y, X, has_intercept, design.indicators
+
+
+def _formula_design(
+    formula: str, data: Any, declared: frozenset[str] = frozenset()
+) -> tuple[Any, Any, bool, Design]:
+    """Response, design (without the intercept column), intercept, and the checked design."""
     lhs, rhs = _check_formula(formula).split("~", 1)
     if not lhs.strip():
         raise ValueError("formula needs a response on the left of '~'")
-    y, _ = _matrix(lhs, data)
+    y, _ = _matrix(lhs, data, declared)
     y = y.drop(columns=[_INTERCEPT], errors="ignore")
     if y.shape[1] != 1:
         raise ValueError("formula must have exactly one response on the left of '~'")
-    X, design = _matrix(rhs, data)
+    X, design = _matrix(rhs, data, declared)
     has_intercept = _INTERCEPT in X.columns
     y = _zero_records(y.iloc[:, 0], [X])
-    return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design.indicators
+    return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design
 
 
 def design_matrices(formula: str, data: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame, bool]:
@@ -195,14 +220,21 @@ def ols(
     """
     if "fit_intercept" in params:
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
-    with formula_errors(data):
-        y, X, has_intercept, indicators = _design_matrices(formula, data)
+    if "bounds_check" in params:
+        params["bounds_check"] = check_bounds_check(params["bounds_check"])
+    codebook, data, declared = with_codebook(params.pop("codebook", None), data)
+    with formula_errors(data, formula if isinstance(formula, str) else ""):
+        y, X, has_intercept, design = _formula_design(formula, data, declared)
+    indicators = design.indicators
+    if codebook is not None:
+        params = fill_bounds(codebook, params, list(X.columns), indicators, str(y.name))
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
-    return checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
+    result = checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
         **params,
     )  # fmt: skip
+    return dataclasses.replace(result, predictors=(design,))  # for predict(new public x)
 
 
 # -- IV grammar -------------------------------------------------------------------------------
@@ -270,6 +302,24 @@ def parse_iv_formula(formula: str) -> IVFormula:
     )
 
 
+def _check_roles(exog: tuple[str, ...], endog: tuple[str, ...], instruments: tuple[str, ...]):
+    """Refuse a design column with two roles in ``y ~ exog + [endog ~ instruments]``."""
+    roles = {
+        ("exog", "endog"): "is both exogenous (outside the brackets) and endogenous (left of "
+        "'~' inside them): a regressor is one or the other; keep it on one side",
+        ("exog", "instruments"): "is exogenous and also listed as an instrument: exogenous "
+        "regressors are their own instruments already; list only the excluded instruments "
+        "right of '~' inside the brackets",
+        ("endog", "instruments"): "is both endogenous and an instrument: an endogenous "
+        "regressor cannot instrument itself; list other variables right of '~'",
+    }
+    parts = {"exog": exog, "endog": endog, "instruments": instruments}
+    for (first, second), why in roles.items():
+        both = [c for c in parts[first] if c in parts[second]]
+        if both:
+            raise ValueError(f"IV formula: {', '.join(repr(c) for c in both)} {why}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class IVMatrices:
     """The matrices of an IV formula: response, exogenous, endogenous, instruments."""
@@ -279,9 +329,12 @@ class IVMatrices:
     endog: pd.DataFrame
     instruments: pd.DataFrame
     indicators: tuple[str, ...] = ()
+    designs: tuple[Design, ...] = ()
 
 
-def iv_matrices(formula: str, data: pd.DataFrame) -> IVMatrices:
+def iv_matrices(
+    formula: str, data: pd.DataFrame, declared: frozenset[str] = frozenset()
+) -> IVMatrices:
     """Build the matrices of ``y ~ exog + [endog ~ instruments]`` from ``data`` (formulaic).
 
     The intercept, when present, is an ``"Intercept"`` column of ``exog``. Missing numeric
@@ -290,13 +343,15 @@ def iv_matrices(formula: str, data: pd.DataFrame) -> IVMatrices:
     {0, 1} indicator columns.
     """
     parts = parse_iv_formula(formula)
-    y, _, _, _ = _design_matrices(f"{parts.dependent} ~ 1", data)
+    y, _, _, _ = _design_matrices(f"{parts.dependent} ~ 1", data, declared)
     names = ("exog", "endog", "instruments")
-    sides = {name: _matrix(getattr(parts, name), data) for name in names}
+    sides = {name: _matrix(getattr(parts, name), data, declared) for name in names}
     designs = [design for _, design in sides.values()]
+    _check_roles(*(design.columns for design in designs))
     mats = {name: matrix for name, (matrix, _) in sides.items()}
     return IVMatrices(
         y=_zero_records(y, list(mats.values())),  # a zero record in one part is one in all
         **mats,
         indicators=tuple(dict.fromkeys(c for d in designs for c in d.indicators)),
+        designs=tuple(designs),
     )

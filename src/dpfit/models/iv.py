@@ -1,7 +1,7 @@
 """``DPIVRegression`` and ``dpfit.iv``: private instrumental-variable regression (private 2SLS).
 
 The estimator follows the scikit-learn contract like :class:`~dpfit.DPLinearRegression`:
-``__init__`` stores, ``fit(X, y, Z=...)`` validates everything public (interval settings
+``__init__`` stores, ``fit(X, y, Z)`` validates everything public (interval settings
 included) before touching the data and keeps a frozen :class:`~dpfit.models.Result` as
 ``result_``.
 
@@ -23,6 +23,7 @@ Pipeline of a fit with budget rho (every step charged to one ledger), in ``fit``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,10 +34,11 @@ from sklearn.utils.validation import validate_data
 
 from .._floats import quiet_floats
 from .._validation import check_iv_data
+from ..codebook import fill_bounds
 from ..mechanisms import NoiseSource, make_noise_source
 from ..privacy import Budget, PrivacyLedger, Relation, split
 from ..privacy.ledger import prepare_ledger
-from ._constraints import check_budget
+from ._constraints import check_bounds_check, check_budget
 from ._design import take_null_records
 from ._fit_checks import DEFAULT_BOUNDS_CHECK, checked_iv_fit
 from ._formula_errors import formula_errors
@@ -57,7 +59,8 @@ from ._iv_scaling import Standardization, check_scales, release_moments
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import bounds_in_order, check_bounds
-from .formula import iv_matrices, with_indicator_bounds
+from ._upstream import warn_fitted_upstream
+from .formula import iv_matrices, with_codebook, with_indicator_bounds
 from .results import Result
 
 __all__ = ["IV_INTERVALS", "DPIVRegression", "iv"]
@@ -226,16 +229,23 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         return cfg
 
     @quiet_floats()
-    def fit(self, X: Any, y: Any, *, Z: Any, budget: Budget | None = None) -> DPIVRegression:
+    def fit(self, X: Any, y: Any, Z: Any = None, *, budget: Budget | None = None) -> DPIVRegression:
         """Fit the private IV regression; spends ``rho`` from ``budget`` when one is given.
+
+        ``Z`` may be passed by position, ``fit(X, y, Z)``, or by keyword; scikit-learn's
+        meta-estimators route it as fit metadata: ``Pipeline.fit(X, y, dpivregression__Z=Z)``,
+        ``cross_validate(model, X, y, params={"Z": Z})`` (which splits its rows with X's), or
+        with metadata routing enabled ``model.set_fit_request(Z=True)``.
 
         Parameters
         ----------
         X : array-like of shape (n, p)
             All regressors (exogenous ones too; they must also be columns of ``Z``).
         y : array-like of shape (n,)
-        Z : array-like of shape (n, q)
-            All instruments, q >= p.
+        Z : array-like of shape (n, q), optional
+            All instruments, q >= p. Without it every regressor is its own instrument (all
+            are exogenous): the fit is least squares from private moments, and the result's
+            notes say so.
         budget : Budget, optional
             Shared budget: checked before any draw, then each release is spent from it as it
             is charged (a fit that fails part-way keeps only what it drew).
@@ -258,12 +268,19 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         """:meth:`fit`; ``warn_large_rho=False`` for :func:`iv`, which warned for its whole rho."""
         cfg = self._config(warn_large_rho=warn_large_rho)
         check_budget(budget)
+        warn_fitted_upstream(self)
         source = make_noise_source(self.random_state, secure=cfg.secure, name="random_state")
-        null, y, (X, Z) = take_null_records(y, X, Z)  # dpfit.iv: the zero records
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        exogenous = Z is None  # every regressor instruments itself
+        null, y, (X, Z) = take_null_records(y, X, X if exogenous else Z)  # dpfit.iv: zero records
         X_arr, y_arr, Z_arr = check_iv_data(X, y, Z)
         validate_data(self, X, y, reset=True, skip_check_array=True)
         (n, p), q = X_arr.shape, Z_arr.shape[1]
-        x_names, z_names = _names(X, "x", p), _names(Z, "z", q)
+        x_names = _names(X, "x", p)
+        z_names = x_names if exogenous else _names(Z, "z", q)
         y_name = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
         columns, bounds = self._bounds(x_names, z_names, y_name)
         if bounds is not None:  # public only, before any charge
@@ -298,6 +315,8 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
             bounds=bounds, std=std, back=Back(std, columns, x_names, y_name, cfg.fit_intercept),
         )  # fmt: skip
         result = IV_METHOD_TABLE[cfg.method](data, cfg, settings, ledger, source)
+        if exogenous:
+            result = dataclasses.replace(result, notes=(*result.notes, _NO_INSTRUMENTS))
         self._keep(result, cfg.fit_intercept)
         note_fit(type(self).__name__, cfg.rho, X, y, Z, n=n, budget=budget)  # tuning
         return self
@@ -329,6 +348,13 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
             check_bounds(self.y_bounds, "y_bounds", size=1)[0],
         ]
         return columns, check_bounds(pairs, "bounds", size=len(columns))
+
+
+#: The note of a fit without instruments.
+_NO_INSTRUMENTS = (
+    "No instruments were given (Z=None): every regressor is its own instrument, so this is "
+    "least squares from private moments, not an IV estimate."
+)
 
 
 def _names(data: Any, prefix: str, k: int) -> list[str]:
@@ -399,12 +425,18 @@ def iv(
     """
     if "fit_intercept" in params:
         raise TypeError("iv: the intercept is set by the formula ('0 +' removes it)")
-    bounds_check = params.pop("bounds_check", DEFAULT_BOUNDS_CHECK)
+    bounds_check = check_bounds_check(params.pop("bounds_check", DEFAULT_BOUNDS_CHECK))
     random_state = params.pop("random_state", None)
+    codebook = params.pop("codebook", None)
     # Public parameters first (fit() warns about a large rho).
     DPIVRegression(rho=rho, random_state=random_state, **params)._config(warn_large_rho=False)
-    with formula_errors(data):
-        mats = iv_matrices(formula, data)
+    codebook, data, declared = with_codebook(codebook, data)
+    with formula_errors(data, formula if isinstance(formula, str) else ""):
+        mats = iv_matrices(formula, data, declared)
+    if codebook is not None:
+        design = [*mats.exog.columns, *mats.endog.columns, *mats.instruments.columns]
+        design = [c for c in dict.fromkeys(design) if c != "Intercept"]
+        params = fill_bounds(codebook, params, design, mats.indicators, str(mats.y.name))
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], mats.indicators)
     exog = mats.exog.drop(columns=["Intercept"], errors="ignore")
@@ -417,7 +449,7 @@ def iv(
         with quiet_floats():
             return model._fit(X, mats.y, Z, budget, warn_large_rho=False).result_
 
-    return checked_iv_fit(
+    result = checked_iv_fit(
         fit,
         X,
         Z,
@@ -432,3 +464,5 @@ def iv(
         secure=params.get("secure", False),
         indicators=tuple(mats.indicators),
     )
+    # The regressors' designs (exogenous, endogenous), for predict on new public x.
+    return dataclasses.replace(result, predictors=mats.designs[:2])

@@ -39,6 +39,7 @@ from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import PublicScaling, bounds_in_order, bounds_text
+from ._upstream import warn_fitted_upstream
 from .results import Result
 
 __all__ = ["DPLinearRegression"]
@@ -279,6 +280,7 @@ default="batched-means"
         """
         config = self._config()
         check_budget(budget)
+        warn_fitted_upstream(self)
         source = make_noise_source(self.random_state, secure=config.secure, name="random_state")
         if y is None:
             raise ValueError(

@@ -1,13 +1,15 @@
 """Coefficient plots: point estimates and intervals of one or more fits, one panel per term.
 
-Coefficients of a regression live on very different scales (an intercept near 5, a slope near
-0.07), so by default each term gets its own panel and x-axis (``sharex=True`` puts every
-panel on one scale, to compare magnitudes); within a panel, each fit is one horizontal
-interval with its point estimate. A dashed line marks zero wherever it falls inside a
-panel's range, and the legend says what each fit's interval covers: a private interval from
-the released iterates covers the fit to *these* data (privacy noise only), a textbook OLS
-interval the population coefficient (sampling error only). The figure is built without
-``pyplot`` (no global state).
+Each term gets its own panel; within a panel, each fit is one horizontal interval with its
+point estimate. By default every panel shares one x-scale that includes zero, with a dashed
+line at zero: a panel then shows how far its interval lies from zero and how wide it is
+against the others' (each panel scaled to its own interval would make every panel look the
+same). An intercept (near 5 where the slopes are near 0.07) would squash the rest, so
+:meth:`Result.plot` leaves it out; ``sharex=False`` gives each term its own scale, still
+including zero, and ``include_zero=False`` fits each scale to the intervals alone. The legend
+says what each fit's interval covers: a private interval from the released iterates covers
+the fit to *these* data (privacy noise only), a population interval the population
+coefficient. The figure is built without ``pyplot`` (no global state).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from matplotlib.figure import Figure
 
 from .results import Result
 
-__all__ = ["COVERS", "coefficient_frame", "plot_coefficients"]
+__all__ = ["COVERS", "coefficient_frame", "plot_coefficients", "plot_result"]
 
 _COLUMNS = ("coef", "lower", "upper")
 #: What a population interval covers (conf_int(target="population")).
@@ -63,8 +65,9 @@ def plot_coefficients(
     terms: Sequence[str] | None = None,
     title: str = "",
     level: str = "95%",
-    sharex: bool = False,
+    sharex: bool = True,
     covers: Mapping[str, str] | None = None,
+    include_zero: bool = True,
 ) -> Figure:
     """One panel per term, one interval per fit, a zero line and a legend of what is covered.
 
@@ -80,11 +83,14 @@ def plot_coefficients(
         Figure title.
     level : str, default="95%"
         Interval level, for the axis label and the legend.
-    sharex : bool, default=False
-        One x-scale for every panel (compare magnitudes) instead of one per term.
+    sharex : bool, default=True
+        One x-scale for every panel (compare magnitudes); False gives each term its own.
     covers : mapping of str to str, optional
         Label -> what that fit's interval covers, for the legend (default: the frame's
         ``attrs["covers"]``, which :func:`coefficient_frame` sets).
+    include_zero : bool, default=True
+        Extend every x-scale to zero and draw the dashed zero line in every panel; False
+        draws it only where zero already lies in a panel's range.
 
     Returns
     -------
@@ -127,6 +133,10 @@ def plot_coefficients(
         ax.tick_params(axis="x", labelsize=8)
     for ax in axes:  # after all panels are drawn, so shared limits are final
         low, high = ax.get_xlim()
+        if include_zero and not low <= 0.0 <= high:
+            low, high = min(low, 0.0), max(high, 0.0)
+            pad = 0.05 * (high - low)
+            low, high = low - pad, high + pad
         if low <= 0.0 <= high:
             ax.axvline(0.0, color="0.35", linewidth=0.9, linestyle="--", zorder=0)
             ax.set_xlim(low, high)
@@ -135,8 +145,37 @@ def plot_coefficients(
         handles, names, loc="upper left", fontsize=7.5, frameon=False, bbox_to_anchor=(0.01, 0.995)
     )
     scale = "one scale for all terms" if sharex else "each term on its own scale"
-    axes[-1].set_xlabel(f"coefficient and {level} interval ({scale}; dashed: zero)")
+    axes[-1].set_xlabel(f"coefficient, {level} interval ({scale}; dashed: 0)", fontsize=9)
     if title:
         fig.suptitle(title, y=0.02, va="bottom", fontsize=9)
     fig.tight_layout(rect=(0, 0.04 if title else 0, 1, 1 - legend_height / fig.get_figheight()))
     return fig
+
+
+def plot_result(
+    result: Result,
+    alpha: float = 0.05,
+    *,
+    target: str | None = None,
+    terms: Sequence[str] | None = None,
+    sharex: bool = True,
+    title: str | None = None,
+) -> Figure:
+    """:meth:`Result.plot`: the release's coefficients and 1 - alpha intervals for ``target``
+    (:func:`coefficient_frame`), one panel per term, one shared scale with zero marked.
+
+    ``terms`` defaults to every term but the intercept (its scale would squash the slopes);
+    ``sharex=False`` gives each term its own scale (zero still shown).
+    """
+    from .._validation import check_interval_alpha
+
+    alpha = check_interval_alpha(alpha)
+    if terms is None:
+        terms = [t for t in result.names if t != "Intercept"] or list(result.names)
+    return plot_coefficients(
+        {f"{result.method}, rho = {result.rho:g}": coefficient_frame(result, alpha, target)},
+        terms=terms,
+        title=f"{result.response}, n = {result.n}" if title is None else title,
+        level=f"{100 * (1 - alpha):g}%",
+        sharex=sharex,
+    )

@@ -25,14 +25,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_alpha, check_delta, check_option, user_stacklevel
+from .._validation import check_delta, check_interval_alpha, check_option, user_stacklevel
 from .._version import __version__
 from ..exceptions import LargeBudgetWarning
 from ..inference import t_interval, t_interval_from_stderr
 from ..inference.population import TARGETS, CovarianceEstimate, sample_covariance
 from ..privacy import GaussianEntry, PrivacyLedger
-from ._hypothesis import WaldTestResult, constraints, two_sided_pvalues, wald
+from ._hypothesis import two_sided_pvalues
+from ._result_predict import PredictMixin
 from ._result_summary import POPULATION_HINT, result_summary
+from ._result_tests import TestsMixin
 from .summary import Summary
 
 __all__ = ["Result", "snapshot_ledger"]
@@ -60,7 +62,7 @@ def snapshot_ledger(ledger: PrivacyLedger) -> PrivacyLedger:
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class Result:
+class Result(PredictMixin, TestsMixin):
     """Released estimates, confidence intervals and privacy accounting of one private fit.
 
     Parameters
@@ -104,6 +106,15 @@ class Result:
         Covariance of ``estimate`` around the population parameter (sampling + privacy
         error; :mod:`dpfit.inference.population`), or None when the fit released no
         population interval (then only ``target="sample"`` is available).
+    predictors : tuple, default=()
+        The formula's checked designs (built from the formula and the data's dtypes only,
+        :mod:`dpfit.models._design`), so that :meth:`predict` and :meth:`get_prediction` build
+        the terms of new public data as the fit did; empty for array fits.
+
+    Notes
+    -----
+    statsmodels' in-sample ``fittedvalues``, ``resid``, ``rsquared`` and their kin are refused
+    with an ``AttributeError`` that says why: each is computed on the private rows.
     """
 
     names: Sequence[str]
@@ -123,6 +134,7 @@ class Result:
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
     version: str = __version__
     population: CovarianceEstimate | None = None
+    predictors: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         names = tuple(str(n) for n in self.names)
@@ -145,6 +157,7 @@ class Result:
         object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
         object.__setattr__(self, "diagnostics", MappingProxyType(dict(self.diagnostics)))
         object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
+        object.__setattr__(self, "predictors", tuple(self.predictors))
         if self.population is not None:
             if not isinstance(self.population, CovarianceEstimate):
                 raise TypeError("population must be a CovarianceEstimate or None")
@@ -290,36 +303,13 @@ class Result:
         Raises
         ------
         ValueError
-            ``alpha`` is not in (0, 1), or the fit released no interval for ``target``.
+            ``alpha`` is not in (0, 0.5) (it is the miss rate), or the fit released no
+            interval for ``target``.
         """
-        alpha = check_alpha(alpha)
+        alpha = check_interval_alpha(alpha)
         target = check_option(target, "target", TARGETS)
         lower, upper = self._interval(alpha, target)
         return pd.DataFrame({"lower": lower, "upper": upper}, index=list(self.names))
-
-    def wald_test(
-        self, restrictions: Any, q: Any = None, *, target: str = "population"
-    ) -> WaldTestResult:
-        """Wald test of H0: R theta = q (chi2 with k degrees of freedom).
-
-        Parameters
-        ----------
-        restrictions : str, array-like of shape (k, p) or sequence of term names
-            ``"educ = 0, exper = female"`` (formulaic's constraint grammar), a matrix R, or
-            names of terms that are all 0 under H0.
-        q : array-like of shape (k,), optional
-            Right-hand side for a matrix R (default 0).
-        target : {"population", "sample"}, default="population"
-        """
-        R, q_arr, labels = constraints(restrictions, q, self.names)
-        return wald(self.estimate, self.covariance(target), R, q_arr, labels, use_f=False)
-
-    def f_test(
-        self, restrictions: Any, q: Any = None, *, target: str = "population"
-    ) -> WaldTestResult:
-        """The F form of :meth:`wald_test`: W / k against F(k, dof)."""
-        R, q_arr, labels = constraints(restrictions, q, self.names)
-        return wald(self.estimate, self.covariance(target), R, q_arr, labels, use_f=True)
 
     # -- privacy ------------------------------------------------------------------------------
     @property
@@ -367,7 +357,7 @@ class Result:
         -------
         Summary
         """
-        alpha = check_alpha(alpha)
+        alpha = check_interval_alpha(alpha)
         delta = self.default_delta if delta is None else check_delta(delta)
         if delta > 1.0 / self.n:
             warnings.warn(
@@ -382,6 +372,13 @@ class Result:
             target = check_option(target, "target", TARGETS)
             self.covariance(target)  # raises when the fit released no interval for it
         return result_summary(self, alpha, target, delta, diagnostics)
+
+    def plot(self, alpha: float = 0.05, **kwargs: Any) -> Any:
+        """A coefficient plot on one shared scale with a dashed zero line (a matplotlib
+        ``Figure``); see :func:`dpfit.models.plotting.plot_result` for the options."""
+        from .plotting import plot_result
+
+        return plot_result(self, alpha, **kwargs)
 
     def __str__(self) -> str:
         return self.summary().as_text()

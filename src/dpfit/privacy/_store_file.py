@@ -183,7 +183,16 @@ def create_store(path: Path, *, replace_empty: bool) -> None:
         if not replace_empty:
             raise _empty(path)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.new")
-    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as out:
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:  # name the store the user gave, not the temporary file
+        from ..exceptions import BudgetStoreError
+
+        raise BudgetStoreError(
+            f"cannot create the budget store {path}: {exc.strerror or type(exc).__name__} "
+            f"(a new store is written in its directory {path.parent}; choose a writable one)"
+        ) from exc
+    with open(fd, "wb") as out:
         out.write(_new_image())
         out.flush()
         os.fsync(out.fileno())

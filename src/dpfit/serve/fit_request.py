@@ -179,7 +179,8 @@ def _designs(model: str, formula: str, schema: PublicSchema) -> dict[str, Any]:
         if not sides["response"].strip():
             raise ValueError("the formula needs a response on the left of '~'")
         check_sides(list(sides.values()), schema)
-        return {name: design_spec(side, meta) for name, side in sides.items()}
+        declared = {c.name for c in schema.columns if c.type == "categorical"}
+        return {name: design_spec(side, meta, declared) for name, side in sides.items()}
     except FormulaRefusedError as exc:
         raise _bad("formula_refused", str(exc)) from None
     except FormulaicError as exc:

@@ -37,10 +37,18 @@ def run_fit(
     request: FitRequest, design: FitDesign, frame: Any, *, random_state: int | None = None
 ) -> tuple[Result, list[str]]:
     """Fit ``request`` on ``frame``; return the result and dpfit's warnings (one line each)."""
+    import pandas as pd
+
     from ..models import iv, ols
 
     fit = {"ols": ols, "iv": iv}[request.model]
     extra = {} if random_state is None else {"random_state": random_state}
+    # The categorical columns were read as the steward's declared levels (serve/data.py).
+    declared = {
+        name: {"type": "category", "levels": list(frame[name].cat.categories)}
+        for name in frame.columns
+        if isinstance(frame[name].dtype, pd.CategoricalDtype)
+    }
     with LIBRARY_LOCK, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fit(
@@ -50,6 +58,7 @@ def run_fit(
             budget=Budget(rho=fit_rho(request.rho)),
             bounds=dict(design.bounds),
             y_bounds=design.y_bounds,
+            codebook=declared,
             **extra,
         )
     lines = [

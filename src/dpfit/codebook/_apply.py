@@ -1,0 +1,100 @@
+"""Using a codebook in a fit: declared levels on the data, declared bounds for the design.
+
+Both steps read only the codebook (public) and the data's schema; each category value is
+matched to its declared level on its own (:func:`dpfit.models._values.level_values`), so one
+record never changes how another is read, and a value outside the levels makes its record
+the zero record, as with ``C(column, levels=[...])``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ._codebook import Codebook
+
+__all__ = ["apply_levels", "fill_bounds"]
+
+
+def _as_levels(column: Any, series: pd.Series) -> pd.Series:
+    from ..models._values import level_values
+
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype) and list(dtype.categories) == list(column.levels):
+        return series  # already read as exactly these levels (codes already mapped)
+    if column.codes:  # a stored code -> its level (Stata value labels)
+        codes = list(column.codes)
+        matched = level_values(series, codes)
+        series = matched.map(lambda code: None if code is None else column.codes[code])
+    values = level_values(series, list(column.levels))
+    return pd.Series(
+        pd.Categorical(values, categories=list(column.levels)), index=series.index, name=series.name
+    )
+
+
+def apply_levels(codebook: Codebook, data: Any) -> tuple[Any, frozenset[str]]:
+    """``data`` with each category column of ``codebook`` read as its declared levels (a
+    ``pandas.CategoricalDtype``), and the names of those columns (declared, so the formula
+    layer does not warn that the levels may come from the data)."""
+    categories = {c: lv for c, lv in codebook.categories().items() if c in data.columns}
+    if not categories:
+        return data, frozenset()
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(
+            "codebook levels apply to a pandas DataFrame; for Dask data write "
+            "C(column, levels=[...]) in the formula"
+        )
+    frame = data.copy(deep=False)
+    for name in categories:
+        frame[name] = _as_levels(codebook.columns[name], frame[name])
+    return frame, frozenset(categories)
+
+
+def fill_bounds(
+    codebook: Codebook,
+    params: dict[str, Any],
+    design: Sequence[str],
+    indicators: Sequence[str],
+    response: str,
+) -> dict[str, Any]:
+    """``params`` with ``bounds`` and ``y_bounds`` completed from ``codebook``.
+
+    Nothing changes when the codebook bounds none of the design columns and not the
+    response (a codebook of levels only). Otherwise every design column that is not a
+    category indicator needs bounds, from ``params["bounds"]`` (which wins) or the codebook
+    (raw columns by name; a derived term such as ``I(exper ** 2)`` can have its own entry,
+    ``[columns."I(exper ** 2)"]``), and so does the response.
+
+    Raises
+    ------
+    ValueError
+        A design column or the response without bounds anywhere, named.
+    """
+    given = params.get("bounds")
+    if given is not None and not isinstance(given, Mapping):
+        return params  # bounds given in column order: the caller's, complete
+    given = dict(given or {})
+    terms = [c for c in design if c not in indicators]
+    known = {c: codebook.bounds(c) for c in [*terms, response] if codebook.bounds(c) is not None}
+    if not known:
+        return params
+    where = f"codebook {codebook.source}" if codebook.source else "codebook"
+    missing = [c for c in terms if c not in given and c not in known]
+    if missing:
+        raise ValueError(
+            f"{where} has no bounds for design columns {missing}: fill in bounds = [LOW, HIGH] "
+            "(a derived term such as 'I(x ** 2)' gets its own entry, [columns.\"I(x ** 2)\"]), "
+            "or pass them as bounds"
+        )
+    bounds = {**{c: known[c] for c in terms if c in known}, **given}
+    y_bounds = params.get("y_bounds")
+    if y_bounds is None:
+        y_bounds = known.get(response)
+        if y_bounds is None:
+            raise ValueError(
+                f"{where} has no bounds for the response {response!r}: fill in its bounds = "
+                "[LOW, HIGH], or pass y_bounds"
+            )
+    return {**params, "bounds": bounds, "y_bounds": y_bounds}
