@@ -3,15 +3,15 @@
 A *block function* (:mod:`dpfit.algorithms._kernels`) maps arrays of records to one flat
 vector of sums. :func:`run` applies it once to in-memory arrays, on every Dask row block
 through :func:`dpfit.distributed.row_block_sum` (only block results travel to the driver),
-or, for :class:`Rows` (a one-pass algorithm's segment in a random order), on cache-sized
-blocks of those rows gathered one at a time into a buffer. The three differ only in the
-order in which block sums are added.
+or, for :class:`Rows` (a one-pass algorithm's segment), on cache-sized blocks of those rows,
+gathered one at a time into a buffer or, for consecutive rows, as views. The three differ
+only in the order in which block sums are added.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..distributed import is_dask, row_block_sum
 
-__all__ = ["Rows", "cache_block_rows", "run"]
+__all__ = ["Rows", "cache_block_rows", "row_blocks", "run"]
 
 #: Bytes of one row block, in units of a core's L2 cache, and the least and most rows of a
 #: block: fewer rows make the per-block call overhead count (measured: 16 rows at p = 1000
@@ -73,39 +73,60 @@ def cache_block_rows(p: int) -> int:
 class Rows(NamedTuple):
     """The rows ``rows`` of an in-memory array, in that order, not yet gathered.
 
-    A kernel given :class:`Rows` (for every one of its arrays, with the same ``rows``) gathers
-    them a block at a time into one buffer (:func:`run`).
+    ``rows`` is an index array (a one-pass algorithm's segment in a random order) or a slice
+    (a segment of consecutive rows). A kernel given :class:`Rows` (for every one of its
+    arrays, with the same ``rows``) works on them a cache-sized block at a time: gathered
+    into one buffer, or, for a slice, as views of the array (:func:`run`). ``norms`` are the
+    row norms of the whole ``array`` when the caller has them (computed once, in the pass
+    that checked the array's values), so a kernel need not compute them again.
     """
 
     array: np.ndarray
-    rows: np.ndarray
+    rows: np.ndarray | slice
+    norms: np.ndarray | None = None
 
     def gather(self) -> np.ndarray:
         """The selected rows as one new array (for a caller that needs them all at once)."""
+        if isinstance(self.rows, slice):
+            return self.array[self.rows].copy()
         return np.take(self.array, self.rows, axis=0)
+
+
+def row_blocks(arrays: tuple, block: int) -> Iterator[list[np.ndarray]]:
+    """The selected rows of ``arrays`` (:class:`Rows` with the same ``rows``), ``block`` rows
+    at a time: views for a slice; otherwise gathered into one buffer per array, reused.
+
+    ``mode="clip"`` lets ``np.take`` write into the buffer directly (the rows come from a
+    permutation, so none is out of range); with the default mode it copies through a second
+    buffer. A yielded block is valid until the next one.
+    """
+    rows = arrays[0].rows
+    if isinstance(rows, slice):
+        start, stop, _ = rows.indices(arrays[0].array.shape[0])
+        for a in range(start, stop, block):
+            yield [r.array[a : min(a + block, stop)] for r in arrays]
+        return
+    size = max(1, min(len(rows), block))
+    buffers = [np.empty((size, *a.array.shape[1:]), dtype=a.array.dtype) for a in arrays]
+    for start in range(0, len(rows), size):
+        index = rows[start : start + size]
+        yield [
+            np.take(a.array, index, axis=0, out=buf[: len(index)], mode="clip")
+            for a, buf in zip(arrays, buffers, strict=True)
+        ]
 
 
 def _gathered_sum(
     block_fn: Callable[..., np.ndarray], arrays: tuple, args: tuple, width: int
 ) -> np.ndarray:
-    """``block_fn`` summed over blocks of the selected rows, each gathered into a buffer.
+    """``block_fn`` summed over cache-sized blocks of the selected rows (:func:`row_blocks`).
 
     A block of :func:`cache_block_rows` rows stays in a core's cache while ``block_fn`` reads it
     (twice or more: row norms, residuals, X^T r), so the selected rows are read from memory
-    once. ``mode="clip"`` lets ``np.take`` write into the buffer directly (the rows come from
-    a permutation, so none is out of range); with the default mode it copies through a
-    second buffer.
+    once.
     """
-    rows = arrays[0].rows
-    size = max(1, min(len(rows), cache_block_rows(arrays[0].array.shape[1])))  # no rows: zeros
-    buffers = [np.empty((size, *a.array.shape[1:]), dtype=a.array.dtype) for a in arrays]
     total = np.zeros(width)
-    for start in range(0, len(rows), size):
-        block = rows[start : start + size]
-        parts = [
-            np.take(a.array, block, axis=0, out=buf[: len(block)], mode="clip")
-            for a, buf in zip(arrays, buffers, strict=True)
-        ]
+    for parts in row_blocks(arrays, cache_block_rows(arrays[0].array.shape[1])):
         np.add(total, block_fn(*parts, *args), out=total)
     return total
 

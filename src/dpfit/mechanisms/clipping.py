@@ -71,6 +71,8 @@ def row_norms(G: np.ndarray) -> np.ndarray:
     G = np.asarray(G, dtype=np.float64)
     squares = np.einsum("ij,ij->i", G, G)
     norms = np.sqrt(squares)
+    if squares.size and squares.min() >= _SAFE_SQUARES and squares.max() < np.inf:
+        return norms  # the common case: two reductions instead of the masks below
     redo = ~(squares >= _SAFE_SQUARES) | np.isinf(squares)  # NaN, inf, tiny or zero sums
     if redo.any():
         norms[redo] = _scaled_row_norms(G[redo])
