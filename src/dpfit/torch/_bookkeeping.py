@@ -21,11 +21,16 @@ Each example's loss is ``loss_fn`` on a batch of that ONE example, as in the vma
 Rounding (the declared sensitivity must hold for the computed sum; see
 :mod:`dpfit.torch._rounding`):
 
-* norms: ||G_b||^2 and ||A_b||^2 are float64 sums of exact squares of float32 entries (a
-  float32 square fits in float64 exactly and cannot overflow there), multiplied and added
-  over layers in float64: relative error below 2^-22 for layers narrower than 2^30 units,
-  covered by the clip factor's margin :data:`~dpfit.torch._rounding.FLOAT32_MARGIN`
-  (the vmap route's margin, with the same slack);
+* norms: ||G_b||^2 is a float64 sum of exact squares of float32 entries (a float32 square
+  fits in float64 exactly and cannot overflow there; the root taken and squared back adds
+  two float64 roundings); ||A_b||^2 comes from float32 norms of blocks of 1024 entries,
+  squared and added in float64, as the vmap route's norms (a block norm is at least
+  sqrt(1 - gamma_1024) (1 - u) times the exact one; a row whose block norm overflows is
+  recomputed exactly). Their product, added over layers in float64, is then at least
+  (1 - gamma_1024) (1 - u)^2 (1 - 2^-50) times the exact squared norm, so the per-example
+  norm is at least FLOAT32_MARGIN / (1 - u) (1 - 2^-51) times the exact one and the clip
+  factor's margin :data:`~dpfit.torch._rounding.FLOAT32_MARGIN` (the vmap route's) keeps
+  f_b ||g_b|| <= clip in exact arithmetic;
 * float32 sums (fixed-epoch): with r_b = fl32(1 / n_b) (n_b the computed ||A_b||, so
   r_b > 0), A_b is scaled by r_b in float32 and G_b by f_b / r_b in float64, then rounded
   to float32. r_b cancels exactly in the product, however inexact it is, so each term
@@ -63,7 +68,7 @@ from torch import nn
 from torch.func import vmap
 
 from ..mechanisms import clip_factors
-from ._rounding import CHUNK, FLOAT32_MARGIN, MAX_FAST_CLIP, MIN_FAST_CLIP
+from ._rounding import CHUNK, FLOAT32_MARGIN, MAX_FAST_CLIP, MIN_FAST_CLIP, float32_sq_norms
 
 __all__: list[str] = []
 
@@ -158,9 +163,21 @@ def linear_plan(model: nn.Module, clip: float) -> list[nn.Module] | None:
     return plan if starts == sorted(s.start for s in offsets.values()) else None
 
 
+def _input_sq(a: torch.Tensor) -> torch.Tensor:
+    """float64 squared row norms of a layer's float32 inputs from float32 block norms
+    (:func:`~dpfit.torch._rounding.float32_sq_norms`: a fifth of the exact cost on wide
+    layers); rows whose float32 norm overflowed (or is NaN) are recomputed by :func:`_sq`."""
+    sq = float32_sq_norms(a)
+    redo = ~torch.isfinite(sq)
+    if bool(redo.any()):
+        sq[redo] = _sq(a[redo])
+    return sq
+
+
 def _sq(t: torch.Tensor) -> torch.Tensor:
-    """float64 squared row norms: exact squares of float32 entries, summed in float64."""
-    return t.double().square().sum(dim=1)
+    """float64 squared row norms: the float32 entries cast to float64 before they are
+    squared (exact) and summed, then the root squared back (two more float64 roundings)."""
+    return torch.linalg.vector_norm(t, dim=1, dtype=torch.float64).square()
 
 
 def bookkeeping_clipped_sum(
@@ -198,15 +215,13 @@ def bookkeeping_clipped_sum(
             raise ValueError("loss_fn must return one number for a batch of one example")
         zs = [z for _, _, z in captured]
         grads = torch.autograd.grad(losses.sum(), zs, allow_unused=True)
-    rows = []  # per layer: (layer, G, A, ||A_b||^2), A = [a, 1] as the parameters need
+    rows = []  # per layer: (layer, G, a, ||A_b||^2), A = [a, 1] as the parameters need
     sq = torch.zeros(n, dtype=torch.float64, device=inputs.device)
     for (layer, a, z), g in zip(captured, grads, strict=True):
         g = torch.zeros_like(z) if g is None else g.detach()
-        cols = ([a] if layer.weight is not None else []) + (
-            [torch.ones(n, 1, dtype=a.dtype, device=a.device)] if layer.bias is not None else []
-        )
-        a = torch.cat(cols, dim=1) if len(cols) > 1 else cols[0]
-        sq_a = _sq(a)
+        sq_a = _input_sq(a) if layer.weight is not None else torch.zeros_like(sq)
+        if layer.bias is not None:
+            sq_a += 1.0  # the bias's column of ones
         sq += _sq(g) * sq_a
         rows.append((layer, g, a, sq_a))
     norms = torch.sqrt(sq).cpu().numpy()
@@ -218,13 +233,13 @@ def bookkeeping_clipped_sum(
     out = torch.zeros(dim, dtype=torch.float64, device=inputs.device)
     for layer, g, a, sq_a in rows:
         if exact:
-            gs, as_ = g.double() * f[:, None], a.double()
+            gs, r = g.double() * f[:, None], None
         else:
             norm_a = torch.sqrt(sq_a)
             norm_a = torch.where(torch.isfinite(norm_a) & (norm_a > 0), norm_a, 1.0)
             r = (1.0 / norm_a).float()  # > 0: norm_a < 2^144
             gs = (g.double() * (f / r.double())[:, None]).float()
-            as_ = a * r[:, None]
+        as_ = _scaled_inputs(layer, a, r, torch.float64 if exact else torch.float32)
         if bool(bad.any()):
             gs, as_ = gs.masked_fill(bad[:, None], 0.0), as_.masked_fill(bad[:, None], 0.0)
         acc = torch.zeros(gs.shape[1], as_.shape[1], dtype=torch.float64, device=out.device)
@@ -236,3 +251,21 @@ def bookkeeping_clipped_sum(
         if layer.bias is not None:
             out[layer.bias] = acc[:, -1]
     return out, int(np.count_nonzero(factors < FLOAT32_MARGIN))
+
+
+def _scaled_inputs(
+    layer: _Layer, a: torch.Tensor, r: torch.Tensor | None, dtype: torch.dtype
+) -> torch.Tensor:
+    """A = [a, 1] (the columns the layer's trainable weight and bias need), each row scaled
+    by ``r`` (None: unscaled), in ``dtype``: written into one new tensor, no concatenation."""
+    n, width = a.shape
+    cols = (width if layer.weight is not None else 0) + (layer.bias is not None)
+    out = torch.empty(n, cols, dtype=dtype, device=a.device)
+    if layer.weight is not None:
+        if r is None:
+            out[:, :width] = a
+        else:
+            torch.mul(a, r[:, None], out=out[:, :width])
+    if layer.bias is not None:
+        out[:, -1] = 1.0 if r is None else r
+    return out
