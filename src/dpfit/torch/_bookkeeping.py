@@ -231,41 +231,53 @@ def bookkeeping_clipped_sum(
     bad = torch.from_numpy(~np.isfinite(norms)).to(inputs.device)
     f = torch.from_numpy(factors).to(inputs.device)
     out = torch.zeros(dim, dtype=torch.float64, device=inputs.device)
+    any_bad = bool(bad.any())
     for layer, g, a, sq_a in rows:
         if exact:
-            gs, r = g.double() * f[:, None], None
+            gs = g * f[:, None]  # float64: g is cast exactly
+            inputs_w = a.double() if layer.weight is not None else None
+            ones = torch.ones(n, dtype=torch.float64, device=a.device)
         else:
             norm_a = torch.sqrt(sq_a)
             norm_a = torch.where(torch.isfinite(norm_a) & (norm_a > 0), norm_a, 1.0)
             r = (1.0 / norm_a).float()  # > 0: norm_a < 2^144
-            gs = (g.double() * (f / r.double())[:, None]).float()
-        as_ = _scaled_inputs(layer, a, r, torch.float64 if exact else torch.float32)
-        if bool(bad.any()):
-            gs, as_ = gs.masked_fill(bad[:, None], 0.0), as_.masked_fill(bad[:, None], 0.0)
-        acc = torch.zeros(gs.shape[1], as_.shape[1], dtype=torch.float64, device=out.device)
-        step = n if exact else CHUNK
-        for s in range(0, n, step):
-            acc += (gs[s : s + step].T @ as_[s : s + step]).double()
-        if layer.weight is not None:
-            out[layer.weight] = acc[:, : layer.module.in_features].reshape(-1)
-        if layer.bias is not None:
-            out[layer.bias] = acc[:, -1]
+            gs = (g * (f / r.double())[:, None]).float()  # the product in float64
+            inputs_w = a * r[:, None] if layer.weight is not None else None
+            ones = r  # the bias's column of ones, scaled
+        if any_bad:
+            gs = gs.masked_fill(bad[:, None], 0.0)
+            ones = ones.masked_fill(bad, 0.0)
+            if inputs_w is not None:
+                inputs_w = inputs_w.masked_fill(bad[:, None], 0.0)
+        _add_chunks(out, layer, gs, inputs_w, ones, n if exact else CHUNK)
     return out, int(np.count_nonzero(factors < FLOAT32_MARGIN))
 
 
-def _scaled_inputs(
-    layer: _Layer, a: torch.Tensor, r: torch.Tensor | None, dtype: torch.dtype
-) -> torch.Tensor:
-    """A = [a, 1] (the columns the layer's trainable weight and bias need), each row scaled
-    by ``r`` (None: unscaled), in ``dtype``: written into one new tensor, no concatenation."""
-    n, width = a.shape
-    cols = (width if layer.weight is not None else 0) + (layer.bias is not None)
-    out = torch.empty(n, cols, dtype=dtype, device=a.device)
-    if layer.weight is not None:
-        if r is None:
-            out[:, :width] = a
-        else:
-            torch.mul(a, r[:, None], out=out[:, :width])
+def _add_chunks(
+    out: torch.Tensor,
+    layer: _Layer,
+    gs: torch.Tensor,
+    inputs_w: torch.Tensor | None,
+    ones: torch.Tensor,
+    step: int,
+) -> None:
+    """Write the layer's clipped sums into ``out``: sum_b G'_b A'_b^T over chunks of ``step``
+    rows, each chunk one matrix product in the factors' dtype, the chunks added in float64;
+    the weight's columns ``inputs_w`` (a, scaled) and the bias's column ``ones`` (scaled) as
+    two products, so no [a, 1] is formed."""
+    width = gs.shape[1]
+    weight = bias = None
+    if inputs_w is not None:
+        weight = torch.zeros(width, inputs_w.shape[1], dtype=torch.float64, device=out.device)
     if layer.bias is not None:
-        out[:, -1] = 1.0 if r is None else r
-    return out
+        bias = torch.zeros(width, dtype=torch.float64, device=out.device)
+    for s in range(0, gs.shape[0], step):
+        g = gs[s : s + step].T
+        if weight is not None:
+            weight += (g @ inputs_w[s : s + step]).double()
+        if bias is not None:
+            bias += (g @ ones[s : s + step]).double()
+    if weight is not None:
+        out[layer.weight] = weight.reshape(-1)
+    if bias is not None:
+        out[layer.bias] = bias
