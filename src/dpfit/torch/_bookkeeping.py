@@ -16,7 +16,9 @@ trainable parameter a float32 weight or bias of one of those layers. Anything el
 layers, batch coupling such as BatchNorm, other dtypes) uses the general ``vmap(grad)`` route.
 
 Each example's loss is ``loss_fn`` on a batch of that ONE example, as in the vmap route
-(``torch.func.vmap`` over the outputs), so G_b depends on example b alone.
+(``torch.func.vmap`` over the outputs, or, for ``cross_entropy`` and ``nll_loss``, the same
+per-example losses of the whole batch, ``reduction="none"``), so G_b depends on example b
+alone.
 
 Rounding (the declared sensitivity must hold for the computed sum; see
 :mod:`dpfit.torch._rounding`):
@@ -31,15 +33,18 @@ Rounding (the declared sensitivity must hold for the computed sum; see
   norm is at least FLOAT32_MARGIN / (1 - u) (1 - 2^-51) times the exact one and the clip
   factor's margin :data:`~dpfit.torch._rounding.FLOAT32_MARGIN` (the vmap route's) keeps
   f_b ||g_b|| <= clip in exact arithmetic;
-* float32 sums (fixed-epoch): with r_b = fl32(1 / n_b) (n_b the computed ||A_b||, so
-  r_b > 0), A_b is scaled by r_b in float32 and G_b by f_b / r_b in float64, then rounded
-  to float32. r_b cancels exactly in the product, however inexact it is, so each term
+* float32 sums (fixed-epoch): with r_b = 1 where the computed ||A_b|| = n_b lies in
+  [2^-8, 2^8] and r_b = fl32(1 / n_b) otherwise (so r_b > 0), A_b is scaled by r_b in
+  float32 (not at all when every r_b is 1) and G_b by f_b / r_b in float64, then rounded to
+  float32. r_b cancels exactly in the product, however inexact it is, so each term
   f_b G_bj A_bk gets at most two float32 and two float64 roundings on top of the chunk's
   inner product: within the EXTRA_ROUNDINGS of
   :func:`~dpfit.torch._rounding.chunked_sum_excess`. The scaling keeps |A'_bk| and
-  |G'_bj| / clip below 1.05 (r_b is within 2^-5 of 1 / n_b relatively even where it is
-  subnormal, as n_b < 2^144), so subnormal results lose at most 2^-150 x 1.05 max(1, clip)
-  each, and nothing overflows while clip <= MAX_FAST_CLIP;
+  |G'_bj| / clip below 2^8 (r_b = fl32(1 / n_b) is within 2^-5 of 1 / n_b relatively even
+  where it is subnormal, as n_b < 2^144), so subnormal results lose at most
+  2^-150 x 2^8 max(1, clip) each (far below one rounding of a term), and no product or
+  chunk sum overflows float32 while clip <= MAX_FAST_CLIP (2^16 x 128 x 1e30 < 3.4e38).
+  Each row's r_b depends on that row alone;
 * float64 sums (Poisson sampling): the record's vector is fl(f_b G_b) A_b^T, of norm at most
   clip thanks to the same margin, and each coordinate of (f * G)^T A is a float64 inner
   product of n terms, the error form of :func:`dpfit.privacy.float_sum_excess`;
@@ -85,6 +90,8 @@ ELEMENTWISE = (
     nn.Identity,
 )
 _MAX_WIDTH = 2**30
+#: Rows whose input norm lies in this range are not rescaled (module docstring).
+_UNSCALED = (2.0**-8, 2.0**8)
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,7 +217,10 @@ def bookkeeping_clipped_sum(
                 x = z
             else:
                 x = m(x)
-        losses = vmap(lambda o, t: loss_fn(o.unsqueeze(0), t.unsqueeze(0)))(x, targets)
+        batched = getattr(loss_fn, "batched", None)  # a guarded class-index loss
+        losses = None if batched is None else batched(x, targets)
+        if losses is None:
+            losses = vmap(lambda o, t: loss_fn(o.unsqueeze(0), t.unsqueeze(0)))(x, targets)
         if losses.shape != (n,):
             raise ValueError("loss_fn must return one number for a batch of one example")
         zs = [z for _, _, z in captured]
@@ -239,10 +249,13 @@ def bookkeeping_clipped_sum(
             ones = torch.ones(n, dtype=torch.float64, device=a.device)
         else:
             norm_a = torch.sqrt(sq_a)
+            unscaled = (norm_a >= _UNSCALED[0]) & (norm_a <= _UNSCALED[1])
             norm_a = torch.where(torch.isfinite(norm_a) & (norm_a > 0), norm_a, 1.0)
-            r = (1.0 / norm_a).float()  # > 0: norm_a < 2^144
+            r = torch.where(unscaled, 1.0, 1.0 / norm_a).float()  # > 0: norm_a < 2^144
             gs = (g * (f / r.double())[:, None]).float()  # the product in float64
-            inputs_w = a * r[:, None] if layer.weight is not None else None
+            inputs_w = None
+            if layer.weight is not None:  # a x 1 is a: no pass when no row is scaled
+                inputs_w = a if bool(unscaled.all()) else a * r[:, None]
             ones = r  # the bias's column of ones, scaled
         if any_bad:
             gs = gs.masked_fill(bad[:, None], 0.0)
