@@ -3,8 +3,9 @@
 Opacus' fastest mode is compared: ghost clipping
 (``GradSampleModuleFastGradientClipping(use_ghost_clipping=True)`` +
 ``DPOptimizerFastGradientClipping`` + ``DPLossFastGradientClipping``), in float32, fed batches
-by indexing tensors already in memory (``X[index]``, no DataLoader), noise multiplier 1, the
-batches of a fixed random permutation cycled (as dpfit's fixed-epoch sampler does).
+gathered from tensors already in memory (``torch.index_select(X, 0, index)``, as dpfit's
+loader gathers a ``TensorDataset``; no DataLoader), noise multiplier 1, the batches of a
+fixed random permutation cycled (as dpfit's fixed-epoch sampler does).
 ``--opacus-modes ghost,hooks`` adds the per-example-gradient hooks (``GradSampleModule`` +
 ``DPOptimizer``).
 
@@ -107,7 +108,8 @@ def opacus_stepper(kind: str, X: torch.Tensor, y: torch.Tensor, batch: int, mode
         count[0] += 1
         index = order[slot * batch : (slot + 1) * batch]
         opt.zero_grad()
-        loss_fn(model(X[index]), y[index]).backward()
+        inputs, targets = torch.index_select(X, 0, index), torch.index_select(y, 0, index)
+        loss_fn(model(inputs), targets).backward()
         opt.step()
 
     return step
