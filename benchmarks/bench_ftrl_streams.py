@@ -17,9 +17,19 @@ noise, every step of a whole run, timed step by step and interleaved (one indepe
 then one default step), one BLAS thread: the ratio of median per-step costs overall and per
 fifth of the run (flat in t), and the choice ``"auto"`` made with its error ratio.
 
+Part 4 (--whole): whole runs, construction included, interleaved: the default stream
+(``select_nu``, ``nu_dpftrl``, ``correlated_noise(mode="auto")`` with the per-process BLT
+cache cleared first, so every run pays the BLT fit, then T steps) against an independent-noise
+run (``dpsgd``, ``correlated_noise``, T steps); and the independent stream's step against the
+bare NumPy draw ``value + sigma * gen.standard_normal(d)`` with a Philox generator (the bit
+generator of dpfit's regenerable rows) and with NumPy's default PCG64. One BLAS thread;
+medians of paired ratios over ``--repeats``.
+
 Run:  python benchmarks/bench_ftrl_streams.py  [--dim 1000000] [--json out.json]
       python benchmarks/bench_ftrl_streams.py --default --dim 100000 --steps 1000 \
           --participations 10 --separation 100 --json out.json
+      python benchmarks/bench_ftrl_streams.py --whole --dim 100000 --steps 1000 \
+          --participations 10 --separation 100 --repeats 7 --json out.json
       python benchmarks/bench_ftrl_streams.py --modes regenerate --probes 1,64,512,1999
       (measures step t = 1999, the last step of T = 2000, directly in O(d) memory)
 """
@@ -27,16 +37,23 @@ Run:  python benchmarks/bench_ftrl_streams.py  [--dim 1000000] [--json out.json]
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import platform
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
 from dpfit.mechanisms import make_noise_source
 from dpfit.noise import banded, correlated_noise, dpsgd, nu_dpftrl, select_nu
 from dpfit.privacy import PrivacyLedger
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import command, machine  # this folder's helper
 
 T_TARGET = 2000
 
@@ -159,6 +176,75 @@ def default_stream(dim: int, steps: int, k: int, b: int | None) -> dict:
     }
 
 
+def whole_runs(dim: int, steps: int, k: int, b: int | None, repeats: int) -> dict:
+    """Part 4: whole default and independent runs, and steps against the bare draw."""
+    import statistics
+
+    from threadpoolctl import threadpool_limits
+
+    blt = importlib.import_module("dpfit.noise.blt")  # the module (the package exports blt())
+
+    pattern = dict(participations=k, separation=b)
+    value = np.zeros(dim)
+
+    def default_run() -> str:
+        blt._optimal_parameters.cache_clear()  # every run pays the BLT fit
+        nu = select_nu(steps, **pattern).nu
+        stream = _stream(nu_dpftrl(nu, steps=steps), dim, "auto", **pattern)
+        for _ in range(steps):
+            stream.privatize(value)
+        return str(stream.choice)
+
+    def independent_run() -> None:
+        stream = _stream(dpsgd(steps), dim, "auto", **pattern)
+        for _ in range(steps):
+            stream.privatize(value)
+
+    def cpu(fn) -> float:
+        start = time.thread_time()
+        fn()
+        return time.thread_time() - start
+
+    philox = np.random.Generator(np.random.Philox(0))  # benchmark draws, not privacy noise
+    pcg = np.random.default_rng(0)
+    per_step = 200
+    stepped = _stream(dpsgd(per_step * (repeats + 1)), dim, "auto")
+    draws = {
+        "independent_stream": lambda: [stepped.privatize(value) for _ in range(per_step)],
+        "bare_philox": lambda: [value + 1.0 * philox.standard_normal(dim) for _ in range(per_step)],
+        "bare_pcg64": lambda: [value + 1.0 * pcg.standard_normal(dim) for _ in range(per_step)],
+    }
+    times: dict[str, list[float]] = {name: [] for name in ("default", "independent", *draws)}
+    with threadpool_limits(limits=1):
+        choice = default_run()  # warm-up (imports, allocator)
+        independent_run()
+        for fn in draws.values():
+            fn()
+        for i in range(repeats):
+            pair = [("default", default_run), ("independent", independent_run)]
+            for name, fn in pair if i % 2 == 0 else pair[::-1]:
+                times[name].append(cpu(fn))
+            for name, fn in draws.items():
+                times[name].append(cpu(fn) / per_step)
+
+    def paired(a: str, c: str) -> float:
+        return statistics.median(x / y for x, y in zip(times[a], times[c], strict=True))
+
+    return {
+        "dim": dim,
+        "steps": steps,
+        "participations": k,
+        "separation": b,
+        "repeats": repeats,
+        "choice": choice,
+        "cpu_seconds": times,
+        "medians_s": {name: statistics.median(v) for name, v in times.items()},
+        "whole_run_default_over_independent": paired("default", "independent"),
+        "independent_step_over_bare_philox": paired("independent_stream", "bare_philox"),
+        "independent_step_over_bare_pcg64": paired("independent_stream", "bare_pcg64"),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dim", type=int, default=1_000_000)
@@ -171,11 +257,26 @@ def main() -> None:
     )
     parser.add_argument("--json", default=None)
     parser.add_argument("--default", action="store_true", help="part 3 only")
+    parser.add_argument("--whole", action="store_true", help="part 4 only")
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--participations", type=int, default=10)
     parser.add_argument("--separation", type=int, default=100)
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # seeded-source warnings: this is a benchmark
+    if args.whole:
+        start_load = os.getloadavg()
+        report = whole_runs(
+            args.dim, args.steps, args.participations, args.separation, args.repeats
+        )
+        report["command"] = command()
+        report["machine"] = machine() | {"load_average_at_end": os.getloadavg()}
+        report["machine"]["load_average_at_start"] = start_load
+        print(json.dumps({k: v for k, v in report.items() if k != "cpu_seconds"}, indent=1))
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(report, fh, indent=1)
+        return
     if args.default:
         report = default_stream(args.dim, args.steps, args.participations, args.separation)
         report["machine"] = platform.processor() or platform.machine()

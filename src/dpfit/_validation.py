@@ -248,8 +248,11 @@ def _reject_dask(value: Any, name: str) -> None:
         )
 
 
-def check_array(value: Any, name: str, *, ndim: int) -> np.ndarray:
+def check_array(value: Any, name: str, *, ndim: int, finite: bool = True) -> np.ndarray:
     """Return ``value`` as a C-contiguous float64 array with ``ndim`` dimensions and finite entries.
+
+    ``finite=False`` leaves out the finiteness check, for a caller that proves it in a pass
+    of its own over the values (and raises :func:`not_finite_error` otherwise).
 
     Integer and low-precision float inputs are up-cast to float64 before any arithmetic, so
     no integer wrap-around or float32 summation error reaches a sensitivity.
@@ -274,9 +277,14 @@ def check_array(value: Any, name: str, *, ndim: int) -> np.ndarray:
         raise ValueError(f"{name} has no rows (n = 0)")
     if ndim == 2 and arr.shape[1] == 0:
         raise ValueError(f"{name} has no columns")
-    if not _all_finite(arr):
-        raise ValueError(f"{name} contains NaN or infinite values")
+    if finite and not _all_finite(arr):
+        raise not_finite_error(name)
     return arr
+
+
+def not_finite_error(name: str) -> ValueError:
+    """The error for an array with a NaN or infinite value (it names the array, never a row)."""
+    return ValueError(f"{name} contains NaN or infinite values")
 
 
 def _all_finite(arr: np.ndarray) -> bool:

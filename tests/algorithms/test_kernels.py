@@ -8,6 +8,7 @@ import pytest
 from dpfit.algorithms._kernels import (
     LeastSquaresSums,
     Rows,
+    finite_row_norms,
     least_squares_block,
     least_squares_sum,
     level_counts,
@@ -178,3 +179,55 @@ def test_clipped_row_sum_into_a_buffer_is_the_same_sum_bit_for_bit(order):
     in_place = rows.copy(order="K")
     total, clipped = clipped_row_sum(in_place, 1.5, out=in_place)
     np.testing.assert_array_equal(total, ref[0])
+
+
+@pytest.mark.parametrize("clip", [None, 0.5, 3.0])
+@pytest.mark.parametrize("with_norms", [False, True])
+def test_consecutive_rows_are_read_as_views_block_by_block(clip, with_norms):
+    # a contiguous segment (slice) of 3.5 blocks of 4096 rows at p = 64, read as views
+    X, y, theta = _data(40_000, 64, seed=6)
+    rows = slice(1_000, 15_500)
+    norms = row_norms(X) if with_norms else None
+    total, clipped = least_squares_sum(Rows(X, rows, norms), Rows(y, rows), theta, clip)
+    ref = least_squares_block(X[rows], y[rows], theta, clip)
+    _assert_summation_order(total, ref[:-1], X[rows], y[rows], theta)
+    assert clipped == ref[-1]
+    search = DoublingSearch(ceiling=100.0, noise_multiplier=1.0, threshold=10.0, n_levels=12)
+    np.testing.assert_array_equal(
+        level_counts(Rows(X, rows), Rows(y, rows), theta, search),
+        level_counts(X[rows], y[rows], theta, search),
+    )
+
+
+@pytest.mark.parametrize("clip", [0.5, 3.0])
+def test_one_block_of_rows_is_the_block_function_bit_for_bit(clip):
+    X, y, theta = _data(3_000, 5, seed=7)
+    for rows in (slice(100, 2_900), np.random.default_rng(8).permutation(3_000)[:2_000]):
+        Xg, yg = Rows(X, rows).gather(), Rows(y, rows).gather()
+        total, clipped = least_squares_sum(Rows(X, rows, row_norms(X)), Rows(y, rows), theta, clip)
+        ref = least_squares_block(Xg, yg, theta, clip)
+        np.testing.assert_array_equal(total, ref[:-1])
+        assert clipped == ref[-1] > 0
+
+
+def test_rows_with_non_finite_gradients_are_zeroed_like_the_block_function():
+    X, y, theta = _data(9_000, 3, seed=9)
+    X[20] = [1e308, 1e308, 1e308]  # finite, but r overflows: recomputed by the block function
+    X[8_500] = [1e300, -1e300, 1e300]
+    for rows in (slice(0, 9_000), np.arange(9_000)[::-1].copy()):
+        total, clipped = least_squares_sum(Rows(X, rows, row_norms(X)), Rows(y, rows), theta, 1.0)
+        Xg, yg = Rows(X, rows).gather(), Rows(y, rows).gather()
+        ref = least_squares_block(Xg, yg, theta, 1.0)
+        assert np.isfinite(total).all()
+        kept = np.abs(Xg).max(axis=1) < 1e200  # the two huge records count zero
+        _assert_summation_order(total, ref[:-1], Xg[kept], yg[kept], theta)
+        assert clipped == ref[-1]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_finite_row_norms_is_an_exact_finiteness_check(bad):
+    X = np.full((10, 3), 1e308)  # finite, but norms and their sum overflow
+    np.testing.assert_array_equal(finite_row_norms(X, "X"), row_norms(X))
+    X[7, 1] = bad
+    with pytest.raises(ValueError, match="X contains NaN or infinite values"):
+        finite_row_norms(X, "X")

@@ -109,7 +109,7 @@ def correlated_noise_halved(monkeypatch):
     monkeypatch.setattr(
         STREAM_RELEASE.GaussianRows,
         "release",
-        lambda self, value, noise: real(self, value, 0.5 * np.asarray(noise)),
+        lambda self, value, noise, **kw: real(self, value, 0.5 * np.asarray(noise), **kw),
     )
 
 

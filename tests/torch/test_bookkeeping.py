@@ -15,6 +15,7 @@ from torch import nn  # noqa: E402
 from dpfit.privacy import float_sum_excess  # noqa: E402
 from dpfit.torch._bookkeeping import linear_plan  # noqa: E402
 from dpfit.torch._clipping import _vmap_clipped_sum, clipped_sum, trainable  # noqa: E402
+from dpfit.torch._failures import guard_loss  # noqa: E402
 from dpfit.torch._rounding import chunked_sum_excess  # noqa: E402
 
 LOSS = nn.functional.cross_entropy
@@ -71,19 +72,19 @@ def test_plan_applies_to_linear_models(kind):
 def test_bookkeeping_matches_the_vmap_route_to_float32_rounding(kind, exact):
     """Both routes clip the same float32 gradients: each record's vector agrees to a few
     float32 roundings (u = 6e-8) times the depth-3 network's condition, well below 1e-5 clip,
-    so the sums of 70 records agree within 70 x 1e-5 clip; a wrong norm (say one that
+    so the sums of 300 records agree within 300 x 1e-5 clip; a wrong norm (say one that
     forgets the bias) moves the sum by O(clip)."""
     for seed in range(3):
         model = _mlp(seed, kind)
-        x, y = _batch(70, seed)  # three float32 chunks, the last one short
+        x, y = _batch(300, seed)  # three float32 chunks of CHUNK = 128, the last one short
         named = trainable(model)
         norms = np.linalg.norm(_exact_clipped(model, x, y, 1e30), axis=1)
         clip = float(np.median(norms))  # clips about half of the records
         want, _ = _vmap_clipped_sum(model, named, LOSS, x, y, clip, exact=exact)
         got, clipped = clipped_sum(model, LOSS, x, y, clip, exact=exact)
         assert got.dtype == torch.float64 and got.shape == want.shape
-        assert 0 < clipped < 70
-        assert float(torch.linalg.vector_norm(got - want)) <= 70 * 1e-5 * clip
+        assert 0 < clipped < 300
+        assert float(torch.linalg.vector_norm(got - want)) <= 300 * 1e-5 * clip
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -217,3 +218,37 @@ def test_removing_one_record_moves_the_float64_sum_by_at_most_the_declared_bound
         keep = [j for j in range(n) if j != i]
         part, _ = clipped_sum(model, LOSS, x[keep], y[keep], 0.5, exact=True)
         assert float(torch.linalg.vector_norm(full - part)) <= 0.5 + float_sum_excess(0.5, n)
+
+
+@pytest.mark.parametrize("scale", [1e-4, 3.0, 1e4])
+@pytest.mark.parametrize("exact", [False, True])
+def test_rescaled_and_unscaled_rows_match_the_vmap_route(scale, exact):
+    """Input norms below, inside and above [2^-8, 2^8] (rows rescaled or not before the float32
+    product), mixed in one batch: the sum agrees with the vmap route as in the test above."""
+    model = _mlp(2, "tanh-bias")
+    x, y = _batch(300, 6, scale=1.0)
+    x[::3] *= scale  # a third of the rows at the other scale
+    named = trainable(model)
+    norms = np.linalg.norm(_exact_clipped(model, x, y, 1e30), axis=1)
+    clip = float(np.median(norms))
+    want, _ = _vmap_clipped_sum(model, named, LOSS, x, y, clip, exact=exact)
+    got, _ = clipped_sum(model, LOSS, x, y, clip, exact=exact)
+    assert float(torch.linalg.vector_norm(got - want)) <= 300 * 1e-5 * clip
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [nn.functional.cross_entropy, nn.functional.nll_loss, nn.CrossEntropyLoss()],
+    ids=["cross_entropy", "nll_loss", "module"],
+)
+def test_batched_per_example_losses_equal_one_example_batches(loss):
+    """The whole-batch per-example losses (reduction="none") of the plain functions give the
+    gradients of one-example batches; a label outside the classes counts zero either way."""
+    model = _mlp(0, "tanh-bias")  # nll_loss on raw outputs: -output[target], as good
+    x, y = _batch(50, 7)
+    y[4], y[20] = 3, -1  # outside the 3 classes
+    got, _ = clipped_sum(model, loss, x, y, 0.5, exact=True)
+    want, _ = _vmap_clipped_sum(model, trainable(model), guard_loss(loss), x, y, 0.5, exact=True)
+    assert float(torch.linalg.vector_norm(got - want)) <= 50 * 1e-5 * 0.5
+    alone, _ = clipped_sum(model, loss, x[4:5], y[4:5], 0.5, exact=True)
+    assert float(torch.linalg.vector_norm(alone)) == 0.0

@@ -89,7 +89,7 @@ def test_canary_audit_catches_halved_noise(monkeypatch):
     monkeypatch.setattr(
         stream_module.GaussianRows,
         "release",
-        lambda self, value, noise: real(self, value, 0.5 * np.asarray(noise)),
+        lambda self, value, noise, **kw: real(self, value, 0.5 * np.asarray(noise), **kw),
     )
     result = _audit(120, seed=12)
     assert not result.passed

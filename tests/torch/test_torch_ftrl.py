@@ -52,9 +52,9 @@ def _flat(model):
 @pytest.mark.parametrize("exact", [True, False])
 def test_clipped_sum_matches_a_per_example_autograd_loop(exact):
     model = _model()
-    x, y = _data(70)  # three float32 chunks of 32 rows
+    x, y = _data(300)  # three float32 chunks of CHUNK = 128 rows, the last one short
     rows = []
-    for i in range(70):
+    for i in range(300):
         model.zero_grad()
         LOSS(model(x[i : i + 1]), y[i : i + 1]).backward()
         rows.append(torch.cat([p.grad.reshape(-1) for p in model.parameters()]).double().numpy())
@@ -63,7 +63,7 @@ def test_clipped_sum_matches_a_per_example_autograd_loop(exact):
     assert got.dtype == torch.float64
     # float32 gradients, float32 margin 3e-5 on the clip factor
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-5)
-    assert 0 <= clipped <= 70
+    assert 0 <= clipped <= 300
 
 
 def test_fast_sum_moves_by_at_most_its_declared_rounding_excess():
@@ -75,7 +75,7 @@ def test_fast_sum_moves_by_at_most_its_declared_rounding_excess():
     a, _ = clipped_sum(model, LOSS, x, y, 0.5, exact=False)
     b, _ = clipped_sum(model, LOSS, x2, y, 0.5, exact=False)
     assert float(torch.linalg.vector_norm(a - b)) <= 2 * 0.5 + chunked_sum_excess(0.5, 256)
-    assert chunked_sum_excess(0.5, 256) < 1e-4
+    assert chunked_sum_excess(0.5, 256) < 2.1e-3 * 0.5  # about 0.1% of the exact 2 clip
 
 
 def test_clipped_vectors_never_exceed_the_bound_in_float32():

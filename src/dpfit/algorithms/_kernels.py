@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from .._floats import quiet_floats
-from .._validation import check_identified, check_int, check_iv_data
+from .._validation import check_identified, check_int, check_iv_data, not_finite_error
 from .._validation import check_X_y as _check_X_y
 from ..distributed import check_dask_rows, is_dask
 from ..mechanisms import (
@@ -56,9 +56,10 @@ from ..mechanisms import (
     row_norms,
     scale_rows,
 )
+from ..mechanisms.clipping import CLIP_MARGIN
 from ..privacy import Relation
 from ._iv_kernels import clipped_outer_sum, two_stage_sums
-from ._kernel_runs import Rows, cache_block_rows, run
+from ._kernel_runs import Rows, cache_block_rows, row_blocks, run
 from ._loss_kernels import clipped_row_sum, loss_sums
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "check_iv",
     "clipped_outer_sum",
     "clipped_row_sum",
+    "finite_row_norms",
     "least_squares_sum",
     "least_squares_sums",
     "level_counts",
@@ -75,8 +77,6 @@ __all__ = [
     "two_stage_sums",
 ]
 
-#: Rows per chunk when computing row norms in memory (no temporary of the size of X).
-_CHUNK_ROWS = 8192
 #: :class:`LeastSquaresSums` treats an X of at most this many bytes as one block: it stays in
 #: the last-level cache between the two passes anyway, and one block has the least overhead
 #: (measured: splitting a 1e5 x 10 X into blocks of 16384 rows costs 15% more per step).
@@ -119,12 +119,21 @@ def check_iv(X: Any, y: Any, Z: Any, *, n_public: Any = None) -> tuple[Any, Any,
 
 
 @quiet_floats()
-def _row_norms_chunked(X: np.ndarray) -> np.ndarray:
-    """||x_i|| for every row, computed in chunks (overflow-safe, see mechanisms.row_norms)."""
-    out = np.empty(X.shape[0])
-    for start in range(0, X.shape[0], _CHUNK_ROWS):
-        out[start : start + _CHUNK_ROWS] = row_norms(X[start : start + _CHUNK_ROWS])
-    return out
+def finite_row_norms(X: np.ndarray, name: str) -> np.ndarray:
+    """||x_i|| for every row of a float64 X, and the proof that every entry of X is finite.
+
+    :func:`~dpfit.mechanisms.row_norms` gives inf for a row with a NaN or infinite entry and
+    a finite norm for every other row except those whose norm overflows (entries near
+    1.8e308), so the rows with a non-finite norm are checked exactly. Raises
+    :func:`~dpfit._validation.not_finite_error` (naming ``name``, never a row) otherwise.
+    One pass over X, as the plain finiteness check's sum, which it replaces.
+    """
+    norms = row_norms(X)  # n-vectors only: no temporary of the size of X
+    if not math.isfinite(np.add.reduce(norms)):  # norms >= 0: a finite sum proves all finite
+        suspect = ~np.isfinite(norms)
+        if suspect.any() and not np.isfinite(X[suspect]).all():
+            raise not_finite_error(name)
+    return norms
 
 
 # -- least squares (DP-GD, the gradient of DP-AMBSSGD) ----------------------------------------
@@ -176,7 +185,7 @@ class LeastSquaresSums:
     def __init__(self, X: np.ndarray, y: np.ndarray, clip: float | None, block_rows=None):
         n, p = X.shape
         self._X, self._y, self._clip = X, y, clip
-        self._x_norms = None if clip is None else _row_norms_chunked(X)
+        self._x_norms = None if clip is None else row_norms(X)
         thresholds = None if clip is None else residual_thresholds(self._x_norms, clip)
         if block_rows is None and X.nbytes <= _ONE_BLOCK_BYTES and p <= _COLUMN_MAJOR_MAX_P:
             X, block_rows = np.asfortranarray(X), n  # column-major passes (class docstring)
@@ -247,9 +256,62 @@ def least_squares_sum(
     For a single query (DP-AMBSSGD's fresh batch per step); repeated queries on the same
     data take :func:`least_squares_sums`, which computes the row norms and buffers once.
     """
+    if isinstance(X, Rows):
+        return _rows_least_squares_sum(X, y, theta, clip)
     p = theta.shape[0]
     out = run(least_squares_block, (X, y), (theta, clip), p + 1)
     return out[:p], int(out[p])
+
+
+@quiet_floats()
+def _rows_least_squares_sum(
+    X: Rows, y: Rows, theta: np.ndarray, clip: float | None
+) -> tuple[np.ndarray, int]:
+    """:func:`least_squares_block`'s sums over cache-sized blocks of selected rows
+    (:func:`~._kernel_runs.row_blocks`), operation for operation, in buffers allocated once.
+
+    Per block: r = X_b theta - y_b; g = |r| ||x_i|| (the row norms of ``X.norms`` when given,
+    else computed here); if some g_i exceeds bound = clip x CLIP_MARGIN, r <- r min(1,
+    bound / g) (for finite g the factor and product of :func:`~dpfit.mechanisms.clip_factors`
+    and :func:`~dpfit.mechanisms.scale_rows`, the same float operations, without their
+    masks); then X_b^T r while X_b is still in cache. A block with a non-finite g_i or sum
+    (some non-finite per-example gradient) is recomputed by the block function, which zeroes
+    such records.
+    """
+    p = theta.shape[0]
+    size = cache_block_rows(p)
+    arrays = (X, y) if X.norms is None else (X, y, Rows(X.norms, X.rows))
+    bound = None if clip is None else clip * CLIP_MARGIN
+    total, part, clipped = np.zeros(p), np.empty(p), 0
+    r, g, mask = np.empty(size), np.empty(size), np.empty(size, dtype=bool)
+    for parts in row_blocks(arrays, size):
+        Xb, yb = parts[0], parts[1]
+        k = Xb.shape[0]
+        rb, gb, mb = r[:k], g[:k], mask[:k]
+        np.matmul(Xb, theta, out=rb)
+        np.subtract(rb, yb, out=rb)
+        norms, count, finite = None, 0, True
+        if bound is not None:
+            norms = parts[2] if len(parts) > 2 else row_norms(Xb)
+            np.abs(rb, out=gb)
+            np.multiply(gb, norms, out=gb)  # ||g_i|| = |r_i| ||x_i||
+            top = gb.max()
+            finite = math.isfinite(top)  # else the block function zeroes the non-finite
+            if finite and top > bound:
+                np.greater(gb, bound, out=mb)
+                count = int(np.count_nonzero(mb))
+                # min(1, bound / ||g_i||) is clip_factors' factor for every finite ||g_i||
+                np.divide(bound, gb, out=gb)
+                np.minimum(gb, 1.0, out=gb)
+                np.multiply(rb, gb, out=rb)
+        if finite:
+            np.matmul(Xb.T, rb, out=part)
+        if not (finite and math.isfinite(np.vdot(part, part))):  # also False for a huge sum
+            out = least_squares_block(Xb, yb, theta, clip, norms)
+            part[:], count = out[:-1], int(out[-1])
+        np.add(total, part, out=total)
+        clipped += count
+    return total, clipped
 
 
 def least_squares_sums(

@@ -213,7 +213,7 @@ def dp_ambssgd(
         stat_failure=stat_failure,
         n_levels=n_levels,
     )
-    data = one_pass_data(X, y, n=n, shuffle=shuffle)
+    data = one_pass_data(X, y, n=n, shuffle=shuffle, norms=True)
     plan = build_plan(
         data.n,
         inputs,
@@ -244,7 +244,7 @@ def run_ambssgd_plan(
     """
     if not isinstance(plan, AmbssgdPlan):
         raise TypeError(f"plan must be an AmbssgdPlan, got {type(plan).__name__}")
-    data = one_pass_data(X, y, n=plan.n, shuffle=shuffle)  # refuses data of another size
+    data = one_pass_data(X, y, n=plan.n, shuffle=shuffle, norms=True)  # refuses another n
     plan.warn()
     return _run(plan, data, ledger=ledger, rng=rng, diagnostics=False)
 

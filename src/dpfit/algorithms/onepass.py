@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 
 from .._records import dtype_kind, float_values, read_records
-from .._validation import check_int, check_X_y, reject_sparse
+from .._validation import check_array, check_int, check_X_y, reject_sparse
 from ..distributed import check_dask_rows, is_dask, zero_nonfinite_records
 from ..privacy import Relation
-from ._kernels import Rows
+from ._kernels import Rows, finite_row_norms
 
 __all__ = ["OnePassData", "one_pass_data", "tail_average"]
 
@@ -100,10 +100,20 @@ def _read_in_order(X: Any, y: Any, rows: np.ndarray) -> tuple[np.ndarray, np.nda
 class OnePassData:
     """A validated dataset to be read once, in segments; build it with :func:`one_pass_data`."""
 
-    __slots__ = ("_X", "_chunks", "_head", "_used", "_y", "d", "kind", "n", "shuffle")
+    __slots__ = ("_X", "_chunks", "_head", "_norms", "_used", "_y", "d", "kind", "n", "shuffle")
 
-    def __init__(self, *, X: Any, y: Any, n: int, d: int, kind: str, shuffle: bool) -> None:
-        self._X, self._y = X, y
+    def __init__(
+        self,
+        *,
+        X: Any,
+        y: Any,
+        n: int,
+        d: int,
+        kind: str,
+        shuffle: bool,
+        norms: np.ndarray | None = None,
+    ) -> None:
+        self._X, self._y, self._norms = X, y, norms
         self.n, self.d, self.kind, self.shuffle = n, d, kind, shuffle
         self._chunks: Iterator[Any] | None = None
         self._head: tuple[np.ndarray, np.ndarray] | None = None
@@ -119,8 +129,10 @@ class OnePassData:
         segment come in that order. Each dataset can be passed over once (a stream cannot be
         rewound). With ``lazy=True`` (for callers that only sum over a segment), a Dask
         dataset yields unevaluated Dask selections of each segment's records in index order
-        (nothing is read on the driver), and shuffled in-memory arrays yield
-        :class:`~dpfit.algorithms._kernels.Rows` (the kernels gather them block by block).
+        (nothing is read on the driver), and in-memory arrays yield
+        :class:`~dpfit.algorithms._kernels.Rows` (the kernels read them block by block:
+        gathered when shuffled, as views otherwise), with the row norms of X when
+        :func:`one_pass_data` computed them.
         """
         if sum(sizes) > self.n:
             raise ValueError("segments ask for more records than n")
@@ -142,8 +154,8 @@ class OnePassData:
             if lazy and self.kind == "dask":  # unevaluated; index order is enough for a sum
                 rows = rows if order is None else np.sort(rows)
                 yield self._X[rows], self._y[rows]
-            elif lazy and self.kind == "array" and order is not None:
-                yield Rows(self._X, rows), Rows(self._y, rows)  # gathered by the kernels
+            elif lazy and self.kind == "array":  # read block by block by the kernels
+                yield Rows(self._X, rows, self._norms), Rows(self._y, rows)
             elif order is None and self.kind == "array":  # views (validated float64)
                 yield self._X[rows], self._y[rows]
             elif order is None:  # lazy: one read
@@ -179,7 +191,12 @@ class OnePassData:
 
 
 def one_pass_data(
-    X: Any, y: Any = None, *, n: int | None = None, shuffle: bool | None = None
+    X: Any,
+    y: Any = None,
+    *,
+    n: int | None = None,
+    shuffle: bool | None = None,
+    norms: bool = False,
 ) -> OnePassData:
     """Validate data for a one-pass algorithm (see the module docstring for accepted kinds).
 
@@ -195,6 +212,11 @@ def one_pass_data(
     shuffle : bool, optional
         Read in the order of a uniformly random permutation. Default: True for arrays,
         False for a stream (which cannot be shuffled; ``shuffle=True`` is an error).
+    norms : bool, default=False
+        For in-memory arrays: check X's values by computing its row norms (one pass that
+        proves every entry finite, :func:`~dpfit.algorithms._kernels.finite_row_norms`) and
+        hand them to the kernels with each lazy segment, so a clipping kernel does not
+        compute them again. Same errors as the plain check.
 
     Raises
     ------
@@ -248,12 +270,21 @@ def one_pass_data(
         if rows == 0 or d == 0:
             raise ValueError("X has no rows or no columns")
         kind = "lazy"
+    elif norms:
+        X = check_array(X, "X", ndim=2, finite=False)
+        row_norms = finite_row_norms(X, "X")  # the finiteness check of X, and the norms
+        y = check_array(y, "y", ndim=1)
+        if X.shape[0] != y.shape[0]:
+            raise ValueError("X and y must have the same number of rows")
+        rows, d = X.shape
+        kind = "array"
     else:
         X, y = check_X_y(X, y)
         rows, d = X.shape
         kind = "array"
     if n is not None and check_int(n, "n", low=1) != rows:
         raise ValueError(f"n={n} does not match the {rows} rows of X")
-    return OnePassData(
-        X=X, y=y, n=rows, d=d, kind=kind, shuffle=True if shuffle is None else shuffle
-    )
+    shuffle = True if shuffle is None else shuffle
+    if kind == "array" and norms:
+        return OnePassData(X=X, y=y, n=rows, d=d, kind=kind, shuffle=shuffle, norms=row_norms)
+    return OnePassData(X=X, y=y, n=rows, d=d, kind=kind, shuffle=shuffle)

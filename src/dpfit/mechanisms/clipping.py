@@ -70,8 +70,10 @@ def row_norms(G: np.ndarray) -> np.ndarray:
     """
     G = np.asarray(G, dtype=np.float64)
     squares = np.einsum("ij,ij->i", G, G)
-    norms = np.sqrt(squares)
+    if squares.size and squares.min() >= _SAFE_SQUARES and squares.max() < np.inf:
+        return np.sqrt(squares, out=squares)  # the common case: two reductions, no masks
     redo = ~(squares >= _SAFE_SQUARES) | np.isinf(squares)  # NaN, inf, tiny or zero sums
+    norms = np.sqrt(squares, out=squares)
     if redo.any():
         norms[redo] = _scaled_row_norms(G[redo])
     return norms

@@ -139,7 +139,7 @@ class GaussianRows:
             return self._cache[a:b]
         return np.concatenate((self._cache[a:], self._cache[:b]))
 
-    def release(self, value: ArrayLike, noise: ArrayLike) -> np.ndarray:
+    def release(self, value: ArrayLike, noise: ArrayLike, *, consume: bool = False) -> np.ndarray:
         """Release ``value + noise`` for the next step (``noise`` built from this object's rows).
 
         Parameters
@@ -148,6 +148,9 @@ class GaussianRows:
             The step's exact query value (a sum of clipped contributions). Must be finite.
         noise : array-like of shape (d,)
             ``noise_std * (B Z~)_t``, the step's correlated noise.
+        consume : bool, default=False
+            ``noise`` is a float64 array that only the caller holds and no longer needs: the
+            output is written into it (the same sum, without allocating another d floats).
 
         Returns
         -------
@@ -163,7 +166,12 @@ class GaussianRows:
             raise ValueError(f"{self._entry.label}: value and noise must have shape ({self._dim},)")
         if not np.isfinite(value).all():  # internal invariant: callers clip and zero rows
             raise ValueError(f"{self._entry.label}: the query value is not finite")
-        output = self._replay[t].copy() if self._replay is not None else value + noise
+        if self._replay is not None:
+            output = self._replay[t].copy()
+        elif consume and noise.flags.writeable:
+            output = np.add(value, noise, out=noise)
+        else:
+            output = value + noise
         if self._record is not None:
             self._record[0][t] = value
             self._record[1][t] = output

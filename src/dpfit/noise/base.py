@@ -65,7 +65,8 @@ class CorrelatedMechanism(abc.ABC):
 
     @abc.abstractmethod
     def step_noise(self, step: int, rows: RowSource) -> np.ndarray:
-        """Unscaled correlated noise sum_i B[step, i] z_i, shape (d,)."""
+        """Unscaled correlated noise sum_i B[step, i] z_i, shape (d,), in a new array (the
+        caller scales it in place)."""
 
     @abc.abstractmethod
     def decoder_matrix(self) -> np.ndarray:

@@ -94,17 +94,18 @@ class BLTNoise:
     hold combinations of past secret rows: never log, store or release them.
     """
 
-    __slots__ = ("_decay", "_scale", "_state")
+    __slots__ = ("_decay", "_mix", "_scale", "_state")
 
     def __init__(self, mechanism: BLTMechanism, dim: int) -> None:
         self._decay = np.asarray(mechanism.buf_decay)[:, None]
         self._scale = np.asarray(mechanism.output_scale)
         self._state = np.zeros((mechanism.buffers, dim))
+        self._mix = np.empty(dim)  # omega . S, in a buffer reused at every step
 
     def next(self, z: np.ndarray) -> np.ndarray:
         """x = z - omega . S; then S <- theta S + x. Overwrites and returns ``z``."""
         S = self._state
-        z -= self._scale @ S
+        z -= np.matmul(self._scale, S, out=self._mix)
         S *= self._decay
         S += z
         return z

@@ -119,13 +119,16 @@ class NoiseStream:
         return self._rows.dim
 
     def _noise(self, step: int) -> np.ndarray:
-        """sigma (B z)_step, the secret correlated noise of ``step`` (never expose it)."""
+        """sigma (B z)_step, the secret correlated noise of ``step`` (never expose it), in a
+        new array (scaled in place: a fresh array per step costs page faults at large d)."""
         if self._offline is not None:
             return self._offline[step].copy()
         if self._state is not None:
             noise = self._state.next(self._rows.block(step, step + 1)[0])
-            return noise * self._rows.noise_std
-        return self._rows.noise_std * self._mechanism.step_noise(step, self._rows)
+        else:
+            noise = self._mechanism.step_noise(step, self._rows)
+        noise *= self._rows.noise_std
+        return noise
 
     def privatize(self, value: ArrayLike) -> np.ndarray:
         """Release ``value + sigma (B z)_t`` for the next step t.
@@ -144,7 +147,7 @@ class NoiseStream:
         t = self._rows.step
         if t >= self._rows.steps:
             raise ValueError(f"the stream covers {self._rows.steps} steps; all are used")
-        return self._rows.release(value, self._noise(t))
+        return self._rows.release(value, self._noise(t), consume=True)
 
 
 def fft_workspace_bytes(steps: int, dim: int) -> int:

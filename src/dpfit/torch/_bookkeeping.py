@@ -16,25 +16,35 @@ trainable parameter a float32 weight or bias of one of those layers. Anything el
 layers, batch coupling such as BatchNorm, other dtypes) uses the general ``vmap(grad)`` route.
 
 Each example's loss is ``loss_fn`` on a batch of that ONE example, as in the vmap route
-(``torch.func.vmap`` over the outputs), so G_b depends on example b alone.
+(``torch.func.vmap`` over the outputs, or, for ``cross_entropy`` and ``nll_loss``, the same
+per-example losses of the whole batch, ``reduction="none"``), so G_b depends on example b
+alone.
 
 Rounding (the declared sensitivity must hold for the computed sum; see
 :mod:`dpfit.torch._rounding`):
 
-* norms: ||G_b||^2 and ||A_b||^2 are float64 sums of exact squares of float32 entries (a
-  float32 square fits in float64 exactly and cannot overflow there), multiplied and added
-  over layers in float64: relative error below 2^-22 for layers narrower than 2^30 units,
-  covered by the clip factor's margin :data:`~dpfit.torch._rounding.FLOAT32_MARGIN`
-  (the vmap route's margin, with the same slack);
-* float32 sums (fixed-epoch): with r_b = fl32(1 / n_b) (n_b the computed ||A_b||, so
-  r_b > 0), A_b is scaled by r_b in float32 and G_b by f_b / r_b in float64, then rounded
-  to float32. r_b cancels exactly in the product, however inexact it is, so each term
+* norms: ||G_b||^2 is a float64 sum of exact squares of float32 entries (a float32 square
+  fits in float64 exactly and cannot overflow there; the root taken and squared back adds
+  two float64 roundings); ||A_b||^2 comes from float32 norms of blocks of 1024 entries,
+  squared and added in float64, as the vmap route's norms (a block norm is at least
+  sqrt(1 - gamma_1024) (1 - u) times the exact one; a row whose block norm overflows is
+  recomputed exactly). Their product, added over layers in float64, is then at least
+  (1 - gamma_1024) (1 - u)^2 (1 - 2^-50) times the exact squared norm, so the per-example
+  norm is at least FLOAT32_MARGIN / (1 - u) (1 - 2^-51) times the exact one and the clip
+  factor's margin :data:`~dpfit.torch._rounding.FLOAT32_MARGIN` (the vmap route's) keeps
+  f_b ||g_b|| <= clip in exact arithmetic;
+* float32 sums (fixed-epoch): with r_b = 1 where the computed ||A_b|| = n_b lies in
+  [2^-8, 2^8] and r_b = fl32(1 / n_b) otherwise (so r_b > 0), A_b is scaled by r_b in
+  float32 (not at all when every r_b is 1) and G_b by f_b / r_b in float64, then rounded to
+  float32. r_b cancels exactly in the product, however inexact it is, so each term
   f_b G_bj A_bk gets at most two float32 and two float64 roundings on top of the chunk's
   inner product: within the EXTRA_ROUNDINGS of
   :func:`~dpfit.torch._rounding.chunked_sum_excess`. The scaling keeps |A'_bk| and
-  |G'_bj| / clip below 1.05 (r_b is within 2^-5 of 1 / n_b relatively even where it is
-  subnormal, as n_b < 2^144), so subnormal results lose at most 2^-150 x 1.05 max(1, clip)
-  each, and nothing overflows while clip <= MAX_FAST_CLIP;
+  |G'_bj| / clip below 2^8 (r_b = fl32(1 / n_b) is within 2^-5 of 1 / n_b relatively even
+  where it is subnormal, as n_b < 2^144), so subnormal results lose at most
+  2^-150 x 2^8 max(1, clip) each (far below one rounding of a term), and no product or
+  chunk sum overflows float32 while clip <= MAX_FAST_CLIP (2^16 x 128 x 1e30 < 3.4e38).
+  Each row's r_b depends on that row alone;
 * float64 sums (Poisson sampling): the record's vector is fl(f_b G_b) A_b^T, of norm at most
   clip thanks to the same margin, and each coordinate of (f * G)^T A is a float64 inner
   product of n terms, the error form of :func:`dpfit.privacy.float_sum_excess`;
@@ -63,7 +73,7 @@ from torch import nn
 from torch.func import vmap
 
 from ..mechanisms import clip_factors
-from ._rounding import CHUNK, FLOAT32_MARGIN, MAX_FAST_CLIP, MIN_FAST_CLIP
+from ._rounding import CHUNK, FLOAT32_MARGIN, MAX_FAST_CLIP, MIN_FAST_CLIP, float32_sq_norms
 
 __all__: list[str] = []
 
@@ -80,6 +90,8 @@ ELEMENTWISE = (
     nn.Identity,
 )
 _MAX_WIDTH = 2**30
+#: Rows whose input norm lies in this range are not rescaled (module docstring).
+_UNSCALED = (2.0**-8, 2.0**8)
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,9 +170,21 @@ def linear_plan(model: nn.Module, clip: float) -> list[nn.Module] | None:
     return plan if starts == sorted(s.start for s in offsets.values()) else None
 
 
+def _input_sq(a: torch.Tensor) -> torch.Tensor:
+    """float64 squared row norms of a layer's float32 inputs from float32 block norms
+    (:func:`~dpfit.torch._rounding.float32_sq_norms`: a fifth of the exact cost on wide
+    layers); rows whose float32 norm overflowed (or is NaN) are recomputed by :func:`_sq`."""
+    sq = float32_sq_norms(a)
+    redo = ~torch.isfinite(sq)
+    if bool(redo.any()):
+        sq[redo] = _sq(a[redo])
+    return sq
+
+
 def _sq(t: torch.Tensor) -> torch.Tensor:
-    """float64 squared row norms: exact squares of float32 entries, summed in float64."""
-    return t.double().square().sum(dim=1)
+    """float64 squared row norms: the float32 entries cast to float64 before they are
+    squared (exact) and summed, then the root squared back (two more float64 roundings)."""
+    return torch.linalg.vector_norm(t, dim=1, dtype=torch.float64).square()
 
 
 def bookkeeping_clipped_sum(
@@ -193,20 +217,21 @@ def bookkeeping_clipped_sum(
                 x = z
             else:
                 x = m(x)
-        losses = vmap(lambda o, t: loss_fn(o.unsqueeze(0), t.unsqueeze(0)))(x, targets)
+        batched = getattr(loss_fn, "batched", None)  # a guarded class-index loss
+        losses = None if batched is None else batched(x, targets)
+        if losses is None:
+            losses = vmap(lambda o, t: loss_fn(o.unsqueeze(0), t.unsqueeze(0)))(x, targets)
         if losses.shape != (n,):
             raise ValueError("loss_fn must return one number for a batch of one example")
         zs = [z for _, _, z in captured]
         grads = torch.autograd.grad(losses.sum(), zs, allow_unused=True)
-    rows = []  # per layer: (layer, G, A, ||A_b||^2), A = [a, 1] as the parameters need
+    rows = []  # per layer: (layer, G, a, ||A_b||^2), A = [a, 1] as the parameters need
     sq = torch.zeros(n, dtype=torch.float64, device=inputs.device)
     for (layer, a, z), g in zip(captured, grads, strict=True):
         g = torch.zeros_like(z) if g is None else g.detach()
-        cols = ([a] if layer.weight is not None else []) + (
-            [torch.ones(n, 1, dtype=a.dtype, device=a.device)] if layer.bias is not None else []
-        )
-        a = torch.cat(cols, dim=1) if len(cols) > 1 else cols[0]
-        sq_a = _sq(a)
+        sq_a = _input_sq(a) if layer.weight is not None else torch.zeros_like(sq)
+        if layer.bias is not None:
+            sq_a += 1.0  # the bias's column of ones
         sq += _sq(g) * sq_a
         rows.append((layer, g, a, sq_a))
     norms = torch.sqrt(sq).cpu().numpy()
@@ -216,23 +241,56 @@ def bookkeeping_clipped_sum(
     bad = torch.from_numpy(~np.isfinite(norms)).to(inputs.device)
     f = torch.from_numpy(factors).to(inputs.device)
     out = torch.zeros(dim, dtype=torch.float64, device=inputs.device)
+    any_bad = bool(bad.any())
     for layer, g, a, sq_a in rows:
         if exact:
-            gs, as_ = g.double() * f[:, None], a.double()
+            gs = g * f[:, None]  # float64: g is cast exactly
+            inputs_w = a.double() if layer.weight is not None else None
+            ones = torch.ones(n, dtype=torch.float64, device=a.device)
         else:
             norm_a = torch.sqrt(sq_a)
+            unscaled = (norm_a >= _UNSCALED[0]) & (norm_a <= _UNSCALED[1])
             norm_a = torch.where(torch.isfinite(norm_a) & (norm_a > 0), norm_a, 1.0)
-            r = (1.0 / norm_a).float()  # > 0: norm_a < 2^144
-            gs = (g.double() * (f / r.double())[:, None]).float()
-            as_ = a * r[:, None]
-        if bool(bad.any()):
-            gs, as_ = gs.masked_fill(bad[:, None], 0.0), as_.masked_fill(bad[:, None], 0.0)
-        acc = torch.zeros(gs.shape[1], as_.shape[1], dtype=torch.float64, device=out.device)
-        step = n if exact else CHUNK
-        for s in range(0, n, step):
-            acc += (gs[s : s + step].T @ as_[s : s + step]).double()
-        if layer.weight is not None:
-            out[layer.weight] = acc[:, : layer.module.in_features].reshape(-1)
-        if layer.bias is not None:
-            out[layer.bias] = acc[:, -1]
+            r = torch.where(unscaled, 1.0, 1.0 / norm_a).float()  # > 0: norm_a < 2^144
+            gs = (g * (f / r.double())[:, None]).float()  # the product in float64
+            inputs_w = None
+            if layer.weight is not None:  # a x 1 is a: no pass when no row is scaled
+                inputs_w = a if bool(unscaled.all()) else a * r[:, None]
+            ones = r  # the bias's column of ones, scaled
+        if any_bad:
+            gs = gs.masked_fill(bad[:, None], 0.0)
+            ones = ones.masked_fill(bad, 0.0)
+            if inputs_w is not None:
+                inputs_w = inputs_w.masked_fill(bad[:, None], 0.0)
+        _add_chunks(out, layer, gs, inputs_w, ones, n if exact else CHUNK)
     return out, int(np.count_nonzero(factors < FLOAT32_MARGIN))
+
+
+def _add_chunks(
+    out: torch.Tensor,
+    layer: _Layer,
+    gs: torch.Tensor,
+    inputs_w: torch.Tensor | None,
+    ones: torch.Tensor,
+    step: int,
+) -> None:
+    """Write the layer's clipped sums into ``out``: sum_b G'_b A'_b^T over chunks of ``step``
+    rows, each chunk one matrix product in the factors' dtype, the chunks added in float64;
+    the weight's columns ``inputs_w`` (a, scaled) and the bias's column ``ones`` (scaled) as
+    two products, so no [a, 1] is formed."""
+    width = gs.shape[1]
+    weight = bias = None
+    if inputs_w is not None:
+        weight = torch.zeros(width, inputs_w.shape[1], dtype=torch.float64, device=out.device)
+    if layer.bias is not None:
+        bias = torch.zeros(width, dtype=torch.float64, device=out.device)
+    for s in range(0, gs.shape[0], step):
+        g = gs[s : s + step].T
+        if weight is not None:
+            weight += (g @ inputs_w[s : s + step]).double()
+        if bias is not None:
+            bias += (g @ ones[s : s + step]).double()
+    if weight is not None:
+        out[layer.weight] = weight.reshape(-1)
+    if bias is not None:
+        out[layer.bias] = bias

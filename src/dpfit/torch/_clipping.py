@@ -39,7 +39,7 @@ from torch.func import functional_call, grad, vmap
 from .._records import Substitution, evaluate_records
 from ..mechanisms import clip_factors, row_norms
 from ._bookkeeping import bookkeeping_clipped_sum, linear_plan
-from ._rounding import CHUNK, FLOAT32_MARGIN, MIN_FAST_CLIP, NORM_BLOCK
+from ._rounding import CHUNK, FLOAT32_MARGIN, MIN_FAST_CLIP, float32_sq_norms
 
 __all__: list[str] = []
 
@@ -65,20 +65,6 @@ def refuse_batch_mixing(model: nn.Module) -> None:
                 "BatchNorm mixes examples in a batch; use GroupNorm/LayerNorm, or put it in "
                 "eval mode (module.eval())"
             )
-
-
-def _float32_norms(g: torch.Tensor) -> torch.Tensor:
-    """float64 squared row norms of a float32 (B, p) tensor, from float32 block norms."""
-    B, p = g.shape
-    g = g.contiguous()
-    nb = p // NORM_BLOCK
-    sq = torch.zeros(B, dtype=torch.float64, device=g.device)
-    if nb:
-        blocks = g.as_strided((B, nb, NORM_BLOCK), (p, NORM_BLOCK, 1))
-        sq += (torch.linalg.vector_norm(blocks, dim=2).double() ** 2).sum(dim=1)
-    if p > nb * NORM_BLOCK:
-        sq += torch.linalg.vector_norm(g[:, nb * NORM_BLOCK :], dim=1).double() ** 2
-    return sq
 
 
 def clipped_sum(
@@ -159,7 +145,7 @@ def _vmap_clipped_sum(model, named, loss_fn, inputs, targets, clip, *, exact, ze
     float32 = clip >= MIN_FAST_CLIP and all(g.dtype == torch.float32 for g in grads)
     fast = float32 and not exact
     if float32:
-        sq = sum(_float32_norms(g) for g in grads)
+        sq = sum(float32_sq_norms(g) for g in grads)
     else:
         sq = sum(torch.linalg.vector_norm(g.double(), dim=1) ** 2 for g in grads)
     norms = torch.sqrt(sq).cpu().numpy()

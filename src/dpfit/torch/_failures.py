@@ -55,12 +55,35 @@ def guard_loss(loss_fn: Loss) -> Loss:
     """
     if not _class_index_loss(loss_fn):
         return loss_fn
+    return _GuardedLoss(loss_fn)
 
-    def guarded(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+
+class _GuardedLoss:
+    """:func:`guard_loss`'s loss: callable on a batch of one example, and, for the plain
+    functions ``cross_entropy`` and ``nll_loss``, on a whole batch at once (:meth:`batched`)."""
+
+    def __init__(self, loss_fn: Loss) -> None:
+        self._loss_fn = loss_fn
+
+    def __call__(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        loss_fn = self._loss_fn
         if target.is_floating_point() or target.dim() != output.dim() - 1:
             return loss_fn(output, target)
         valid = ((target >= 0) & (target < output.shape[1])).all()
         loss = loss_fn(output, torch.where(valid, target, torch.zeros_like(target)))
         return torch.where(valid, loss, torch.zeros_like(loss))
 
-    return guarded
+    def batched(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor | None:
+        """Every example's loss at once, ``(B,)``: what this loss gives on each example as a
+        batch of one (the function's ``reduction="none"`` on (B, C) outputs: a batch of one's
+        mean is its one loss), for the plain functions only (a module may weight or smooth);
+        None otherwise (the caller evaluates the examples one by one under ``vmap``)."""
+        if self._loss_fn not in _CLASS_INDEX_FUNCTIONS or output.dim() != 2:
+            return None
+        if target.is_floating_point():
+            return self._loss_fn(output, target, reduction="none") if target.dim() == 2 else None
+        if target.dim() != 1:
+            return None
+        valid = (target >= 0) & (target < output.shape[1])
+        loss = self._loss_fn(output, torch.where(valid, target, 0), reduction="none")
+        return torch.where(valid, loss, torch.zeros_like(loss))

@@ -15,8 +15,12 @@ sum is within gamma_{c+4} c clip of its exact sum. Under replace-one with the li
 batch positions a record changes ONE chunk (the others are computed from the same rows by
 the same operations), and the float64 additions of the m = n / c chunk sums add gamma^64_m
 (1 + gamma_{c+4}) n clip per sum. Hence :func:`chunked_sum_excess` = 2 gamma_{c+4} c clip +
-2 gamma^64_m (1 + gamma_{c+4}) n clip (1.4e-4 clip at n = 256), declared through
-``sum_excess``; about 4x cheaper than converting every product to float64.
+2 gamma^64_m (1 + gamma_{c+4}) n clip (2.0e-3 clip for c = 128, whatever n from 128 to
+4096: 0.1% of the exact replace-one sensitivity 2 clip), declared through ``sum_excess``.
+Chunks of 128 rows: at 32 (1.4e-4 clip) the float64 conversion and addition of every chunk's
+product, which touch the whole (outputs x inputs) result, made the clipped sum of a 784-128
+layer at B = 1000 cost twice one matrix product; at 128 it costs about one
+(``benchmarks/README.md``, "PyTorch").
 
 Underflow: for ``clip`` in [:data:`MIN_FAST_CLIP`, :data:`MAX_FAST_CLIP`] and fewer than 2^60
 coordinates, the absolute errors of float32 results in the subnormal range (at most 2^-150
@@ -34,6 +38,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 __all__ = [
     "CHUNK",
     "EXTRA_ROUNDINGS",
@@ -42,11 +48,12 @@ __all__ = [
     "MIN_FAST_CLIP",
     "NORM_BLOCK",
     "chunked_sum_excess",
+    "float32_sq_norms",
 ]
 
 U32, U64 = 2.0**-24, 2.0**-53
-#: Rows per float32 chunk of the fast sum.
-CHUNK = 32
+#: Rows per float32 chunk of the fast sum (module docstring).
+CHUNK = 128
 #: Entries per float32 block of the vmap route's norms.
 NORM_BLOCK = 1024
 #: Roundings of a product's factors beyond the chunk's inner product (module docstring).
@@ -70,3 +77,20 @@ def chunked_sum_excess(clip: float, n: int) -> float:
     m = math.ceil(n / c)
     g32 = gamma(c + EXTRA_ROUNDINGS, U32)
     return 2.0 * g32 * c * clip + 2.0 * gamma(m, U64) * (1.0 + g32) * n * clip
+
+
+def float32_sq_norms(t: torch.Tensor) -> torch.Tensor:
+    """float64 squared row norms of a float32 (B, p) tensor, from float32 norms of blocks of
+    :data:`NORM_BLOCK` entries squared and added in float64 (the relative error the margin
+    :data:`FLOAT32_MARGIN` covers; module docstring). A block norm that overflows gives inf:
+    the caller recomputes such rows."""
+    B, p = t.shape
+    t = t.contiguous()
+    nb = p // NORM_BLOCK
+    sq = torch.zeros(B, dtype=torch.float64, device=t.device)
+    if nb:
+        blocks = t.as_strided((B, nb, NORM_BLOCK), (p, NORM_BLOCK, 1))
+        sq += (torch.linalg.vector_norm(blocks, dim=2).double() ** 2).sum(dim=1)
+    if p > nb * NORM_BLOCK:
+        sq += torch.linalg.vector_norm(t[:, nb * NORM_BLOCK :], dim=1).double() ** 2
+    return sq

@@ -34,14 +34,13 @@ groups = b > 1                    optimal_banded encoder of   (Choquette-Choo et
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, default_collate
 
-from .._records import read_records
 from .._validation import check_delta, check_int, check_option, check_positive
 from ..mechanisms import make_noise_source
 from ..mechanisms.limits import LIMIT, check_noisy_sum_scale
@@ -60,6 +59,7 @@ from ..noise import (
 from ..privacy import PLDLedger, PrivacyLedger, Relation, subsampled_gaussian_noise_multiplier
 from ..privacy.ledger import prepare_ledger
 from ._clipping import refuse_batch_mixing, trainable
+from ._loader import PrivateDataLoader
 from ._rounding import chunked_sum_excess
 from .optimizer import DPOptimizer, check_optimizer_params
 from .samplers import FixedEpochSampler, PoissonSampler
@@ -67,43 +67,7 @@ from .samplers import FixedEpochSampler, PoissonSampler
 __all__ = ["PrivateDataLoader", "PrivateTraining", "make_private"]
 
 SAMPLINGS = ("fixed-epoch", "poisson")
-_READING = "reading a batch of the dataset (its items or the collate function)"
-_HINT = "read every item of the dataset and collate them yourself to see it"
 NOISES = ("auto", "nu-dpftrl", "dp-sgd", "amplified-banded")
-
-
-class PrivateDataLoader:
-    """Yields ``(inputs, targets)`` batches of the library's sampler, one per private step.
-
-    Each batch is handed to the :class:`DPOptimizer` as it is yielded; ``step()`` uses it
-    once. ``iter(loader)`` runs one epoch; an epoch started before the previous one ended
-    (after a ``break``) is refused at its first batch, since its steps are not the next noise
-    steps. Stopping early for good is fine: fewer participations only lower the sensitivity.
-    """
-
-    def __init__(self, dataset: Any, sampler: Any, collate_fn: Callable, optimizer: DPOptimizer):
-        self.dataset, self.sampler, self._optimizer = dataset, sampler, optimizer
-        self._collate = collate_fn
-        self._loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=self._collate_any)
-
-    def _collate_any(self, items: list) -> Any:
-        if items:
-            return self._collate(items)
-        return [t[:0] for t in self._collate([self.dataset[0]])]  # an empty Poisson batch
-
-    def __len__(self) -> int:
-        return len(self.sampler)
-
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        # Single-process DataLoader: the sampler's ``last_step`` is the batch just collated.
-        # Reading happens after the charge: a dataset or collate function that raises on a
-        # record stops with a fixed error naming no value and no step (dpfit/_records.py).
-        self.sampler.check_epoch_left()  # dpfit's own error, raised before anything is read
-        batches = iter(self._loader)
-        while (batch := read_records(next, batches, None, what=_READING, hint=_HINT)) is not None:
-            inputs, targets = batch
-            self._optimizer._offer(inputs, targets, self.sampler.last_step)
-            yield inputs, targets
 
 
 @dataclass(frozen=True, eq=False)
