@@ -76,13 +76,15 @@ from ..inference.population import (
     NoisyMoment,
     release_second_moment,
     sandwich,
+    welch_dof,
 )
 from ..inference.whitened import (
     NOISY_MEAT,
+    NoisySandwich,
     gradient_clip,
     inverse_sqrt,
+    noisy_sandwich,
     release_mean,
-    whitened_sandwich,
 )
 from ..mechanisms import NoiseSource, clip_rows
 from ..privacy import PrivacyLedger
@@ -162,6 +164,11 @@ def resolve_adassp(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]:
     for name in ("clip", "step_size", "burn_in"):
         if getattr(config, name) is not None:
             raise ValueError(f"{name} does not apply to method='adassp'; leave it None")
+    if config.target != "least-squares":
+        raise ValueError(
+            "method='adassp' clips no gradients: its estimate is least squares on the "
+            "bounded data, so target='huber' does not apply"
+        )
     return {
         "rho": config.rho,
         "relation": config.relation,
@@ -278,7 +285,8 @@ def _with_population(
         rng=source,
         label="adassp/omega",
     )
-    sampling = whitened_sandwich(H, Omega, P, n)
+    sandwich_ = noisy_sandwich(H, Omega, n, right=np.linalg.inv(P))
+    sampling = sandwich_.cov
     bread = H.shrunk()
     s_b = traj.config["noise_std_xty"] / n
     law = s_b**2 * np.eye(theta.size) + H.noise_std**2 * (
@@ -290,11 +298,11 @@ def _with_population(
     population = CovarianceEstimate(
         target="population",
         cov=sampling + privacy + parts["ridge bias"],
-        dof=np.full(theta.size, math.inf),
+        dof=welch_dof([(sampling, sandwich_.dof), (privacy + parts["ridge bias"], math.inf)]),
         description=_description(share, clip),
         parts=parts,
     )
-    checks = _checks(H, Omega, ridge)
+    checks = _checks(H, sandwich_, ridge)
     if clipped_y * math.sqrt(n) > CLIPPED_Y_LIMIT:
         checks.append(
             f"About {100 * clipped_y:.2g}% of the responses lie at the public y bounds "
@@ -329,7 +337,7 @@ def _description(share: float, clip: float) -> str:
     )
 
 
-def _checks(H: NoisyMoment, Omega: NoisyMoment, ridge: float) -> list[str]:
+def _checks(H: NoisyMoment, sampling: NoisySandwich, ridge: float) -> list[str]:
     """Public messages about the releases that make the interval doubtful (post-processing)."""
     checks = []
     smallest = max(H.min_eigenvalue(), H.identified)
@@ -348,6 +356,6 @@ def _checks(H: NoisyMoment, Omega: NoisyMoment, ridge: float) -> list[str]:
             "interval may understate the error along it (more records, a larger rho or "
             "tighter bounds help)."
         )
-    if Omega.unidentified():
+    if sampling.noisy_meat():
         checks.append(NOISY_MEAT)
     return checks

@@ -39,7 +39,7 @@ from ..inference.population import (
 from ..inference.population_iv import moment_noise_covariance, two_sls_from_moments
 from ..mechanisms import NoiseSource, clip_rows, rho_within
 from ..privacy import PrivacyLedger
-from ..privacy.budget import exact_units
+from ._shares import rest_of
 
 __all__: list[str] = []
 
@@ -70,15 +70,6 @@ def description(clip: float) -> str:
         "the moment noise (docs/inference.md). It covers the population coefficients when "
         "the first stage is strong relative to the noise (otherwise a CoverageWarning)."
     )
-
-
-def rest_of(total: float, part: float) -> float:
-    """The largest float r <= total - part with part + r <= total exactly (the ledger adds
-    exactly), so two shares of a budget never sum above it."""
-    rest = total - part
-    while exact_units(part) + exact_units(rest) > exact_units(total):
-        rest = math.nextafter(rest, 0.0)
-    return rest
 
 
 def _release_scaled(

@@ -49,6 +49,7 @@ is within two noise s.d. of zero
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 from functools import partial
@@ -61,47 +62,110 @@ from ..algorithms import dp_gd
 from ..distributed import check_dask_rows, is_dask, map_rows
 from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
+from ..inference.clipping_bias import (
+    FAR,
+    GAP_NOISE,
+    GAP_Z,
+    ClippingGap,
+    excess_window,
+    growing_clip,
+    release_excess,
+    second_moment_clip,
+)
 from ..inference.diagnostics import iterate_drift
-from ..inference.population import population_covariance, release_moment_sum
+from ..inference.population import NoisyMoment, population_covariance, release_moment_sum
 from ..inference.whitened import (
     NOISY_MEAT,
+    NoisySandwich,
     gradient_clip,
     inverse_sqrt,
+    noisy_sandwich,
     release_mean,
-    whitened_sandwich,
 )
-from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho
+from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, mean_sensitivity
 from ._linear_moments import (
+    excess_sums,
     gram_sums,
     record_sum,
     residual_scale_sum,
     sandwich_sums,
     triangle,
+    whitened_gram_sums,
 )
+from ._shares import split_rho
 
-__all__ = ["DEFAULT_MOMENT_SHARE", "PRECONDITIONED_STEPS", "run_preconditioned_gd"]
+__all__ = [
+    "DEFAULT_MOMENT_SHARE",
+    "LINEAR_TARGETS",
+    "PRECONDITIONED_STEPS",
+    "run_preconditioned_gd",
+]
 
-#: Share of rho for the three moment releases (H~ a quarter, Hh~ and Omega~ 3/8 each).
-DEFAULT_MOMENT_SHARE = 0.2
+#: Share of rho for the four moment releases (H~, the whitened H~ and Hh~ a fifth each,
+#: Omega~ two fifths).
+DEFAULT_MOMENT_SHARE = 0.25
 #: Default steps and step size in whitened coordinates.
 PRECONDITIONED_STEPS = 200
 PRECONDITIONED_STEP_SIZE = 0.5
+#: What the default fit estimates (``target``): the population least-squares coefficient
+#: (a clip that grows with n, and a warning when the released gap to least squares is
+#: material), or the Huber-type minimiser of the loss clipped at 3 sqrt(k) residual scales.
+LINEAR_TARGETS = ("least-squares", "huber")
+#: Shares of rho for the releases behind the gap to least squares: the clipped excess in a
+#: window above the clip, and the count of records far beyond it (the more telling one:
+#: its detection threshold, 3.29 / sqrt(2 rho_far) records, sets which heavy tails are
+#: caught).
+GAP_SHARE = 0.02
+FAR_SHARE = 0.08
+#: Whitened rows enter the Huber Hessian clipped to this many sqrt(k) (||P d|| is about
+#: sqrt(k); a larger row only lowers the bread, which widens the interval).
+ROW_CLIP = 3.0
+#: The meat's clip keeps the noise of its entries at this fraction of the residual scale's
+#: square (:func:`~dpfit.inference.clipping_bias.second_moment_clip`).
+MEAT_NOISE = 0.1
+
+_COVERS = {
+    "least-squares": "the population least-squares coefficients (sampling + privacy error)",
+    "huber": "the population coefficients of the Huber-type fit clipped at {clip:.3g} "
+    "(sampling + privacy error; least squares only when the errors are symmetric given x)",
+}
 
 
-def _description(m: int, burn_in: int, share: float, clip: float) -> str:
+def _shares(rho: float, moment_share: float, private_clip: bool) -> dict[str, float]:
+    """Every release's share of rho, their exact sum at most rho (:func:`split_rho`)."""
+    fractions = {
+        "xtx": moment_share / 5.0,
+        "whiten": moment_share / 5.0,
+        "hessian": moment_share / 5.0,
+        "omega": moment_share * 2.0 / 5.0,
+        "gap": GAP_SHARE,
+        "far": FAR_SHARE,
+    }
+    if private_clip:
+        fractions.update(pilot=SCALE_SHARE, scale=SCALE_SHARE)
+    return split_rho(rho, fractions, rest="gd")
+
+
+def _description(m: int, burn_in: int, share: float, clip: float, target: str) -> str:
+    covers = (
+        "It covers the population least-squares coefficient; the fit warns when the released "
+        "gap between the clipped fit and least squares is material against the interval."
+        if target == "least-squares"
+        else "It covers the Huber-type minimiser of the clipped loss, which is the "
+        "least-squares coefficient only when the errors are symmetric given x."
+    )
     return (
         "Population interval: estimate +/- t * sqrt(V_sampling + V_privacy). V_sampling is "
         "the heteroscedasticity-robust sandwich H^-1 Omega H^-1 / n with H = X'X/n over the "
         "records whose gradient is not clipped (the Huber Hessian) and Omega = mean of the "
-        "clipped per-record gradients' outer products, released privately with the "
-        f"preconditioner X'X/n ({100 * share:g}% of rho in all; docs/inference.md); "
-        "V_privacy is the "
+        "clipped per-record gradients' outer products, released privately in coordinates "
+        f"whitened by the preconditioner X'X/n ({100 * share:g}% of rho in all; "
+        "docs/inference.md); V_privacy is the "
         f"covariance of m = {m} batch means of the released preconditioned DP-GD iterates "
         f"after a burn-in of {burn_in} (Brown et al. 2024, eq. 12); Student-t with "
-        "Welch-Satterthwaite degrees of freedom. It covers the population coefficient when "
-        "the model's errors are symmetric given x or clipping is rare (clip "
-        f"{clip:.3g} on whitened gradients); otherwise the Huber-type minimiser."
+        "Welch-Satterthwaite degrees of freedom that include the noise of the released "
+        f"moments. Gradients are clipped at {clip:.3g} (whitened). {covers}"
     )
 
 
@@ -112,7 +176,7 @@ def run_preconditioned_gd(
     ledger: PrivacyLedger,
     source: NoiseSource,
 ) -> dict[str, Any]:
-    """The three releases and the population covariance, in the design's units.
+    """The releases and the population covariance, in the design's units.
 
     ``D`` and ``y`` are NumPy arrays or row-aligned Dask arrays (with ``settings["n_public"]``);
     on Dask every sum behind a release is one distributed reduction
@@ -121,43 +185,50 @@ def run_preconditioned_gd(
     ones up to the order of floating-point addition.
 
     Returns a mapping with ``trajectory`` (iterates in original design coordinates),
-    ``estimates`` (m, k), ``estimate`` (k,), ``population`` (CovarianceEstimate),
-    ``releases`` (H~ and Omega~ with their noise stds) and public ``checks`` (messages
-    about the released quantities, for the summary).
+    ``estimates`` (m, k), ``estimate`` (k,), ``population`` (CovarianceEstimate, with the
+    released gap to least squares), ``releases`` (H~ and Omega~ with their noise stds) and
+    public ``checks`` (messages about the released quantities, for the summary).
     """
     n = settings["n"]
     rho, share = settings["rho"], settings["moment_share"]
     bound, clip = settings["row_bound"], settings["clip"]
-    m, burn_in = settings["m"], settings["burn_in"]
+    m, burn_in, target = settings["m"], settings["burn_in"], settings["target"]
     D, y = _rows(D, y, settings)
     k = D.shape[1]
+    rhos = _shares(rho, share, private_clip=clip is None)
     sums = record_sum(gram_sums, [D, y], (bound,), width=triangle(k) + k)
     H = release_moment_sum(
-        sums[: triangle(k)],
-        bound=bound,
-        rho=rho * share / 4.0,
-        n=n,
-        ledger=ledger,
-        rng=source,
+        sums[: triangle(k)], bound=bound, rho=rhos["xtx"], n=n, ledger=ledger, rng=source,
         label="gd/xtx",
-    )
-    Hp = H.psd()
-    P = inverse_sqrt(Hp)
+    )  # fmt: skip
+    row_clip = ROW_CLIP * math.sqrt(k)
+    P = _whitener(D, y, H, row_clip, rhos["whiten"], {"n": n, "ledger": ledger, "rng": source})
     Z = map_rows(partial(_whiten, P=P), D, columns=k)  # each record through a public map
-    gd_share = 1.0 - share
+    steps, runs = settings["steps"], settings["runs"]
+    meat_clip, start = clip, None
     if clip is None:  # from a private residual scale (module docstring, step 2)
-        clip = _private_clip(D, y, sums[triangle(k) :], Hp, settings, ledger, source)
-        gd_share -= 2.0 * SCALE_SHARE
-    runs = settings["runs"]
+        clip, scale, pilot = _private_clip(
+            D, y, sums[triangle(k) :], P, settings, rhos, ledger, source
+        )
+        start = np.linalg.solve(P, pilot)  # descent starts at the released pilot (whitened)
+        meat_clip = clip
+        if target == "least-squares":
+            kept = (steps // runs - burn_in) * runs
+            clip = growing_clip(
+                clip, scale, n=n, rho=rhos["gd"], releases=steps, averaged=max(kept, 1)
+            )
+            meat_clip = min(clip, second_moment_clip(meat_clip, scale, n=n, rho=rhos["omega"],
+                                                     noise=MEAT_NOISE))  # fmt: skip
     traj = dp_gd(
         Z,
         y,
         warn_large_rho=False,  # a share of the fit's rho, which the estimator warned about
-        rho=rho * gd_share,
+        rho=rhos["gd"],
         clip=clip,
-        steps=settings["steps"] // runs,
+        steps=steps // runs,
         step_size=settings["step_size"],
         runs=runs,
+        theta0=start,
         relation=settings["relation"],
         n_public=settings["n_public"],
         ledger=ledger,
@@ -168,22 +239,97 @@ def run_preconditioned_gd(
     )
     u = est_u.mean(axis=0)
     estimate = P @ u
-    sums = record_sum(sandwich_sums, [D, y], (P, estimate, clip, bound), width=2 * triangle(k))
-    moment = {"n": n, "ledger": ledger, "rng": source, "rho": rho * share * 3.0 / 8.0}
-    # the Huber Hessian: the bread for the clipped-loss target
-    Hh = release_moment_sum(sums[: triangle(k)], bound=bound, label="gd/huber-hessian", **moment)
-    Omega = release_moment_sum(sums[triangle(k) :], bound=clip, label="gd/omega", **moment)
-    sampling = whitened_sandwich(Hh, Omega, P, n)
+    sums = record_sum(
+        sandwich_sums, [D, y], (P, estimate, clip, row_clip, meat_clip), width=2 * triangle(k)
+    )
+    moment = {"n": n, "ledger": ledger, "rng": source}
+    # the Huber Hessian in whitened coordinates: the bread for the clipped-loss target
+    Hh = release_moment_sum(
+        sums[: triangle(k)], bound=row_clip, rho=rhos["hessian"], label="gd/huber-hessian",
+        **moment,
+    )  # fmt: skip
+    Omega = release_moment_sum(
+        sums[triangle(k) :], bound=meat_clip, rho=rhos["omega"], label="gd/omega", **moment
+    )
+    sampling = noisy_sandwich(Hh, Omega, n, left=P)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
-    privacy = P @ S_u @ P
+    privacy = P @ S_u @ P.T
+    gap = _released_gap(D, y, Hh, P, estimate, clip, sampling.cov + privacy, rhos, moment)
     drift = iterate_drift(traj.iterates, runs=runs, burn_in=burn_in)
     population = population_covariance(
-        sampling,
+        sampling.cov,
         privacy,
-        description=_description(m, burn_in, share, clip),
+        description=_description(m, burn_in, share, clip, target),
         privacy_dof=m - 1.0,
+        sampling_dof=sampling.dof,
         drift=None if drift is None else drift.transform(P),
+        gap=gap,
+        covers=_COVERS[target].format(clip=clip),
     )
+    checks = _checks(population, Hh, sampling, gap if target == "least-squares" else None)
+    for message in checks:  # depend on released quantities only
+        warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
+    return {
+        "trajectory": traj,
+        "estimates": est_u @ P.T,
+        "estimate": estimate,
+        "population": population,
+        "releases": {"xtx": H, "omega": Omega},
+        "checks": checks,
+        "clipped": traj.diagnostics["fraction_clipped"],
+        "clip": clip,
+    }
+
+
+def _released_gap(
+    D: Any,
+    y: Any,
+    Hh: NoisyMoment,
+    P: np.ndarray,
+    estimate: np.ndarray,
+    clip: float,
+    cov: np.ndarray,
+    rhos: Mapping[str, float],
+    moment: Mapping[str, Any],
+) -> ClippingGap:
+    """The released gap theta_ls - theta_C = P A^-1 e_w to first order (A the whitened
+    bread, e_w the mean excess between C and C + w at the estimate), and the released share
+    of records whose gradient exceeds FAR x C (:mod:`dpfit.inference.clipping_bias`).
+
+    The window w makes the gap's noise s.d. at most GAP_NOISE x the interval's standard
+    error in every coefficient (post-processing of the releases so far): with noise s.d. s
+    per coordinate of e_w, coefficient j's is s ||(P A^-1)_j||. The share of far records is
+    a mean of indicators (sensitivity 1 / n, :func:`~dpfit.inference.whitened.release_mean`).
+    """
+    n, ledger = moment["n"], moment["ledger"]
+    to_theta = P @ np.linalg.inv(Hh.shrunk())
+    reach = np.linalg.norm(to_theta, axis=1)
+    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    noise = GAP_NOISE * float(np.min(se / reach))
+    window = excess_window(noise, n=n, rho=rhos["gap"], relation=ledger.relation)
+    sums = record_sum(
+        excess_sums, [D, y], (P, estimate, clip, window, FAR * clip), width=D.shape[1] + 1
+    )
+    excess, noise_std = release_excess(
+        sums[:-1], window=window, rho=rhos["gap"], label="gd/clipped-excess", **moment
+    )
+    far, far_std = release_mean(
+        sums[-1:], cap=1.0, rho=rhos["far"], label="gd/far-records", **moment
+    )
+    return ClippingGap(
+        gap=to_theta @ excess,
+        cov=noise_std**2 * to_theta @ to_theta.T,
+        reach=reach,
+        far=max(0.0, far - GAP_Z * far_std) * (FAR - 1.0) * clip,
+        clip=clip,
+        window=window,
+    )
+
+
+def _checks(
+    population: Any, Hh: NoisyMoment, sampling: NoisySandwich, gap: ClippingGap | None
+) -> list[str]:
+    """Public messages about the released quantities that make the interval doubtful."""
     checks = []
     if population.untrusted.any():
         worst = float(np.max(population.relative_drift))
@@ -202,20 +348,21 @@ def run_preconditioned_gd(
             "understate the sampling variance along it; population intervals may "
             "under-cover (more records, a larger rho or tighter bounds help)."
         )
-    if Omega.unidentified():
+    if sampling.noisy_meat():
         checks.append(NOISY_MEAT)
-    for message in checks:  # depend on released quantities only
-        warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
-    return {
-        "trajectory": traj,
-        "estimates": est_u @ P,
-        "estimate": estimate,
-        "population": population,
-        "releases": {"xtx": H, "omega": Omega},
-        "checks": checks,
-        "clipped": traj.diagnostics["fraction_clipped"],
-        "clip": clip,
-    }
+    if gap is not None and (material := gap.material(population.bse)).any():
+        worst = float(np.max(np.maximum(gap.relative(population.bse),
+                                        gap.far_relative(population.bse))))  # fmt: skip
+        checks.append(
+            "Clipping moves the estimate away from least squares: the released gap between "
+            f"the clipped fit and the least-squares coefficient (or the least effect of the "
+            f"records whose gradient is more than {FAR:g} x the clip) is up to {worst:.2g} "
+            f"standard errors in {int(material.sum())} coefficient(s) (covariance().gap); the "
+            "interval may not cover the population least-squares coefficient (a skewed or "
+            "heavy-tailed response; more records or a larger rho help, target='huber' "
+            "covers the clipped fit instead)."
+        )
+    return checks
 
 
 #: Share of rho for each of the two releases behind the private clip (X'y/n, residual scale).
@@ -228,45 +375,70 @@ def _private_clip(
     D: Any,
     y: Any,
     xty: np.ndarray,
-    Hp: np.ndarray,
+    P: np.ndarray,
     settings: Mapping[str, Any],
+    rhos: Mapping[str, float],
     ledger: PrivacyLedger,
     source: NoiseSource,
-) -> float:
+) -> tuple[float, float, np.ndarray]:
     """Clip = 3 sqrt(k) s~ from a private residual scale s~ (needs |y| <= 1, y bounds).
 
-    A pilot theta_0 = Hp^-1 b~ from b~ = D'y/n + noise (``xty`` = D'y; sensitivity 2 B / n,
-    ||d|| <= B, |y| <= 1), then s~^2 = (1/n) sum_i min(r_i^2, 4) + noise at theta_0
-    (sensitivity 4 / n, n the public count; :func:`~dpfit.inference.whitened.release_mean`),
-    each with ``SCALE_SHARE`` of rho. The pilot's error only inflates s~ (a conservative
-    clip); :func:`~dpfit.inference.whitened.gradient_clip` makes the clip.
+    A pilot theta_0 = P^2 b~ from b~ = D'y/n + noise (``xty`` = D'y; sensitivity 2 B / n,
+    ||d|| <= B, |y| <= 1; P^2 the inverse of the preconditioner), then s~^2 = (1/n) sum_i
+    min(r_i^2, 4) + noise at theta_0 (sensitivity 4 / n, n the public count;
+    :func:`~dpfit.inference.whitened.release_mean`), with the shares ``rhos["pilot"]`` and
+    ``rhos["scale"]``. The pilot's error only inflates s~ (a conservative clip);
+    :func:`~dpfit.inference.whitened.gradient_clip` makes the clip. Returns the clip, the
+    residual scale s~ it is made of and the pilot (released: post-processing of b~).
     """
-    n, rho, bound = settings["n"], settings["rho"], settings["row_bound"]
+    n, bound = settings["n"], settings["row_bound"]
     relation = settings["relation"]
     sens_b = mean_sensitivity(bound, n, relation)
     b = gaussian(
         xty / n,
         sensitivity=sens_b,
-        noise_std=noise_std_for_rho(sens_b, rho * SCALE_SHARE),
+        noise_std=noise_std_for_rho(sens_b, rho_within(sens_b, rhos["pilot"])),
         ledger=ledger,
         rng=source,
         label="gd/xty-pilot",
     )
-    pilot = np.linalg.solve(Hp, b)
+    pilot = P @ (P.T @ b)
     q, q_std = release_mean(
         record_sum(residual_scale_sum, [D, y], (pilot,), width=1),  # one term in [0, 4]
         cap=4.0,
-        rho=rho * SCALE_SHARE,
+        rho=rhos["scale"],
         n=n,
         ledger=ledger,
         rng=source,
         label="gd/residual-scale",
     )
-    return gradient_clip(CLIP_MULTIPLIER, Hp.shape[0], q, q_std)
+    clip = gradient_clip(CLIP_MULTIPLIER, P.shape[0], q, q_std)
+    return clip, clip / (CLIP_MULTIPLIER * math.sqrt(P.shape[0])), pilot
+
+
+def _whitener(
+    D: Any, y: Any, H: NoisyMoment, row_clip: float, rho: float, moment: Mapping[str, Any]
+) -> np.ndarray:
+    """The whitener P (theta = P u, z_i = P' d_i) in two stages, so that E[z z'] is close to I
+    even where the design is nearly collinear.
+
+    Stage 1: P1 = Hp^-1/2 from the released X'X/n (:meth:`NoisyMoment.preconditioner`). Its
+    noise, calibrated to rows of norm sqrt(k) in the bounds' units, can exceed the smallest
+    eigenvalues of X'X/n when the bounds are wide (a quadratic term, collinear columns), and
+    descent then converges slowly along those directions. Stage 2 releases the second
+    moment of the whitened rows P1' d_i, clipped to ``row_clip`` (public; the whitened rows
+    have norm about sqrt(k) in every design, so the noise is now small against every
+    eigenvalue) and refines P = P1 G^-1/2.
+    """
+    P1 = inverse_sqrt(H.preconditioner())
+    k = P1.shape[0]
+    sums = record_sum(whitened_gram_sums, [D, y], (P1, row_clip), width=triangle(k))
+    G = release_moment_sum(sums, bound=row_clip, rho=rho, label="gd/whitened-xtx", **moment)
+    return P1 @ inverse_sqrt(G.preconditioner())
 
 
 def _whiten(block: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """Rows z_i = P d_i of a block (P symmetric): a public map applied record by record."""
+    """Rows z_i = P' d_i of a block: a public map applied record by record."""
     return block @ P
 
 

@@ -45,12 +45,12 @@ from ._iv_config import IV_INTERVALS, IVConfig, check_interval, iv_config, setti
 from ._iv_config import IV_METHODS as IV_METHODS
 from ._iv_config import TWO_STAGE_SETTINGS as TWO_STAGE_SETTINGS
 from ._iv_methods import IV_METHOD_TABLE, IVData
-from ._iv_moments import rest_of
 from ._iv_release import Back
 from ._iv_scaling import Standardization, release_moments
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import bounds_in_order, check_bounds
+from ._shares import rest_of
 from .formula import iv_matrices, with_indicator_bounds
 from .results import Result
 
