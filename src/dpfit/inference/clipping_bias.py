@@ -54,10 +54,13 @@ __all__ = [
     "FAR",
     "GAP_NOISE",
     "GAP_SE",
+    "MEAT_NOISE",
     "PRIVACY_RATIO",
     "ClippingGap",
     "excess_window",
+    "far_records",
     "growing_clip",
+    "growing_row_clip",
     "release_excess",
     "second_moment_clip",
 ]
@@ -74,6 +77,10 @@ GAP_NOISE = 0.15
 GAP_SE = 0.5
 #: ... and it must also exceed this many of its own noise s.d. (a two-sided 0.1% test).
 GAP_Z = 3.29
+#: A meat's clip keeps the noise of its entries at this fraction of the residual scale's
+#: square (:func:`second_moment_clip`): its sampling variance then has about 200 degrees of
+#: freedom from the meat's noise.
+MEAT_NOISE = 0.1
 #: Records whose gradient (row) norm exceeds this multiple of the clip are counted
 #: (privately): each has an excess of at least (FAR - 1) x clip that the window misses.
 FAR = 1.5
@@ -95,6 +102,30 @@ def growing_clip(
     """
     grown = scale * math.sqrt(PRIVACY_RATIO * n * rho * averaged / (2.0 * releases))
     return max(base, grown)
+
+
+def growing_row_clip(base: float, *, n: int, rho: float, bound: float | None) -> float:
+    """min(bound, max(base, (r n rho)^(1/4))): the row clip of a second-moment release that
+    grows with n, for rows standardised so that each column has second moment about 1.
+
+    A second-moment matrix of rows clipped to C, released at zCDP ``rho``, has entry noise
+    s.d. s = C^2 / (n sqrt(rho)) (replace-one). For 2SLS from such moments the privacy
+    variance of the moment residual v = M_zy - M_zx beta is about s^2 |c|^2 per coordinate
+    (c = (-beta, 1)) against a sampling variance of about s_e^2 / n (s_e the residual
+    scale), so their ratio is about C^4 |c|^2 / (n rho s_e^2); with s_e <= |c| (standardised
+    response) the returned clip keeps it at most :data:`PRIVACY_RATIO`, grows like n^(1/4)
+    and stops at the public ``bound`` on the rows' norm, beyond which nothing is clipped.
+    Post-processing of public inputs.
+    """
+    grown = max(base, (PRIVACY_RATIO * n * rho) ** 0.25)
+    return grown if bound is None else min(grown, bound)
+
+
+def far_records(share: float, noise_std: float, n: int) -> float:
+    """Lower confidence bound (:data:`GAP_Z` noise s.d.) on the number of records counted by
+    a released share of n (a mean of indicators with noise s.d. ``noise_std``); 0 when the
+    count is within its noise. Post-processing."""
+    return max(0.0, share - GAP_Z * noise_std) * n
 
 
 def second_moment_clip(base: float, scale: float, *, n: int, rho: float, noise: float) -> float:

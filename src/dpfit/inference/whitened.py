@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 
 from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, mean_sensitivity
+from .doubts import Doubt
 from .population import NoisyMoment
 
 __all__ = [
@@ -42,14 +43,14 @@ SCALE_FLOOR = 1e-6
 #: Fewest degrees of freedom the meat's noise may leave a coefficient's sampling variance
 #: (:meth:`NoisySandwich.noisy_meat`).
 MEAT_DOF = 4.0
-#: The warning when the released meat's noise leaves some coefficient's sampling variance
+#: The doubt when the released meat's noise leaves some coefficient's sampling variance
 #: fewer than MEAT_DOF degrees of freedom (:meth:`NoisySandwich.noisy_meat`).
-NOISY_MEAT = (
+NOISY_MEAT = Doubt(
     "The released second moment of the clipped gradients (the sandwich's meat) is so noisy "
     "that some coefficient's sampling variance has fewer than 4 degrees of freedom (the "
     "clip, set from a private residual scale, is large against the residuals): the "
-    "interval's width is itself uncertain and coverage may be above or below nominal (a "
-    "larger rho or tighter y bounds help)."
+    "interval's width is itself uncertain.",
+    ("a larger rho", "tighter y bounds"),
 )
 
 

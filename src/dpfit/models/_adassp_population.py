@@ -70,7 +70,9 @@ import numpy as np
 
 from .._validation import user_stacklevel
 from ..baselines import adassp
-from ..exceptions import CoverageWarning, SideConditionWarning
+from ..exceptions import SideConditionWarning
+from ..inference.clipping_bias import MEAT_NOISE, second_moment_clip
+from ..inference.doubts import Doubt, warn_doubts
 from ..inference.population import (
     CovarianceEstimate,
     NoisyMoment,
@@ -88,6 +90,7 @@ from ..inference.whitened import (
 )
 from ..mechanisms import NoiseSource, clip_rows
 from ..privacy import PrivacyLedger
+from ._shares import split_rho
 
 __all__ = ["ADASSP_LABEL", "ADASSP_MOMENT_SHARE", "resolve_adassp", "run_adassp"]
 
@@ -252,7 +255,16 @@ def _with_population(
     :class:`CovarianceEstimate`), ``clip`` and the public ``checks``.
     """
     rho, share, n = settings["rho"], settings["moment_share"], settings["n"]
-    traj = _adassp(D, y, settings, rho * (1.0 - share), ledger, source)
+    rhos = split_rho(
+        rho,
+        {
+            "scale": share * SCALE_PART,
+            "clipped_y": share * CLIPPED_Y_PART,
+            "omega": share * (1.0 - SCALE_PART - CLIPPED_Y_PART),
+        },
+        rest="adassp",
+    )
+    traj = _adassp(D, y, settings, rhos["adassp"], ledger, source)
     theta = traj.estimate
     H = NoisyMoment(matrix=traj.releases["xtx"] / n, noise_std=traj.config["noise_std_xtx"] / n)
     ridge = float(traj.releases["ridge"][0]) / n
@@ -264,22 +276,24 @@ def _with_population(
     q, q_std = release_mean(
         scale_sum,
         cap=RESIDUAL_CAP,
-        rho=rho * share * SCALE_PART,
+        rho=rhos["scale"],
         label="adassp/residual-scale",
         **release,
     )
     clip = gradient_clip(CLIP_MULTIPLIER, D.shape[1], q, q_std)
+    scale = clip / (CLIP_MULTIPLIER * math.sqrt(D.shape[1]))
+    clip = second_moment_clip(clip, scale, n=n, rho=rhos["omega"], noise=MEAT_NOISE)
     clipped_y, _ = release_mean(
         np.count_nonzero(np.abs(y) >= 1.0 - 1e-12),  # at the bound: clipped (public rule)
         cap=1.0,
-        rho=rho * share * CLIPPED_Y_PART,
+        rho=rhos["clipped_y"],
         label="adassp/clipped-y",
         **release,
     )
     Omega = release_second_moment(
         clip_rows((D @ P) * residuals[:, None], clip),
         bound=clip,
-        rho=rho * share * (1.0 - SCALE_PART - CLIPPED_Y_PART),
+        rho=rhos["omega"],
         n=n,
         ledger=ledger,
         rng=source,
@@ -302,19 +316,20 @@ def _with_population(
         description=_description(share, clip),
         parts=parts,
     )
-    checks = _checks(H, sandwich_, ridge)
+    doubts = _doubts(H, sandwich_, ridge)
     if clipped_y * math.sqrt(n) > CLIPPED_Y_LIMIT:
-        checks.append(
-            f"About {100 * clipped_y:.2g}% of the responses lie at the public y bounds "
-            "(a private share): AdaSSP fits the responses clipped to them, whose "
-            "least-squares coefficient differs from the population one when clipping is "
-            "uneven (heavy tails, heteroscedastic errors), and at this n the shift can "
-            "exceed the standard error; population intervals may under-cover (wider "
-            "y_bounds help). When the bounds are the response's own range (a 0/1 outcome) "
-            "nothing was clipped and this does not apply."
+        doubts.append(
+            Doubt(
+                f"About {100 * clipped_y:.2g}% of the responses lie at the public y bounds "
+                "(a private share): AdaSSP fits the responses clipped to them, whose "
+                "least-squares coefficient differs from the population one when clipping is "
+                "uneven (heavy tails, heteroscedastic errors), and at this n the shift can "
+                "exceed the standard error. When the bounds are the response's own range (a "
+                "0/1 outcome) nothing was clipped and this does not apply.",
+                ("wider y bounds",),
+            )
         )
-    for message in checks:  # depend on released quantities only
-        warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
+    checks = warn_doubts(doubts)  # depend on released quantities only
     return {
         "trajectory": traj,
         "population": population,
@@ -337,25 +352,29 @@ def _description(share: float, clip: float) -> str:
     )
 
 
-def _checks(H: NoisyMoment, sampling: NoisySandwich, ridge: float) -> list[str]:
-    """Public messages about the releases that make the interval doubtful (post-processing)."""
-    checks = []
+def _doubts(H: NoisyMoment, sampling: NoisySandwich, ridge: float) -> list[Doubt]:
+    """What the releases say against the interval (post-processing)."""
+    doubts = []
     smallest = max(H.min_eigenvalue(), H.identified)
     if ridge > RIDGE_TOLERANCE * smallest:
-        checks.append(
-            f"AdaSSP's ridge ({ridge:.3g} on X'X/n in the bounds' units) is not negligible "
-            f"against the released smallest eigenvalue of X'X/n ({smallest:.3g}): the "
-            "estimate is shrunk towards zero, and the interval's allowance for that bias is "
-            "itself an estimate; population intervals may under-cover (more records or a "
-            "larger rho help)."
+        doubts.append(
+            Doubt(
+                f"AdaSSP's ridge ({ridge:.3g} on X'X/n in the bounds' units) is not "
+                "negligible against the released smallest eigenvalue of X'X/n "
+                f"({smallest:.3g}): the estimate is shrunk towards zero, and the interval's "
+                "allowance for that bias is itself an estimate.",
+                ("more records", "a larger rho"),
+            )
         )
     if H.unidentified():
-        checks.append(
-            "AdaSSP's released X'X/n has an eigenvalue within two noise s.d. of zero: some "
-            "direction of the features is barely identified at this n and rho, and the "
-            "interval may understate the error along it (more records, a larger rho or "
-            "tighter bounds help)."
+        doubts.append(
+            Doubt(
+                "AdaSSP's released X'X/n has an eigenvalue within two noise s.d. of zero: "
+                "some direction of the features is barely identified at this n and rho, and "
+                "the interval may understate the error along it.",
+                ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
+            )
         )
     if sampling.noisy_meat():
-        checks.append(NOISY_MEAT)
-    return checks
+        doubts.append(NOISY_MEAT)
+    return doubts

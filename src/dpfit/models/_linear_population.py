@@ -50,29 +50,28 @@ is within two noise s.d. of zero
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from .._validation import user_stacklevel
 from ..algorithms import dp_gd
 from ..distributed import check_dask_rows, is_dask, map_rows
-from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
 from ..inference.clipping_bias import (
     FAR,
     GAP_NOISE,
-    GAP_Z,
+    MEAT_NOISE,
     ClippingGap,
     excess_window,
+    far_records,
     growing_clip,
     release_excess,
     second_moment_clip,
 )
 from ..inference.diagnostics import iterate_drift
+from ..inference.doubts import HELPS, Doubt, warn_doubts
 from ..inference.population import NoisyMoment, population_covariance, release_moment_sum
 from ..inference.whitened import (
     NOISY_MEAT,
@@ -124,9 +123,6 @@ FAR_SHARE = 0.08
 #: docs/inference.md the clipped bread keeps its smallest eigenvalue at 0.87-1.0 of the
 #: unclipped one, 0.6 on the wealth file), while the release's noise grows with ROW_CLIP^2.
 ROW_CLIP = 2.0
-#: The meat's clip keeps the noise of its entries at this fraction of the residual scale's
-#: square (:func:`~dpfit.inference.clipping_bias.second_moment_clip`).
-MEAT_NOISE = 0.1
 
 _COVERS = {
     "least-squares": "the population least-squares coefficients (sampling + privacy error)",
@@ -269,9 +265,9 @@ def run_preconditioned_gd(
         gap=gap,
         covers=_COVERS[target].format(clip=clip),
     )
-    checks = _checks(population, Hh, sampling, gap if target == "least-squares" else None)
-    for message in checks:  # depend on released quantities only
-        warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
+    checks = warn_doubts(
+        _doubts(population, Hh, sampling, gap if target == "least-squares" else None)
+    )
     return {
         "trajectory": traj,
         "estimates": est_u @ P.T,
@@ -323,49 +319,54 @@ def _released_gap(
         gap=to_theta @ excess,
         cov=noise_std**2 * to_theta @ to_theta.T,
         reach=reach,
-        far=max(0.0, far - GAP_Z * far_std) * (FAR - 1.0) * clip,
+        far=far_records(far, far_std, n) * (FAR - 1.0) * clip / n,
         clip=clip,
         window=window,
     )
 
 
-def _checks(
+def _doubts(
     population: Any, Hh: NoisyMoment, sampling: NoisySandwich, gap: ClippingGap | None
-) -> list[str]:
-    """Public messages about the released quantities that make the interval doubtful."""
-    checks = []
+) -> list[Doubt]:
+    """What the released quantities say against the interval (post-processing)."""
+    doubts = []
     if population.untrusted.any():
         worst = float(np.max(population.relative_drift))
-        checks.append(
-            "The released DP-GD iterates have not converged: the mean of the second half "
-            f"differs from the first half's by up to {worst:.2g} interval standard errors "
-            f"in {int(population.untrusted.sum())} coefficient(s) (covariance().drift); "
-            "the interval is off centre and may under-cover (more steps or a larger step "
-            "size help)."
+        doubts.append(
+            Doubt(
+                "The released DP-GD iterates have not converged: the mean of the second half "
+                f"differs from the first half's by up to {worst:.2g} interval standard "
+                f"errors in {int(population.untrusted.sum())} coefficient(s) "
+                "(covariance().drift), so the interval is off centre.",
+                ("more steps or a larger step size", "fewer or less collinear terms"),
+            )
         )
     if Hh.unidentified():
-        checks.append(
-            "The released Huber Hessian (X'X/n over the records whose gradient is not "
-            "clipped) has an eigenvalue within two noise s.d. of zero: some direction of "
-            "the features is barely identified at this n and rho, and the sandwich may "
-            "understate the sampling variance along it; population intervals may "
-            "under-cover (more records, a larger rho or tighter bounds help)."
+        doubts.append(
+            Doubt(
+                "The released Huber Hessian (X'X/n over the records whose gradient is not "
+                "clipped, whitened) has an eigenvalue within two noise s.d. of zero: some "
+                "direction of the features is barely identified at this n and rho, and the "
+                "sandwich may understate the sampling variance along it.",
+                ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
+            )
         )
     if sampling.noisy_meat():
-        checks.append(NOISY_MEAT)
+        doubts.append(NOISY_MEAT)
     if gap is not None and (material := gap.material(population.bse)).any():
         worst = float(np.max(np.maximum(gap.relative(population.bse),
                                         gap.far_relative(population.bse))))  # fmt: skip
-        checks.append(
-            "Clipping moves the estimate away from least squares: the released gap between "
-            f"the clipped fit and the least-squares coefficient (or the least effect of the "
-            f"records whose gradient is more than {FAR:g} x the clip) is up to {worst:.2g} "
-            f"standard errors in {int(material.sum())} coefficient(s) (covariance().gap); the "
-            "interval may not cover the population least-squares coefficient (a skewed or "
-            "heavy-tailed response; more records or a larger rho help, target='huber' "
-            "covers the clipped fit instead)."
+        doubts.append(
+            Doubt(
+                "Clipping moves the estimate away from least squares: the released gap "
+                "between the clipped fit and the least-squares coefficient (or the least "
+                f"effect of the records whose gradient is more than {FAR:g} x the clip) is "
+                f"up to {worst:.2g} standard errors in {int(material.sum())} coefficient(s) "
+                "(covariance().gap), as with a skewed or heavy-tailed response.",
+                ("more records", "a larger rho", HELPS[-1]),
+            )
         )
-    return checks
+    return doubts
 
 
 #: Share of rho for each of the two releases behind the private clip (X'y/n, residual scale).
