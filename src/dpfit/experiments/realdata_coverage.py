@@ -81,9 +81,13 @@ def _hc1(D: np.ndarray, y: np.ndarray, Z: np.ndarray | None) -> np.ndarray:
     return np.sqrt(np.diag(bread @ meat @ bread) * n / (n - k))
 
 
-def _fit(design: str, sample: pd.DataFrame, pop: Any, rho: float, seed: int) -> tuple[Any, list]:
+def _fit(
+    design: str, sample: pd.DataFrame, pop: Any, params: Mapping[str, Any], seed: int
+) -> tuple[Any, list]:
     x, z = list(pop.x), list(pop.z)
-    public = {"rho": rho, "y_bounds": pop.y_bounds, "random_state": seed}
+    public = {"rho": float(params["rho"]), "y_bounds": pop.y_bounds, "random_state": seed}
+    if "target" in params:  # the candidates of realdata_tables; the default otherwise
+        public["target"] = params["target"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CoverageWarning)
         warnings.simplefilter("ignore", LargeBudgetWarning)
@@ -102,11 +106,11 @@ def _fit(design: str, sample: pd.DataFrame, pop: Any, rho: float, seed: int) -> 
 
 
 def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
-    design, n, rho = str(params["design"]), int(params["n"]), float(params["rho"])
+    design, n = str(params["design"]), int(params["n"])
     pop = population(design.removeprefix("adassp-"))
     rows = np.random.default_rng([seed, 26]).integers(0, len(pop.frame), n)
     sample = pop.frame.iloc[rows].reset_index(drop=True)
-    res, messages = _fit(design, sample, pop, rho, seed)
+    res, messages = _fit(design, sample, pop, params, seed)
     cov = res.covariance("population")
     lower, upper = res.conf_int(0.05).to_numpy().T
     theta = pop.theta
@@ -133,7 +137,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
 def _debiased(estimate: np.ndarray, cov: Any) -> tuple[np.ndarray, np.ndarray] | None:
     """Centre and half-width of the interval debiased by the released gap (post-processing):
     estimate + gap, with the gap's noise covariance added (Student-t, the fit's dof)."""
-    if cov.gap is None:
+    if getattr(cov, "gap", None) is None:  # AdaSSP, IV, or a dpfit without the gap
         return None
     se = np.sqrt(cov.bse**2 + cov.gap.noise_se**2)
     return estimate + cov.gap.gap, stats.t.ppf(0.975, cov.dof) * se
