@@ -1,8 +1,9 @@
 """Tables from the real-data coverage study: warning calibration and the candidates compared.
 
-``python -m dpfit.experiments.realdata_tables calibration --store STORE [--scale quick]``
-prints the warning calibration table of the registered ``realdata-coverage`` study from a
-result store filled by ``dpfit reproduce realdata-coverage --out DIR`` (``DIR/results.sqlite``):
+``python -m dpfit.experiments.realdata_tables calibration --store STORE [--scale quick]
+[--code-version V]`` prints the warning calibration table of the registered
+``realdata-coverage`` study from a result store filled by ``dpfit reproduce
+realdata-coverage --out DIR`` (``DIR/results.sqlite``; missing trials are run first):
 for each kind of reason a ``CoverageWarning`` gives (:func:`~.realdata_coverage.warning_kinds`),
 the fits that gave it, their intervals, and the share of those intervals that cover theta*
 anyway (**false alarms**, for coverage); and for the fits without a warning, the share of
@@ -118,9 +119,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--store", required=True, help="result store (SQLite)")
     parser.add_argument("--scale", default="quick", choices=["smoke", "quick", "paper"])
     parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument(
+        "--code-version",
+        default=None,
+        help="the version the trials were stored under (dpfit reproduce --code-version)",
+    )
     args = parser.parse_args(argv)
     experiment = EXPERIMENT if args.table == "calibration" else CANDIDATES
-    done = run([experiment], scale=args.scale, store_path=args.store, jobs=args.jobs)
+    done = run(
+        [experiment],
+        scale=args.scale,
+        store_path=args.store,
+        jobs=args.jobs,
+        version=args.code_version,
+    )
     results = done.results[experiment.name]
     table = (calibration_table if args.table == "calibration" else candidates_table)(results)
     print(markdown(table))

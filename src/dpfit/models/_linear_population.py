@@ -2,49 +2,51 @@
 
 With public feature bounds every row of the design the algorithm sees has ||d_i|| <= B =
 sqrt(k) (k coefficients, ones column included). The fit makes these releases, in this order
-(docs/inference.md; shares of rho in brackets, s = ``moment_share``):
+(docs/inference.md; every share of rho from :func:`_shares`, whose exact sum is at most rho):
 
-1. **H~** = (1/n) D'D + noise ([s / 4]; the mechanism of
-   :func:`~dpfit.inference.population.release_second_moment`, applied to a reduced sum by
-   :func:`~dpfit.inference.population.release_moment_sum`), projected onto eigenvalues >= its
-   public noise floor: Hp. It is the preconditioner P = Hp^{-1/2}.
+1. **H~** = (1/n) D'D + noise (:func:`~dpfit.inference.population.release_moment_sum`) and
+   **G~** = (1/n) sum z1_i z1_i' + noise of the rows whitened by P1 = H~^-1/2 and clipped to
+   2 sqrt(k): the two-stage whitener P = P1 G~^-1/2 (theta = P u, z_i = P' d_i;
+   :func:`_whitener`), so that E[z z'] is close to I even for nearly collinear columns.
 2. Only when no ``clip`` is given: a **private clip** 3 sqrt(k) s~ from a pilot
-   Hp^-1 (D'y/n + noise) and a noisy residual scale s~ ([2 x ``SCALE_SHARE``],
-   :func:`_private_clip`).
-3. **DP-GD in whitened coordinates** (Brown et al. 2024, Alg. 1, with rows z_i = P d_i;
-   the rest of rho). There E[z z'] is about I, so a step size of 0.5 mixes in a few steps
-   whatever the conditioning of the features, and 200 steps are plenty. The noise in H~
-   changes only the geometry, not the fixed point: the iterates still centre on the data's
-   clipped-loss minimiser theta_hat.
-4. **Hh~** = (1/n) sum_i 1{g_i unclipped} d_i d_i' + noise, the Huber Hessian at the
-   released estimate: the bread for the clipped-loss target ([3 s / 8]). The sandwich uses
-   it with its eigenvalues de-spread within noise-level groups and raised to one noise s.d.
-   (:meth:`~dpfit.inference.population.NoisyMoment.shrunk`), so that the noise in the bread
-   changes the width of the interval as little as measured (docs/inference.md).
-5. **Omega~** = (1/n) sum g_i g_i' of the clipped whitened gradients g_i = clip_C(z_i r_i)
-   at the released estimate ([3 s / 8]; sensitivity sqrt(2) C^2 / n).
+   P P' (D'y/n + noise) and a noisy residual scale s~ (:func:`_private_clip`). With
+   ``target="least-squares"`` (the default) it grows with n
+   (:func:`~dpfit.inference.clipping_bias.growing_clip`): the privacy variance is kept at a
+   quarter of the sampling variance, so that at large n the clip exceeds (nearly) every
+   record's gradient and the clipped fit is least squares; ``target="huber"`` keeps 3 sqrt(k)
+   s~ (a Huber-type fit).
+3. **DP-GD in whitened coordinates** (Brown et al. 2024, Alg. 1, rows z_i, started at the
+   pilot; the rest of rho). There a step size of 0.5 mixes in a few steps and 200 steps are
+   plenty.
+4. **Hh~** = (1/n) sum_i 1{g_i unclipped} z_i z_i' + noise (rows clipped to 2 sqrt(k)), the
+   Huber Hessian at the released estimate in whitened coordinates: the bread for the
+   clipped-loss target, de-spread within noise-level groups
+   (:meth:`~dpfit.inference.population.NoisyMoment.shrunk`).
+5. **Omega~** = (1/n) sum g_i g_i' of the whitened gradients clipped at the meat's clip (the
+   fit's clip, or less where that would make the meat's noise exceed a tenth of its entries;
+   :func:`~dpfit.inference.clipping_bias.second_moment_clip`).
+6. **The gap to least squares** (:mod:`dpfit.inference.clipping_bias`): the mean clipped
+   excess between the clip and a window above it, and the share of records whose gradient
+   exceeds 1.5 x the clip (:func:`_released_gap`).
 
 Every sum behind a release is computed by one block function of
-:mod:`dpfit.models._linear_moments` per pass over the rows (steps 1 and 2's X'y together,
-the residual scale, steps 4 and 5 together): on all rows at once in memory, or as one
-distributed reduction on Dask arrays, where Z = D P is a lazy row-block map and the DP-GD
-steps are Dask reductions too (docs/dask.md).
+:mod:`dpfit.models._linear_moments` per pass over the rows: on all rows at once in memory,
+or as one distributed reduction on Dask arrays, where Z = D P is a lazy row-block map and
+the DP-GD steps are Dask reductions too (docs/dask.md).
 
 Covariance of the released estimate theta~ = P u~ around the population parameter:
 
-    V = Hs^-1 Omega_d Hs^-1 / n   (the sandwich, Hs the shrunk Hh~ of step 4,
-                                   Omega_d = P^-1 Omega~ P^-1 in the design's coordinates,
-                                   Omega~ shrunk likewise;
-                                   :func:`~dpfit.inference.whitened.whitened_sandwich`)
-      + P S_u P / m               (privacy part: the m released batch means' covariance, eq. 12)
+    V = P A^-1 Omega~ A^-1 P' / n  (the sandwich, A the shrunk whitened Hh~;
+                                    :func:`~dpfit.inference.whitened.noisy_sandwich`)
+      + P S_u P' / m               (privacy part: the m released batch means' covariance, eq. 12)
 
-with Welch-Satterthwaite degrees of freedom (the privacy part has m - 1). Everything after
-the releases is post-processing, including the checks that warn (``CoverageWarning``) when
-the interval cannot be trusted: the released iterates still drift between the first and the
-second half of the run (:mod:`dpfit.inference.diagnostics`; reported on the population
-covariance as ``drift``), and the released Huber Hessian's or Omega~'s smallest eigenvalue
-is within two noise s.d. of zero
-(:meth:`~dpfit.inference.population.NoisyMoment.unidentified`).
+with Welch-Satterthwaite degrees of freedom that include the noise of A and Omega~ (the
+delta method) and of the batch means (m - 1). Everything after the releases is
+post-processing, including the one ``CoverageWarning`` that lists the reasons the interval
+may not cover (:mod:`dpfit.inference.doubts`): the released iterates still drift between the
+halves of the run (:mod:`dpfit.inference.diagnostics`), the whitened Huber Hessian is not
+identified, the meat's noise leaves too few degrees of freedom, or (target least squares)
+the released gap to least squares is material.
 """
 
 from __future__ import annotations
@@ -60,22 +62,14 @@ from ..algorithms import dp_gd
 from ..distributed import check_dask_rows, is_dask, map_rows
 from ..inference import interval_estimates
 from ..inference.clipping_bias import (
-    FAR,
-    GAP_NOISE,
     MEAT_NOISE,
-    ClippingGap,
-    excess_window,
-    far_records,
     growing_clip,
-    release_excess,
     second_moment_clip,
 )
 from ..inference.diagnostics import iterate_drift
-from ..inference.doubts import HELPS, Doubt, warn_doubts
+from ..inference.doubts import warn_doubts
 from ..inference.population import NoisyMoment, population_covariance, release_moment_sum
 from ..inference.whitened import (
-    NOISY_MEAT,
-    NoisySandwich,
     gradient_clip,
     inverse_sqrt,
     noisy_sandwich,
@@ -83,8 +77,8 @@ from ..inference.whitened import (
 )
 from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, mean_sensitivity
+from ._linear_doubts import linear_doubts, released_gap
 from ._linear_moments import (
-    excess_sums,
     gram_sums,
     record_sum,
     residual_scale_sum,
@@ -253,7 +247,7 @@ def run_preconditioned_gd(
     sampling = noisy_sandwich(Hh, Omega, n, left=P)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
     privacy = P @ S_u @ P.T
-    gap = _released_gap(D, y, Hh, P, estimate, clip, sampling.cov + privacy, rhos, moment)
+    gap = released_gap(D, y, Hh, P, estimate, clip, sampling.cov + privacy, rhos, moment)
     drift = iterate_drift(traj.iterates, runs=runs, burn_in=burn_in)
     population = population_covariance(
         sampling.cov,
@@ -266,7 +260,7 @@ def run_preconditioned_gd(
         covers=_COVERS[target].format(clip=clip),
     )
     checks = warn_doubts(
-        _doubts(population, Hh, sampling, gap if target == "least-squares" else None)
+        linear_doubts(population, Hh, sampling, gap if target == "least-squares" else None)
     )
     return {
         "trajectory": traj,
@@ -278,95 +272,6 @@ def run_preconditioned_gd(
         "clipped": traj.diagnostics["fraction_clipped"],
         "clip": clip,
     }
-
-
-def _released_gap(
-    D: Any,
-    y: Any,
-    Hh: NoisyMoment,
-    P: np.ndarray,
-    estimate: np.ndarray,
-    clip: float,
-    cov: np.ndarray,
-    rhos: Mapping[str, float],
-    moment: Mapping[str, Any],
-) -> ClippingGap:
-    """The released gap theta_ls - theta_C = P A^-1 e_w to first order (A the whitened
-    bread, e_w the mean excess between C and C + w at the estimate), and the released share
-    of records whose gradient exceeds FAR x C (:mod:`dpfit.inference.clipping_bias`).
-
-    The window w makes the gap's noise s.d. at most GAP_NOISE x the interval's standard
-    error in every coefficient (post-processing of the releases so far): with noise s.d. s
-    per coordinate of e_w, coefficient j's is s ||(P A^-1)_j||. The share of far records is
-    a mean of indicators (sensitivity 1 / n, :func:`~dpfit.inference.whitened.release_mean`).
-    """
-    n, ledger = moment["n"], moment["ledger"]
-    to_theta = P @ np.linalg.inv(Hh.shrunk())
-    reach = np.linalg.norm(to_theta, axis=1)
-    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    noise = GAP_NOISE * float(np.min(se / reach))
-    window = excess_window(noise, n=n, rho=rhos["gap"], relation=ledger.relation)
-    sums = record_sum(
-        excess_sums, [D, y], (P, estimate, clip, window, FAR * clip), width=D.shape[1] + 1
-    )
-    excess, noise_std = release_excess(
-        sums[:-1], window=window, rho=rhos["gap"], label="gd/clipped-excess", **moment
-    )
-    far, far_std = release_mean(
-        sums[-1:], cap=1.0, rho=rhos["far"], label="gd/far-records", **moment
-    )
-    return ClippingGap(
-        gap=to_theta @ excess,
-        cov=noise_std**2 * to_theta @ to_theta.T,
-        reach=reach,
-        far=far_records(far, far_std, n) * (FAR - 1.0) * clip / n,
-        clip=clip,
-        window=window,
-    )
-
-
-def _doubts(
-    population: Any, Hh: NoisyMoment, sampling: NoisySandwich, gap: ClippingGap | None
-) -> list[Doubt]:
-    """What the released quantities say against the interval (post-processing)."""
-    doubts = []
-    if population.untrusted.any():
-        worst = float(np.max(population.relative_drift))
-        doubts.append(
-            Doubt(
-                "The released DP-GD iterates have not converged: the mean of the second half "
-                f"differs from the first half's by up to {worst:.2g} interval standard "
-                f"errors in {int(population.untrusted.sum())} coefficient(s) "
-                "(covariance().drift), so the interval is off centre.",
-                ("more steps or a larger step size", "fewer or less collinear terms"),
-            )
-        )
-    if Hh.unidentified():
-        doubts.append(
-            Doubt(
-                "The released Huber Hessian (X'X/n over the records whose gradient is not "
-                "clipped, whitened) has an eigenvalue within two noise s.d. of zero: some "
-                "direction of the features is barely identified at this n and rho, and the "
-                "sandwich may understate the sampling variance along it.",
-                ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
-            )
-        )
-    if sampling.noisy_meat():
-        doubts.append(NOISY_MEAT)
-    if gap is not None and (material := gap.material(population.bse)).any():
-        worst = float(np.max(np.maximum(gap.relative(population.bse),
-                                        gap.far_relative(population.bse))))  # fmt: skip
-        doubts.append(
-            Doubt(
-                "Clipping moves the estimate away from least squares: the released gap "
-                "between the clipped fit and the least-squares coefficient (or the least "
-                f"effect of the records whose gradient is more than {FAR:g} x the clip) is "
-                f"up to {worst:.2g} standard errors in {int(material.sum())} coefficient(s) "
-                "(covariance().gap), as with a skewed or heavy-tailed response.",
-                ("more records", "a larger rho", HELPS[-1]),
-            )
-        )
-    return doubts
 
 
 #: Share of rho for each of the two releases behind the private clip (X'y/n, residual scale).

@@ -151,11 +151,15 @@ def _gap_text(population: CovarianceEstimate) -> str:
     gap = population.gap
     measured = float(np.max(gap.relative(population.bse)))
     far = float(np.max(gap.far_relative(population.bse)))
+    beyond = (
+        f"records far beyond the clip can move a coefficient by at least {far:.2g} standard errors"
+        if far > 0
+        else "no more records lie far beyond the clip than its noise explains"
+    )
     return (
-        "Clipping (released check): the gap between the clipped fit and least squares "
-        f"measured just above the clip is at most {measured:.2g} standard errors (its noise "
-        f"s.d. {float(np.max(gap.noise_se / population.bse)):.2g}); records far beyond the "
-        f"clip can move a coefficient by at least {far:.2g} standard errors "
+        "Clipping (released check): the gap between the clipped fit and least squares, "
+        f"measured just above the clip, is at most {measured:.2g} standard errors (its noise "
+        f"s.d. {float(np.max(gap.noise_se / population.bse)):.2g}); {beyond} "
         "(covariance().gap; docs/inference.md, 'Clipping bias')."
     )
 
