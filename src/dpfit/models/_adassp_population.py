@@ -36,7 +36,9 @@ Releases, in this order (shares of ``rho``; s = ``moment_share``, default 0.2):
    f~ sqrt(n) > 1 (:data:`CLIPPED_Y_LIMIT`).
 4. Omega~ = (1/n) sum g_i g_i' of the whitened gradients g_i = clip_C(P d_i e_i), P =
    H~^-1/2 from the released X'X (post-processing), C = 6 sqrt(k) sqrt(q~)
-   (:func:`~dpfit.inference.whitened.gradient_clip`)
+   (:func:`~dpfit.inference.whitened.gradient_clip`), grown with n as far as the meat's
+   noise allows (:func:`~dpfit.inference.clipping_bias.second_moment_clip`: a meat clipped
+   below a heavy tail's gradients understates the sampling variance)
    ([13 s / 16]; :func:`~dpfit.inference.population.release_second_moment`, sensitivity
    sqrt(2) C^2 / n). Whitening makes ||P d_i|| about sqrt(k) for every design, so a clip
    relative to the residual scale rarely binds and the noise stays small against Omega.
