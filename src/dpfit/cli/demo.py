@@ -85,8 +85,7 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
     print("  bounds: " + ", ".join(f"{k} {list(v)}" for k, v in WAGE_BOUNDS.items()))
     print(f"  lwage bounds {list(WAGE_Y_BOUNDS)} (hourly wage $1 to $30 in 1976)")
     print(
-        "  clip: 3 sqrt(k) x a private residual scale, grown with n; steps, step size: the "
-        "defaults"
+        "  clip: 3 sqrt(k) x a private residual scale, grown with n; steps, step size: the defaults"
     )
     print()
     result = ols(

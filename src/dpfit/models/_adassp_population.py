@@ -54,7 +54,9 @@ sandwich of the DP-GD default, :func:`~dpfit.inference.whitened.whitened_sandwic
 noise law above at theta_ad, and beta =
 (lambda / n) Hs^-1 theta_ad the ridge's estimated bias, added as a square so that the
 normal interval keeps its level when the ridge binds (a root-mean-squared-error interval).
-Normal quantiles. Everything after the releases is post-processing, including the
+Student-t quantiles, with Satterthwaite degrees of freedom from the noise of the released
+bread and meat (:func:`~dpfit.inference.whitened.noisy_sandwich`; the privacy part and the
+ridge's bias are treated as known). Everything after the releases is post-processing, including the
 ``CoverageWarning`` checks: the ridge is not negligible against the released smallest
 eigenvalue, the bread is not identified, the released Omega has an eigenvalue within two
 noise s.d. of zero (:meth:`NoisyMoment.unidentified`: its noise dominates the meat there),
@@ -349,7 +351,8 @@ def _description(share: float, clip: float) -> str:
         f"products (whitened, clipped at {clip:.3g}), released with {100 * share:g}% of rho; "
         "V_privacy is the first-order law of AdaSSP's noise in X'X and X'y at the estimate, "
         "and bias is the estimated shrinkage of AdaSSP's ridge (zero when the ridge is 0); "
-        "normal quantiles (docs/inference.md, 'AdaSSP: population intervals'). It covers "
+        "Student-t quantiles whose degrees of freedom carry the noise of the released "
+        "bread and meat (docs/inference.md, 'AdaSSP: population intervals'). It covers "
         "the population least-squares coefficient of the data clipped to the public bounds."
     )
 
