@@ -112,10 +112,12 @@ def growing_row_clip(base: float, *, n: int, rho: float, bound: float | None) ->
     s.d. s = C^2 / (n sqrt(rho)) (replace-one). For 2SLS from such moments the privacy
     variance of the moment residual v = M_zy - M_zx beta is about s^2 |c|^2 per coordinate
     (c = (-beta, 1)) against a sampling variance of about s_e^2 / n (s_e the residual
-    scale), so their ratio is about C^4 |c|^2 / (n rho s_e^2); with s_e <= |c| (standardised
-    response) the returned clip keeps it at most :data:`PRIVACY_RATIO`, grows like n^(1/4)
-    and stops at the public ``bound`` on the rows' norm, beyond which nothing is clipped.
-    Post-processing of public inputs.
+    scale), so their ratio is about (C^4 / (n rho)) |c|^2 / s_e^2. The returned clip makes
+    C^4 / (n rho) = :data:`PRIVACY_RATIO`: the ratio is then r |c|^2 / s_e^2, r when the
+    model explains little of the standardised response and more when it explains much (a
+    heuristic, unlike :func:`growing_clip`: |c| and s_e are not released before M). The
+    clip grows like n^(1/4) and stops at the public ``bound`` on the rows' norm, beyond
+    which nothing is clipped. Post-processing of public inputs.
     """
     grown = max(base, (PRIVACY_RATIO * n * rho) ** 0.25)
     return grown if bound is None else min(grown, bound)
