@@ -196,7 +196,11 @@ def test_width_target_skips_n_outside_the_valid_regime():
 
 def test_review_designs_warn_where_the_meat_is_noise():
     # the review's strong-intercept design: the released Omega is noise-dominated and the
-    # fit says so (measured: every one of 100 fits warned, docs/inference.md)
+    # fit says so in most fits (measured: 67 of 100 at quick scale, the rest cover; the
+    # registered claim needs every cell to warn in at least half its fits or to cover,
+    # docs/inference.md); seeds 0-9 warn 7 times
     trial = get("inference-coverage-review").trial
-    for seed in range(3):
-        assert trial({"design": "intercept50", "n": 5000, "rho": 0.1}, seed)["warned"] == 1.0
+    warned = [
+        trial({"design": "intercept50", "n": 5000, "rho": 0.1}, s)["warned"] for s in range(10)
+    ]
+    assert sum(warned) >= 6
