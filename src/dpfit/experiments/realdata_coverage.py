@@ -9,7 +9,8 @@ public bounds that contain every value of the table, and records per coefficient
 (robust 2SLS with the HC1 factor for IV), which ``CoverageWarning``s the fit emitted (by
 kind, :func:`warning_kinds`), and, side by side, the interval debiased by the released gap to
 least squares (estimate + gap, the gap's noise added to the variance; post-processing of the
-same fit, the candidate "debias" of docs/inference.md).
+same fit, the candidate "debias" of docs/inference.md) and whether that gap is material
+(the warning of the least-squares target, recorded for either target).
 
 Fits: ``dpfit``'s default ``DPLinearRegression`` (preconditioned DP-GD, target
 least squares) on every population but two; ``adassp-k401ksubs`` is ``method="adassp"`` on
@@ -123,6 +124,8 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     out = {"warned": float(bool(messages)), "k": float(theta.size)}
     out.update({f"warn_{kind}": 1.0 for kind in kinds})
     debiased = _debiased(res.estimate, cov)
+    if debiased is not None:  # the released gap's verdict, whatever the fit's target
+        out["gap_warned"] = float(cov.gap.material(cov.bse).any())
     for j in range(theta.size):
         out[f"covers_{j}"] = float(lower[j] <= theta[j] <= upper[j])
         out[f"width_{j}"] = float((upper[j] - lower[j]) / ref[j])

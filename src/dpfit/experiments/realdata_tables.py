@@ -10,14 +10,15 @@ anyway (**false alarms**, for coverage); and for the fits without a warning, the
 their intervals that miss theta* (**misses**). A fit can give several reasons, so it counts
 in each of their rows. Coverage is per interval (one per coefficient and fit).
 
-``python -m dpfit.experiments.realdata_tables candidates --store STORE`` runs (or reuses)
-the candidate comparison of docs/inference.md, "Clipping bias": the study's trial with
-``target="huber"`` beside the default, at n = 2e4 and 2e5, and prints per cell the coverage
-and width over HC1 of (a) the default (a clip that grows with n), (b) the Huber-type fit
-at the old clip debiased by the released gap, (c) the default debiased likewise, and
-(a-huber) the Huber-type fit itself. Candidate (d), the default of dpfit before this study
-(commit f3976b1), is measured by running the same trial on that commit (docs/inference.md
-gives the command).
+``python -m dpfit.experiments.realdata_tables candidates --store STORE`` (per cell;
+``candidates-pooled``: per candidate and n) runs (or reuses) the candidate comparison of
+docs/inference.md, "Clipping bias": the study's trial with ``target="huber"`` beside the
+default, at n = 2e4 and 2e5, and prints the coverage and width over HC1 of (a) the default
+(a clip that grows with n), (b) the Huber-type fit at the old clip debiased by the released
+gap (warning when the gap is material), (c) the default debiased likewise, and the
+Huber-type fit itself. Candidate (d), the default of dpfit before this study (commit
+f3976b1), is measured by running the same trial on that commit (docs/inference.md gives the
+command).
 """
 
 from __future__ import annotations
@@ -25,13 +26,21 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from .realdata_coverage import DESIGNS, EXPERIMENT, _grid, _long, _trial
 from .registry import Experiment
 from .runner import run
 
-__all__ = ["CANDIDATES", "calibration_table", "candidates_table", "main", "markdown"]
+__all__ = [
+    "CANDIDATES",
+    "calibration_table",
+    "candidates_pooled",
+    "candidates_table",
+    "main",
+    "markdown",
+]
 
 
 def calibration_table(results: pd.DataFrame) -> pd.DataFrame:
@@ -83,39 +92,81 @@ CANDIDATES = Experiment(
 )
 
 
-def candidates_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: coverage, share of silent misses (worst coefficient) and median width over
-    HC1 of each candidate (module docstring)."""
-    out = []
-    for (target, prefix), name in {
-        ("least-squares", "covers_"): "(a) growing clip",
-        ("least-squares", "db_covers_"): "(c) growing clip + debias",
-        ("huber", "covers_"): "Huber-type fit at 3 sqrt(k) s",
-        ("huber", "db_covers_"): "(b) 3 sqrt(k) s + debias",
-    }.items():
+#: The candidates: (target of the fit, the coverage columns read) -> name.
+CANDIDATE_NAMES = {
+    ("least-squares", "covers_"): "(a) growing clip",
+    ("least-squares", "db_covers_"): "(c) growing clip + debias",
+    ("huber", "covers_"): "Huber-type fit at 3 sqrt(k) s",
+    ("huber", "db_covers_"): "(b) 3 sqrt(k) s + debias",
+}
+
+
+def _candidates(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """One long table (one row per fit and coefficient) per candidate (module docstring)."""
+    out = {}
+    for (target, prefix), name in CANDIDATE_NAMES.items():
         part = results[results["target"] == target]
-        long = _long(part, prefix)
+        if prefix == "db_covers_":  # debiased by the released gap, which warns when material
+            part = part.assign(warned=np.maximum(part["warned"], part["gap_warned"]))
+        if not part.empty and f"{prefix}0" in part:
+            out[name] = _long(part, prefix)
+    return out
+
+
+def candidates_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per cell and candidate: coverage, the worst coefficient's share of silent misses, the
+    median width over HC1 and the share of fits that warned (module docstring)."""
+    frames = []
+    for name, long in _candidates(results).items():
         long["silent_miss"] = (long["warned"] == 0) & (long["covers"] == 0)
         worst = long.groupby(["design", "n", "rho", "j"])["silent_miss"].mean()
         g = long.groupby(["design", "n", "rho"])
-        out.append(
+        fits = long.drop_duplicates("fit").groupby(["design", "n", "rho"])
+        frames.append(
             pd.DataFrame(
                 {
                     "candidate": name,
                     "coverage": g["covers"].mean(),
                     "worst silent miss": worst.groupby(["design", "n", "rho"]).max(),
                     "width / HC1": g["width"].median(),
-                    "warned": part.groupby(["design", "n", "rho"])["warned"].mean(),
+                    "warned": fits["warned"].mean(),
                 }
             ).reset_index()
         )
-    return pd.concat(out, ignore_index=True)
+    return pd.concat(frames, ignore_index=True)
+
+
+def candidates_pooled(results: pd.DataFrame, skewed: str = "k401ksubs") -> pd.DataFrame:
+    """Per candidate and n, pooled over rho and the designs other than ``skewed``: coverage
+    of theta* over all fits and over silent fits, the share of cells whose coverage is below
+    0.90, the share of fits that warned and the median width over HC1; and the coverage
+    and warning share on ``skewed`` (the wealth file) beside."""
+    rows = []
+    for name, long in _candidates(results).items():
+        for n, part in long.groupby("n"):
+            rest, wealth = part[part["design"] != skewed], part[part["design"] == skewed]
+            cells = rest.groupby(["design", "rho"])["covers"].mean()
+            fits = rest.drop_duplicates("fit")
+            rows.append(
+                {
+                    "candidate": name,
+                    "n": int(n),
+                    "coverage": rest["covers"].mean(),
+                    "coverage, silent fits": rest.loc[rest["warned"] == 0, "covers"].mean(),
+                    "cells below 0.90": float((cells < 0.90).mean()),
+                    "warned": fits["warned"].mean(),
+                    "median width / HC1": rest["width"].median(),
+                    "wealth: coverage": wealth["covers"].mean(),
+                    "wealth: warned": wealth.drop_duplicates("fit")["warned"].mean(),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``calibration`` or ``candidates`` from a result store (module docstring)."""
     parser = argparse.ArgumentParser(prog="python -m dpfit.experiments.realdata_tables")
-    parser.add_argument("table", choices=["calibration", "candidates"])
+    parser.add_argument("table", choices=["calibration", "candidates", "candidates-pooled"])
     parser.add_argument("--store", required=True, help="result store (SQLite)")
     parser.add_argument("--scale", default="quick", choices=["smoke", "quick", "paper"])
     parser.add_argument("--jobs", type=int, default=None)
@@ -134,7 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         version=args.code_version,
     )
     results = done.results[experiment.name]
-    table = (calibration_table if args.table == "calibration" else candidates_table)(results)
+    table = {
+        "calibration": calibration_table,
+        "candidates": candidates_table,
+        "candidates-pooled": candidates_pooled,
+    }[args.table](results)
     print(markdown(table))
     return 0
 
