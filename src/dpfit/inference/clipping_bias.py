@@ -51,6 +51,7 @@ from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Relation, mean_sensitivity
 
 __all__ = [
+    "CLIP_GROWTH",
     "FAR",
     "GAP_NOISE",
     "GAP_SE",
@@ -69,6 +70,10 @@ __all__ = [
 #: spends on a larger clip: the interval stays within sqrt(1 + r) = 1.12 of the
 #: sampling-only width at the top of the schedule.
 PRIVACY_RATIO = 0.25
+#: :func:`growing_clip` stops at this multiple of the small-n clip (3 sqrt(k) residual scales
+#: for the linear default): 24 sqrt(k) residual scales, beyond every gradient of the real
+#: files of docs/inference.md (10-40 scales) but the wealth file's (321).
+CLIP_GROWTH = 8.0
 #: The gap's noise s.d. is at most this fraction of the interval's standard error
 #: (:func:`excess_window`).
 GAP_NOISE = 0.15
@@ -89,19 +94,23 @@ FAR = 1.5
 def growing_clip(
     base: float, scale: float, *, n: int, rho: float, releases: int, averaged: int
 ) -> float:
-    """max(base, scale sqrt(r n rho averaged / (2 releases))): the clip that grows with n.
+    """The clip that grows with n: scale sqrt(r n rho averaged / (2 releases)), at least
+    ``base`` and at most :data:`CLIP_GROWTH` x ``base``.
 
     ``releases`` noisy means of clipped vectors (e.g. DP-GD steps) share ``rho``; the
     estimate averages ``averaged`` of them (e.g. the iterates after the burn-in). Each mean
     then carries noise of s.d. 2 C / n sqrt(releases / (2 rho)) per coordinate, and their
     average about 2 C^2 releases / (n^2 rho averaged) of variance, against a sampling
     variance of about ``scale``^2 / n per coordinate in whitened coordinates. The returned
-    clip makes that ratio :data:`PRIVACY_RATIO` (module docstring), and never falls below
-    ``base`` (the clip chosen for small n, where privacy noise dominates anyway). Public
-    inputs and a released ``scale`` only: post-processing.
+    clip makes that ratio :data:`PRIVACY_RATIO` (module docstring); it never falls below
+    ``base`` (the clip chosen for small n, where privacy noise dominates anyway) and stops
+    growing at :data:`CLIP_GROWTH` x ``base``, where a larger clip only adds noise on data
+    whose gradients stay below it (the privacy ratio then falls below r; records beyond
+    are counted by the released far-record share). Public inputs and a released ``scale``
+    only: post-processing.
     """
     grown = scale * math.sqrt(PRIVACY_RATIO * n * rho * averaged / (2.0 * releases))
-    return max(base, grown)
+    return min(max(base, grown), CLIP_GROWTH * base)
 
 
 def growing_row_clip(base: float, *, n: int, rho: float, bound: float | None) -> float:
