@@ -106,10 +106,11 @@ def _candidates(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
     out = {}
     for (target, prefix), name in CANDIDATE_NAMES.items():
         part = results[results["target"] == target]
+        if part.empty or f"{prefix}0" not in part:
+            continue
         if prefix == "db_covers_":  # debiased by the released gap, which warns when material
             part = part.assign(warned=np.maximum(part["warned"], part["gap_warned"]))
-        if not part.empty and f"{prefix}0" in part:
-            out[name] = _long(part, prefix)
+        out[name] = _long(part, prefix)
     return out
 
 
