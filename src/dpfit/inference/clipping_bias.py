@@ -5,8 +5,9 @@ A private fit that clips per-record gradients (or rows) at C estimates the minim
 wealth, costs) its population target is not the least-squares coefficient theta*, and the
 gap does not shrink with n while the standard error does: at large n an interval built
 around the clipped fit covers the wrong value (docs/inference.md, "Clipping bias"). Two
-controls, written once here and used by the linear default, AdaSSP's interval and the IV
-default:
+controls, written once here: the linear default uses both, AdaSSP's interval grows its meat's
+clip (:func:`second_moment_clip`), and the IV default counts its far rows
+(:func:`far_records`):
 
 **A clip that grows with n.** The privacy noise of a mean of clipped vectors released at
 zCDP rho has s.d. about 2 C / (n sqrt(2 rho)) per coordinate (replace-one), while the
@@ -61,7 +62,6 @@ __all__ = [
     "excess_window",
     "far_records",
     "growing_clip",
-    "growing_row_clip",
     "release_excess",
     "second_moment_clip",
 ]
@@ -111,25 +111,6 @@ def growing_clip(
     """
     grown = scale * math.sqrt(PRIVACY_RATIO * n * rho * averaged / (2.0 * releases))
     return min(max(base, grown), CLIP_GROWTH * base)
-
-
-def growing_row_clip(base: float, *, n: int, rho: float, bound: float | None) -> float:
-    """min(bound, max(base, (r n rho)^(1/4))): the row clip of a second-moment release that
-    grows with n, for rows standardised so that each column has second moment about 1.
-
-    A second-moment matrix of rows clipped to C, released at zCDP ``rho``, has entry noise
-    s.d. s = C^2 / (n sqrt(rho)) (replace-one). For 2SLS from such moments the privacy
-    variance of the moment residual v = M_zy - M_zx beta is about s^2 |c|^2 per coordinate
-    (c = (-beta, 1)) against a sampling variance of about s_e^2 / n (s_e the residual
-    scale), so their ratio is about (C^4 / (n rho)) |c|^2 / s_e^2. The returned clip makes
-    C^4 / (n rho) = :data:`PRIVACY_RATIO`: the ratio is then r |c|^2 / s_e^2, r when the
-    model explains little of the standardised response and more when it explains much (a
-    heuristic, unlike :func:`growing_clip`: |c| and s_e are not released before M). The
-    clip grows like n^(1/4) and stops at the public ``bound`` on the rows' norm, beyond
-    which nothing is clipped. Post-processing of public inputs.
-    """
-    grown = max(base, (PRIVACY_RATIO * n * rho) ** 0.25)
-    return grown if bound is None else min(grown, bound)
 
 
 def far_records(share: float, noise_std: float, n: int) -> float:

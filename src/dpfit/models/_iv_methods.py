@@ -100,7 +100,7 @@ def run_moments(
         std = data.std
         reach = np.maximum(std.mean - std.bounds[:, 0], std.bounds[:, 1] - std.mean) / std.sd
         row_bound = float(np.sqrt(np.sum(reach**2) + cfg.fit_intercept))
-    clip = row_clip(data.V.shape[1], row_bound, n=data.n, rho=data.rho_fit)
+    clip = row_clip(data.V.shape[1], row_bound)
     out = fit_moments(
         data.V, data.x_idx, data.z_idx, data.y_idx, rho=data.rho_fit, n=data.n,
         clip=clip, ledger=ledger, source=source,
