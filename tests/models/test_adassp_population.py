@@ -53,7 +53,7 @@ def test_the_default_releases_a_population_interval_within_rho():
     for values in (res.bse, res.tvalues, res.pvalues):
         assert np.isfinite(values).all()
     text = res.summary().as_text()
-    assert "Interval covers:       the population coefficients" in text
+    assert "Interval covers:       the population least-squares coefficients of the data" in text
     assert "with a population interval" in text
 
 

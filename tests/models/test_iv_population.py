@@ -55,7 +55,7 @@ def test_default_releases_moments_and_spends_exactly_rho(frame):
     assert res.targets == ("population",) and not res.experimental
     assert list(res.bse.index) == ["Intercept", "w", "x"]
     text = " ".join(res.summary().as_text().split())
-    assert "Interval covers: the population coefficients" in text
+    assert "Interval covers: the population 2SLS coefficients (sampling + privacy error)" in text
     assert "EXPERIMENTAL" not in text
 
 

@@ -319,6 +319,8 @@ def _with_population(
         dof=welch_dof([(sampling, sandwich_.dof), (privacy + parts["ridge bias"], math.inf)]),
         description=_description(share, clip),
         parts=parts,
+        covers="the population least-squares coefficients of the data clipped to the public "
+        "bounds (sampling + privacy error)",
     )
     doubts = _doubts(H, sandwich_, ridge)
     if clipped_y * math.sqrt(n) > CLIPPED_Y_LIMIT:

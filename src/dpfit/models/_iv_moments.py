@@ -148,7 +148,11 @@ def fit_moments(
     noise = moment_noise_covariance(k, x_idx, z_idx, y_idx, fit.beta)
     privacy = M.noise_std**2 * fit.G @ noise @ fit.G.T
     population = population_covariance(
-        (sampling + sampling.T) / 2.0, (privacy + privacy.T) / 2.0, description=description(clip)
+        (sampling + sampling.T) / 2.0,
+        (privacy + privacy.T) / 2.0,
+        description=description(clip),
+        covers="the population 2SLS coefficients (sampling + privacy error), when the first "
+        "stage is strong against the noise and few rows are clipped (else a warning)",
     )
     doubts = []
     S = M.matrix[np.ix_(z_idx, z_idx)]
