@@ -26,6 +26,7 @@ __all__ = ["describe", "mask_numbers"]
 #: A number that is not part of a name (``x0``, ``C(g)[T.3]`` keep their digits).
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w])")
 _BLANKS = re.compile(r"[ \t]+")
+_PADDED = re.compile(r"[ \t]*#[ \t]*")
 _CODE = (
     types.FunctionType,
     types.BuiltinFunctionType,
@@ -38,14 +39,18 @@ _CODE = (
 def mask_numbers(text: str) -> str:
     """``text`` with every free-standing number replaced by ``#`` and runs of blanks collapsed.
 
-    ``nan`` and ``inf`` stay visible (a non-finite release is a leak). Column widths and line
-    breaks depend on how long the (noised) numbers print, so :func:`compare` also ignores
-    whitespace after masking.
+    ``nan`` and ``inf`` stay visible (a non-finite release is a leak). Column widths, the
+    padding NumPy puts around array entries and line breaks depend on how long the (noised)
+    numbers print and on their signs, so every number is set off by exactly one blank on each
+    side, and :func:`compare` also ignores whitespace after masking.
 
     >>> mask_numbers("coef  -1.25e+03   x0 0.5, C(g)[T.3]")
-    'coef # x0 #, C(g)[T.3]'
+    'coef # x0 # , C(g)[T.3]'
+    >>> mask_numbers("[ 1.5 ,-0.25, 3. ]") == mask_numbers("[-1.5 , 0.25,-3. ]")
+    True
     """
-    return _BLANKS.sub(" ", _NUMBER.sub("#", text)).strip()
+    masked = _PADDED.sub(" # ", _NUMBER.sub("#", text))
+    return _BLANKS.sub(" ", masked).strip()
 
 
 def _array_text(a: np.ndarray) -> str:

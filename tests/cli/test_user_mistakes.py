@@ -292,7 +292,7 @@ API_MISTAKES = {
         ),
         TypeError,
         ["column 'd'", "datetime64", "convert it publicly"],
-    ),  # fmt: skip
+    ),
     "ols dot formula": (
         lambda budget: dpfit.ols("y ~ .", FRAME, rho=0.5, budget=budget, clip=1.0),
         ValueError,
@@ -310,7 +310,7 @@ API_MISTAKES = {
         ),
         TypeError,
         ["column 'z' holds text", "thousands"],
-    ),  # fmt: skip
+    ),
     "ols bounds_check 0.9": (_ols(bounds_check=0.9, **GOOD), ValueError, ["bounds_check"]),
     "iv variable with two roles": (
         lambda budget: dpfit.iv("y ~ x + [x ~ w]", FRAME, rho=0.5, budget=budget),

@@ -36,11 +36,14 @@ PARAMS = {"rho": 2.0, "bounds": [(-3, 3)] * 3, "y_bounds": (-6, 8), "random_stat
 RTOL = 1e-12  # module docstring
 LABELS = [
     "gd/xtx",
+    "gd/whitened-xtx",
     "gd/xty-pilot",
     "gd/residual-scale",
     "dp_gd/gradient",
     "gd/huber-hessian",
     "gd/omega",
+    "gd/clipped-excess",
+    "gd/far-records",
 ]
 
 
@@ -80,15 +83,16 @@ def test_dask_default_fit_releases_the_in_memory_population_interval(scheduler, 
     with dask.config.set(config):
         lazy = _fit(*_dask(X, Y), clip=clip, n_public=N)
     labels = [e.label for e in lazy.privacy_.entries]
-    assert labels == (LABELS if clip is None else [LABELS[0], *LABELS[3:]])
+    assert labels == (LABELS if clip is None else [*LABELS[:2], *LABELS[4:]])
     assert lazy.result_.targets == ("population", "sample")
     _assert_same_release(lazy, mem)
     assert lazy.summary().as_text() == mem.summary().as_text()
 
 
 def test_one_distributed_reduction_per_moment_pass(monkeypatch):
-    """X'X with X'y, the residual scale, and the Huber Hessian with Omega: three passes over
-    the rows besides the DP-GD steps, each one reduction that returns only the sums."""
+    """X'X with X'y, the whitened X'X, the residual scale, the Huber Hessian with Omega, and
+    the clipped excess with the far records: five passes over the rows besides the DP-GD
+    steps, each one reduction that returns only the sums."""
     widths = []
     reduce = moments.row_block_sum
 
@@ -103,8 +107,10 @@ def test_one_distributed_reduction_per_moment_pass(monkeypatch):
     k, tri = 4, 10
     assert widths == [
         ("gram_sums", tri + k),
+        ("whitened_gram_sums", tri),
         ("residual_scale_sum", 1),
         ("sandwich_sums", 2 * tri),
+        ("excess_sums", k + 1),
     ]
 
 

@@ -148,7 +148,9 @@ def test_width_claim_passes_within_the_targets_and_fails_outside():
     assert _width_claim(pd.concat([_cell(2000, 1.55, 4.0), _cell(200000, 1.25, 1.5)])).passed
     assert not _width_claim(_cell(2000, 1.7, 4.0)).passed  # 1.7 - 2 x 0.005 > 1.6
     assert not _width_claim(_cell(200000, 1.35, 4.0)).passed  # 1.35 - 0.01 > 1.3
-    assert not _width_claim(_cell(20000, 1.1, 1.05)).passed  # wider than NSS, no warning
+    assert not _width_claim(_cell(20000, 1.3, 1.05)).passed  # wider than NSS, no warning
+    # within the default's allowance for its smaller clipping bias (1.12 x NSS): passes
+    assert _width_claim(_cell(20000, 1.1, 1.05)).passed
     judged = _cell(200000, 1.25, 1.5)
     # the library warned: not compared with NSS (beside a judged cell; alone, nothing judged)
     assert _width_claim(pd.concat([_cell(20000, 1.1, 1.05, warned=1.0), judged])).passed
@@ -168,12 +170,13 @@ def test_width_claim_passes_within_the_targets_and_fails_outside():
 )
 def test_each_study_fails_on_too_wide_intervals(experiment, n, rho, target):
     """Too wide in a cell of the study's grid where the library does not warn: 0.1 above the
-    width target (20 MC s.e. of 0.005), or wider than noisy-sufficient-statistics OLS."""
+    width target (20 MC s.e. of 0.005), or wider than 1.12 x noisy-sufficient-statistics OLS
+    (1 / 0.85 = 1.18 x here)."""
     assert {"design": "isotropic", "n": n, "rho": rho} in get(experiment).grid["quick"]
     (claim,) = [c for c in get(experiment).claims if c.name == "population-width"]
     width = 0.95 * (target or 1.1)
     assert claim.evaluate(_cell(n, width, 1.5 * width, rho=rho)).passed
-    assert not claim.evaluate(_cell(n, width, 0.9 * width, rho=rho)).passed  # NSS narrower
+    assert not claim.evaluate(_cell(n, width, 0.85 * width, rho=rho)).passed  # NSS narrower
     if target is not None:
         assert not claim.evaluate(_cell(n, target + 0.1, 2 * target, rho=rho)).passed
 
@@ -196,7 +199,11 @@ def test_width_target_skips_n_outside_the_valid_regime():
 
 def test_review_designs_warn_where_the_meat_is_noise():
     # the review's strong-intercept design: the released Omega is noise-dominated and the
-    # fit says so (measured: every one of 100 fits warned, docs/inference.md)
+    # fit says so in most fits (measured: 67 of 100 at quick scale, the rest cover; the
+    # registered claim needs every cell to warn in at least half its fits or to cover,
+    # docs/inference.md); seeds 0-9 warn 7 times
     trial = get("inference-coverage-review").trial
-    for seed in range(3):
-        assert trial({"design": "intercept50", "n": 5000, "rho": 0.1}, seed)["warned"] == 1.0
+    warned = [
+        trial({"design": "intercept50", "n": 5000, "rho": 0.1}, s)["warned"] for s in range(10)
+    ]
+    assert sum(warned) >= 6

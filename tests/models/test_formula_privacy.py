@@ -128,7 +128,7 @@ def test_declared_levels_not_the_data_fix_the_terms(frame):
 
 
 @pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
-    "ignore:The released second moment of the clipped gradients:dpfit.exceptions.CoverageWarning"
+    "ignore:The population interval may not cover:dpfit.exceptions.CoverageWarning"
 )
 def test_indicator_columns_get_bounds_zero_one(frame):
     res = dpfit.ols(
@@ -162,7 +162,7 @@ def _with_outsider(frame, x, y, g="zzz"):
 
 
 @pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
-    "ignore:The released second moment of the clipped gradients:dpfit.exceptions.CoverageWarning"
+    "ignore:The population interval may not cover:dpfit.exceptions.CoverageWarning"
 )
 @pytest.mark.parametrize("declare", ["levels", "dtype"])
 def test_a_value_outside_the_declared_levels_is_the_zero_record(frame, declare):

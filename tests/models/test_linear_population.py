@@ -32,19 +32,23 @@ def test_default_releases_population_interval_and_charges_rho_exactly():
     labels = [e.label for e in model.privacy_.entries]
     assert labels == [
         "gd/xtx",
+        "gd/whitened-xtx",
         "gd/xty-pilot",
         "gd/residual-scale",
         "dp_gd/gradient",
         "gd/huber-hessian",
         "gd/omega",
+        "gd/clipped-excess",
+        "gd/far-records",
     ]
-    assert model.privacy_.rho == pytest.approx(2.0, rel=1e-9) and len(rec) == 205
+    assert model.privacy_.rho <= 2.0 and model.privacy_.rho == pytest.approx(2.0, rel=1e-9)
+    assert len(rec) == 208
     res = model.result_
     assert res.targets == ("population", "sample")
     pop, samp = res.conf_int(), res.conf_int(target="sample")
     assert ((pop["upper"] - pop["lower"]) > (samp["upper"] - samp["lower"])).all()
     text = model.summary().as_text()
-    assert "Interval covers:" in text and "population coefficients" in text
+    assert "Interval covers:       the population least-squares coefficients" in text
     assert "preconditioned" in text and "std err" in text
     assert res.wald_test("x0 = 0, x1 = 0").pvalue < 1e-6  # true slopes 0.5, -0.3
 
@@ -81,6 +85,7 @@ def test_residual_scale_divides_by_the_public_n_under_add_remove():
     the (private) row count: its sensitivity 4 / n_public holds only then. Rebuilt here from
     the recorded releases before it (X'X/n and the pilot X'y/n) and the public rescaling."""
     from dpfit.inference.population import NoisyMoment
+    from dpfit.inference.whitened import inverse_sqrt
     from dpfit.models._scaling import PublicScaling
 
     X, y = _data(2, n=600)
@@ -88,15 +93,21 @@ def test_residual_scale_divides_by_the_public_n_under_add_remove():
     with recording() as rec:
         _fit(X, y, relation="add-remove", n_public=n_public)
     by_label = {r.entry.label: r for r in rec.releases}
-    xtx, pilot_b = by_label["gd/xtx"], by_label["gd/xty-pilot"]
+    pilot_b = by_label["gd/xty-pilot"]
     k = pilot_b.output.shape[0]
-    H = np.empty((k, k))
-    H[np.triu_indices(k)] = xtx.output
-    H.T[np.triu_indices(k)] = xtx.output
-    Hp = NoisyMoment(matrix=H, noise_std=xtx.entry.noise_std).psd()
+
+    def moment(label):
+        M = np.empty((k, k))
+        M[np.triu_indices(k)] = by_label[label].output
+        M.T[np.triu_indices(k)] = by_label[label].output
+        return NoisyMoment(matrix=M, noise_std=by_label[label].entry.noise_std)
+
+    # the two-stage whitener P (theta = P u), and the pilot (P P')^-1... = P P' b~
+    P1 = inverse_sqrt(moment("gd/xtx").preconditioner())
+    P = P1 @ inverse_sqrt(moment("gd/whitened-xtx").preconditioner())
     scaling = PublicScaling.from_bounds([(-3, 3)] * 3, (-6, 8), n_features=3, fit_intercept=True)
     D, yy = scaling.design(X), scaling.response(y)
-    r2 = np.minimum((yy - D @ np.linalg.solve(Hp, pilot_b.output)) ** 2, 4.0)
+    r2 = np.minimum((yy - D @ (P @ (P.T @ pilot_b.output))) ** 2, 4.0)
     value = by_label["gd/residual-scale"].value
     np.testing.assert_allclose(value, [r2.sum() / n_public], rtol=1e-9)
 

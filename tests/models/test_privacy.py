@@ -41,7 +41,7 @@ PARAMS = [
 
 
 @pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
-    "ignore:The released second moment of the clipped gradients:dpfit.exceptions.CoverageWarning"
+    "ignore:The population interval may not cover:dpfit.exceptions.CoverageWarning"
 )
 @pytest.mark.parametrize("params", PARAMS, ids=["gd", "gd-bounds", "gd-runs", "adassp"])
 def test_replay_on_a_neighbour_changes_no_output(params):

@@ -35,7 +35,7 @@ def test_student_t_interval_keeps_t():
 
 
 @pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
-    "ignore:The released second moment of the clipped gradients:dpfit.exceptions.CoverageWarning"
+    "ignore:The population interval may not cover:dpfit.exceptions.CoverageWarning"
 )
 def test_bounds_check_counts_are_shown_clamped_at_zero():
     # Every record is inside its bounds, so each shown count is noise around 0; across these

@@ -61,7 +61,7 @@ def test_a_charge_beyond_the_total_changes_nothing(store):
 
 
 @pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
-    "ignore:The released second moment of the clipped gradients:dpfit.exceptions.CoverageWarning"
+    "ignore:The population interval may not cover:dpfit.exceptions.CoverageWarning"
 )
 def test_history_lists_every_release_with_mechanism_and_rho(store, frame):
     budget = dpfit.Budget.open(store, dataset="frame", rho=1.0)

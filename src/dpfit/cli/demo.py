@@ -84,7 +84,9 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
     print("Public inputs, from the codebook and the survey design, not from the data:")
     print("  bounds: " + ", ".join(f"{k} {list(v)}" for k, v in WAGE_BOUNDS.items()))
     print(f"  lwage bounds {list(WAGE_Y_BOUNDS)} (hourly wage $1 to $30 in 1976)")
-    print("  clip: 3 sqrt(k) x a private residual scale; steps, step size: the defaults")
+    print(
+        "  clip: 3 sqrt(k) x a private residual scale, grown with n; steps, step size: the defaults"
+    )
     print()
     result = ols(
         WAGE_FORMULA,

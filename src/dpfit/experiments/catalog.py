@@ -18,5 +18,6 @@ from . import (  # noqa: F401
     menart2024,
     menart2024_beyond_pl,
     menart2024_grid_search,
+    realdata_coverage,
     varshney2022,
 )

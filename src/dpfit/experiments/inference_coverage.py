@@ -285,14 +285,22 @@ def _width_target(n: int) -> float | None:
     return 1.6 if 2000 <= n <= 5000 else 1.3 if n >= 200_000 else None
 
 
+#: The default may be wider than NSS by the share of privacy variance its growing clip spends
+#: on a smaller clipping bias: at most sqrt(1 + r) with r = 0.25 (docs/inference.md,
+#: "Clipping bias"), where NSS's own privacy error is small.
+NSS_ALLOWANCE = 1.12
+
+
 def _width_claim(results: pd.DataFrame, min_judged: int = 1) -> ClaimResult:
-    """Widths at rho = 0.5 within the targets, and narrower than NSS wherever not warned.
+    """Widths at rho = 0.5 within the targets, and not wider than NSS wherever not warned.
 
     The target applies to the mean width ratio of a cell: 1.6 for n = 2000-5000, 1.3
     for n >= 2e5 (none elsewhere). Its Monte Carlo s.e. (the ratio's s.d. over replicates / sqrt R)
     is added before comparing, so a cell fails only when its mean is above the target by more
-    than 2 s.e. NSS (same rho) must be wider in every cell where the library does not warn, and
-    there must be at least ``min_judged`` such cells (else the comparison judged nothing).
+    than 2 s.e. NSS (same rho) must be wider in every cell where the library does not warn
+    (up to :data:`NSS_ALLOWANCE`, the share of privacy variance the default spends on a
+    smaller clipping bias), and there must be at least ``min_judged`` such cells (else the
+    comparison judged nothing).
     """
     spread = results.groupby(["design", "n", "rho"])["width_ratio"].agg(["mean", "std", "size"])
     numbers, failed = {}, []
@@ -305,8 +313,8 @@ def _width_claim(results: pd.DataFrame, min_judged: int = 1) -> ClaimResult:
                 failed.append(f"{cell} width {r['mean']:.2f} > {target}")
     unwarned = coverage_table(results).query("warned < 0.5")
     for _, r in unwarned.iterrows():
-        if r["width_ratio"] >= r["nss_width_ratio"]:
-            failed.append(f"{r['design']} n={int(r['n'])} rho={r['rho']:g} not narrower than NSS")
+        if r["width_ratio"] >= NSS_ALLOWANCE * r["nss_width_ratio"]:
+            failed.append(f"{r['design']} n={int(r['n'])} rho={r['rho']:g} wider than NSS")
     numbers["judged cells"] = float(len(unwarned))
     return ClaimResult(
         passed=len(unwarned) >= min_judged and not failed,
@@ -321,8 +329,9 @@ WIDTH_CLAIM = Claim(
     statement=(
         "At rho = 0.5 the mean interval width is within 1.6 x the non-private HC0 OLS "
         "interval's at n = 2000-5000 and within 1.3 x at n >= 2e5 (2 MC s.e.), and narrower than "
-        "noisy-sufficient-statistics OLS at the same rho in every cell where the library "
-        "does not warn, of which there is at least one."
+        "1.12 x noisy-sufficient-statistics OLS at the same rho (the default's allowance for "
+        "its smaller clipping bias) in every cell where the library does not warn, of which "
+        "there is at least one."
     ),
     evaluate=_width_claim,
 )

@@ -3,8 +3,9 @@
 The default linear fit (:mod:`dpfit.models._linear_population`) warns (``CoverageWarning``)
 when (a) the released iterates still drift between the two halves of the run
 (:mod:`dpfit.inference.diagnostics`) or (b) the released Huber Hessian's smallest eigenvalue
-is within two noise s.d. of zero
-(:meth:`~dpfit.inference.population.NoisyMoment.unidentified`). Each trial fits once and
+cannot be told from zero (:meth:`~dpfit.inference.population.NoisyMoment.unidentified`; the
+bread is released in the coordinates of the two-stage whitener, and the ratios below are
+mapped back to the coefficients). Each trial fits once and
 records both warnings, coverage of theta* (synthetic designs of
 :mod:`dpfit.experiments.inference_coverage`; none for the bundled Card data), the previous
 floor rule (:meth:`~dpfit.inference.population.NoisyMoment.floor_binds`) for comparison,
@@ -31,6 +32,7 @@ import pandas as pd
 
 from ..exceptions import CoverageWarning, LargeBudgetWarning
 from ..inference.population import NoisyMoment, sandwich
+from ..inference.whitened import inverse_sqrt
 from ..mechanisms import recording
 from ..models import DPLinearRegression, ols
 from .inference_coverage import _draw
@@ -83,16 +85,22 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
             NoisyMoment(matrix=_matrix(np.asarray(r.output)), noise_std=float(r.entry.noise_std)),
             _matrix(np.asarray(r.value)),
         )
-        for name, r in ((n, by_label[f"gd/{n}"]) for n in ("xtx", "huber-hessian", "omega"))
+        for name, r in (
+            (n, by_label[f"gd/{n}"]) for n in ("xtx", "whitened-xtx", "huber-hessian", "omega")
+        )
     }
-    hessian, exact = moments["huber-hessian"]
-    values, vectors = np.linalg.eigh(moments["xtx"][0].psd())
-    root = (vectors * np.sqrt(values)) @ vectors.T  # P^-1 = Hp^(1/2)
-    meat = root @ moments["omega"][0].shrunk() @ root
+    hessian, exact = moments["huber-hessian"]  # released in whitened coordinates
+    P = inverse_sqrt(moments["xtx"][0].preconditioner())
+    P = P @ inverse_sqrt(moments["whitened-xtx"][0].preconditioner())  # theta = P u
+    meat = moments["omega"][0].shrunk()
     n = res.nobs
-    exact_se = np.diag(sandwich(exact, meat, n))
-    ratio = np.sqrt(np.diag(sandwich(hessian.shrunk(), meat, n)) / exact_se)
-    ratio_psd = np.sqrt(np.diag(sandwich(hessian.psd(), meat, n)) / exact_se)
+
+    def se(bread: np.ndarray) -> np.ndarray:
+        return np.diag(P @ sandwich(bread, meat, n) @ P.T)
+
+    exact_se = se(exact)
+    ratio = np.sqrt(se(hessian.shrunk()) / exact_se)
+    ratio_psd = np.sqrt(se(hessian.psd()) / exact_se)
     covers = math.nan
     if theta is not None:
         ci = res.conf_int(0.05).to_numpy()

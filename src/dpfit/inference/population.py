@@ -45,7 +45,7 @@ is charged before anything is drawn; everything else here is post-processing.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -56,6 +56,7 @@ from numpy.typing import ArrayLike
 from .._validation import check_int, check_rho
 from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Query, Relation, query_sensitivity
+from .clipping_bias import ClippingGap
 from .diagnostics import Drift
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "sandwich",
     "second_moment_sensitivity",
     "transform",
+    "welch_dof",
 ]
 
 #: What an interval covers: the population parameter theta* (sampling + privacy error) or
@@ -134,6 +136,21 @@ class NoisyMoment:
         """
         mu, vectors = self._despread()
         return (vectors * np.maximum(mu, self.identified)) @ vectors.T
+
+    def preconditioner(self) -> np.ndarray:
+        """The release de-spread like :meth:`shrunk`, with eigenvalues raised to 2 s sqrt(2).
+
+        A preconditioner P = M^-1/2 for gradient descent at step size eta is stable along an
+        eigenvector with data eigenvalue lambda and preconditioner eigenvalue mu as long as
+        eta lambda / mu < 2. With mu at least two noise s.d. (2 s sqrt(2)) and an isolated
+        eigenvalue's noise s.d. at most s sqrt(2), lambda / mu exceeds 4 (eta = 0.5) only
+        when the noise pulls a release below half its data eigenvalue by more than three of
+        its s.d.; and eigenvalues far below the projection floor of :meth:`psd` (2 s sqrt(p),
+        a conservative bound on the whole noise matrix) are still whitened, so that descent
+        converges along them in a few steps. Post-processing of the release.
+        """
+        mu, vectors = self._despread()
+        return (vectors * np.maximum(mu, 2.0 * self.identified)) @ vectors.T
 
     def _despread(self) -> tuple[np.ndarray, np.ndarray]:
         """The released eigenvalues shrunk within noise-level groups (before the clamp of
@@ -260,8 +277,9 @@ def release_moment_sum(
 
     The step :func:`release_second_moment` ends with, for sums reduced elsewhere (e.g. over a
     Dask array's blocks, :mod:`dpfit.models._linear_moments`): the Gaussian mechanism on the
-    k (k + 1) / 2 entries with :func:`second_moment_sensitivity` (rho-zCDP), charged to
-    ``ledger`` before the draw. The caller guarantees the bound (rows clipped to it, weights
+    k (k + 1) / 2 entries with :func:`second_moment_sensitivity` (rho-zCDP; the charge is at
+    most ``rho`` exactly, :func:`dpfit.mechanisms.rho_within`), charged to ``ledger`` before
+    the draw. The caller guarantees the bound (rows clipped to it, weights
     in [0, 1]); the sensitivity assumes it.
     """
     rho = check_rho(rho, warn=False)  # a share of a fit's budget: the fit warns for its whole
@@ -269,7 +287,8 @@ def release_moment_sum(
     upper_sum = np.asarray(upper_sum, dtype=np.float64)
     k = (math.isqrt(8 * upper_sum.shape[0] + 1) - 1) // 2
     sensitivity = second_moment_sensitivity(bound, n, ledger.relation)
-    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))  # charged <= rho
+    # rho_within: the charge Delta^2 / (2 sigma^2) never rounds above the share
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))
     with np.errstate(all="ignore"):
         value = upper_sum / n
     noisy = gaussian(
@@ -327,6 +346,12 @@ class CovarianceEstimate:
         Convergence diagnostic of the released iterates behind the estimate
         (:mod:`dpfit.inference.diagnostics`); None when the estimate is not an average of
         iterates or there were too few of them.
+    gap : ClippingGap, optional
+        The released first-order gap between least squares and the clipped fit behind the
+        estimate (:mod:`dpfit.inference.clipping_bias`); None when the fit released none.
+    covers : str, optional
+        The parameter the interval covers, in words (e.g. "the population least-squares
+        coefficients"); None for the generic wording of the target.
     """
 
     target: str
@@ -335,6 +360,8 @@ class CovarianceEstimate:
     description: str
     parts: Mapping[str, np.ndarray] = field(default_factory=dict)
     drift: Drift | None = None
+    gap: ClippingGap | None = None
+    covers: str | None = None
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
@@ -359,10 +386,13 @@ class CovarianceEstimate:
             "description": self.description,
             "parts": dict(self.parts),
             "drift": self.drift,
+            "gap": self.gap,
+            "covers": self.covers,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state = {"drift": None, **state}  # pickles from before the drift diagnostic
+        # pickles from before the drift diagnostic and the named parameter
+        state = {"drift": None, "gap": None, "covers": None, **state}
         for key, value in state.items():
             object.__setattr__(self, key, value)
         self.__post_init__()
@@ -408,33 +438,54 @@ def sample_covariance(estimates: ArrayLike, description: str) -> CovarianceEstim
     )
 
 
+def welch_dof(parts: Sequence[tuple[ArrayLike, ArrayLike | float]]) -> np.ndarray:
+    """Welch-Satterthwaite degrees of freedom of a sum of covariance estimates, per coordinate.
+
+    Each part is (V_i, f_i): a covariance matrix whose diagonal is treated as a scaled
+    chi-squared estimate with f_i degrees of freedom per coordinate (``inf``: known). The sum
+    gets dof_j = (sum_i V_i,jj)^2 / sum_i (V_i,jj^2 / f_i,j), and at least the smallest f_i,j
+    (Satterthwaite 1946; Welch 1947).
+    """
+    diags = [np.clip(np.diag(np.asarray(v, dtype=np.float64)), 0.0, None) for v, _ in parts]
+    dofs = [
+        np.broadcast_to(np.asarray(f, dtype=np.float64), d.shape)
+        for d, (_, f) in zip(diags, parts, strict=True)
+    ]
+    total = sum(diags)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = sum(np.where(np.isinf(f), 0.0, d**2 / f) for d, f in zip(diags, dofs, strict=True))
+        dof = np.where(spread > 0, total**2 / np.maximum(spread, 1e-300), np.inf)
+    return np.maximum(dof, np.minimum.reduce(dofs))
+
+
 def population_covariance(
     sampling: ArrayLike,
     privacy: ArrayLike,
     *,
     description: str,
     privacy_dof: float = math.inf,
+    sampling_dof: ArrayLike = math.inf,
     drift: Drift | None = None,
+    gap: ClippingGap | None = None,
+    covers: str | None = None,
 ) -> CovarianceEstimate:
     """V_sampling + V_privacy, with Welch-Satterthwaite degrees of freedom per coordinate.
 
-    The sampling part (a sandwich of private moments) is treated as known (its error is of
-    smaller order; docs/inference.md); when the privacy part is itself a sample covariance
-    of m estimates (``privacy_dof = m - 1``), coordinate j gets
-    dof_j = (a_j + b_j)^2 (m - 1) / b_j^2 with a = diag(V_sampling), b = diag(V_privacy).
-    ``drift`` (from :func:`dpfit.inference.diagnostics.iterate_drift`) rides along so that
-    the result can say whether the iterates behind the estimate had converged.
+    Each part is treated as a scaled chi-squared estimate with its own degrees of freedom:
+    ``sampling_dof`` (per coordinate; from the noise of the released bread and meat,
+    :func:`dpfit.inference.whitened.noisy_sandwich`, or ``inf`` when it is treated as known)
+    and ``privacy_dof`` (``m - 1`` when the privacy part is a sample covariance of m
+    estimates), so coordinate j gets dof_j = (a_j + b_j)^2 / (a_j^2 / f_j + b_j^2 / g) with
+    a = diag(V_sampling), b = diag(V_privacy), f the sampling and g the privacy dof (and at
+    least the smaller of the two). ``drift`` (from
+    :func:`dpfit.inference.diagnostics.iterate_drift`) rides along so that the result can
+    say whether the iterates behind the estimate had converged, and ``gap`` (the released
+    gap to least squares, :mod:`dpfit.inference.clipping_bias`) likewise; ``covers`` names the
+    parameter the interval is for, in words (the summary's header).
     """
     sampling = np.asarray(sampling, dtype=np.float64)
     privacy = np.asarray(privacy, dtype=np.float64)
-    a = np.clip(np.diag(sampling), 0.0, None)
-    b = np.clip(np.diag(privacy), 0.0, None)
-    if math.isinf(privacy_dof):
-        dof = np.full(a.shape, math.inf)
-    else:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            dof = np.where(b > 0, (a + b) ** 2 * privacy_dof / np.maximum(b, 1e-300) ** 2, np.inf)
-        dof = np.maximum(dof, privacy_dof)
+    dof = welch_dof([(sampling, sampling_dof), (privacy, privacy_dof)])
     return CovarianceEstimate(
         target="population",
         cov=sampling + privacy,
@@ -442,6 +493,8 @@ def population_covariance(
         description=description,
         parts={"sampling": sampling, "privacy": privacy},
         drift=drift,
+        gap=gap,
+        covers=covers,
     )
 
 
@@ -463,4 +516,6 @@ def transform(estimate: CovarianceEstimate, matrix: ArrayLike) -> CovarianceEsti
         description=estimate.description,
         parts={k: J @ v @ J.T for k, v in estimate.parts.items()},
         drift=None if estimate.drift is None else estimate.drift.transform(J),
+        gap=None if estimate.gap is None else estimate.gap.transform(J),
+        covers=estimate.covers,
     )

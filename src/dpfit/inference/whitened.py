@@ -18,27 +18,39 @@ everything else is post-processing of releases.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Query, query_sensitivity
-from .population import NoisyMoment, sandwich
+from .doubts import Doubt
+from .population import NoisyMoment
 
-__all__ = ["NOISY_MEAT", "gradient_clip", "inverse_sqrt", "release_mean", "whitened_sandwich"]
+__all__ = [
+    "NOISY_MEAT",
+    "NoisySandwich",
+    "gradient_clip",
+    "inverse_sqrt",
+    "noisy_sandwich",
+    "release_mean",
+]
 
 #: Smallest residual scale the clip is built from, so that noise-free data still get C > 0.
 SCALE_FLOOR = 1e-6
 
-#: The warning when the released meat has an eigenvalue within two noise s.d. of zero
-#: (:meth:`NoisyMoment.unidentified` on Omega~): its noise dominates along that direction.
-NOISY_MEAT = (
-    "The released second moment of the clipped gradients (the sandwich's meat) has an "
-    "eigenvalue within two noise s.d. of zero: its noise dominates there (the clip, set "
-    "from a private residual scale, is large against the residuals), so the sampling part "
-    "of the interval is imprecise and coverage may be above or below nominal (a larger rho "
-    "or tighter y bounds help)."
+#: Fewest degrees of freedom the meat's noise may leave a coefficient's sampling variance
+#: (:meth:`NoisySandwich.noisy_meat`).
+MEAT_DOF = 4.0
+#: The doubt when the released meat's noise leaves some coefficient's sampling variance
+#: fewer than MEAT_DOF degrees of freedom (:meth:`NoisySandwich.noisy_meat`).
+NOISY_MEAT = Doubt(
+    "The released second moment of the clipped gradients (the sandwich's meat) is so noisy "
+    "that some coefficient's sampling variance has fewer than 4 degrees of freedom (the "
+    "clip, set from a private residual scale, is large against the residuals): the "
+    "interval's width is itself uncertain.",
+    ("a larger rho", "tighter y bounds"),
 )
 
 
@@ -93,17 +105,84 @@ def gradient_clip(multiplier: float, k: int, scale: float, scale_std: float) -> 
     return multiplier * math.sqrt(k) * math.sqrt(max(scale, scale_std, SCALE_FLOOR))
 
 
-def whitened_sandwich(
-    bread: NoisyMoment, meat: NoisyMoment, whitener: np.ndarray, n: int
-) -> np.ndarray:
-    """The HC0 sandwich Hs^-1 Omega_d Hs^-1 / n from a bread and a meat released whitened.
+@dataclass(frozen=True)
+class NoisySandwich:
+    """A sandwich covariance from released moments, and how much their noise makes it vary.
 
-    ``meat`` is Omega~ of the whitened gradients P d_i e_i (``whitener`` = P), so in the
-    design's coordinates Omega_d = P^-1 Omega_s P^-1. Both releases go through
-    :meth:`NoisyMoment.shrunk` (eigenvalues de-spread within noise-level groups, raised to one
-    noise s.d.): a projection onto the noise floor would inflate a meat whose noise is large
-    against it (the clip large against the residuals) and understate the variance along a
-    bread eigenvalue below the floor (docs/inference.md). Post-processing.
+    ``cov`` is the sandwich itself; ``dof`` gives, per coordinate, Satterthwaite degrees of
+    freedom 2 V_jj^2 / Var(V_jj), with Var(V_jj) the first-order (delta-method) variance
+    that the bread's and the meat's noise give the diagonal (:func:`noisy_sandwich`);
+    ``meat_dof`` the same from the meat's noise alone (V is linear in the meat, so for it the
+    first-order variance is exact).
     """
-    unwhiten = np.linalg.inv(whitener)
-    return sandwich(bread.shrunk(), unwhiten @ meat.shrunk() @ unwhiten, n)
+
+    cov: np.ndarray
+    dof: np.ndarray
+    meat_dof: np.ndarray
+
+    def noisy_meat(self) -> bool:
+        """Whether the meat's noise alone leaves some coordinate fewer than
+        :data:`MEAT_DOF` degrees of freedom: its variance estimate's noise s.d. exceeds
+        sqrt(2 / MEAT_DOF) = 0.71 of itself, so it can be near zero or negative, and a
+        Student-t interval no longer describes it (:data:`NOISY_MEAT`)."""
+        return bool(np.min(self.meat_dof) < MEAT_DOF)
+
+
+def _form_variance(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Var(x_j' E y_j) / s^2 per column j, for E symmetric with i.i.d. N(0, s^2) upper triangle.
+
+    x'Ey = sum_a E_aa x_a y_a + sum_{a<b} E_ab (x_a y_b + x_b y_a), so its variance is
+    s^2 (|x|^2 |y|^2 + (x'y)^2 - sum_a x_a^2 y_a^2).
+    """
+    return (
+        np.sum(x**2, axis=0) * np.sum(y**2, axis=0)
+        + np.sum(x * y, axis=0) ** 2
+        - np.sum(x**2 * y**2, axis=0)
+    )
+
+
+def noisy_sandwich(
+    bread: NoisyMoment,
+    meat: NoisyMoment,
+    n: int,
+    *,
+    left: np.ndarray | None = None,
+    right: np.ndarray | None = None,
+) -> NoisySandwich:
+    """V = L A^-1 R Omega R' A^-1 L' / n from a released bread A and meat Omega, with dof.
+
+    A and Omega are the releases through :meth:`NoisyMoment.shrunk` (eigenvalues de-spread
+    within noise-level groups, raised to one noise s.d.): a projection onto the noise floor
+    would inflate a meat whose noise is large against it and understate the variance along a
+    bread eigenvalue below the floor (docs/inference.md). ``left`` (L) maps the bread's
+    coordinates to the coefficients' and ``right`` (R) the meat's to the bread's (identity
+    when None): the DP-GD default releases both whitened (L = P, R = I), AdaSSP its bread in
+    the design's coordinates and its meat whitened (L = I, R = P^-1).
+
+    The noise of both releases is carried into the interval (so that it can never make the
+    interval narrower than its sampling error warrants): to first order, the bread's noise E
+    moves V_jj by -2 a_j' E w_j (a_j = A^-1 L' e_j, w_j = A^-1 S a_j, S = R Omega R' / n) and
+    the meat's noise F by x_j' F x_j / n (x_j = R' a_j); with both noises Gaussian with public
+    s.d., Var(V_jj) follows in closed form (:func:`_form_variance`) and V_jj is treated as
+    chi-squared with dof_j = 2 V_jj^2 / Var(V_jj) degrees of freedom (Satterthwaite 1946).
+    Post-processing of the releases.
+    """
+    A = bread.shrunk()
+    k = A.shape[0]
+    L = np.eye(k) if left is None else np.asarray(left, dtype=np.float64)
+    R = np.eye(k) if right is None else np.asarray(right, dtype=np.float64)
+    A_inv = np.linalg.inv(A)
+    S = R @ meat.shrunk() @ R.T / n
+    a = A_inv @ L.T  # column j: A^-1 L' e_j
+    cov = a.T @ S @ a
+    cov = (cov + cov.T) / 2.0
+    from_meat = (meat.noise_std / n) ** 2 * _form_variance(R.T @ a, R.T @ a)
+    from_bread = 4.0 * bread.noise_std**2 * _form_variance(a, A_inv @ S @ a)
+    diag = np.clip(np.diag(cov), 0.0, None)
+
+    def dof(variance: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(variance > 0, 2.0 * diag**2 / np.maximum(variance, 1e-300), np.inf)
+        return np.maximum(out, 1.0)
+
+    return NoisySandwich(cov=cov, dof=dof(from_meat + from_bread), meat_dof=dof(from_meat))

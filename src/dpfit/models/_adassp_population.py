@@ -36,7 +36,9 @@ Releases, in this order (shares of ``rho``; s = ``moment_share``, default 0.2):
    f~ sqrt(n) > 1 (:data:`CLIPPED_Y_LIMIT`).
 4. Omega~ = (1/n) sum g_i g_i' of the whitened gradients g_i = clip_C(P d_i e_i), P =
    H~^-1/2 from the released X'X (post-processing), C = 6 sqrt(k) sqrt(q~)
-   (:func:`~dpfit.inference.whitened.gradient_clip`)
+   (:func:`~dpfit.inference.whitened.gradient_clip`), grown with n as far as the meat's
+   noise allows (:func:`~dpfit.inference.clipping_bias.second_moment_clip`: a meat clipped
+   below a heavy tail's gradients understates the sampling variance)
    ([13 s / 16]; :func:`~dpfit.inference.population.release_second_moment`, sensitivity
    sqrt(2) C^2 / n). Whitening makes ||P d_i|| about sqrt(k) for every design, so a clip
    relative to the residual scale rarely binds and the noise stays small against Omega.
@@ -52,7 +54,9 @@ sandwich of the DP-GD default, :func:`~dpfit.inference.whitened.whitened_sandwic
 noise law above at theta_ad, and beta =
 (lambda / n) Hs^-1 theta_ad the ridge's estimated bias, added as a square so that the
 normal interval keeps its level when the ridge binds (a root-mean-squared-error interval).
-Normal quantiles. Everything after the releases is post-processing, including the
+Student-t quantiles, with Satterthwaite degrees of freedom from the noise of the released
+bread and meat (:func:`~dpfit.inference.whitened.noisy_sandwich`; the privacy part and the
+ridge's bias are treated as known). Everything after the releases is post-processing, including the
 ``CoverageWarning`` checks: the ridge is not negligible against the released smallest
 eigenvalue, the bread is not identified, the released Omega has an eigenvalue within two
 noise s.d. of zero (:meth:`NoisyMoment.unidentified`: its noise dominates the meat there),
@@ -70,22 +74,27 @@ import numpy as np
 
 from .._validation import user_stacklevel
 from ..baselines import adassp
-from ..exceptions import CoverageWarning, SideConditionWarning
+from ..exceptions import SideConditionWarning
+from ..inference.clipping_bias import MEAT_NOISE, second_moment_clip
+from ..inference.doubts import Doubt, warn_doubts
 from ..inference.population import (
     CovarianceEstimate,
     NoisyMoment,
     release_second_moment,
     sandwich,
+    welch_dof,
 )
 from ..inference.whitened import (
     NOISY_MEAT,
+    NoisySandwich,
     gradient_clip,
     inverse_sqrt,
+    noisy_sandwich,
     release_mean,
-    whitened_sandwich,
 )
 from ..mechanisms import NoiseSource, clip_rows
-from ..privacy import PrivacyLedger, split
+from ..privacy import PrivacyLedger
+from ._shares import split_rho
 
 __all__ = ["ADASSP_LABEL", "ADASSP_MOMENT_SHARE", "resolve_adassp", "run_adassp"]
 
@@ -162,6 +171,11 @@ def resolve_adassp(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]:
     for name in ("clip", "step_size", "burn_in"):
         if getattr(config, name) is not None:
             raise ValueError(f"{name} does not apply to method='adassp'; leave it None")
+    if config.target != "least-squares":
+        raise ValueError(
+            "method='adassp' clips no gradients: its estimate is least squares on the "
+            "bounded data, so target='huber' does not apply"
+        )
     return {
         "rho": config.rho,
         "relation": config.relation,
@@ -245,11 +259,16 @@ def _with_population(
     :class:`CovarianceEstimate`), ``clip`` and the public ``checks``.
     """
     rho, share, n = settings["rho"], settings["moment_share"], settings["n"]
-    omega = 1.0 - SCALE_PART - CLIPPED_Y_PART  # exact shares of rho (dpfit.privacy.split)
-    fit_rho, scale_rho, clipped_rho, omega_rho = split(
-        rho, [1.0 - share, share * SCALE_PART, share * CLIPPED_Y_PART, share * omega]
+    rhos = split_rho(
+        rho,
+        {
+            "scale": share * SCALE_PART,
+            "clipped_y": share * CLIPPED_Y_PART,
+            "omega": share * (1.0 - SCALE_PART - CLIPPED_Y_PART),
+        },
+        rest="adassp",
     )
-    traj = _adassp(D, y, settings, fit_rho, ledger, source)
+    traj = _adassp(D, y, settings, rhos["adassp"], ledger, source)
     theta = traj.estimate
     H = NoisyMoment(matrix=traj.releases["xtx"] / n, noise_std=traj.config["noise_std_xtx"] / n)
     ridge = float(traj.releases["ridge"][0]) / n
@@ -261,28 +280,31 @@ def _with_population(
     q, q_std = release_mean(
         scale_sum,
         cap=RESIDUAL_CAP,
-        rho=scale_rho,
+        rho=rhos["scale"],
         label="adassp/residual-scale",
         **release,
     )
     clip = gradient_clip(CLIP_MULTIPLIER, D.shape[1], q, q_std)
+    scale = clip / (CLIP_MULTIPLIER * math.sqrt(D.shape[1]))
+    clip = second_moment_clip(clip, scale, n=n, rho=rhos["omega"], noise=MEAT_NOISE)
     clipped_y, _ = release_mean(
         np.count_nonzero(np.abs(y) >= 1.0 - 1e-12),  # at the bound: clipped (public rule)
         cap=1.0,
-        rho=clipped_rho,
+        rho=rhos["clipped_y"],
         label="adassp/clipped-y",
         **release,
     )
     Omega = release_second_moment(
         clip_rows((D @ P) * residuals[:, None], clip),
         bound=clip,
-        rho=omega_rho,
+        rho=rhos["omega"],
         n=n,
         ledger=ledger,
         rng=source,
         label="adassp/omega",
     )
-    sampling = whitened_sandwich(H, Omega, P, n)
+    sandwich_ = noisy_sandwich(H, Omega, n, right=np.linalg.inv(P))
+    sampling = sandwich_.cov
     bread = H.shrunk()
     s_b = traj.config["noise_std_xty"] / n
     law = s_b**2 * np.eye(theta.size) + H.noise_std**2 * (
@@ -294,23 +316,26 @@ def _with_population(
     population = CovarianceEstimate(
         target="population",
         cov=sampling + privacy + parts["ridge bias"],
-        dof=np.full(theta.size, math.inf),
+        dof=welch_dof([(sampling, sandwich_.dof), (privacy + parts["ridge bias"], math.inf)]),
         description=_description(share, clip),
         parts=parts,
+        covers="the population least-squares coefficients of the data clipped to the public "
+        "bounds (sampling + privacy error)",
     )
-    checks = _checks(H, Omega, ridge)
+    doubts = _doubts(H, sandwich_, ridge)
     if clipped_y * math.sqrt(n) > CLIPPED_Y_LIMIT:
-        checks.append(
-            f"About {100 * clipped_y:.2g}% of the responses lie at the public y bounds "
-            "(a private share): AdaSSP fits the responses clipped to them, whose "
-            "least-squares coefficient differs from the population one when clipping is "
-            "uneven (heavy tails, heteroscedastic errors), and at this n the shift can "
-            "exceed the standard error; population intervals may under-cover (wider "
-            "y_bounds help). When the bounds are the response's own range (a 0/1 outcome) "
-            "nothing was clipped and this does not apply."
+        doubts.append(
+            Doubt(
+                f"About {100 * clipped_y:.2g}% of the responses lie at the public y bounds "
+                "(a private share): AdaSSP fits the responses clipped to them, whose "
+                "least-squares coefficient differs from the population one when clipping is "
+                "uneven (heavy tails, heteroscedastic errors), and at this n the shift can "
+                "exceed the standard error. When the bounds are the response's own range (a "
+                "0/1 outcome) nothing was clipped and this does not apply.",
+                ("wider y bounds",),
+            )
         )
-    for message in checks:  # depend on released quantities only
-        warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
+    checks = warn_doubts(doubts)  # depend on released quantities only
     return {
         "trajectory": traj,
         "population": population,
@@ -328,30 +353,35 @@ def _description(share: float, clip: float) -> str:
         f"products (whitened, clipped at {clip:.3g}), released with {100 * share:g}% of rho; "
         "V_privacy is the first-order law of AdaSSP's noise in X'X and X'y at the estimate, "
         "and bias is the estimated shrinkage of AdaSSP's ridge (zero when the ridge is 0); "
-        "normal quantiles (docs/inference.md, 'AdaSSP: population intervals'). It covers "
+        "Student-t quantiles whose degrees of freedom carry the noise of the released "
+        "bread and meat (docs/inference.md, 'AdaSSP: population intervals'). It covers "
         "the population least-squares coefficient of the data clipped to the public bounds."
     )
 
 
-def _checks(H: NoisyMoment, Omega: NoisyMoment, ridge: float) -> list[str]:
-    """Public messages about the releases that make the interval doubtful (post-processing)."""
-    checks = []
+def _doubts(H: NoisyMoment, sampling: NoisySandwich, ridge: float) -> list[Doubt]:
+    """What the releases say against the interval (post-processing)."""
+    doubts = []
     smallest = max(H.min_eigenvalue(), H.identified)
     if ridge > RIDGE_TOLERANCE * smallest:
-        checks.append(
-            f"AdaSSP's ridge ({ridge:.3g} on X'X/n in the bounds' units) is not negligible "
-            f"against the released smallest eigenvalue of X'X/n ({smallest:.3g}): the "
-            "estimate is shrunk towards zero, and the interval's allowance for that bias is "
-            "itself an estimate; population intervals may under-cover (more records or a "
-            "larger rho help)."
+        doubts.append(
+            Doubt(
+                f"AdaSSP's ridge ({ridge:.3g} on X'X/n in the bounds' units) is not "
+                "negligible against the released smallest eigenvalue of X'X/n "
+                f"({smallest:.3g}): the estimate is shrunk towards zero, and the interval's "
+                "allowance for that bias is itself an estimate.",
+                ("more records", "a larger rho"),
+            )
         )
     if H.unidentified():
-        checks.append(
-            "AdaSSP's released X'X/n has an eigenvalue within two noise s.d. of zero: some "
-            "direction of the features is barely identified at this n and rho, and the "
-            "interval may understate the error along it (more records, a larger rho or "
-            "tighter bounds help)."
+        doubts.append(
+            Doubt(
+                "AdaSSP's released X'X/n has an eigenvalue within two noise s.d. of zero: "
+                "some direction of the features is barely identified at this n and rho, and "
+                "the interval may understate the error along it.",
+                ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
+            )
         )
-    if Omega.unidentified():
-        checks.append(NOISY_MEAT)
-    return checks
+    if sampling.noisy_meat():
+        doubts.append(NOISY_MEAT)
+    return doubts

@@ -55,6 +55,8 @@ def resolve_ambssgd(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]
             raise ValueError(f"{name} does not apply to method='ambssgd'; leave it None")
     if config.relation is not Relation.REPLACE_ONE:
         raise ValueError("method='ambssgd' supports relation='replace-one' only")
+    if config.target != "least-squares":
+        raise ValueError("target applies to the preconditioned fit's population interval only")
     m = scaling.max_row_norm
     inputs = check_inputs(
         rho=config.rho,

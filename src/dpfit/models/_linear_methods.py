@@ -62,6 +62,7 @@ class LinearConfig:
     secure: bool
     precondition: bool | None = None
     moment_share: float | None = None
+    target: str = "least-squares"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,6 +165,11 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
         )
     if not precondition and config.moment_share is not None:
         raise ValueError("moment_share applies to the preconditioned fit only (precondition)")
+    if not precondition and config.target != "least-squares":
+        raise ValueError(
+            f"target={config.target!r} applies to the preconditioned fit's population interval "
+            "only (bounds given, precondition not False)"
+        )
     share = DEFAULT_MOMENT_SHARE if config.moment_share is None else config.moment_share
     if clip is None:
         if row_bound is None or scaling.y_bounds is None:
@@ -225,6 +231,7 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
         "n_public": config.n_public,
         "precondition": precondition,
         "moment_share": share if precondition else None,
+        "target": config.target,
         "row_bound": row_bound,
         "n": n if config.n_public is None else config.n_public,
     }
@@ -308,10 +315,13 @@ def _run_preconditioned(
 ) -> LinearFit:
     out = run_preconditioned_gd(X, y, settings, ledger, source)  # NumPy or Dask
     traj = out["trajectory"]
-    public = _shown(settings, traj, extra=("moment_share",))
+    public = _shown(settings, traj, extra=("moment_share", "target"))
     public["clip"] = f"{out['clip']:.6g} (on whitened gradients |r_i| * ||P x_i||" + (
-        "; 3 sqrt(k) x a private residual scale)" if settings["clip"] is None else ")"
-    )
+        ")" if settings["clip"] is not None else
+        "; 3 sqrt(k) x a private residual scale)" if settings["target"] == "huber" else
+        "; 3 sqrt(k) x a private residual scale, grown with n so that clipping moves the "
+        "estimate little: docs/inference.md)"
+    )  # fmt: skip
     return LinearFit(
         estimate=out["estimate"],
         interval_estimates=out["estimates"],

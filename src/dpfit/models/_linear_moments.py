@@ -6,9 +6,14 @@ arguments (the bounds, the released preconditioner P, the released estimate, the
 
 * :func:`gram_sums`: the upper triangle of sum_i d_i d_i' (rows clipped to the public bound)
   and sum_i d_i y_i: the preconditioner X'X/n and the pilot X'y/n, in one pass;
+* :func:`whitened_gram_sums`: the upper triangle of sum_i z_i z_i' of the whitened rows
+  (clipped to a public norm): the second stage of the whitener;
 * :func:`residual_scale_sum`: sum_i min(r_i^2, 4) at the pilot: the private clip's scale;
-* :func:`sandwich_sums`: the upper triangles of sum_i 1{g_i unclipped} d_i d_i' (the Huber
-  Hessian) and of sum_i g_i g_i' (the clipped whitened gradients g_i = clip_C(P d_i r_i)).
+* :func:`sandwich_sums`: the upper triangles of sum_i 1{g_i unclipped} z_i z_i' (the Huber
+  Hessian in whitened coordinates, z_i = P d_i clipped to a public row norm) and of
+  sum_i g_i g_i' (the clipped whitened gradients g_i = clip(P d_i r_i));
+* :func:`excess_sums`: sum_i (clip_C2(g_i) - clip_C(g_i)), the clipped excess behind the gap
+  to least squares, and the number of records whose gradient lies far beyond the clip.
 
 :func:`record_sum` evaluates one of them on all the rows in memory, or on every row block
 of persisted Dask arrays as one distributed reduction
@@ -30,11 +35,13 @@ from ..distributed import is_dask, row_block_sum
 from ..mechanisms import clip_rows
 
 __all__ = [
+    "excess_sums",
     "gram_sums",
     "record_sum",
     "residual_scale_sum",
     "sandwich_sums",
     "triangle",
+    "whitened_gram_sums",
 ]
 
 
@@ -56,6 +63,13 @@ def gram_sums(D: np.ndarray, y: np.ndarray, bound: float) -> np.ndarray:
         return np.concatenate([_upper_gram(rows), rows.T @ y])
 
 
+def whitened_gram_sums(D: np.ndarray, y: np.ndarray, P: np.ndarray, row_clip: float) -> np.ndarray:
+    """upper(sum clip(P' d_i) clip(P' d_i)') over the rows of a block (rows clipped to
+    ``row_clip``): the second stage of the whitener."""
+    with np.errstate(all="ignore"):
+        return _upper_gram(clip_rows(D @ P, row_clip))
+
+
 def residual_scale_sum(D: np.ndarray, y: np.ndarray, pilot: np.ndarray) -> np.ndarray:
     """[sum_i min((y_i - d_i'pilot)^2, 4)] over the rows of a block (each term in [0, 4])."""
     with np.errstate(all="ignore"):
@@ -68,19 +82,43 @@ def sandwich_sums(
     P: np.ndarray,
     estimate: np.ndarray,
     clip: float,
-    bound: float,
+    row_clip: float,
+    meat_clip: float,
 ) -> np.ndarray:
-    """[upper(Huber Hessian sum), upper(sum g_i g_i')] over the rows of a block.
+    """[upper(whitened Huber Hessian sum), upper(sum g_i g_i')] over the rows of a block.
 
-    At the released ``estimate`` (design coordinates), r_i = y_i - d_i'estimate and the raw
-    whitened gradient is P d_i r_i (P symmetric); record i is unclipped when its norm is at
-    most ``clip``, and g_i is the gradient clipped to ``clip``.
+    At the released ``estimate`` (design coordinates), r_i = y_i - d_i'estimate, the whitened
+    row is z_i = P' d_i and the raw whitened gradient z_i r_i; record i is
+    unclipped when that gradient's norm is at most ``clip``. The Hessian sum is over the
+    unclipped records' z_i clipped to ``row_clip``; g_i is the gradient clipped to
+    ``meat_clip``.
     """
     with np.errstate(all="ignore"):
-        raw = (D @ P) * (y - D @ estimate)[:, None]
+        Z = D @ P
+        raw = Z * (y - D @ estimate)[:, None]
         unclipped = np.einsum("ij,ij->i", raw, raw) <= clip**2
-        huber = clip_rows(D, bound) * unclipped[:, None]
-        return np.concatenate([_upper_gram(huber), _upper_gram(clip_rows(raw, clip))])
+        huber = clip_rows(Z, row_clip) * unclipped[:, None]
+        return np.concatenate([_upper_gram(huber), _upper_gram(clip_rows(raw, meat_clip))])
+
+
+def excess_sums(
+    D: np.ndarray,
+    y: np.ndarray,
+    P: np.ndarray,
+    estimate: np.ndarray,
+    clip: float,
+    window: float,
+    far: float,
+) -> np.ndarray:
+    """[sum_i (clip_{C + w}(g_i) - clip_C(g_i)), #{i: ||g_i|| > far}] over the rows of a block
+    (C = ``clip``, w = ``window``), g_i = P d_i (y_i - d_i'estimate): the clipped excess
+    behind the gap to least squares, each term of norm at most w, and the number of records
+    whose gradient lies far beyond the clip (:mod:`dpfit.inference.clipping_bias`)."""
+    with np.errstate(all="ignore"):
+        raw = (D @ P) * (y - D @ estimate)[:, None]
+        excess = (clip_rows(raw, clip + window) - clip_rows(raw, clip)).sum(axis=0)
+        count = np.count_nonzero(np.einsum("ij,ij->i", raw, raw) > far**2)
+        return np.concatenate([excess, [float(count)]])
 
 
 def record_sum(

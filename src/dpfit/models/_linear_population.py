@@ -2,74 +2,80 @@
 
 With public feature bounds every row of the design the algorithm sees has ||d_i|| <= B =
 sqrt(k) (k coefficients, ones column included). The fit makes these releases, in this order
-(docs/inference.md; shares of rho in brackets, s = ``moment_share``):
+(docs/inference.md; every share of rho from :func:`_shares`, whose exact sum is at most rho):
 
-1. **H~** = (1/n) D'D + noise ([s / 4]; the mechanism of
-   :func:`~dpfit.inference.population.release_second_moment`, applied to a reduced sum by
-   :func:`~dpfit.inference.population.release_moment_sum`), projected onto eigenvalues >= its
-   public noise floor: Hp. It is the preconditioner P = Hp^{-1/2}.
+1. **H~** = (1/n) D'D + noise (:func:`~dpfit.inference.population.release_moment_sum`) and
+   **G~** = (1/n) sum z1_i z1_i' + noise of the rows whitened by P1 = H~^-1/2 and clipped to
+   2 sqrt(k): the two-stage whitener P = P1 G~^-1/2 (theta = P u, z_i = P' d_i;
+   :func:`_whitener`), so that E[z z'] is close to I even for nearly collinear columns.
 2. Only when no ``clip`` is given: a **private clip** 3 sqrt(k) s~ from a pilot
-   Hp^-1 (D'y/n + noise) and a noisy residual scale s~ ([2 x ``SCALE_SHARE``],
-   :func:`_private_clip`).
-3. **DP-GD in whitened coordinates** (Brown et al. 2024, Alg. 1, with rows z_i = P d_i;
-   the rest of rho). There E[z z'] is about I, so a step size of 0.5 mixes in a few steps
-   whatever the conditioning of the features, and 200 steps are plenty. The noise in H~
-   changes only the geometry, not the fixed point: the iterates still centre on the data's
-   clipped-loss minimiser theta_hat.
-4. **Hh~** = (1/n) sum_i 1{g_i unclipped} d_i d_i' + noise, the Huber Hessian at the
-   released estimate: the bread for the clipped-loss target ([3 s / 8]). The sandwich uses
-   it with its eigenvalues de-spread within noise-level groups and raised to one noise s.d.
-   (:meth:`~dpfit.inference.population.NoisyMoment.shrunk`), so that the noise in the bread
-   changes the width of the interval as little as measured (docs/inference.md).
-5. **Omega~** = (1/n) sum g_i g_i' of the clipped whitened gradients g_i = clip_C(z_i r_i)
-   at the released estimate ([3 s / 8]; sensitivity sqrt(2) C^2 / n).
+   P P' (D'y/n + noise) and a noisy residual scale s~ (:func:`_private_clip`). With
+   ``target="least-squares"`` (the default) it grows with n
+   (:func:`~dpfit.inference.clipping_bias.growing_clip`): the privacy variance is kept at a
+   quarter of the sampling variance, so that at large n the clip exceeds (nearly) every
+   record's gradient and the clipped fit is least squares; ``target="huber"`` keeps 3 sqrt(k)
+   s~ (a Huber-type fit).
+3. **DP-GD in whitened coordinates** (Brown et al. 2024, Alg. 1, rows z_i, started at the
+   pilot; the rest of rho). There a step size of 0.5 mixes in a few steps and 200 steps are
+   plenty.
+4. **Hh~** = (1/n) sum_i 1{g_i unclipped} z_i z_i' + noise (rows clipped to 2 sqrt(k)), the
+   Huber Hessian at the released estimate in whitened coordinates: the bread for the
+   clipped-loss target, de-spread within noise-level groups
+   (:meth:`~dpfit.inference.population.NoisyMoment.shrunk`).
+5. **Omega~** = (1/n) sum g_i g_i' of the whitened gradients clipped at the meat's clip (the
+   fit's clip, or less where that would make the meat's noise exceed a tenth of its entries;
+   :func:`~dpfit.inference.clipping_bias.second_moment_clip`).
+6. **The gap to least squares** (:mod:`dpfit.inference.clipping_bias`): the mean clipped
+   excess between the clip and a window above it, and the share of records whose gradient
+   exceeds 1.5 x the clip (:func:`_released_gap`).
 
 Every sum behind a release is computed by one block function of
-:mod:`dpfit.models._linear_moments` per pass over the rows (steps 1 and 2's X'y together,
-the residual scale, steps 4 and 5 together): on all rows at once in memory, or as one
-distributed reduction on Dask arrays, where Z = D P is a lazy row-block map and the DP-GD
-steps are Dask reductions too (docs/dask.md).
+:mod:`dpfit.models._linear_moments` per pass over the rows: on all rows at once in memory,
+or as one distributed reduction on Dask arrays, where Z = D P is a lazy row-block map and
+the DP-GD steps are Dask reductions too (docs/dask.md).
 
 Covariance of the released estimate theta~ = P u~ around the population parameter:
 
-    V = Hs^-1 Omega_d Hs^-1 / n   (the sandwich, Hs the shrunk Hh~ of step 4,
-                                   Omega_d = P^-1 Omega~ P^-1 in the design's coordinates,
-                                   Omega~ shrunk likewise;
-                                   :func:`~dpfit.inference.whitened.whitened_sandwich`)
-      + P S_u P / m               (privacy part: the m released batch means' covariance, eq. 12)
+    V = P A^-1 Omega~ A^-1 P' / n  (the sandwich, A the shrunk whitened Hh~;
+                                    :func:`~dpfit.inference.whitened.noisy_sandwich`)
+      + P S_u P' / m               (privacy part: the m released batch means' covariance, eq. 12)
 
-with Welch-Satterthwaite degrees of freedom (the privacy part has m - 1). Everything after
-the releases is post-processing, including the checks that warn (``CoverageWarning``) when
-the interval cannot be trusted: the released iterates still drift between the first and the
-second half of the run (:mod:`dpfit.inference.diagnostics`; reported on the population
-covariance as ``drift``), and the released Huber Hessian's or Omega~'s smallest eigenvalue
-is within two noise s.d. of zero
-(:meth:`~dpfit.inference.population.NoisyMoment.unidentified`).
+with Welch-Satterthwaite degrees of freedom that include the noise of A and Omega~ (the
+delta method) and of the batch means (m - 1). Everything after the releases is
+post-processing, including the one ``CoverageWarning`` that lists the reasons the interval
+may not cover (:mod:`dpfit.inference.doubts`): the released iterates still drift between the
+halves of the run (:mod:`dpfit.inference.diagnostics`), the whitened Huber Hessian is not
+identified, the meat's noise leaves too few degrees of freedom, or (target least squares)
+the released gap to least squares is material.
 """
 
 from __future__ import annotations
 
-import warnings
+import math
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from .._validation import user_stacklevel
 from ..algorithms import dp_gd
 from ..algorithms.dp_gd import check_dp_gd_scales
 from ..distributed import check_dask_rows, is_dask, map_rows
-from ..exceptions import CoverageWarning
 from ..inference import interval_estimates
+from ..inference.clipping_bias import (
+    CLIP_GROWTH,
+    MEAT_NOISE,
+    growing_clip,
+    second_moment_clip,
+)
 from ..inference.diagnostics import iterate_drift
-from ..inference.population import population_covariance, release_moment_sum
+from ..inference.doubts import warn_doubts
+from ..inference.population import NoisyMoment, population_covariance, release_moment_sum
 from ..inference.whitened import (
-    NOISY_MEAT,
     gradient_clip,
     inverse_sqrt,
+    noisy_sandwich,
     release_mean,
-    whitened_sandwich,
 )
 from ..mechanisms import (
     NoiseSource,
@@ -79,42 +85,89 @@ from ..mechanisms import (
     release_peaks,
     rho_within,
 )
-from ..privacy import PrivacyLedger, Query, mean_sensitivity, split
+from ..privacy import PrivacyLedger, Query, mean_sensitivity
+from ._linear_doubts import linear_doubts, released_gap
 from ._linear_moments import (
     gram_sums,
     record_sum,
     residual_scale_sum,
     sandwich_sums,
     triangle,
+    whitened_gram_sums,
 )
+from ._shares import split_rho
 
 __all__ = [
     "DEFAULT_MOMENT_SHARE",
+    "LINEAR_TARGETS",
     "PRECONDITIONED_STEPS",
-    "check_preconditioned_scales",
     "run_preconditioned_gd",
 ]
 
-#: Share of rho for the three moment releases (H~ a quarter, Hh~ and Omega~ 3/8 each).
-DEFAULT_MOMENT_SHARE = 0.2
+#: Share of rho for the four moment releases (H~ and the whitened H~ a fifth each, Hh~ and
+#: Omega~ 3/10 each).
+DEFAULT_MOMENT_SHARE = 0.25
 #: Default steps and step size in whitened coordinates.
 PRECONDITIONED_STEPS = 200
 PRECONDITIONED_STEP_SIZE = 0.5
+#: What the default fit estimates (``target``): the population least-squares coefficient
+#: (a clip that grows with n, and a warning when the released gap to least squares is
+#: material), or the Huber-type minimiser of the loss clipped at 3 sqrt(k) residual scales.
+LINEAR_TARGETS = ("least-squares", "huber")
+#: Shares of rho for the releases behind the gap to least squares: the clipped excess in a
+#: window above the clip, and the count of records far beyond it (the more telling one:
+#: its detection threshold, 3.29 / sqrt(2 rho_far) records, sets which heavy tails are
+#: caught).
+GAP_SHARE = 0.02
+FAR_SHARE = 0.08
+#: Whitened rows enter the second stage of the whitener and the Huber Hessian clipped to
+#: this many sqrt(k): ||P'd|| is about sqrt(k), and a row with a leverage above ROW_CLIP^2
+#: times the average only lowers the bread, which widens the interval (on the real files of
+#: docs/inference.md the clipped bread keeps its smallest eigenvalue at 0.87-1.0 of the
+#: unclipped one, 0.6 on the wealth file), while the release's noise grows with ROW_CLIP^2.
+ROW_CLIP = 2.0
+
+_COVERS = {
+    "least-squares": "the population least-squares coefficients (sampling + privacy error)",
+    "huber": "the population coefficients of the Huber-type fit clipped at {clip:.3g} "
+    "(sampling + privacy error; least squares only when the errors are symmetric given x)",
+}
 
 
-def _description(m: int, burn_in: int, share: float, clip: float) -> str:
+def _shares(rho: float, moment_share: float, private_clip: bool) -> dict[str, float]:
+    """Every release's share of rho, their exact sum at most rho (:func:`split_rho`)."""
+    fractions = {
+        "xtx": moment_share / 5.0,
+        "whiten": moment_share / 5.0,
+        "hessian": moment_share * 3.0 / 10.0,
+        "omega": moment_share * 3.0 / 10.0,
+        "gap": GAP_SHARE,
+        "far": FAR_SHARE,
+    }
+    if private_clip:
+        fractions.update(pilot=SCALE_SHARE, scale=SCALE_SHARE)
+    return split_rho(rho, fractions, rest="gd")
+
+
+def _description(m: int, burn_in: int, share: float, clip: float, target: str) -> str:
+    covers = (
+        "It covers the population least-squares coefficient; the fit warns when the released "
+        "gap between the clipped fit and least squares is material against the interval."
+        if target == "least-squares"
+        else "It covers the Huber-type minimiser of the clipped loss, which is the "
+        "least-squares coefficient only when the errors are symmetric given x."
+    )
     return (
         "Population interval: estimate +/- t * sqrt(V_sampling + V_privacy). V_sampling is "
         "the heteroscedasticity-robust sandwich H^-1 Omega H^-1 / n with H = X'X/n over the "
         "records whose gradient is not clipped (the Huber Hessian) and Omega = mean of the "
-        "clipped per-record gradients' outer products, released privately with the "
-        f"preconditioner X'X/n ({100 * share:g}% of rho in all; docs/inference.md); "
-        "V_privacy is the "
+        "clipped per-record gradients' outer products, released privately in coordinates "
+        f"whitened by the preconditioner X'X/n ({100 * share:g}% of rho in all; "
+        "docs/inference.md); V_privacy is the "
         f"covariance of m = {m} batch means of the released preconditioned DP-GD iterates "
         f"after a burn-in of {burn_in} (Brown et al. 2024, eq. 12); Student-t with "
-        "Welch-Satterthwaite degrees of freedom. It covers the population coefficient when "
-        "the model's errors are symmetric given x or clipping is rare (clip "
-        f"{clip:.3g} on whitened gradients); otherwise the Huber-type minimiser."
+        "Welch-Satterthwaite degrees of freedom that include the noise of the released "
+        f"moments. Gradients are clipped at {clip:.3g} (whitened). {covers}"
     )
 
 
@@ -125,7 +178,7 @@ def run_preconditioned_gd(
     ledger: PrivacyLedger,
     source: NoiseSource,
 ) -> dict[str, Any]:
-    """The three releases and the population covariance, in the design's units.
+    """The releases and the population covariance, in the design's units.
 
     ``D`` and ``y`` are NumPy arrays or row-aligned Dask arrays (with ``settings["n_public"]``);
     on Dask every sum behind a release is one distributed reduction
@@ -134,42 +187,50 @@ def run_preconditioned_gd(
     ones up to the order of floating-point addition.
 
     Returns a mapping with ``trajectory`` (iterates in original design coordinates),
-    ``estimates`` (m, k), ``estimate`` (k,), ``population`` (CovarianceEstimate),
-    ``releases`` (H~ and Omega~ with their noise stds) and public ``checks`` (messages
-    about the released quantities, for the summary).
+    ``estimates`` (m, k), ``estimate`` (k,), ``population`` (CovarianceEstimate, with the
+    released gap to least squares), ``releases`` (H~ and Omega~ with their noise stds) and
+    public ``checks`` (messages about the released quantities, for the summary).
     """
     n = settings["n"]
     rho, share = settings["rho"], settings["moment_share"]
     bound, clip = settings["row_bound"], settings["clip"]
-    m, burn_in = settings["m"], settings["burn_in"]
+    m, burn_in, target = settings["m"], settings["burn_in"], settings["target"]
     D, y = _rows(D, y, settings)
     k = D.shape[1]
     rhos = _shares(rho, share, private_clip=clip is None)
     sums = record_sum(gram_sums, [D, y], (bound,), width=triangle(k) + k)
     H = release_moment_sum(
-        sums[: triangle(k)],
-        bound=bound,
-        rho=rhos["xtx"],
-        n=n,
-        ledger=ledger,
-        rng=source,
+        sums[: triangle(k)], bound=bound, rho=rhos["xtx"], n=n, ledger=ledger, rng=source,
         label="gd/xtx",
-    )
-    Hp = H.psd()
-    P = inverse_sqrt(Hp)
+    )  # fmt: skip
+    row_clip = ROW_CLIP * math.sqrt(k)
+    P = _whitener(D, y, H, row_clip, rhos["whiten"], {"n": n, "ledger": ledger, "rng": source})
     Z = map_rows(partial(_whiten, P=P), D, columns=k)  # each record through a public map
+    steps, runs = settings["steps"], settings["runs"]
+    meat_clip, start = clip, None
     if clip is None:  # from a private residual scale (module docstring, step 2)
-        clip = _private_clip(D, y, sums[triangle(k) :], Hp, rhos, settings, ledger, source)
-    runs = settings["runs"]
+        clip, scale, pilot = _private_clip(
+            D, y, sums[triangle(k) :], P, settings, rhos, ledger, source
+        )
+        start = np.linalg.solve(P, pilot)  # descent starts at the released pilot (whitened)
+        meat_clip = clip
+        if target == "least-squares":
+            kept = (steps // runs - burn_in) * runs
+            clip = growing_clip(
+                clip, scale, n=n, rho=rhos["gd"], releases=steps, averaged=max(kept, 1)
+            )
+            meat_clip = min(clip, second_moment_clip(meat_clip, scale, n=n, rho=rhos["omega"],
+                                                     noise=MEAT_NOISE))  # fmt: skip
     traj = dp_gd(
         Z,
         y,
         warn_large_rho=False,  # a share of the fit's rho, which the estimator warned about
         rho=rhos["gd"],
         clip=clip,
-        steps=settings["steps"] // runs,
+        steps=steps // runs,
         step_size=settings["step_size"],
         runs=runs,
+        theta0=start,
         relation=settings["relation"],
         n_public=settings["n_public"],
         ledger=ledger,
@@ -180,51 +241,39 @@ def run_preconditioned_gd(
     )
     u = est_u.mean(axis=0)
     estimate = P @ u
-    sums = record_sum(sandwich_sums, [D, y], (P, estimate, clip, bound), width=2 * triangle(k))
+    sums = record_sum(
+        sandwich_sums, [D, y], (P, estimate, clip, row_clip, meat_clip), width=2 * triangle(k)
+    )
     moment = {"n": n, "ledger": ledger, "rng": source}
-    # the Huber Hessian: the bread for the clipped-loss target
+    # the Huber Hessian in whitened coordinates: the bread for the clipped-loss target
     Hh = release_moment_sum(
-        sums[: triangle(k)], bound=bound, rho=rhos["huber"], label="gd/huber-hessian", **moment
-    )
+        sums[: triangle(k)], bound=row_clip, rho=rhos["hessian"], label="gd/huber-hessian",
+        **moment,
+    )  # fmt: skip
     Omega = release_moment_sum(
-        sums[triangle(k) :], bound=clip, rho=rhos["omega"], label="gd/omega", **moment
+        sums[triangle(k) :], bound=meat_clip, rho=rhos["omega"], label="gd/omega", **moment
     )
-    sampling = whitened_sandwich(Hh, Omega, P, n)
+    sampling = noisy_sandwich(Hh, Omega, n, left=P)
     S_u = np.atleast_2d(np.cov(est_u, rowvar=False, ddof=1)) / m
-    privacy = P @ S_u @ P
+    privacy = P @ S_u @ P.T
+    gap = released_gap(D, y, Hh, P, estimate, clip, sampling.cov + privacy, rhos, moment)
     drift = iterate_drift(traj.iterates, runs=runs, burn_in=burn_in)
     population = population_covariance(
-        sampling,
+        sampling.cov,
         privacy,
-        description=_description(m, burn_in, share, clip),
+        description=_description(m, burn_in, share, clip, target),
         privacy_dof=m - 1.0,
+        sampling_dof=sampling.dof,
         drift=None if drift is None else drift.transform(P),
+        gap=gap,
+        covers=_COVERS[target].format(clip=clip),
     )
-    checks = []
-    if population.untrusted.any():
-        worst = float(np.max(population.relative_drift))
-        checks.append(
-            "The released DP-GD iterates have not converged: the mean of the second half "
-            f"differs from the first half's by up to {worst:.2g} interval standard errors "
-            f"in {int(population.untrusted.sum())} coefficient(s) (covariance().drift); "
-            "the interval is off centre and may under-cover (more steps or a larger step "
-            "size help)."
-        )
-    if Hh.unidentified():
-        checks.append(
-            "The released Huber Hessian (X'X/n over the records whose gradient is not "
-            "clipped) has an eigenvalue within two noise s.d. of zero: some direction of "
-            "the features is barely identified at this n and rho, and the sandwich may "
-            "understate the sampling variance along it; population intervals may "
-            "under-cover (more records, a larger rho or tighter bounds help)."
-        )
-    if Omega.unidentified():
-        checks.append(NOISY_MEAT)
-    for message in checks:  # depend on released quantities only
-        warnings.warn(message, CoverageWarning, stacklevel=user_stacklevel())
+    checks = warn_doubts(
+        linear_doubts(population, Hh, sampling, gap if target == "least-squares" else None)
+    )
     return {
         "trajectory": traj,
-        "estimates": est_u @ P,
+        "estimates": est_u @ P.T,
         "estimate": estimate,
         "population": population,
         "releases": {"xtx": H, "omega": Omega},
@@ -241,7 +290,9 @@ def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
     clip matters: DP-GD's clipped gradient sum and iterates (:func:`check_dp_gd_scales`)
     and Omega~, a second moment of rows clipped to C (n C^2; the overflow of C^2 in its
     sensitivity raised after DP-GD was charged). Without a given clip, C is at most
-    3 sqrt(k) (q + Z s_q)^(1/2), q~'s largest release (:func:`_private_clip`).
+    3 sqrt(k) (q + Z s_q)^(1/2), q~'s largest release (:func:`_private_clip`), times
+    :data:`~dpfit.inference.clipping_bias.CLIP_GROWTH` for the least-squares target (the
+    clip grows with n up to that factor; the meat's clip is at most C).
     """
     n, clip = settings["n"], settings["clip"]
     common = {"n": n, "relation": settings["relation"]}
@@ -249,6 +300,8 @@ def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
     if clip is None:
         _, q_peak = release_peaks(Query.BOUNDED_MEAN, bound=4.0, rho=shares["scale"], **common)
         clip = gradient_clip(CLIP_MULTIPLIER, k, q_peak, q_peak)
+        if settings["target"] == "least-squares":
+            clip *= CLIP_GROWTH
     omega = {"rho": shares["omega"], **common}
     check_public_scale(
         "clip",
@@ -265,18 +318,6 @@ def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
 SCALE_SHARE = 0.025
 
 
-def _shares(rho: float, share: float, *, private_clip: bool) -> dict[str, float]:
-    """Each release's exact share of rho (:func:`dpfit.privacy.split`): H~ a quarter of
-    ``share``, Hh~ and Omega~ 3/8 each, with a private clip the pilot X'y/n and the residual
-    scale :data:`SCALE_SHARE` each, and DP-GD the rest."""
-    scale = 2.0 * SCALE_SHARE if private_clip else 0.0
-    parts = {"xtx": share / 4.0, "gd": 1.0 - share - scale}
-    if private_clip:
-        parts |= {"pilot": SCALE_SHARE, "scale": SCALE_SHARE}
-    parts |= {"huber": share * 3.0 / 8.0, "omega": share * 3.0 / 8.0}
-    return dict(zip(parts, split(rho, list(parts.values())), strict=True))
-
-
 #: The clip is this many residual scales times sqrt(k) (a typical whitened ||z||).
 CLIP_MULTIPLIER = 3.0
 
@@ -285,19 +326,21 @@ def _private_clip(
     D: Any,
     y: Any,
     xty: np.ndarray,
-    Hp: np.ndarray,
-    rhos: Mapping[str, float],
+    P: np.ndarray,
     settings: Mapping[str, Any],
+    rhos: Mapping[str, float],
     ledger: PrivacyLedger,
     source: NoiseSource,
-) -> float:
+) -> tuple[float, float, np.ndarray]:
     """Clip = 3 sqrt(k) s~ from a private residual scale s~ (needs |y| <= 1, y bounds).
 
-    A pilot theta_0 = Hp^-1 b~ from b~ = D'y/n + noise (``xty`` = D'y; sensitivity 2 B / n,
-    ||d|| <= B, |y| <= 1), then s~^2 = (1/n) sum_i min(r_i^2, 4) + noise at theta_0
-    (sensitivity 4 / n, n the public count; :func:`~dpfit.inference.whitened.release_mean`),
-    each with ``SCALE_SHARE`` of rho. The pilot's error only inflates s~ (a conservative
-    clip); :func:`~dpfit.inference.whitened.gradient_clip` makes the clip.
+    A pilot theta_0 = P^2 b~ from b~ = D'y/n + noise (``xty`` = D'y; sensitivity 2 B / n,
+    ||d|| <= B, |y| <= 1; P^2 the inverse of the preconditioner), then s~^2 = (1/n) sum_i
+    min(r_i^2, 4) + noise at theta_0 (sensitivity 4 / n, n the public count;
+    :func:`~dpfit.inference.whitened.release_mean`), with the shares ``rhos["pilot"]`` and
+    ``rhos["scale"]``. The pilot's error only inflates s~ (a conservative clip);
+    :func:`~dpfit.inference.whitened.gradient_clip` makes the clip. Returns the clip, the
+    residual scale s~ it is made of and the pilot (released: post-processing of b~).
     """
     n, bound = settings["n"], settings["row_bound"]
     relation = settings["relation"]
@@ -310,7 +353,7 @@ def _private_clip(
         rng=source,
         label="gd/xty-pilot",
     )
-    pilot = np.linalg.solve(Hp, b)
+    pilot = P @ (P.T @ b)
     q, q_std = release_mean(
         record_sum(residual_scale_sum, [D, y], (pilot,), width=1),  # one term in [0, 4]
         cap=4.0,
@@ -320,11 +363,33 @@ def _private_clip(
         rng=source,
         label="gd/residual-scale",
     )
-    return gradient_clip(CLIP_MULTIPLIER, Hp.shape[0], q, q_std)
+    clip = gradient_clip(CLIP_MULTIPLIER, P.shape[0], q, q_std)
+    return clip, clip / (CLIP_MULTIPLIER * math.sqrt(P.shape[0])), pilot
+
+
+def _whitener(
+    D: Any, y: Any, H: NoisyMoment, row_clip: float, rho: float, moment: Mapping[str, Any]
+) -> np.ndarray:
+    """The whitener P (theta = P u, z_i = P' d_i) in two stages, so that E[z z'] is close to I
+    even where the design is nearly collinear.
+
+    Stage 1: P1 = Hp^-1/2 from the released X'X/n (:meth:`NoisyMoment.preconditioner`). Its
+    noise, calibrated to rows of norm sqrt(k) in the bounds' units, can exceed the smallest
+    eigenvalues of X'X/n when the bounds are wide (a quadratic term, collinear columns), and
+    descent then converges slowly along those directions. Stage 2 releases the second
+    moment of the whitened rows P1' d_i, clipped to ``row_clip`` (public; the whitened rows
+    have norm about sqrt(k) in every design, so the noise is now small against every
+    eigenvalue) and refines P = P1 G^-1/2.
+    """
+    P1 = inverse_sqrt(H.preconditioner())
+    k = P1.shape[0]
+    sums = record_sum(whitened_gram_sums, [D, y], (P1, row_clip), width=triangle(k))
+    G = release_moment_sum(sums, bound=row_clip, rho=rho, label="gd/whitened-xtx", **moment)
+    return P1 @ inverse_sqrt(G.preconditioner())
 
 
 def _whiten(block: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """Rows z_i = P d_i of a block (P symmetric): a public map applied record by record."""
+    """Rows z_i = P' d_i of a block: a public map applied record by record."""
     return block @ P
 
 

@@ -53,7 +53,7 @@ def result_summary(
         ("Neighbouring relation", str(result.ledger.relation)),
         ("Noise backend", result.noise_backend),
         ("Seeded noise", seeded),
-        ("Interval covers", _TARGET_TEXT[target]),
+        ("Interval covers", _covers_text(result, target)),
         (
             "Interval",
             _interval_text(level, result.covariance(target) if target else None),
@@ -95,6 +95,8 @@ def _notes(result: Result, delta: float, target: str | None) -> list[str]:
                 "errors (above about 0.5 the interval's centre is biased; the fit warns when "
                 "such a drift is also significant against the iterates' own noise)."
             )
+        if population.gap is not None:
+            notes.append(_gap_text(population))
         if result.m is not None:
             notes.append(
                 "conf_int(target='sample') gives the privacy-only interval instead: "
@@ -143,6 +145,32 @@ _TARGET_TEXT = {
     "sample": "this sample's clipped-loss minimiser only (privacy error, not sampling error)",
     None: "none (no interval released)",
 }
+
+
+def _gap_text(population: CovarianceEstimate) -> str:
+    """The released gap between the clipped fit and least squares, in standard errors."""
+    gap = population.gap
+    measured = float(np.max(gap.relative(population.bse)))
+    far = float(np.max(gap.far_relative(population.bse)))
+    beyond = (
+        f"records far beyond the clip can move a coefficient by at least {far:.2g} standard errors"
+        if far > 0
+        else "no more records lie far beyond the clip than its noise explains"
+    )
+    return (
+        "Clipping (released check): the gap between the clipped fit and least squares, "
+        f"measured just above the clip, is at most {measured:.2g} standard errors (its noise "
+        f"s.d. {float(np.max(gap.noise_se / population.bse)):.2g}); {beyond} "
+        "(covariance().gap; docs/inference.md, 'Clipping bias')."
+    )
+
+
+def _covers_text(result: Result, target: str | None) -> str:
+    """What the interval covers, in words: the fit's own wording for its population
+    parameter (e.g. least squares or the Huber-type fit) when it has one."""
+    if target == "population" and result.covariance("population").covers is not None:
+        return result.covariance("population").covers
+    return _TARGET_TEXT[target]
 
 
 def _interval_text(level: str, cov: CovarianceEstimate | None) -> str:

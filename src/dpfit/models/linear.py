@@ -36,6 +36,7 @@ from ._constraints import (
 )
 from ._dask import fit_data, frame_columns, response_name
 from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit
+from ._linear_population import LINEAR_TARGETS
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import PublicScaling, bounds_in_order, bounds_text
@@ -64,6 +65,7 @@ _CONSTRAINTS: dict[str, Check] = {
     "secure": check_bool,
     "precondition": optional(check_bool),
     "moment_share": optional(fraction),
+    "target": one_of(LINEAR_TARGETS),
 }
 
 
@@ -151,6 +153,15 @@ default="batched-means"
         Huber Hessian and the gradients' second moment), or of ``method="adassp"``'s
         population interval (a residual scale, the share of responses at the y bounds and
         the gradients' second moment); default 0.2.
+    target : {"least-squares", "huber"}, default="least-squares"
+        What the preconditioned fit's population interval covers. ``"least-squares"``: the
+        population least-squares coefficient (what OLS estimates), with a gradient clip that
+        grows with n and a warning when the released gap between the clipped fit and least
+        squares is material (skewed or heavy-tailed errors). ``"huber"``: the Huber-type
+        minimiser of the loss clipped at 3 sqrt(k) residual scales, which equals the
+        least-squares coefficient only when the errors are symmetric given x (more robust
+        to outliers, narrower at small n); the gap is still released
+        (``result_.covariance().gap``). docs/inference.md, "Clipping bias".
 
     Attributes
     ----------
@@ -213,6 +224,7 @@ default="batched-means"
         secure: bool = False,
         precondition: bool | None = None,
         moment_share: float | None = None,
+        target: str = "least-squares",
     ) -> None:
         self.rho = rho
         self.method = method
@@ -232,6 +244,7 @@ default="batched-means"
         self.secure = secure
         self.precondition = precondition
         self.moment_share = moment_share
+        self.target = target
 
     def _config(self, *, warn_large_rho: bool = True) -> LinearConfig:
         """Validate every scalar parameter (constraint table) into a frozen config.

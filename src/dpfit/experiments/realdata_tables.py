@@ -1,0 +1,213 @@
+"""Tables from the real-data coverage study: warning calibration and the candidates compared.
+
+``python -m dpfit.experiments.realdata_tables calibration --store STORE [--scale quick]
+[--code-version V]`` prints the warning calibration table of the registered
+``realdata-coverage`` study from a result store filled by ``dpfit reproduce
+realdata-coverage --out DIR`` (``DIR/results.sqlite``; missing trials are run first):
+for each kind of reason a ``CoverageWarning`` gives (:func:`~.realdata_coverage.warning_kinds`),
+the fits that gave it, their intervals, and the share of those intervals that cover theta*
+anyway (**false alarms**, for coverage); and for the fits without a warning, the share of
+their intervals that miss theta* (**misses**). A fit can give several reasons, so it counts
+in each of their rows. Coverage is per interval (one per coefficient and fit).
+
+``python -m dpfit.experiments.realdata_tables candidates --store STORE`` (per cell;
+``candidates-pooled``: per candidate and n) runs (or reuses) the candidate comparison of
+docs/inference.md, "Clipping bias": the study's trial with ``target="huber"`` beside the
+default, at n = 2e4 and 2e5, and prints the coverage and width over HC1 of (a) the default
+(a clip that grows with n), (b) the Huber-type fit at the old clip debiased by the released
+gap (warning when the gap is material), (c) the default debiased likewise, and the
+Huber-type fit itself. Candidate (d), the default of dpfit before this study (commit
+f3976b1), is measured by running the same trial on that commit (docs/inference.md gives the
+command).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .realdata_coverage import DESIGNS, EXPERIMENT, _grid, _long, _trial
+from .registry import Experiment
+from .runner import run
+
+__all__ = [
+    "CANDIDATES",
+    "calibration_table",
+    "candidates_pooled",
+    "candidates_table",
+    "main",
+    "markdown",
+]
+
+
+def calibration_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per warning kind (and "silent"): fits, intervals, false alarms or misses, coverage,
+    median width over HC1 (module docstring)."""
+    long = _long(results)
+    kinds = sorted(c.removeprefix("warn_") for c in results.columns if c.startswith("warn_"))
+    rows = []
+    for kind in kinds:
+        fits = results.index[results[f"warn_{kind}"].fillna(0.0) > 0]
+        part = long[long["fit"].isin(fits)]
+        rows.append(_row(kind, len(fits), part, "false alarms (cover)", part["covers"].mean()))
+    silent = long[long["warned"] == 0]
+    fits = int((results["warned"] == 0).sum())
+    rows.append(_row("no warning", fits, silent, "misses (miss)", 1.0 - silent["covers"].mean()))
+    return pd.DataFrame(rows)
+
+
+def _row(kind: str, fits: int, part: pd.DataFrame, label: str, share: float) -> dict:
+    return {
+        "warning": kind,
+        "fits": fits,
+        "intervals": len(part),
+        "share": share,
+        "counts as": label,
+        "coverage": part["covers"].mean(),
+        "median width / HC1": part["width"].median(),
+    }
+
+
+#: The candidate runs: the registered study's trial with ``target="huber"`` added beside
+#: the default, at the two large n (where clipping bias matters) and both rho.
+CANDIDATE_DESIGNS = tuple(d for d in DESIGNS if not d.startswith(("adassp-", "iv-")))
+CANDIDATES = Experiment(
+    name="realdata-coverage-candidates",
+    paper=EXPERIMENT.paper,
+    figure="candidates for the clipping bias (docs/inference.md)",
+    description="The realdata-coverage trial with target='huber' beside the default.",
+    grid={
+        scale: [
+            {**cell, "target": target}
+            for cell in _grid(CANDIDATE_DESIGNS, [20_000, 200_000], [0.1, 1.0])
+            for target in ("least-squares", "huber")
+        ]
+        for scale in ("smoke", "quick", "paper")
+    },
+    replicates={"smoke": 1, "quick": 20, "paper": 40},
+    trial=_trial,
+)
+
+
+#: The candidates: (target of the fit, the coverage columns read) -> name.
+CANDIDATE_NAMES = {
+    ("least-squares", "covers_"): "(a) growing clip",
+    ("least-squares", "db_covers_"): "(c) growing clip + debias",
+    ("huber", "covers_"): "Huber-type fit at 3 sqrt(k) s",
+    ("huber", "db_covers_"): "(b) 3 sqrt(k) s + debias",
+}
+
+
+def _candidates(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """One long table (one row per fit and coefficient) per candidate (module docstring)."""
+    out = {}
+    for (target, prefix), name in CANDIDATE_NAMES.items():
+        part = results[results["target"] == target]
+        if part.empty or f"{prefix}0" not in part:
+            continue
+        if prefix == "db_covers_":  # debiased by the released gap, which warns when material
+            part = part.assign(warned=np.maximum(part["warned"], part["gap_warned"]))
+        out[name] = _long(part, prefix)
+    return out
+
+
+def candidates_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per cell and candidate: coverage, the worst coefficient's share of silent misses, the
+    median width over HC1 and the share of fits that warned (module docstring)."""
+    frames = []
+    for name, long in _candidates(results).items():
+        long["silent_miss"] = (long["warned"] == 0) & (long["covers"] == 0)
+        worst = long.groupby(["design", "n", "rho", "j"])["silent_miss"].mean()
+        g = long.groupby(["design", "n", "rho"])
+        fits = long.drop_duplicates("fit").groupby(["design", "n", "rho"])
+        frames.append(
+            pd.DataFrame(
+                {
+                    "candidate": name,
+                    "coverage": g["covers"].mean(),
+                    "worst silent miss": worst.groupby(["design", "n", "rho"]).max(),
+                    "width / HC1": g["width"].median(),
+                    "warned": fits["warned"].mean(),
+                }
+            ).reset_index()
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def candidates_pooled(results: pd.DataFrame, skewed: str = "k401ksubs") -> pd.DataFrame:
+    """Per candidate and n, pooled over rho and the designs other than ``skewed``: coverage
+    of theta* over all fits and over silent fits, the share of cells whose coverage is below
+    0.90, the share of fits that warned and the median width over HC1; and the coverage
+    and warning share on ``skewed`` (the wealth file) beside."""
+    rows = []
+    for name, long in _candidates(results).items():
+        for n, part in long.groupby("n"):
+            rest, wealth = part[part["design"] != skewed], part[part["design"] == skewed]
+            cells = rest.groupby(["design", "rho"])["covers"].mean()
+            fits = rest.drop_duplicates("fit")
+            rows.append(
+                {
+                    "candidate": name,
+                    "n": int(n),
+                    "coverage": rest["covers"].mean(),
+                    "coverage, silent fits": rest.loc[rest["warned"] == 0, "covers"].mean(),
+                    "cells below 0.90": float((cells < 0.90).mean()),
+                    "warned": fits["warned"].mean(),
+                    "median width / HC1": rest["width"].median(),
+                    "wealth: coverage": wealth["covers"].mean(),
+                    "wealth: warned": wealth.drop_duplicates("fit")["warned"].mean(),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``calibration`` or ``candidates`` from a result store (module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m dpfit.experiments.realdata_tables")
+    parser.add_argument("table", choices=["calibration", "candidates", "candidates-pooled"])
+    parser.add_argument("--store", required=True, help="result store (SQLite)")
+    parser.add_argument("--scale", default="quick", choices=["smoke", "quick", "paper"])
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument(
+        "--code-version",
+        default=None,
+        help="the version the trials were stored under (dpfit reproduce --code-version)",
+    )
+    args = parser.parse_args(argv)
+    experiment = EXPERIMENT if args.table == "calibration" else CANDIDATES
+    done = run(
+        [experiment],
+        scale=args.scale,
+        store_path=args.store,
+        jobs=args.jobs,
+        version=args.code_version,
+    )
+    results = done.results[experiment.name]
+    table = {
+        "calibration": calibration_table,
+        "candidates": candidates_table,
+        "candidates-pooled": candidates_pooled,
+    }[args.table](results)
+    print(markdown(table))
+    return 0
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """A pipe table (floats to three decimals), as docs/inference.md shows them."""
+
+    def cell(value: object) -> str:
+        if isinstance(value, float):
+            return "--" if value != value else f"{value:.3f}"  # NaN: no such fits
+        return str(value)
+
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |"]
+    lines.append("|" + "---|" * len(table.columns))
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(False)]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - the command line
+    raise SystemExit(main())

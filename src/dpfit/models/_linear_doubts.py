@@ -1,0 +1,127 @@
+"""What the preconditioned fit's releases say against its interval, and its gap to least squares.
+
+:func:`released_gap` makes the two releases behind the gap between the clipped fit and least
+squares (:mod:`dpfit.inference.clipping_bias`); :func:`linear_doubts` turns the releases of
+:func:`~dpfit.models._linear_population.run_preconditioned_gd` into the reasons its one
+``CoverageWarning`` gives (:mod:`dpfit.inference.doubts`). Both are used by that fit only;
+they live here to keep its module about the releases themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..inference.clipping_bias import (
+    FAR,
+    GAP_NOISE,
+    ClippingGap,
+    excess_window,
+    far_records,
+    release_excess,
+)
+from ..inference.doubts import HELPS, Doubt
+from ..inference.population import NoisyMoment
+from ..inference.whitened import NOISY_MEAT, NoisySandwich, release_mean
+from ._linear_moments import excess_sums, record_sum
+
+__all__ = ["BREAD_Z", "linear_doubts", "released_gap"]
+
+#: The whitened bread is doubted when its smallest de-spread eigenvalue is within
+#: (1 + BREAD_Z) noise s.d. of zero (:meth:`~dpfit.inference.population.NoisyMoment.unidentified`).
+#: Whitened, a well identified design has every eigenvalue near 1 (0.87-1.0 on the real files
+#: of docs/inference.md), so z = 2 costs few false alarms, while z = 1 let noise pass a
+#: direction the whitener missed (data eigenvalue 0.075, released above 0.33) and the
+#: sandwich understated its variance 16-fold (Card's exper and exper^2 at n = 2000).
+BREAD_Z = 2.0
+
+
+def released_gap(
+    D: Any,
+    y: Any,
+    Hh: NoisyMoment,
+    P: np.ndarray,
+    estimate: np.ndarray,
+    clip: float,
+    cov: np.ndarray,
+    rhos: Mapping[str, float],
+    moment: Mapping[str, Any],
+) -> ClippingGap:
+    """The released gap theta_ls - theta_C = P A^-1 e_w to first order (A the whitened
+    bread, e_w the mean excess between C and C + w at the estimate), and the released share
+    of records whose gradient exceeds FAR x C (:mod:`dpfit.inference.clipping_bias`).
+
+    The window w makes the gap's noise s.d. at most GAP_NOISE x the interval's standard
+    error in every coefficient (post-processing of the releases so far): with noise s.d. s
+    per coordinate of e_w, coefficient j's is s ||(P A^-1)_j||. The share of far records is
+    a mean of indicators (sensitivity 1 / n, :func:`~dpfit.inference.whitened.release_mean`).
+    """
+    n, ledger = moment["n"], moment["ledger"]
+    to_theta = P @ np.linalg.inv(Hh.shrunk())
+    reach = np.linalg.norm(to_theta, axis=1)
+    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    noise = GAP_NOISE * float(np.min(se / reach))
+    window = excess_window(noise, n=n, rho=rhos["gap"], relation=ledger.relation)
+    sums = record_sum(
+        excess_sums, [D, y], (P, estimate, clip, window, FAR * clip), width=D.shape[1] + 1
+    )
+    excess, noise_std = release_excess(
+        sums[:-1], window=window, rho=rhos["gap"], label="gd/clipped-excess", **moment
+    )
+    far, far_std = release_mean(
+        sums[-1:], cap=1.0, rho=rhos["far"], label="gd/far-records", **moment
+    )
+    return ClippingGap(
+        gap=to_theta @ excess,
+        cov=noise_std**2 * to_theta @ to_theta.T,
+        reach=reach,
+        far=far_records(far, far_std, n) * (FAR - 1.0) * clip / n,
+        clip=clip,
+        window=window,
+    )
+
+
+def linear_doubts(
+    population: Any, Hh: NoisyMoment, sampling: NoisySandwich, gap: ClippingGap | None
+) -> list[Doubt]:
+    """What the released quantities say against the interval (post-processing)."""
+    doubts = []
+    if population.untrusted.any():
+        worst = float(np.max(population.relative_drift))
+        doubts.append(
+            Doubt(
+                "The released DP-GD iterates have not converged: the mean of the second half "
+                f"differs from the first half's by up to {worst:.2g} interval standard "
+                f"errors in {int(population.untrusted.sum())} coefficient(s) "
+                "(covariance().drift), so the interval is off centre.",
+                ("more steps or a larger step size", "fewer or less collinear terms"),
+            )
+        )
+    if Hh.unidentified(z=BREAD_Z):
+        doubts.append(
+            Doubt(
+                "The released Huber Hessian (X'X/n over the records whose gradient is not "
+                "clipped, whitened) has an eigenvalue within three noise s.d. of zero: some "
+                "direction of the features is barely identified at this n and rho, and the "
+                "sandwich may understate the sampling variance along it.",
+                ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
+            )
+        )
+    if sampling.noisy_meat():
+        doubts.append(NOISY_MEAT)
+    if gap is not None and (material := gap.material(population.bse)).any():
+        worst = float(np.max(np.maximum(gap.relative(population.bse),
+                                        gap.far_relative(population.bse))))  # fmt: skip
+        doubts.append(
+            Doubt(
+                "Clipping moves the estimate away from least squares: the released gap "
+                "between the clipped fit and the least-squares coefficient (or the least "
+                f"effect of the records whose gradient is more than {FAR:g} x the clip) is "
+                f"up to {worst:.2g} standard errors in {int(material.sum())} coefficient(s) "
+                "(covariance().gap), as with a skewed or heavy-tailed response.",
+                ("more records", "a larger rho", HELPS[-1]),
+            )
+        )
+    return doubts
