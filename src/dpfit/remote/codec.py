@@ -10,7 +10,8 @@ unlike a pickle, a document from an untrusted server can at worst fail to decode
 Floats are written with Python's shortest round-trip repr, so a decoded estimate equals the
 server's bit for bit. :func:`canonical_json` (sorted keys, no spaces) is the text whose SHA-256
 identifies a release. As with a pickle of a result, the non-private ``diagnostics`` are never
-encoded.
+encoded; nor are the formula's designs behind ``predict`` on raw columns (formulaic specs, not
+data): a decoded result predicts from a frame with one column per term.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..inference.clipping_bias import ClippingGap
 from ..inference.diagnostics import Drift
 from ..inference.population import CovarianceEstimate
 from ..models.results import Result
@@ -35,6 +37,7 @@ __all__ = ["TYPES", "canonical_json", "decode_result", "encode_result", "result_
 TYPES: dict[str, type] = {
     "Result": Result,
     "CovarianceEstimate": CovarianceEstimate,
+    "ClippingGap": ClippingGap,
     "Drift": Drift,
     "GaussianEntry": GaussianEntry,
     "ParallelEntry": ParallelEntry,
@@ -47,6 +50,12 @@ def _float(value: float) -> Any:
     if math.isfinite(value):
         return value
     return {"$float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
+
+
+def _result_state(result: Result) -> dict[str, Any]:
+    """A result's pickled state without its formula designs (``predictors``: formulaic specs,
+    code rather than data); a decoded result predicts from a frame with one column per term."""
+    return {**result.__getstate__(), "predictors": ()}
 
 
 def _encode(value: Any) -> Any:
@@ -73,7 +82,7 @@ def _encode(value: Any) -> Any:
         }
     if type(value) in _NAMES:
         state = (
-            value.__getstate__()
+            _result_state(value)
             if isinstance(value, Result)
             else {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
         )
