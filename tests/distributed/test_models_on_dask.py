@@ -17,7 +17,11 @@ from dpfit import Budget, DPLinearRegression  # noqa: E402
 from dpfit.distributed import WorkersLostError  # noqa: E402
 from dpfit.mechanisms import recording  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("client")
+# g's categories are written out below (public), not learnt by astype("category").
+pytestmark = [
+    pytest.mark.usefixtures("client"),
+    pytest.mark.filterwarnings("ignore::dpfit.exceptions.UndeclaredLevelsWarning"),
+]
 
 N = 2000
 RNG = np.random.default_rng(11)

@@ -404,7 +404,9 @@ ESTIMATORS: dict[str, EntryPoint] = {
         estimator(steps=40, m=4, interval="independent-runs", interval_variant="formal", **BOUNDED),
         replay_only=CHECKED,
     ),
-    "DPLinearRegression default bounds": EntryPoint(estimator(steps=40, **BOUNDED)),
+    "DPLinearRegression default bounds": EntryPoint(
+        estimator(steps=40, **BOUNDED), replay_only=CHECKED
+    ),
     "DPLinearRegression gd add-remove": EntryPoint(
         estimator(**GD, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
     ),

@@ -328,20 +328,24 @@ IV_ARGS = [
 
 
 def test_dpfit_iv_output_differs_from_a_neighbours_only_in_noisy_numbers(tmp_path, capsys):
-    """A record whose x is text or 1e308 (outside its bounds): same exit code, and the summary
-    and warnings agree with D's once numbers are masked (the bounds-check note's counts are
-    noisy; its text, and whether it warns, come from noisy counts and the public n only)."""
+    """A record whose x is 1e308 (outside its bounds): same exit code, and the summary and
+    warnings agree with D's once numbers are masked (the bounds-check note's counts are noisy;
+    its text, and whether it warns, come from noisy counts and the public n only). A record
+    whose x is text puts the file outside its public schema (x becomes a text column): a
+    fixed, value-free refusal before any charge (docs/threat-model.md, "The schema is public")."""
     from dpfit.cli import main
     from dpfit.testing import mask_numbers
 
     outputs = []
-    for i, bad in enumerate([None, "abc", 1e308]):
+    for i, bad in enumerate([None, 1e308, "abc"]):
         path = _iv_csv(tmp_path / f"d{i}.csv", bad)
         code = main(["iv", str(path), *IV_ARGS])
         out, err = capsys.readouterr()
         outputs.append((code, mask_numbers(out), mask_numbers(err)))
     assert outputs[0][0] == 0
-    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
+    assert outputs[1] == outputs[0]
+    code, out, err = outputs[2]
+    assert code == 2 and out == "" and "column 'x' holds text" in err and "abc" not in err
 
 
 @pytest.mark.parametrize("bad", [math.inf, math.nan])
