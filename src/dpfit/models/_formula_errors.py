@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["formula_errors", "formula_message"]
+__all__ = ["formula_errors", "formula_message", "one_line"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
 _FACTOR = re.compile(r"Unable to evaluate factor `(?P<term>[^`]*)`")
@@ -25,7 +25,8 @@ _MISSING = re.compile(r"`(?P<name>[^`]*)` is not present in the dataset")
 _UNDEFINED = re.compile(r"name '(?P<name>[^']*)' is not defined")
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """``text`` as one line, without formulaic's colour codes and markers."""
     return " ".join(_ANSI.sub("", str(text)).split())
 
 
@@ -45,9 +46,9 @@ def formula_message(exc: Exception, columns: Sequence[str] = (), formula: str = 
     """
     from formulaic.errors import FactorEvaluationError, FormulaParsingError, FormulaSyntaxError
 
-    text = _one_line(exc)
+    text = one_line(exc)
     if isinstance(exc, FormulaSyntaxError):
-        first = _one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
+        first = one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
         return f"formula syntax error: {first.replace('insuffient', 'insufficient')}"
     if isinstance(exc, FormulaParsingError):  # raised on the formula alone: no data in it
         if "`.` operator" in text:
@@ -57,7 +58,7 @@ def formula_message(exc: Exception, columns: Sequence[str] = (), formula: str = 
                 "you mean, "
                 "e.g. 'y ~ x1 + x2' (the design comes from the formula, never from the data)"
             )
-        first = _one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
+        first = one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
         return f"formula{f' {formula!r}' if formula else ''}: {first}"
     if isinstance(exc, FactorEvaluationError) and (match := _FACTOR.search(text)):
         term = match.group("term")

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .._floats import quiet_floats
+from .._validation import shown
 from ..codebook import Codebook, apply_levels, fill_bounds, load_codebook
 from ..distributed import is_dask
 from ..privacy import Budget
@@ -53,8 +54,16 @@ _INTERCEPT = "Intercept"
 
 
 def _check_formula(formula: Any) -> str:
-    if not isinstance(formula, str) or "~" not in formula:
-        raise ValueError(f"formula must be a string of the form 'y ~ x1 + x2', got {formula!r}")
+    """``formula`` if it is a string with a '~'. Anything else is named by its type only: a
+    frame passed as the formula (arguments swapped) is the private data."""
+    if not isinstance(formula, str):
+        swapped = hasattr(formula, "columns") or hasattr(formula, "shape")
+        raise TypeError(
+            f"formula must be a string such as 'y ~ x1 + x2', got {shown(formula)}"
+            + (": did you swap formula and data? The formula comes first" if swapped else "")
+        )
+    if "~" not in formula:
+        raise ValueError(f"formula must be of the form 'y ~ x1 + x2', got {formula!r}")
     return formula
 
 
@@ -121,6 +130,7 @@ def _formula_design(
     lhs, rhs = _check_formula(formula).split("~", 1)
     if not lhs.strip():
         raise ValueError("formula needs a response on the left of '~'")
+    _refuse_iv_block(rhs)
     y, _ = _matrix(lhs, data, declared)
     y = y.drop(columns=[_INTERCEPT], errors="ignore")
     if y.shape[1] != 1:
@@ -129,6 +139,17 @@ def _formula_design(
     has_intercept = _INTERCEPT in X.columns
     y = _zero_records(y.iloc[:, 0], [X])
     return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design
+
+
+def _refuse_iv_block(rhs: str) -> None:
+    """Name an IV block ``[endog ~ instruments]`` in a formula for least squares."""
+    for start, end in _bracket_blocks(rhs):
+        if "~" in rhs[start:end]:
+            raise ValueError(
+                f"formula term {rhs[start:end].strip()!r} is instrumental-variable syntax "
+                "(y ~ exog + [endog ~ instruments]): fit it with dpfit.iv (on the command "
+                "line: dpfit iv), or drop the brackets for least squares"
+            )
 
 
 def design_matrices(formula: str, data: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame, bool]:
@@ -218,12 +239,13 @@ def ols(
     >>> bool(abs(res.params["x"] - 0.5) < 0.05)
     True
     """
+    _check_formula(formula)  # before the data: a frame passed as the formula is named by its type
     if "fit_intercept" in params:
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
     if "bounds_check" in params:
         params["bounds_check"] = check_bounds_check(params["bounds_check"])
     codebook, data, declared = with_codebook(params.pop("codebook", None), data)
-    with formula_errors(data, formula if isinstance(formula, str) else ""):
+    with formula_errors(data, formula):
         y, X, has_intercept, design = _formula_design(formula, data, declared)
     indicators = design.indicators
     if codebook is not None:

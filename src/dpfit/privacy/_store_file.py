@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .._validation import shown
+
 __all__ = [
     "FORMAT",
     "VERSION",
@@ -67,7 +69,7 @@ def now() -> str:
 def check_dataset(dataset: Any) -> str:
     """A dataset's name, stripped; anything but a non-empty string is refused."""
     if not isinstance(dataset, str) or not dataset.strip():
-        raise TypeError(f"dataset must be a non-empty string naming the data, got {dataset!r}")
+        raise TypeError(f"dataset must be a non-empty string naming the data, got {shown(dataset)}")
     return dataset.strip()
 
 
