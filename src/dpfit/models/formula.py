@@ -119,26 +119,29 @@ def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
 def _design_matrices(
     formula: str, data: Any, declared: frozenset[str] = frozenset()
 ) -> tuple[Any, Any, bool, tuple[str, ...]]:
-    y, X, has_intercept, design = _formula_design(formula, data, declared)
+    y, X, has_intercept, design, _ = _formula_design(formula, data, declared)
     return y, X, has_intercept, design.indicators
 
 
 def _formula_design(
     formula: str, data: Any, declared: frozenset[str] = frozenset()
-) -> tuple[Any, Any, bool, Design]:
-    """Response, design (without the intercept column), intercept, and the checked design."""
+) -> tuple[Any, Any, bool, Design, tuple[tuple[str, str], ...]]:
+    """Response, design (without the intercept column), intercept, the checked design, and
+    the factors of both sides that can make a record the zero record
+    (:attr:`~dpfit.models._design.Design.zero_terms`)."""
     lhs, rhs = _check_formula(formula).split("~", 1)
     if not lhs.strip():
         raise ValueError("formula needs a response on the left of '~'")
     _refuse_iv_block(rhs)
-    y, _ = _matrix(lhs, data, declared)
+    y, response = _matrix(lhs, data, declared)
     y = y.drop(columns=[_INTERCEPT], errors="ignore")
     if y.shape[1] != 1:
         raise ValueError("formula must have exactly one response on the left of '~'")
     X, design = _matrix(rhs, data, declared)
     has_intercept = _INTERCEPT in X.columns
     y = _zero_records(y.iloc[:, 0], [X])
-    return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design
+    zero_terms = (*response.zero_terms, *design.zero_terms)
+    return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design, zero_terms
 
 
 def _refuse_iv_block(rhs: str) -> None:
@@ -246,7 +249,7 @@ def ols(
         params["bounds_check"] = check_bounds_check(params["bounds_check"])
     codebook, data, declared = with_codebook(params.pop("codebook", None), data)
     with formula_errors(data, formula):
-        y, X, has_intercept, design = _formula_design(formula, data, declared)
+        y, X, has_intercept, design, zero_terms = _formula_design(formula, data, declared)
     indicators = design.indicators
     if codebook is not None:
         params = fill_bounds(codebook, params, list(X.columns), indicators, str(y.name))
@@ -254,7 +257,7 @@ def ols(
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
     result = checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
-        **params,
+        zero_terms=zero_terms, **params,
     )  # fmt: skip
     return dataclasses.replace(result, predictors=(design,))  # for predict(new public x)
 
@@ -352,6 +355,7 @@ class IVMatrices:
     instruments: pd.DataFrame
     indicators: tuple[str, ...] = ()
     designs: tuple[Design, ...] = ()
+    zero_terms: tuple[tuple[str, str], ...] = ()
 
 
 def iv_matrices(
@@ -362,10 +366,10 @@ def iv_matrices(
     The intercept, when present, is an ``"Intercept"`` column of ``exog``. Missing numeric
     values are an error; the rows of a record whose categorical value is not a declared
     level are NaN in every matrix (a zero record when fitted). ``indicators`` lists the
-    {0, 1} indicator columns.
+    {0, 1} indicator columns, ``zero_terms`` the factors that can make a zero record.
     """
     parts = parse_iv_formula(formula)
-    y, _, _, _ = _design_matrices(f"{parts.dependent} ~ 1", data, declared)
+    y, _, _, _, response = _formula_design(f"{parts.dependent} ~ 1", data, declared)
     names = ("exog", "endog", "instruments")
     sides = {name: _matrix(getattr(parts, name), data, declared) for name in names}
     designs = [design for _, design in sides.values()]
@@ -376,4 +380,5 @@ def iv_matrices(
         **mats,
         indicators=tuple(dict.fromkeys(c for d in designs for c in d.indicators)),
         designs=tuple(designs),
+        zero_terms=tuple(dict.fromkeys((*response, *(t for d in designs for t in d.zero_terms)))),
     )

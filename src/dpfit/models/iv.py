@@ -464,6 +464,7 @@ def iv(
         random_state=random_state,
         secure=params.get("secure", False),
         indicators=tuple(mats.indicators),
+        zero_terms=mats.zero_terms,
     )
     # The regressors' designs (exogenous, endogenous), for predict on new public x.
     return dataclasses.replace(result, predictors=mats.designs[:2])
