@@ -109,8 +109,7 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.close()
         raise ValueError(
             f"{path} is not a dpfit budget store (not a readable SQLite database, or damaged); "
-            "give the path of a store made by dpfit budget create, or run dpfit budget verify "
-            f"{path}"
+            "give the path of a store made by dpfit budget create"
         ) from None
     except BaseException:
         conn.close()
