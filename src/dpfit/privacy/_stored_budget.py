@@ -174,9 +174,10 @@ class StoredBudget(Budget):
                             f"the budget of dataset {self._dataset!r} is exhausted"
                         )
                 if not exact_units(rho) <= left:
+                    shown = format_left(max(0.0, float_at_most(left)), state.total, charge=rho)
                     raise BudgetExceededError(
                         f"charge of rho={format_rho(rho)} exceeds the remaining budget "
-                        f"{format_left(max(0.0, float_at_most(left)), state.total)} of dataset "
+                        f"{shown} of dataset "
                         f"{self._dataset!r} in {self._path} (total {format_rho(state.total)}); "
                         "nothing was charged or drawn"
                     )
@@ -211,7 +212,8 @@ class StoredBudget(Budget):
                 f"charge of rho={format_rho(rho * count)} exceeds what is left of this "
                 f"thread's reservation (charge #{mine.receipt.id} of rho="
                 f"{format_rho(mine.receipt.rho)} in {self._path}), "
-                f"{format_left(mine.budget.remaining, mine.receipt.rho)}; this charge was not "
+                f"{format_left(mine.budget.remaining, mine.receipt.rho, charge=rho * count)}; "
+                "this charge was not "
                 "made and nothing "
                 "was drawn for it"
             ) from None

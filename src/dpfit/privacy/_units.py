@@ -81,10 +81,13 @@ def format_rho(rho: float, digits: int = 6) -> str:
     return text
 
 
-def format_left(left: float, total: float, digits: int = 6) -> str:
+def format_left(left: float, total: float, digits: int = 6, *, charge: float | None = None) -> str:
     """A remaining budget ``left`` of ``total`` for a message: ``"0"`` when it is at most
-    1e-12 of the total (float rounding of split shares, such as 1.1e-16 of 0.5), else
-    :func:`format_rho`. Display only: the accounting keeps the exact value."""
+    1e-12 of the total (the float rounding of shares: a split budget spent in full leaves
+    about 1e-16), else :func:`format_rho`, in full where the short text would not read as
+    less than a refused ``charge`` (0.049999999999999996 left, not "0.05", refuses 0.05).
+    Display only: the accounting keeps the exact value."""
     if 0.0 <= left <= _RESIDUE * total:
         return "0"
-    return format_rho(left, digits)
+    text = format_rho(left, digits)
+    return repr(float(left)) if charge is not None and float(text) >= charge else text

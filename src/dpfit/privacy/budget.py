@@ -123,7 +123,7 @@ class Budget:
             if not self.can_afford(rho, count=count):
                 raise BudgetExceededError(
                     f"charge of rho={format_rho(rho * count)} exceeds the remaining budget "
-                    f"{format_left(self.remaining, self._total)} (total "
+                    f"{format_left(self.remaining, self._total, charge=rho * count)} (total "
                     f"{format_rho(self._total)}); nothing was charged or drawn"
                 )
             self._add(exact_units(rho) * count)
