@@ -65,7 +65,7 @@ class _Parser(argparse.ArgumentParser):
         if extras:  # a subcommand's parser refuses them itself, naming the closest option
             unknown = [t for t in extras if t.startswith("-")]
             self.error(
-                unknown_option(self, unknown[0], self._argv)
+                _unknown_option(self, unknown[0], self._argv)
                 if unknown
                 else f"unrecognized arguments: {' '.join(extras)}"
             )
@@ -74,7 +74,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         unknown = _unknown_options(self, self._argv)
         if unknown:
-            message = unknown_option(self, unknown[0], self._argv)
+            message = _unknown_option(self, unknown[0], self._argv)
         elif match := _INVALID_CHOICE.search(message):
             choices = [c for a in self._actions if a.choices for c in a.choices]
             close = difflib.get_close_matches(match.group("value"), choices, n=1, cutoff=0.6)
@@ -98,7 +98,7 @@ def _unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> list[s
     return unknown
 
 
-def unknown_option(parser: argparse.ArgumentParser, token: str, argv: list[str]) -> str:
+def _unknown_option(parser: argparse.ArgumentParser, token: str, argv: list[str]) -> str:
     """One line for an unknown option: the closest known one, or how to give epsilon."""
     name, _, value = token.partition("=")
     known = [o for o in parser._option_string_actions if o.startswith("--")]

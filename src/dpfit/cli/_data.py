@@ -185,7 +185,7 @@ def _read_file(
         ) from None
 
 
-def _check_options(kind: str, sep: str | None, thousands: str | None, encoding: str | None):
+def _check_options(kind: str, sep: str | None, thousands: str | None, encoding: str | None) -> None:
     given = {"--sep": sep, "--thousands": thousands, "--encoding": encoding}
     options = [option for option, value in given.items() if value is not None]
     if kind not in ("csv", "tsv") and options:
