@@ -38,6 +38,7 @@ __all__ = [
     "check_real",
     "check_rho",
     "check_vector",
+    "shown",
     "user_stacklevel",
 ]
 
@@ -67,6 +68,19 @@ def user_stacklevel() -> int:
     while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for a scalar (a string, number, bool or None); else its type's name.
+
+    A message may echo a public option it refuses, but an array or a frame passed where an
+    option belongs (arguments swapped, a column passed by mistake) may be the private data,
+    whose values no message quotes (docs/threat-model.md): it is named by its type only.
+    """
+    if value is None or isinstance(value, str | bytes | numbers.Number):
+        return repr(value)
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _as_scalar(value: Any, name: str) -> Any:
@@ -229,7 +243,7 @@ def check_option(value: Any, name: str, options: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``options`` (one spelling each), else raise."""
     options = tuple(options)
     if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {list(options)}, got {shown(value)}")
     return value
 
 

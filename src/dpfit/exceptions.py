@@ -70,7 +70,10 @@ class LargeBudgetWarning(PrivacyWarning):
 
 
 class NonPrivateWarning(PrivacyWarning):
-    """A computation was explicitly requested without privacy (``allow_nonprivate=True``)."""
+    """A computation runs without privacy: requested explicitly (``allow_nonprivate=True``),
+    or a scikit-learn method that computes on the data it is given (an estimator's
+    ``score``, R^2 on ``X`` and ``y``), whose output is safe to publish only when those data
+    are public."""
 
 
 class CoverageWarning(PrivacyWarning):

@@ -13,6 +13,7 @@ import pytest
 
 import dpfit
 from dpfit.cli import main
+from dpfit.codebook import template
 from dpfit.mechanisms import recording
 
 N = 300
@@ -47,6 +48,19 @@ def files(tmp_path_factory):
     thousands.to_csv(paths["thousands"], index=False)
     paths["pickle"] = root / "frame.pkl"
     frame.to_pickle(paths["pickle"])
+    # -- the trial of "every mistake ends in one line naming the culprit" ---------------------
+    paths["spaced"] = root / "spaced.csv"
+    frame.rename(columns={"y": "hourly wage"}).to_csv(paths["spaced"], index=False)
+    paths["latin1"] = root / "latin1.csv"
+    frame.assign(town="Bogotá").to_csv(paths["latin1"], index=False, encoding="latin-1")
+    paths["tabbed"] = root / "tabbed.csv"
+    frame.to_csv(paths["tabbed"], index=False, sep="\t")
+    paths["csv_dates"] = root / "csv_dates.csv"
+    dates.to_csv(paths["csv_dates"], index=False)  # the dates are text in a CSV
+    paths["blank"] = root / "blank.csv"
+    frame.assign(x=frame["x"].where(frame.index != 5)).to_csv(paths["blank"], index=False)
+    paths["template"] = root / "template.toml"
+    paths["template"].write_text(template(frame.iloc[:0], source="good.csv"))
     return {k: str(v) for k, v in paths.items()}
 
 
@@ -163,6 +177,36 @@ CLI_MISTAKES = {
         ["'9 ** 9 ** 9'", "constant arithmetic"],
     ),
     "pickle as data": (["fit", "{pickle}", *FIT, *BOUNDS], ["pickle", "runs code"]),
+    # -- "every mistake ends in one line naming the culprit" (a new user's 30 mistakes) --------
+    "--bounds for --bound": (
+        ["fit", "{good}", *FIT, "--bounds", "x=0,10", "--bound", "z=0,1", "--y-bounds", "-5,10"],
+        ["unrecognized option --bounds", "did you mean --bound?"],
+    ),
+    "--epsilon on fit": (
+        ["fit", "{good}", "--formula", "y ~ x + z", "--epsilon", "1", *BOUNDS],
+        ["--epsilon", "takes --rho", "dpfit privacy --epsilon 1 --delta"],
+    ),
+    "mistyped action": (["budget", "verfy", "{good}"], ["'verfy'", "did you mean verify?"]),
+    "column name with a space": (
+        ["fit", "{spaced}", *FIT[2:], "--formula", "hourly wage ~ x", "--clip", "1"],
+        ["`hourly` and `wage`", "backticks: `hourly wage`"],
+    ),
+    "latin-1 CSV": (["fit", "{latin1}", *FIT, *BOUNDS], ["not UTF-8", "--encoding cp1252"]),
+    "unknown encoding": (["fit", "{good}", *FIT, *BOUNDS, "--encoding", "utf-9"], ["utf-9"]),
+    "tab-separated .csv": (["fit", "{tabbed}", *FIT, *BOUNDS], ["tab-separated", "--sep '\\t'"]),
+    "a date column in a CSV": (
+        ["fit", "{csv_dates}", *FIT[2:], "--formula", "y ~ x + hired", "--clip", "1"],
+        ["column 'hired' holds text", "dates: to a year or to days since a fixed public date"],
+    ),
+    "iv formula in fit": (
+        ["fit", "{good}", *FIT[2:], "--formula", "y ~ x + [z ~ w]", "--clip", "1"],
+        ["'[z ~ w]' is instrumental-variable syntax", "dpfit iv"],
+    ),
+    "unfilled codebook": (
+        ["fit", "{good}", *FIT, "--codebook", "{template}"],
+        ["no bounds yet for ['x', 'z', 'y']", "placeholder", "--bound TERM=LOW,HIGH"],
+    ),
+    "missing values": (["fit", "{blank}", *FIT, *BOUNDS], ["column 'x' has missing values"]),
 }
 
 
@@ -199,6 +243,18 @@ def test_text_in_a_numeric_column_is_refused_before_any_charge(files, capsys):
     assert status == 2 and len(rec) == 0
     assert "column 'x' holds text" in err and err.count("\n") == 1
     assert "n/a (refused)" not in err
+
+
+def test_budget_verify_of_a_data_file_does_not_send_you_back_to_itself(files, capsys):
+    assert main(["budget", "verify", files["good"]]) == 1
+    err = capsys.readouterr().err
+    assert "is not a dpfit budget store" in err and "dpfit budget create" in err
+    assert "dpfit budget verify " + files["good"] not in err.partition("FAILED")[2]
+
+
+def test_a_tab_given_as_backslash_t_reads_the_tab_separated_file(files, capsys):
+    assert main(["fit", files["tabbed"], *FIT, *BOUNDS, "--sep", "\\t", "--seed", "0"]) == 0
+    assert "y_bounds" in capsys.readouterr().out
 
 
 def test_negative_y_bounds_are_accepted(files, capsys):
@@ -317,6 +373,35 @@ API_MISTAKES = {
         ValueError,
         ["'x' is both exogenous"],
     ),
+    # -- "every mistake ends in one line naming the culprit" (a new user's 30 mistakes) --------
+    "ols formula and data swapped": (
+        lambda budget: dpfit.ols(FRAME, "y ~ x + z", rho=0.5, budget=budget, **GOOD),
+        TypeError,
+        ["formula must be a string", "got a DataFrame", "did you swap formula and data?"],
+    ),
+    "iv formula and data swapped": (
+        lambda budget: dpfit.iv(FRAME, "y ~ [x ~ w]", rho=0.5, budget=budget),
+        TypeError,
+        ["got a DataFrame", "did you swap"],
+    ),
+    "option given a frame": (
+        _ols(**{**GOOD, "relation": FRAME}),
+        ValueError,
+        ["relation must be one of", "got a DataFrame"],
+    ),
+    "ols given an iv formula": (
+        lambda budget: dpfit.ols("y ~ x + [z ~ w]", FRAME, rho=0.5, budget=budget, **GOOD),
+        ValueError,
+        ["'[z ~ w]' is instrumental-variable syntax", "dpfit.iv"],
+    ),
+    "ols missing values": (
+        lambda budget: dpfit.ols(
+            "y ~ x + z", FRAME.assign(x=FRAME["x"].where(FRAME.index != 3)), rho=0.5,
+            budget=budget, **GOOD,
+        ),
+        ValueError,
+        ["column 'x' has missing values"],
+    ),
     "minimize both rng spellings": (
         lambda budget: dpfit.minimize(
             dpfit.losses.SquaredLoss(radius=1.0),
@@ -339,6 +424,7 @@ def test_api_mistake(call, exc, fragments):
         call(budget)
     message = str(info.value)
     assert "\n" not in message
+    assert str(FRAME["x"].iloc[0])[:5] not in message  # no data value, ever
     for fragment in fragments:
         assert fragment in message, (fragment, message)
     assert len(rec) == 0 and budget.spent == 0.0

@@ -69,6 +69,7 @@ def test_a_column_transformer_is_inspected_inside():
 
 
 @pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # 750-record folds
+@pytest.mark.filterwarnings("ignore:score:dpfit.exceptions.NonPrivateWarning")  # tested apart
 def test_cross_validation_of_the_pipeline_is_flagged_per_fit():
     with pytest.warns(PrivatePreprocessingWarning):
         cross_val_score(make_pipeline(StandardScaler(), _estimator()), X, Y, cv=2)

@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "StoreOnce",
+    "add_reading_options",
     "add_release_options",
     "budget_from_store",
     "check_plot_path",
@@ -83,6 +84,26 @@ def named_pair(text: str) -> tuple[str, tuple[float, float]]:
     return name.strip(), pair(rest)
 
 
+def add_reading_options(p: argparse.ArgumentParser) -> None:
+    """How to read CSV/TSV data: ``--sep``, ``--thousands`` and ``--encoding``."""
+    from ._data import separator
+
+    p.add_argument(
+        "--sep",
+        type=separator,
+        help="field separator of CSV/TSV data (default ',', or a tab for .tsv; '\\t' is a tab)",
+    )
+    p.add_argument(
+        "--thousands",
+        metavar="CHAR",
+        help="thousands separator of numbers in CSV/TSV data, e.g. --thousands , for 12,345.67",
+    )
+    p.add_argument(
+        "--encoding",
+        help="text encoding of CSV/TSV data (default utf-8; e.g. cp1252 from Excel on Windows)",
+    )
+
+
 def add_release_options(p: argparse.ArgumentParser) -> None:
     """Options of every fitting subcommand: reporting, noise, data format, progress."""
     p.add_argument("--alpha", type=float, default=0.05, help="1 - interval level (0.05)")
@@ -90,12 +111,7 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="seed the noise (reproducible, not for release)")
     p.add_argument("--secure", action="store_true", help="OpenDP discrete Gaussian noise")
     p.add_argument("--sample", help="sample option of a bundled dataset (e.g. liang2025)")
-    p.add_argument("--sep", help="field separator of CSV/TSV data (default ',', or a tab for .tsv)")
-    p.add_argument(
-        "--thousands",
-        metavar="CHAR",
-        help="thousands separator of numbers in CSV/TSV data, e.g. --thousands , for 12,345.67",
-    )
+    add_reading_options(p)
     p.add_argument(
         "--codebook",
         metavar="FILE",
@@ -156,8 +172,6 @@ def check_release_options(args: argparse.Namespace) -> None:
         check_delta(args.delta)
     if getattr(args, "plot", None) is not None:
         check_plot_path(args.plot)
-    if args.sep is not None and len(args.sep) != 1:
-        raise ValueError(f"--sep must be one character, got {args.sep!r}")
     if args.dataset is not None and args.budget_store is None:
         raise ValueError("--dataset names the data in a budget store: give --budget-store too")
     if args.data == "-" and args.budget_store is not None and args.dataset is None:
@@ -187,7 +201,9 @@ def read_inputs(args: argparse.Namespace):
         from ..codebook import load_codebook
 
         codebook = load_codebook(args.codebook)  # a broken codebook costs nothing
-    table = read_table(args.data, args.sample, sep=args.sep, thousands=args.thousands)
+    table = read_table(
+        args.data, args.sample, sep=args.sep, thousands=args.thousands, encoding=args.encoding
+    )
     args.columns = list(table.frame.columns)  # public schema, for error messages
     if table.labels is not None:
         codebook = table.labels if codebook is None else table.labels.merged(codebook)

@@ -15,9 +15,11 @@ which reads them off the data); an unlabelled value is outside the levels, so it
 the zero record. The labels are returned as a :class:`~dpfit.codebook.Codebook`.
 
 Mistakes in the file's shape are refused with a message that says how to fix them and quotes
-no value: an empty file, a header without rows, a semicolon-separated file read with the
-default comma (one column whose header contains ';'), ragged rows. Column types are the
-file's schema (``dpfit/models/_schema.py``): a column pandas reads as text is not a number.
+no value: an empty file, a header without rows, a semicolon- or tab-separated file read with
+the default comma (one column whose header contains ';' or a tab), ragged rows, a file that
+is not UTF-8 (``--encoding`` reads another encoding, e.g. cp1252 from Excel on Windows).
+Column types are the file's schema (``dpfit/models/_schema.py``): a column pandas reads as
+text is not a number.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..codebook import Codebook
 
-__all__ = ["BUNDLED", "FORMATS", "Table", "read_data", "read_table"]
+__all__ = ["BUNDLED", "FORMATS", "Table", "read_data", "read_table", "separator"]
 
 #: Names of the bundled datasets (``dpfit.datasets.real.DATASETS``; kept here so that
 #: ``--help`` does not import pandas, and tested to agree).
@@ -83,11 +85,17 @@ def data_format(spec: str) -> str | None:
     return FORMATS.get(suffixes[-1]) if suffixes else None
 
 
-def _read_csv(source: Any, sep: str, thousands: str | None, name: str) -> pd.DataFrame:
+#: Separators a one-column header gives away, with the ``--sep`` that reads them.
+_SEPARATORS = {";": ("semicolon", "--sep ';'"), "\t": ("tab", "--sep '\\t' (or name it .tsv)")}
+
+
+def _read_csv(
+    source: Any, sep: str, thousands: str | None, name: str, encoding: str | None = None
+) -> pd.DataFrame:
     import pandas as pd
 
     try:
-        frame = pd.read_csv(source, sep=sep, thousands=thousands)
+        frame = pd.read_csv(source, sep=sep, thousands=thousands, encoding=encoding)
     except pd.errors.EmptyDataError:
         raise ValueError(f"DATA {name} is empty (no header line)") from None
     except pd.errors.ParserError:
@@ -96,12 +104,19 @@ def _read_csv(source: Any, sep: str, thousands: str | None, name: str) -> pd.Dat
             "fields than the header?): check the separator (--sep) and the quoting"
         ) from None
     except UnicodeDecodeError:
-        raise ValueError(f"DATA {name} is not UTF-8 text: is it really a CSV file?") from None
-    if frame.shape[1] == 1 and sep != ";" and ";" in str(frame.columns[0]):
+        if encoding is not None:
+            raise ValueError(f"DATA {name} is not {encoding} text: check --encoding") from None
         raise ValueError(
-            f"DATA {name} looks semicolon-separated (its one column header contains ';'): pass "
-            "--sep ';'"
-        )
+            f"DATA {name} is not UTF-8 text: if it was saved by Excel or Stata on Windows, "
+            "rerun with --encoding cp1252 (or latin-1), or re-encode the file as UTF-8"
+        ) from None
+    header = str(frame.columns[0]) if frame.shape[1] == 1 else ""
+    for other, (word, option) in _SEPARATORS.items():
+        if sep != other and other in header:  # the header is the schema (public)
+            raise ValueError(
+                f"DATA {name} looks {word}-separated (its one column header contains "
+                f"{other!r}): pass {option}"
+            )
     return frame
 
 
@@ -133,11 +148,14 @@ def _read_stata(path: Path) -> Table:
     return Table(frame, labels)
 
 
-def _read_file(path: Path, kind: str, sep: str | None, thousands: str | None) -> Table:
+def _read_file(
+    path: Path, kind: str, sep: str | None, thousands: str | None, encoding: str | None
+) -> Table:
     import pandas as pd
 
     if kind in ("csv", "tsv"):
-        return Table(_read_csv(path, sep or ("\t" if kind == "tsv" else ","), thousands, str(path)))
+        sep = sep or ("\t" if kind == "tsv" else ",")
+        return Table(_read_csv(path, sep, thousands, str(path), encoding))
     if kind == "stata":
         return _read_stata(path)
     readers = {
@@ -167,34 +185,53 @@ def _read_file(path: Path, kind: str, sep: str | None, thousands: str | None) ->
         ) from None
 
 
-def _check_options(kind: str, sep: str | None, thousands: str | None) -> None:
-    if kind not in ("csv", "tsv") and (sep is not None or thousands is not None):
-        option = "--sep" if sep is not None else "--thousands"
-        raise ValueError(f"{option} applies to CSV and TSV data only, not to {kind} files")
-    if thousands is not None and len(thousands) != 1:
-        raise ValueError(f"--thousands must be one character, got {thousands!r}")
+def _check_options(kind: str, sep: str | None, thousands: str | None, encoding: str | None) -> None:
+    given = {"--sep": sep, "--thousands": thousands, "--encoding": encoding}
+    options = [option for option, value in given.items() if value is not None]
+    if kind not in ("csv", "tsv") and options:
+        raise ValueError(f"{options[0]} applies to CSV and TSV data only, not to {kind} files")
+    for option, value in (("--sep", sep), ("--thousands", thousands)):
+        if value is not None and len(value) != 1:
+            raise ValueError(f"{option} must be one character, got {value!r}")
+    if encoding is not None:
+        import codecs
+
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise ValueError(
+                f"--encoding {encoding!r} is not an encoding Python knows (e.g. utf-8, cp1252, "
+                "latin-1)"
+            ) from None
 
 
 def read_table(
-    spec: str, sample: str | None = None, *, sep: str | None = None, thousands: str | None = None
+    spec: str,
+    sample: str | None = None,
+    *,
+    sep: str | None = None,
+    thousands: str | None = None,
+    encoding: str | None = None,
 ) -> Table:
     """DATA from a file (its format from its name), ``-`` (CSV on standard input) or a
-    bundled dataset name; see the module docstring."""
+    bundled dataset name; see the module docstring. ``encoding`` is the text encoding of
+    CSV and TSV data (default UTF-8)."""
     path = Path(spec)
     kind = "csv" if spec == "-" else data_format(spec)
     if kind is not None and sample is not None:
         raise ValueError("--sample applies to bundled datasets only")
     if kind is not None:
-        _check_options(kind, sep, thousands)
+        _check_options(kind, sep, thousands, encoding)
     if spec == "-":
-        table = Table(_read_csv(sys.stdin, sep or ",", thousands, "on standard input"))
+        stdin = sys.stdin if encoding is None else getattr(sys.stdin, "buffer", sys.stdin)
+        table = Table(_read_csv(stdin, sep or ",", thousands, "on standard input", encoding))
     elif kind is not None:
         if not path.is_file():
             raise ValueError(f"DATA file not found: {spec}")
-        table = _read_file(path, kind, sep, thousands)
+        table = _read_file(path, kind, sep, thousands, encoding)
     elif spec in BUNDLED:
-        if sep is not None or thousands is not None:
-            raise ValueError("--sep and --thousands apply to CSV and TSV files only")
+        if sep is not None or thousands is not None or encoding is not None:
+            raise ValueError("--sep, --thousands and --encoding apply to CSV and TSV files only")
         from ..datasets.real import load_dataset
 
         frame = load_dataset(spec, **({} if sample is None else {"sample": sample}))
@@ -221,3 +258,9 @@ def read_data(
 ) -> pd.DataFrame:
     """The frame of :func:`read_table`."""
     return read_table(spec, sample, sep=sep, thousands=thousands).frame
+
+
+def separator(text: str) -> str:
+    """A ``--sep`` value: one character, or ``\\t`` / ``tab`` for a tab (a shell passes
+    ``--sep '\\t'`` as a backslash and a t)."""
+    return "\t" if text in ("\\t", "tab") else text

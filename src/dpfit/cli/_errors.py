@@ -31,6 +31,9 @@ _PANDAS_THOUSANDS = 'read the file with pandas.read_csv(..., thousands=",")'
 
 def in_cli_terms(message: str) -> str:
     """The library's advice for Python users, as the command line's options."""
+    from ..codebook._apply import PASS_BOUNDS
+
+    message = message.replace(PASS_BOUNDS, "or give --bound TERM=LOW,HIGH and --y-bounds LOW,HIGH")
     return message.replace(_PANDAS_THOUSANDS, "rerun with --thousands ,")
 
 

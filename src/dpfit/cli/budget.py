@@ -90,12 +90,16 @@ def _epsilon(rho: float, delta: float) -> str:
 
 
 def _verify(path: str) -> int:
+    from pathlib import Path
+
+    from ..privacy._store_chain import verify_hint
     from ..privacy.store import verify_store
 
     try:
         report = verify_store(path)
     except ValueError as exc:
-        print(f"dpfit budget verify: FAILED: {' '.join(str(exc).split())}", file=sys.stderr)
+        why = " ".join(str(exc).split()).removesuffix(verify_hint(Path(path)))  # this command
+        print(f"dpfit budget verify: FAILED: {why}", file=sys.stderr)
         return 1
     print(
         f"{path}: ok, {report.rows} charges over {report.datasets} dataset(s), hash chain head "
@@ -105,7 +109,7 @@ def _verify(path: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..privacy._units import format_rho
+    from ..privacy._units import format_left, format_rho
     from ..privacy.store import create_budget, open_budget, stored_datasets
 
     if args.action == "verify":
@@ -138,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
             left = max(0.0, total - spent)
             print(
                 f"{name:<20} {format_rho(total, 4):>10} {format_rho(spent, 4):>10} "
-                f"{format_rho(left, 4):>10}  {_epsilon(spent, delta)} at delta = {delta:g} (CKS)"
+                f"{format_left(left, total, 4):>10}  {_epsilon(spent, delta)} at delta = "
+                f"{delta:g} (CKS)"
             )
         return 0
     budget = open_budget(args.store, dataset=args.dataset)
@@ -148,5 +153,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"#{charge.id:<4} {charge.created}  rho {rho:>10}  {charge.mechanism}")
         for mechanism, count, rho in charge.releases:
             print(f"{'':6}release {mechanism} x {count}: rho {rho:.4g}")
-    print(f"spent {format_rho(budget.spent)}, remaining {format_rho(budget.remaining)}")
+    left = format_left(budget.remaining, budget.total)
+    print(f"spent {format_rho(budget.spent)}, remaining {left}")
     return 0

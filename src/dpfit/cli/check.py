@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import examples
+from ._args import add_reading_options, examples
 
 __all__ = ["add_parser", "run"]
 
@@ -38,8 +38,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument("data", metavar="DATA", help="a data file, '-' (CSV on stdin) or a name")
     p.add_argument("--codebook", required=True, metavar="FILE", help="TOML or YAML codebook")
     p.add_argument("--formula", help="'y ~ x1 + x2' or 'y ~ exog + [endog ~ instruments]'")
-    p.add_argument("--sep", help="field separator of CSV/TSV data")
-    p.add_argument("--thousands", metavar="CHAR", help="thousands separator of CSV/TSV data")
+    add_reading_options(p)
     p.add_argument("--sample", help="sample option of a bundled dataset")
     return p
 
@@ -50,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     from ._errors import in_cli_terms
 
     codebook = load_codebook(args.codebook)
-    table = read_table(args.data, args.sample, sep=args.sep, thousands=args.thousands)
+    table = read_table(
+        args.data, args.sample, sep=args.sep, thousands=args.thousands, encoding=args.encoding
+    )
     args.columns = list(table.frame.columns)
     if table.labels is not None:
         codebook = table.labels.merged(codebook)

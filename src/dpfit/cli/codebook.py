@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._args import examples
+from ._args import add_reading_options, examples
 
 __all__ = ["add_parser", "run"]
 
@@ -45,8 +45,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     init.add_argument("data", metavar="DATA", help="a data file, '-' (CSV on stdin) or a name")
     init.add_argument("--output", "-o", type=Path, metavar="FILE", help="write here (.toml)")
     init.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    init.add_argument("--sep", help="field separator of CSV/TSV data")
-    init.add_argument("--thousands", metavar="CHAR", help="thousands separator of CSV/TSV data")
+    add_reading_options(init)
     init.add_argument("--sample", help="sample option of a bundled dataset")
     return p
 
@@ -61,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--output must end in .toml (dpfit writes TOML), got {out}")
         if out.exists() and not args.force:
             raise ValueError(f"--output {out} exists: give --force to overwrite it")
-    table = read_table(args.data, args.sample, sep=args.sep, thousands=args.thousands)
+    table = read_table(
+        args.data, args.sample, sep=args.sep, thousands=args.thousands, encoding=args.encoding
+    )
     args.columns = list(table.frame.columns)
     name = "standard input" if args.data == "-" else args.data
     text = template(table.frame.iloc[:0], source=name, labels=table.labels)

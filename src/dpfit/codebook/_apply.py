@@ -15,7 +15,10 @@ import pandas as pd
 
 from ._codebook import Codebook
 
-__all__ = ["apply_levels", "fill_bounds"]
+__all__ = ["PASS_BOUNDS", "apply_levels", "fill_bounds"]
+
+#: How a Python caller gives bounds instead (the command line says --bound / --y-bounds).
+PASS_BOUNDS = "or pass bounds= and y_bounds= to the fit"
 
 
 def _as_levels(column: Any, series: pd.Series) -> pd.Series:
@@ -52,6 +55,29 @@ def apply_levels(codebook: Codebook, data: Any) -> tuple[Any, frozenset[str]]:
     return frame, frozenset(categories)
 
 
+def _refuse_placeholders(
+    codebook: Codebook, where: str, params: dict[str, Any], terms: list[str], response: str
+) -> None:
+    """Name the number columns whose bounds are still placeholders (``bounds = []``, as
+    ``dpfit codebook init`` writes them) when the fit needs them and has none: without
+    this, a template used before it is filled in read as a codebook of levels only."""
+    given = params.get("bounds") or {}
+    needed = [c for c in terms if c not in given]
+    needed += [response] if params.get("y_bounds") is None else []
+    unfilled = [
+        c
+        for c in needed
+        if c in codebook.columns
+        and codebook.columns[c].type == "number"
+        and codebook.columns[c].bounds is None
+    ]
+    if unfilled and params.get("clip") is None:
+        raise ValueError(
+            f"{where} has no bounds yet for {unfilled} (bounds = [] is a placeholder still to "
+            f"fill in): write each one's public [LOW, HIGH], {PASS_BOUNDS}"
+        )
+
+
 def fill_bounds(
     codebook: Codebook,
     params: dict[str, Any],
@@ -70,7 +96,8 @@ def fill_bounds(
     Raises
     ------
     ValueError
-        A design column or the response without bounds anywhere, named.
+        A design column or the response without bounds anywhere, named; or a codebook whose
+        entries for them are placeholders (``bounds = []``) when nothing else bounds them.
     """
     given = params.get("bounds")
     if given is not None and not isinstance(given, Mapping):
@@ -78,9 +105,10 @@ def fill_bounds(
     given = dict(given or {})
     terms = [c for c in design if c not in indicators]
     known = {c: codebook.bounds(c) for c in [*terms, response] if codebook.bounds(c) is not None}
-    if not known:
-        return params
     where = f"codebook {codebook.source}" if codebook.source else "codebook"
+    if not known:
+        _refuse_placeholders(codebook, where, params, terms, response)
+        return params
     missing = [c for c in terms if c not in given and c not in known]
     if missing:
         raise ValueError(

@@ -16,7 +16,9 @@ so that ``dpfit fit DATA --codebook FILE``, ``dpfit.ols(..., codebook=FILE)`` an
 ``dpfit.iv(..., codebook=FILE)`` read them instead of a ``--bound`` per term, and
 ``dpfit check DATA --codebook FILE`` can say, before anything is charged, what is missing.
 An empty ``bounds = []`` or ``levels = []`` is a placeholder still to fill in (``dpfit
-codebook init`` writes them, from the data's schema only).
+codebook init`` writes them, from the data's schema only). ``dpfit serve``'s schema spellings
+are accepted too (``numeric``, ``categorical``, and ``boolean`` for a number in [0, 1]), so one
+file can be both.
 
 A Stata file's value labels are the same kind of fact, stored in the file's metadata: the
 reader turns them into category entries (``codes`` maps each stored code to its level).
@@ -32,10 +34,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .._validation import shown
+
 __all__ = ["TYPES", "Codebook", "Column", "load_codebook"]
 
 #: The column types a codebook declares.
 TYPES = ("number", "category")
+#: The same types as ``dpfit serve``'s schema spells them (``dpfit.serve.schema``), so one
+#: file serves both: a boolean is a number in [0, 1].
+_SCHEMA_TYPES = {"numeric": "number", "categorical": "category", "boolean": "number"}
 _KEYS = frozenset({"type", "bounds", "levels", "codes", "description"})
 
 
@@ -105,9 +112,15 @@ def _column(name: str, entry: Any, source: str) -> Column:
     if unknown:
         raise ValueError(f"{where}: unknown keys {unknown} (allowed: {sorted(_KEYS)})")
     kind = entry.get("type", "category" if entry.get("levels") else "number")
+    boolean = kind == "boolean"
+    kind = _SCHEMA_TYPES.get(kind, kind) if isinstance(kind, str) else kind
     if kind not in TYPES:
-        raise ValueError(f"{where}: type must be one of {list(TYPES)}, got {kind!r}")
+        allowed = [*TYPES, *_SCHEMA_TYPES]
+        raise ValueError(f"{where}: type must be one of {allowed}, got {shown(kind)}")
     bounds, levels = _bounds(entry.get("bounds"), where), _levels(entry.get("levels"), where)
+    if boolean and bounds not in (None, (0.0, 1.0)):
+        raise ValueError(f"{where}: a boolean's bounds are [0, 1]")
+    bounds = (0.0, 1.0) if boolean else bounds
     if kind == "number" and levels is not None:
         raise ValueError(f"{where}: a number has bounds, not levels (or set type = 'category')")
     if kind == "category" and bounds is not None:

@@ -43,7 +43,7 @@ import pandas as pd
 from formulaic import model_matrix
 from formulaic.transforms.contrasts import TreatmentContrasts
 
-from ._row_wise import check_terms, declared_column, factor_column, refuse
+from ._row_wise import check_terms, declared_column, factor_column, may_be_undefined, refuse
 from ._schema import read_as
 from ._values import level_values, numeric_values
 
@@ -55,6 +55,7 @@ __all__ = [
     "null_rows",
     "read_values",
     "take_null_records",
+    "zero_record_causes",
 ]
 
 #: ``Series.attrs`` key of a response built here: rows of NaN in the design are zero records.
@@ -66,7 +67,11 @@ class Design:
     """A checked formula side: the formulaic spec built on metadata and its public facts.
 
     ``categoricals`` maps each categorical factor's column to its declared levels;
-    ``indicators`` lists the design columns in {0, 1} (treatment-coded categorical terms).
+    ``indicators`` lists the design columns in {0, 1} (treatment-coded categorical terms);
+    ``zero_terms`` pairs each factor that can make a record the zero record with why:
+    ``"levels"`` (a categorical factor: a value outside its levels) or ``"transform"`` (a
+    transform undefined at some values, :func:`~._row_wise.may_be_undefined`). All of it is
+    read off the formula and the dtypes, never the values.
     """
 
     spec: Any
@@ -75,6 +80,7 @@ class Design:
     indicators: tuple[str, ...]
     numeric: tuple[str, ...] = ()
     declared: tuple[str, ...] = ()
+    zero_terms: tuple[tuple[str, str], ...] = ()
 
 
 def _levels_hint(expr: str, column: str | None) -> str:
@@ -161,7 +167,21 @@ def design_spec(side: str, meta: pd.DataFrame, declared: Collection[str] = ()) -
         indicators=tuple(indicators),
         numeric=numbers,
         declared=declared_columns,
+        zero_terms=_zero_terms(spec, categorical_factors),
     )
+
+
+def _zero_terms(spec: Any, categorical: set[str]) -> tuple[tuple[str, str], ...]:
+    """The factors that can make a record the zero record (:attr:`Design.zero_terms`)."""
+    found: dict[str, str] = {}
+    for term in spec.terms:
+        for factor in term.factors:
+            expr = str(factor.expr)
+            if expr in categorical:
+                found.setdefault(expr, "levels")
+            elif factor.eval_method.value == "python" and may_be_undefined(expr):
+                found.setdefault(expr, "transform")
+    return tuple(found.items())
 
 
 def read_values(design: Design, frame: pd.DataFrame) -> pd.DataFrame:
@@ -175,6 +195,29 @@ def read_values(design: Design, frame: pd.DataFrame) -> pd.DataFrame:
     for name in design.declared:
         frame[name] = level_values(frame[name], levels.get(name, ()))
     return frame
+
+
+#: What can make a record the zero record, by kind of formula factor (``Design.zero_terms``).
+_ZERO_CAUSES = {
+    "levels": "a value outside its declared levels: check their spelling and case against the "
+    "data's, and list every level, the reference included",
+    "transform": "undefined or infinite at some values, e.g. the log of a value <= 0 or a "
+    "division by 0",
+}
+
+
+def zero_record_causes(terms: Any, *, dask: bool) -> str:
+    """The likely causes of many zero records, from the formula's terms (public): which
+    terms can produce them and how, never which one did."""
+    if not terms:
+        return (
+            "a missing or non-finite value, or a category outside the declared levels, makes "
+            "a record one"
+        )
+    causes = "; ".join(f"{term} ({_ZERO_CAUSES[kind]})" for term, kind in terms)
+    extra = "; or a missing or non-finite value of any variable (Dask data)" if dask else ""
+    which = "; which one did is not released" if len(terms) > 1 or dask else ""
+    return f"the formula's terms that can make one: {causes}{extra}{which}"
 
 
 def outside_levels(design: Design, frame: pd.DataFrame) -> np.ndarray:
@@ -191,16 +234,18 @@ def outside_levels(design: Design, frame: pd.DataFrame) -> np.ndarray:
 def _check_raw(design: Design, frame: pd.DataFrame, read: pd.DataFrame) -> None:
     """In memory: refuse a missing or infinite value in a numeric formula variable (the raw
     data ``frame``, and its values ``read`` as numbers), before any transform; dropping the
-    row would make n depend on the data. A value that is not a number is not refused: it
-    reads as NaN, and its record is the zero record."""
+    row would make n depend on the data. The message names the column (the check is per
+    column; docs/threat-model.md, "The schema is public"), never a row or a value. A value
+    that is not a number is not refused: it reads as NaN, and its record is the zero
+    record."""
     used = sorted(v for v in design.spec.variables if v in frame.columns)
     for name in used:
         column = frame[name]
         if isinstance(column.dtype, pd.CategoricalDtype) or name in dict(design.categoricals):
             continue  # a missing category is outside the declared levels: the zero record
-        if column.isna().to_numpy().any():
+        if column.isna().to_numpy().any():  # per column, like the infinite values below
             raise ValueError(
-                "data has missing values in a formula variable; dpfit does not drop rows (that "
+                f"data column {name!r} has missing values; dpfit does not drop rows (that "
                 "would make n depend on the data): remove them first and treat the row count "
                 "after removal as public"
             )

@@ -33,9 +33,11 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_real, check_rho, user_stacklevel
+from ..distributed import is_dask
 from ..exceptions import LargeBudgetWarning, SideConditionWarning
 from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho, rho_within
 from ..privacy import Budget, PrivacyLedger, Query, query_sensitivity, split
+from ._design import zero_record_causes
 from .results import Result, snapshot_ledger
 
 __all__ = [
@@ -230,6 +232,7 @@ def checked_linear_fit(
     fit_intercept: bool,
     bounds_check: float = DEFAULT_BOUNDS_CHECK,
     indicators: tuple[str, ...] = (),
+    zero_terms: tuple[tuple[str, str], ...] = (),
     **params: Any,
 ) -> Result:
     """:class:`~dpfit.DPLinearRegression` on (X, y) with the checks of this module.
@@ -238,6 +241,8 @@ def checked_linear_fit(
     and the count of records outside the bounds the rest; the result's ledger holds both.
     Every public parameter is checked before anything is charged; a stored budget
     (:mod:`dpfit.privacy.store`) reserves the whole ``rho`` in one transaction.
+    ``zero_terms`` names the formula's factors that can make a record the zero record, for
+    the warning about many of them (:attr:`dpfit.models._design.Design.zero_terms`).
     """
     from .linear import DPLinearRegression
 
@@ -278,7 +283,8 @@ def checked_linear_fit(
         )
         if share == 0:
             return result
-        return _check_bounds(X, y, result, check_rho_, budget, source, indicators, params)
+        check = {**params, "zero_terms": zero_terms}
+        return _check_bounds(X, y, result, check_rho_, budget, source, indicators, check)
 
 
 def _shares(rho: float, share: float) -> tuple[float, float]:
@@ -316,6 +322,7 @@ def checked_iv_fit(
     random_state: Any = None,
     secure: bool = False,
     indicators: tuple[str, ...] = (),
+    zero_terms: tuple[tuple[str, str], ...] = (),
 ) -> Result:
     """An IV fit ``fit(rho_fit, source)`` followed by the bounds check of ``dpfit.ols``.
 
@@ -343,7 +350,7 @@ def checked_iv_fit(
             return result
         instruments = [c for c in Z.columns if c not in X.columns]
         columns = X.join(Z[instruments]) if instruments else X
-        check = {"bounds": bounds, "y_bounds": y_bounds}
+        check = {"bounds": bounds, "y_bounds": y_bounds, "zero_terms": zero_terms}
         return _check_bounds(columns, y, result, check_rho_, budget, source, indicators, check)
 
 
@@ -383,9 +390,9 @@ def _check_bounds(
     if zero > limit:
         warnings.warn(
             f"about {zero:.0f} of n = {result.n} records are zero records (noise std "
-            f"{noise_std:.3g}): a value that is not a number or not finite, or a category "
-            "outside the declared levels, makes its record all zeros; a text column used as "
-            "a number needs C(column, levels=[...]) (docs/user-guide.md)",
+            f"{noise_std:.3g}): a record whose row of the formula cannot be built counts as "
+            f"all zeros; {zero_record_causes(params.get('zero_terms', ()), dask=is_dask(X))} "
+            "(docs/user-guide.md)",
             SideConditionWarning,
             stacklevel=user_stacklevel(),
         )

@@ -17,15 +17,17 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["formula_errors", "formula_message"]
+__all__ = ["formula_errors", "formula_message", "one_line"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
 _FACTOR = re.compile(r"Unable to evaluate factor `(?P<term>[^`]*)`")
 _MISSING = re.compile(r"`(?P<name>[^`]*)` is not present in the dataset")
 _UNDEFINED = re.compile(r"name '(?P<name>[^']*)' is not defined")
+_BETWEEN = re.compile(r"Missing operator between `(?P<a>[^`]*)` and `(?P<b>[^`]*)`")
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """``text`` as one line, without formulaic's colour codes and markers."""
     return " ".join(_ANSI.sub("", str(text)).split())
 
 
@@ -38,6 +40,19 @@ def _suggest(name: str, columns: Sequence[str]) -> str:
     return f"the data's columns are {shown}" if columns else "check the column names"
 
 
+def _spaced_name_hint(message: str, columns: Sequence[str]) -> str:
+    """For "Missing operator between `hourly` and `wage`": the column whose name has the
+    space, in backticks (formulaic's quoting), when the schema has it."""
+    match = _BETWEEN.search(message)
+    if match is None:
+        return ""
+    words = f"{match.group('a')} {match.group('b')}"
+    named = [str(c) for c in columns if " ".join(str(c).split()) == words]
+    column = named[0] if named else words
+    prefix = "" if named else f"if {words!r} is one column's name, "
+    return f"; {prefix}a column name with a space goes in backticks: `{column}`"
+
+
 def formula_message(exc: Exception, columns: Sequence[str] = (), formula: str = "") -> str:
     """One line for a formulaic error: the culprit term and what to do; no data value.
 
@@ -45,10 +60,12 @@ def formula_message(exc: Exception, columns: Sequence[str] = (), formula: str = 
     """
     from formulaic.errors import FactorEvaluationError, FormulaParsingError, FormulaSyntaxError
 
-    text = _one_line(exc)
+    text = one_line(exc)
     if isinstance(exc, FormulaSyntaxError):
-        first = _one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
-        return f"formula syntax error: {first.replace('insuffient', 'insufficient')}"
+        first = one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
+        first = first.replace("insuffient", "insufficient")
+        hint = _spaced_name_hint(first, columns)
+        return f"formula syntax error: {first.rstrip('.') if hint else first}{hint}"
     if isinstance(exc, FormulaParsingError):  # raised on the formula alone: no data in it
         if "`.` operator" in text:
             quoted = f" {formula!r}" if formula else ""
@@ -57,7 +74,7 @@ def formula_message(exc: Exception, columns: Sequence[str] = (), formula: str = 
                 "you mean, "
                 "e.g. 'y ~ x1 + x2' (the design comes from the formula, never from the data)"
             )
-        first = _one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
+        first = one_line(str(exc).splitlines()[0]) if str(exc) else "invalid formula"
         return f"formula{f' {formula!r}' if formula else ''}: {first}"
     if isinstance(exc, FactorEvaluationError) and (match := _FACTOR.search(text)):
         term = match.group("term")

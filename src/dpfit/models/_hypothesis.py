@@ -8,6 +8,7 @@ statsmodels' ``RegressionResults`` and linearmodels' ``OLSResults``.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ import numpy as np
 from scipy import stats
 
 from ..inference.population import CovarianceEstimate
+from ._formula_errors import one_line
 
 __all__ = ["WaldTestResult", "constraints", "two_sided_pvalues", "wald"]
 
@@ -53,6 +55,30 @@ class WaldTestResult:
         )
 
 
+def _parsed(restrictions: str, names: Sequence[str]) -> Any:
+    """formulaic's ``LinearConstraints`` of a restrictions string, its errors (a bare
+    ``KeyError`` for an unknown term) as one-line ``ValueError``s naming the culprit."""
+    from formulaic.errors import FormulaicError
+    from formulaic.utils.constraints import LinearConstraints
+
+    try:
+        return LinearConstraints.from_spec(restrictions, variable_names=list(names))
+    except KeyError as exc:
+        term = str(exc.args[0]) if exc.args else ""
+        close = difflib.get_close_matches(term, list(names), n=2, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(
+            f"restrictions: {term!r} is not a term of the model{hint} (its terms: "
+            f"{list(names)}; a term with spaces or brackets goes in backticks)"
+        ) from None
+    except FormulaicError as exc:
+        first = one_line(str(exc).splitlines()[0] if str(exc) else "invalid restrictions")
+        raise ValueError(
+            f"restrictions {restrictions!r}: {first.replace('insuffient', 'insufficient')} "
+            "(write e.g. 'educ = 0, exper = 2 * female')"
+        ) from None
+
+
 def constraints(
     restrictions: Any, q: Any, names: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
@@ -63,11 +89,9 @@ def constraints(
     """
     p = len(names)
     if isinstance(restrictions, str):
-        from formulaic.utils.constraints import LinearConstraints
-
         if q is not None:
             raise ValueError("q must be None when restrictions is a string (write '= value')")
-        spec = LinearConstraints.from_spec(restrictions, variable_names=list(names))
+        spec = _parsed(restrictions, names)
         R, q_arr = (
             np.asarray(spec.constraint_matrix, float),
             np.asarray(spec.constraint_values, float),

@@ -3,20 +3,23 @@
 An estimator whose ``fit`` stores its :class:`~dpfit.models.Result` with ``_keep`` (which
 sets ``result_``, ``privacy_``, ``coef_`` and ``intercept_``) gets ``predict``, ``conf_int``
 (with its ``target``) and ``summary`` from :class:`ReleasedLinearModel`; all three read only
-the release. The rest of
+the release. ``score`` is scikit-learn's R^2 on the data passed, which is not a release: it
+warns (:class:`~dpfit.exceptions.NonPrivateWarning`). The rest of
 the statsmodels-like API (``bse``, ``tvalues``, ``pvalues``, ``cov_params()``,
 ``wald_test()``, ``f_test()``) lives on ``result_``.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_array
+from .._validation import check_array, user_stacklevel
+from ..exceptions import NonPrivateWarning
 from .results import Result
 from .summary import Summary
 
@@ -40,6 +43,35 @@ class ReleasedLinearModel:
         X_arr = check_array(X, "X", ndim=2)
         validate_data(self, X, reset=False, skip_check_array=True)
         return X_arr @ self.coef_ + self.intercept_
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """R^2 of ``predict(X)`` against ``y`` (scikit-learn's ``RegressorMixin.score``),
+        computed on the data passed, without privacy.
+
+        Kept because model selection calls it (``cross_val_score``, ``GridSearchCV``), but it
+        is not a release of the fit: it reads every row of ``X`` and ``y`` exactly, so it is
+        safe on public data only, such as a public validation set. On the private training
+        rows it is the in-sample R^2 that :class:`~dpfit.models.Result` refuses
+        (``rsquared``), and on private held-out folds each fold's score is published outside
+        the privacy guarantee.
+
+        Warns
+        -----
+        NonPrivateWarning
+            On every call (Python shows it once per calling line by default).
+        """
+        predicted = self.predict(X)  # checks X first: a malformed X is an error, not a warning
+        warnings.warn(
+            "score() computes R^2 on the X and y it is given, without privacy: safe on public "
+            "data only (e.g. a public validation set); on the private rows it is the in-sample "
+            "R^2 that Result.rsquared refuses, and cross-validation on private folds "
+            "(cross_val_score, GridSearchCV) publishes each fold's score outside the guarantee",
+            NonPrivateWarning,
+            stacklevel=user_stacklevel(),
+        )
+        from sklearn.metrics import r2_score
+
+        return float(r2_score(y, predicted, sample_weight=sample_weight))
 
     def conf_int(self, alpha: float = 0.05, target: str = "population") -> pd.DataFrame:
         """Level 1 - alpha intervals for ``target`` (``"population"`` or ``"sample"``), one

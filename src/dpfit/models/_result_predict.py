@@ -86,6 +86,7 @@ def _from_frame(result: Any, exog: pd.DataFrame) -> np.ndarray:
     elif result.predictors:
         from ._design import materialise
 
+        _check_variables(result.predictors, terms, exog)
         parts = [materialise(d, exog, refuse_missing=True) for d in result.predictors]
         built = pd.concat(parts, axis=1)
         built = built.loc[:, ~built.columns.duplicated()]
@@ -97,6 +98,19 @@ def _from_frame(result: Any, exog: pd.DataFrame) -> np.ndarray:
         missing = [t for t in terms if t not in exog.columns]
         raise ValueError(f"exog lacks the columns {missing} (one per term of the fit)")
     return _with_intercept(names, design, has_intercept="Intercept" in names)
+
+
+def _check_variables(designs: Any, terms: list[str], exog: pd.DataFrame) -> None:
+    """Refuse ``exog`` without a column the formula reads, naming the missing ones (the
+    formula's variables and the fit's terms are public)."""
+    needed = [c for d in designs for c in (*d.numeric, *(col for col, _ in d.categoricals))]
+    needed = list(dict.fromkeys(needed))
+    missing = [c for c in needed if c not in exog.columns]
+    if missing:
+        raise ValueError(
+            f"exog lacks the columns {missing}: give one column per variable of the formula "
+            f"({needed}), or one per term of the fit ({terms})"
+        )
 
 
 def _with_intercept(names: list[str], design: np.ndarray, *, has_intercept: bool) -> np.ndarray:

@@ -25,6 +25,7 @@ __all__ = [
     "column_of",
     "declared_column",
     "factor_column",
+    "may_be_undefined",
     "refuse",
 ]
 
@@ -264,3 +265,33 @@ def declared_column(expr: str) -> str | None:
         if any(k.arg == "levels" for k in node.keywords):
             return column_of(node.args[0])
     return None
+
+
+#: Functions (the last part of the name) that are undefined, or overflow, at some finite values.
+_PARTIAL = frozenset(
+    {
+        "log", "log10", "log2", "log1p", "sqrt", "arcsin", "arccos", "arccosh", "arctanh",
+        "tan", "reciprocal", "power", "float_power", "exp", "exp2", "exp10", "expm1", "sinh",
+        "cosh", "divide", "true_divide", "floor_divide", "mod", "remainder", "fmod", "ldexp",
+    }
+)  # fmt: skip
+
+
+def _whole_power(node: ast.AST) -> bool:
+    """An exponent that is a literal integer >= 0 (x ** 2 is defined for every x)."""
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 0
+
+
+def may_be_undefined(expr: str) -> bool:
+    """Whether a row-wise factor can be NaN or infinite at finite values (``np.log(x)`` at 0,
+    a division by a column, ``x ** -1``, ``np.exp`` overflowing): such a record is the zero
+    record. Read off the formula only, never the data."""
+    for node in ast.walk(ast.parse(expr, mode="eval").body):
+        if isinstance(node, ast.Call) and _callee(node).rpartition(".")[2] in _PARTIAL:
+            return True
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and _reads_data(node.right):
+                return True
+            if isinstance(node.op, ast.Pow) and not _whole_power(node.right):
+                return True
+    return False

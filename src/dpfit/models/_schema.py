@@ -66,13 +66,16 @@ def _categorical_factors(side: str) -> tuple[set[str], set[str]]:
 
 
 def _text_message(name: str, dtype: Any) -> str:
+    """The refusal of a text column used as a number, with every public fix: which one
+    applies is not read off the values (they are private)."""
     return (
         f"column {name!r} holds text (dtype {dtype}), not numbers: dpfit reads a column's type "
-        "from the data's schema (public) and never guesses numbers out of text. If it is "
-        "numeric, convert it publicly before the fit (numbers written with thousands "
-        'separators such as 12,345.67: read the file with pandas.read_csv(..., thousands=","); '
-        "entries such as 'n/a': remove those rows and treat the remaining count as public); "
-        f"if it is categorical, declare its levels: C({name}, levels=[...])"
+        "from the data's schema (public) and never guesses numbers out of text. Convert it "
+        "publicly before the fit: numbers written with thousands separators such as "
+        '12,345.67: read the file with pandas.read_csv(..., thousands=","); dates: to a year '
+        f"or to days since a fixed public date (pandas.to_datetime(df[{name!r}]).dt.year); "
+        "entries such as 'n/a': remove those rows and treat the remaining count as public; "
+        f"categories: declare the levels, C({name}, levels=[...])"
     )
 
 

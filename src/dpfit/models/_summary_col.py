@@ -10,11 +10,11 @@ rho add up when they used the same data (zCDP composition, Bun and Steinke 2016,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from .._validation import check_interval_alpha, check_option
+from .._validation import check_interval_alpha, check_option, shown
 from ._hypothesis import two_sided_pvalues
 from .results import Result
 from .summary import Summary, format_number
@@ -81,6 +81,13 @@ def summary_col(
     Summary
         ``as_text()``, ``as_html()``, ``as_latex()``.
     """
+    if isinstance(results, Result):
+        raise TypeError(
+            "summary_col takes a list of results, got one Result: write summary_col([res]) "
+            "(or summary_col([res1, res2]) for several columns)"
+        )
+    if not isinstance(results, Iterable) or isinstance(results, str):
+        raise TypeError(f"results must be a list of dpfit Result objects, got {shown(results)}")
     results = list(results)
     if not results or not all(isinstance(r, Result) for r in results):
         raise TypeError("results must be a non-empty sequence of dpfit Result objects")

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .._floats import quiet_floats
+from .._validation import shown
 from ..codebook import Codebook, apply_levels, fill_bounds, load_codebook
 from ..distributed import is_dask
 from ..privacy import Budget
@@ -53,8 +54,16 @@ _INTERCEPT = "Intercept"
 
 
 def _check_formula(formula: Any) -> str:
-    if not isinstance(formula, str) or "~" not in formula:
-        raise ValueError(f"formula must be a string of the form 'y ~ x1 + x2', got {formula!r}")
+    """``formula`` if it is a string with a '~'. Anything else is named by its type only: a
+    frame passed as the formula (arguments swapped) is the private data."""
+    if not isinstance(formula, str):
+        swapped = hasattr(formula, "columns") or hasattr(formula, "shape")
+        raise TypeError(
+            f"formula must be a string such as 'y ~ x1 + x2', got {shown(formula)}"
+            + (": did you swap formula and data? The formula comes first" if swapped else "")
+        )
+    if "~" not in formula:
+        raise ValueError(f"formula must be of the form 'y ~ x1 + x2', got {formula!r}")
     return formula
 
 
@@ -110,25 +119,40 @@ def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
 def _design_matrices(
     formula: str, data: Any, declared: frozenset[str] = frozenset()
 ) -> tuple[Any, Any, bool, tuple[str, ...]]:
-    y, X, has_intercept, design = _formula_design(formula, data, declared)
+    y, X, has_intercept, design, _ = _formula_design(formula, data, declared)
     return y, X, has_intercept, design.indicators
 
 
 def _formula_design(
     formula: str, data: Any, declared: frozenset[str] = frozenset()
-) -> tuple[Any, Any, bool, Design]:
-    """Response, design (without the intercept column), intercept, and the checked design."""
+) -> tuple[Any, Any, bool, Design, tuple[tuple[str, str], ...]]:
+    """Response, design (without the intercept column), intercept, the checked design, and
+    the factors of both sides that can make a record the zero record
+    (:attr:`~dpfit.models._design.Design.zero_terms`)."""
     lhs, rhs = _check_formula(formula).split("~", 1)
     if not lhs.strip():
         raise ValueError("formula needs a response on the left of '~'")
-    y, _ = _matrix(lhs, data, declared)
+    _refuse_iv_block(rhs)
+    y, response = _matrix(lhs, data, declared)
     y = y.drop(columns=[_INTERCEPT], errors="ignore")
     if y.shape[1] != 1:
         raise ValueError("formula must have exactly one response on the left of '~'")
     X, design = _matrix(rhs, data, declared)
     has_intercept = _INTERCEPT in X.columns
     y = _zero_records(y.iloc[:, 0], [X])
-    return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design
+    zero_terms = (*response.zero_terms, *design.zero_terms)
+    return y, X.drop(columns=[_INTERCEPT], errors="ignore"), has_intercept, design, zero_terms
+
+
+def _refuse_iv_block(rhs: str) -> None:
+    """Name an IV block ``[endog ~ instruments]`` in a formula for least squares."""
+    for start, end in _bracket_blocks(rhs):
+        if "~" in rhs[start:end]:
+            raise ValueError(
+                f"formula term {rhs[start:end].strip()!r} is instrumental-variable syntax "
+                "(y ~ exog + [endog ~ instruments]): fit it with dpfit.iv (on the command "
+                "line: dpfit iv), or drop the brackets for least squares"
+            )
 
 
 def design_matrices(formula: str, data: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame, bool]:
@@ -218,13 +242,14 @@ def ols(
     >>> bool(abs(res.params["x"] - 0.5) < 0.05)
     True
     """
+    _check_formula(formula)  # before the data: a frame passed as the formula is named by its type
     if "fit_intercept" in params:
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
     if "bounds_check" in params:
         params["bounds_check"] = check_bounds_check(params["bounds_check"])
     codebook, data, declared = with_codebook(params.pop("codebook", None), data)
-    with formula_errors(data, formula if isinstance(formula, str) else ""):
-        y, X, has_intercept, design = _formula_design(formula, data, declared)
+    with formula_errors(data, formula):
+        y, X, has_intercept, design, zero_terms = _formula_design(formula, data, declared)
     indicators = design.indicators
     if codebook is not None:
         params = fill_bounds(codebook, params, list(X.columns), indicators, str(y.name))
@@ -232,7 +257,7 @@ def ols(
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
     result = checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
-        **params,
+        zero_terms=zero_terms, **params,
     )  # fmt: skip
     return dataclasses.replace(result, predictors=(design,))  # for predict(new public x)
 
@@ -330,6 +355,7 @@ class IVMatrices:
     instruments: pd.DataFrame
     indicators: tuple[str, ...] = ()
     designs: tuple[Design, ...] = ()
+    zero_terms: tuple[tuple[str, str], ...] = ()
 
 
 def iv_matrices(
@@ -340,10 +366,10 @@ def iv_matrices(
     The intercept, when present, is an ``"Intercept"`` column of ``exog``. Missing numeric
     values are an error; the rows of a record whose categorical value is not a declared
     level are NaN in every matrix (a zero record when fitted). ``indicators`` lists the
-    {0, 1} indicator columns.
+    {0, 1} indicator columns, ``zero_terms`` the factors that can make a zero record.
     """
     parts = parse_iv_formula(formula)
-    y, _, _, _ = _design_matrices(f"{parts.dependent} ~ 1", data, declared)
+    y, _, _, _, response = _formula_design(f"{parts.dependent} ~ 1", data, declared)
     names = ("exog", "endog", "instruments")
     sides = {name: _matrix(getattr(parts, name), data, declared) for name in names}
     designs = [design for _, design in sides.values()]
@@ -354,4 +380,5 @@ def iv_matrices(
         **mats,
         indicators=tuple(dict.fromkeys(c for d in designs for c in d.indicators)),
         designs=tuple(designs),
+        zero_terms=tuple(dict.fromkeys((*response, *(t for d in designs for t in d.zero_terms)))),
     )

@@ -60,7 +60,7 @@ from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import bounds_in_order, check_bounds
 from ._upstream import warn_fitted_upstream
-from .formula import iv_matrices, with_codebook, with_indicator_bounds
+from .formula import _check_formula, iv_matrices, with_codebook, with_indicator_bounds
 from .results import Result
 
 __all__ = ["IV_INTERVALS", "DPIVRegression", "iv"]
@@ -430,8 +430,9 @@ def iv(
     codebook = params.pop("codebook", None)
     # Public parameters first (fit() warns about a large rho).
     DPIVRegression(rho=rho, random_state=random_state, **params)._config(warn_large_rho=False)
+    _check_formula(formula)  # before the data: a frame passed as the formula is named by its type
     codebook, data, declared = with_codebook(codebook, data)
-    with formula_errors(data, formula if isinstance(formula, str) else ""):
+    with formula_errors(data, formula):
         mats = iv_matrices(formula, data, declared)
     if codebook is not None:
         design = [*mats.exog.columns, *mats.endog.columns, *mats.instruments.columns]
@@ -463,6 +464,7 @@ def iv(
         random_state=random_state,
         secure=params.get("secure", False),
         indicators=tuple(mats.indicators),
+        zero_terms=mats.zero_terms,
     )
     # The regressors' designs (exogenous, endogenous), for predict on new public x.
     return dataclasses.replace(result, predictors=mats.designs[:2])

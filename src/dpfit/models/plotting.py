@@ -14,6 +14,7 @@ coefficient. The figure is built without ``pyplot`` (no global state).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -169,6 +170,11 @@ def plot_result(
     """
     from .._validation import check_interval_alpha
 
+    if isinstance(alpha, str | os.PathLike):
+        raise TypeError(
+            f"plot() takes alpha first, not a file name ({str(alpha)!r}); it returns a "
+            f"matplotlib Figure: to save it, use res.plot().savefig({str(alpha)!r})"
+        )
     alpha = check_interval_alpha(alpha)
     if terms is None:
         terms = [t for t in result.names if t != "Intercept"] or list(result.names)

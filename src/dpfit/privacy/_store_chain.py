@@ -44,6 +44,7 @@ __all__ = [
     "genesis",
     "row_hash",
     "verify",
+    "verify_hint",
 ]
 
 _SEP = "\x1f"  # the ASCII unit separator: no field of a row is allowed to hold it
@@ -95,10 +96,16 @@ class DatasetState:
     head_id: int
 
 
+def verify_hint(path: Path) -> str:
+    """The end of a damaged store's message: where to check it (``dpfit budget verify``
+    leaves it out of its own report)."""
+    return f"; run dpfit budget verify {path}"
+
+
 def _damaged(path: Path, what: str) -> ValueError:
     return ValueError(
         f"budget store {path} failed its integrity check ({what}): it was changed outside "
-        f"dpfit or damaged, so it is not used; run dpfit budget verify {path}"
+        f"dpfit or damaged, so it is not used{verify_hint(path)}"
     )
 
 

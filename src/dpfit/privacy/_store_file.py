@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .._validation import shown
+
 __all__ = [
     "FORMAT",
     "VERSION",
@@ -67,7 +69,7 @@ def now() -> str:
 def check_dataset(dataset: Any) -> str:
     """A dataset's name, stripped; anything but a non-empty string is refused."""
     if not isinstance(dataset, str) or not dataset.strip():
-        raise TypeError(f"dataset must be a non-empty string naming the data, got {dataset!r}")
+        raise TypeError(f"dataset must be a non-empty string naming the data, got {shown(dataset)}")
     return dataset.strip()
 
 
@@ -107,8 +109,7 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.close()
         raise ValueError(
             f"{path} is not a dpfit budget store (not a readable SQLite database, or damaged); "
-            "give the path of a store made by dpfit budget create, or run dpfit budget verify "
-            f"{path}"
+            "give the path of a store made by dpfit budget create"
         ) from None
     except BaseException:
         conn.close()

@@ -26,7 +26,14 @@ from .._validation import check_int, check_positive, user_stacklevel
 from ..exceptions import BudgetExceededError, BudgetStoreError, BudgetStoreWarning
 from ._store_chain import DatasetState, Receipt, append, charge_unchanged, dataset_state
 from ._store_file import check_dataset, snapshot, transaction
-from ._units import exact_units, float_at_least, float_at_most, format_rho, units_to_float
+from ._units import (
+    exact_units,
+    float_at_least,
+    float_at_most,
+    format_left,
+    format_rho,
+    units_to_float,
+)
 from .budget import Budget
 from .shares import split
 
@@ -167,9 +174,10 @@ class StoredBudget(Budget):
                             f"the budget of dataset {self._dataset!r} is exhausted"
                         )
                 if not exact_units(rho) <= left:
+                    shown = format_left(max(0.0, float_at_most(left)), state.total, charge=rho)
                     raise BudgetExceededError(
                         f"charge of rho={format_rho(rho)} exceeds the remaining budget "
-                        f"{format_rho(max(0.0, float_at_most(left)))} of dataset "
+                        f"{shown} of dataset "
                         f"{self._dataset!r} in {self._path} (total {format_rho(state.total)}); "
                         "nothing was charged or drawn"
                     )
@@ -204,7 +212,9 @@ class StoredBudget(Budget):
                 f"charge of rho={format_rho(rho * count)} exceeds what is left of this "
                 f"thread's reservation (charge #{mine.receipt.id} of rho="
                 f"{format_rho(mine.receipt.rho)} in {self._path}), "
-                f"{format_rho(mine.budget.remaining)}; this charge was not made and nothing "
+                f"{format_left(mine.budget.remaining, mine.receipt.rho, charge=rho * count)}; "
+                "this charge was not "
+                "made and nothing "
                 "was drawn for it"
             ) from None
 

@@ -5,7 +5,8 @@ same exact value as a :class:`fractions.Fraction` sum, at a tenth of the cost, a
 once to float with Python's correctly rounded integer division (:func:`units_to_float`), or
 in the direction that never understates (:func:`float_at_least`) or never overstates
 (:func:`float_at_most`) what the units hold. :func:`format_rho` shows a rho without hiding
-that it lies just above a round number.
+that it lies just above a round number; :func:`format_left` shows a remaining budget, with a
+rounding residue read as 0.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "exact_units",
     "float_at_least",
     "float_at_most",
+    "format_left",
     "format_rho",
     "units_to_float",
 ]
@@ -28,6 +30,9 @@ ONE = 1 << _UNIT_BITS
 #: A value within this relative distance of its short text, but not equal to it, is shown in
 #: full: a rho of 1 + 9e-13 must never read as "1".
 _HIDDEN = 1e-9
+#: A remaining budget at most this fraction of its total reads as 0 in messages: what the
+#: float rounding of shares leaves (a split budget spent in full leaves about 1e-16).
+_RESIDUE = 1e-12
 
 
 def exact_units(x: float) -> int:
@@ -74,3 +79,15 @@ def format_rho(rho: float, digits: int = 6) -> str:
     if shown < rho and rho - shown <= _HIDDEN * rho:
         return repr(float(rho))
     return text
+
+
+def format_left(left: float, total: float, digits: int = 6, *, charge: float | None = None) -> str:
+    """A remaining budget ``left`` of ``total`` for a message: ``"0"`` when it is at most
+    1e-12 of the total (the float rounding of shares: a split budget spent in full leaves
+    about 1e-16), else :func:`format_rho`, in full where the short text would not read as
+    less than a refused ``charge`` (0.049999999999999996 left, not "0.05", refuses 0.05).
+    Display only: the accounting keeps the exact value."""
+    if 0.0 <= left <= _RESIDUE * total:
+        return "0"
+    text = format_rho(left, digits)
+    return repr(float(left)) if charge is not None and float(text) >= charge else text

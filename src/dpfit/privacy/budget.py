@@ -27,7 +27,7 @@ import threading
 
 from .._validation import check_int, check_positive
 from ..exceptions import BudgetExceededError, BudgetProcessError
-from ._units import exact_units, float_at_most, format_rho, units_to_float
+from ._units import exact_units, float_at_most, format_left, format_rho, units_to_float
 from .shares import split
 
 __all__ = ["Budget", "exact_units", "units_to_float"]
@@ -123,8 +123,8 @@ class Budget:
             if not self.can_afford(rho, count=count):
                 raise BudgetExceededError(
                     f"charge of rho={format_rho(rho * count)} exceeds the remaining budget "
-                    f"{format_rho(self.remaining)} (total {format_rho(self._total)}); nothing "
-                    "was charged or drawn"
+                    f"{format_left(self.remaining, self._total, charge=rho * count)} (total "
+                    f"{format_rho(self._total)}); nothing was charged or drawn"
                 )
             self._add(exact_units(rho) * count)
 

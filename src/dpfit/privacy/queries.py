@@ -58,7 +58,7 @@ from __future__ import annotations
 import enum
 import math
 
-from .._validation import check_int, check_positive
+from .._validation import check_int, check_positive, shown
 from .relations import Relation, parse_relation
 
 __all__ = [
@@ -118,7 +118,7 @@ def _parse_query(value: object) -> Query:
     for query in Query:
         if query.value == value:
             return query
-    raise ValueError(f"query must be one of {[q.value for q in Query]}, got {value!r}")
+    raise ValueError(f"query must be one of {[q.value for q in Query]}, got {shown(value)}")
 
 
 def _exact(query: Query, term: float, relation: Relation) -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 
-from .._validation import check_int
+from .._validation import check_int, shown
 
 __all__ = ["Relation", "parse_relation", "public_n"]
 
@@ -45,7 +45,7 @@ def parse_relation(value: object) -> Relation:
         for rel in Relation:
             if rel.value == value:
                 return rel
-    raise ValueError(f"relation must be one of {allowed}, got {value!r}")
+    raise ValueError(f"relation must be one of {allowed}, got {shown(value)}")
 
 
 def public_n(rows: int, n_public: int | None, relation: Relation | str) -> int:

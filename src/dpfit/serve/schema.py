@@ -23,6 +23,9 @@ Example (TOML)::
 
     [columns.smoker]
     type = "boolean"               # values 0/1 or true/false; bounds [0, 1]
+
+A codebook's spellings (``number``, ``category``; ``dpfit.codebook``) are accepted for
+``numeric`` and ``categorical``, so one file can be both.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ __all__ = [
 
 #: The column types a schema declares.
 COLUMN_TYPES = ("numeric", "boolean", "categorical")
+#: The same types as a codebook spells them (``dpfit.codebook``), so one file serves both.
+_CODEBOOK_TYPES = {"number": "numeric", "category": "categorical"}
 #: Column names are identifiers, so formulas name them without quoting.
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 #: Names of the functions formulas call: a column so named would shadow one.
@@ -220,8 +225,10 @@ def _column(name: Any, spec: Any) -> ColumnSpec:
     if unknown:
         raise ValueError(f"column {name!r}: unknown keys {unknown}; allowed {sorted(_COLUMN_KEYS)}")
     kind = spec.get("type")
+    kind = _CODEBOOK_TYPES.get(kind, kind) if isinstance(kind, str) else kind
     if kind not in COLUMN_TYPES:
-        raise ValueError(f"column {name!r}: type must be one of {list(COLUMN_TYPES)}, got {kind!r}")
+        allowed = [*COLUMN_TYPES, *_CODEBOOK_TYPES]
+        raise ValueError(f"column {name!r}: type must be one of {allowed}, got {kind!r}")
     description = spec.get("description", "")
     if not isinstance(description, str) or len(description) > 500:
         raise ValueError(f"column {name!r}: description must be text of at most 500 characters")
