@@ -19,8 +19,8 @@ import pytest
 
 import dpfit
 from dpfit import BudgetExceededError
-from dpfit.exceptions import BudgetProcessError
 from dpfit.algorithms import dp_gd
+from dpfit.exceptions import BudgetProcessError
 from dpfit.privacy import Budget, GaussianEntry, PrivacyLedger, open_budget
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")

@@ -16,7 +16,11 @@ What is bounded, for each release (:func:`release_peaks`):
 * its sensitivity and noise std, sigma = Delta / sqrt(2 rho'), rho' the release's share;
 * the noisy release, |value| + Z sigma per coordinate with Z = :data:`NOISE_SIGMAS`: a
   standard normal beyond 40 has probability below 1e-349, under the smallest positive
-  float64, and the samplers' own maxima are far below it.
+  float64, and the samplers' own maxima are far below it;
+* where the inference squares the release (``squared=True``: a second moment that becomes a
+  sandwich's meat or bread, whose de-spreading subtracts s^2 and whose degrees of freedom
+  divide V^2 by the variance the noise gives V), the square of the noisy release, which
+  also bounds sigma^2 and |value|^2.
 
 Each must stay below :data:`LIMIT`, the largest float64 divided by the :data:`HEADROOM` 2^64.
 The headroom absorbs the post-processing dpfit applies to releases (a solve, sums of T
@@ -68,9 +72,11 @@ def release_peaks(
     columns: int = 1,
     dim: int | None = None,
     divided: bool | None = None,
-) -> tuple[float, float]:
+    squared: bool = False,
+) -> tuple[float, ...]:
     """(peak of the computed query, peak of one noisy release) for ``count`` releases of a
-    query calibrated together to ``rho`` (each rho / count), from public inputs only.
+    query calibrated together to ``rho`` (each rho / count), from public inputs only; with
+    ``squared``, the square of the noisy release's peak too (module docstring).
 
     ``divided`` says whether the released value is the sum divided by n (default: for the
     mean kinds); the noise std then follows the mean's sensitivity. Overflow anywhere gives
@@ -83,10 +89,11 @@ def release_peaks(
         )
         noise_std = sensitivity / math.sqrt(2.0 * rho / count)
     except (OverflowError, ValueError):  # a bound of inf, an overflowing square
-        return math.inf, math.inf
+        return (math.inf,) * (3 if squared else 2)
     mean = Query(query).divided if divided is None else divided
     value = peak / n if mean else peak
-    return peak, value + NOISE_SIGMAS * noise_std
+    noisy = value + NOISE_SIGMAS * noise_std
+    return (peak, noisy, noisy * noisy) if squared else (peak, noisy)
 
 
 def _finite_below_limit(peaks: Peaks, value: float, limit: float = LIMIT) -> bool:
