@@ -92,12 +92,14 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpfit`` console script; returns the exit status."""
+    from ..mechanisms.recorder import observing
     from ._console import tidy_warnings
-    from ._errors import user_message
+    from ._errors import internal_error, user_message
 
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
-    with tidy_warnings(args.command):
+    drawn: list[object] = []  # the public entries of the releases drawn so far
+    with tidy_warnings(args.command), observing(drawn.append):
         try:
             return int(args._run(args) or 0)
         except KeyboardInterrupt:
@@ -106,7 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as exc:
             message = user_message(exc, args, columns=getattr(args, "columns", ()))
             if message is None:
-                raise
+                if not drawn:  # a bug before any noise was drawn: its traceback
+                    raise
+                print(f"dpfit {args.command}: error: {internal_error(exc)}", file=sys.stderr)
+                return 1
             print(f"dpfit {args.command}: error: {message}", file=sys.stderr)
             return 2
 

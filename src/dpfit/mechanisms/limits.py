@@ -23,6 +23,10 @@ What is bounded, for each release (:func:`release_peaks`):
   also bounds sigma^2 and |value|^2.
 
 Each must stay below :data:`LIMIT`, the largest float64 divided by the :data:`HEADROOM` 2^64.
+A factor that scales a result down (the map of a covariance back to the data's units through
+wide public bounds) must keep its square at or above :data:`SMALLEST`, the smallest normal
+float64 times the same headroom (:func:`check_smallest_factor`): a variance of 1e-400 is 0
+in float64, and a standard error of 0 claims a point interval.
 The headroom absorbs the post-processing dpfit applies to releases (a solve, sums of T
 steps, a covariance of m estimates, a product with a public whitener or rescaling) and a
 private record count larger than the public one under add/remove. Entry points add their
@@ -43,9 +47,11 @@ __all__ = [
     "HEADROOM",
     "LIMIT",
     "NOISE_SIGMAS",
+    "SMALLEST",
     "check_descent_scale",
     "check_noisy_sum_scale",
     "check_public_scale",
+    "check_smallest_factor",
     "largest_allowed",
     "release_peaks",
 ]
@@ -56,6 +62,9 @@ NOISE_SIGMAS = 40.0
 HEADROOM = 2.0**64
 #: Every bounded quantity must stay at or below this (about 9.7e288).
 LIMIT = 1.7976931348623157e308 / HEADROOM
+#: A factor's square that scales results down must stay at or above this (about 4.1e-289):
+#: then any value down to 2^-64 it multiplies stays a normal float64.
+SMALLEST = 2.2250738585072014e-308 * HEADROOM
 
 #: peaks(value) -> the magnitudes the computation reaches when the parameter is ``value``.
 Peaks = Callable[[float], Iterable[float]]
@@ -230,4 +239,21 @@ def check_noisy_sum_scale(
         peaks,
         what=f"the noisy sums of {summands} clipped gradients per step",
         limit=limit,
+    )
+
+
+def check_smallest_factor(name: str, factor: float, *, what: str, fix: str) -> None:
+    """Refuse a public ``factor`` whose square falls below :data:`SMALLEST` (one line).
+
+    ``factor`` multiplies a result and its square a variance (e.g. y's half-range over a
+    feature's when a covariance is mapped back to the data's units); below the floor a
+    variance can underflow to 0 and a standard error of 0 claims a point interval. ``name``
+    starts the message, ``what`` says what the factor is and ``fix`` what to change.
+    """
+    if factor * factor >= SMALLEST:  # False for NaN
+        return
+    raise ValueError(
+        f"{name}: {what} is {factor:.3g}, and its square (the map of a variance back to the "
+        f"original units) must stay at or above {SMALLEST:.3g} (float64's smallest normal "
+        f"value x 2^64), so the factor at least {math.sqrt(SMALLEST):.3g}: {fix}"
     )
