@@ -21,6 +21,11 @@ charge's row, as written, must still be there, or nothing is refunded. When the 
 cannot be written at the end, the whole reservation stays charged, a
 :class:`~dpfit.exceptions.BudgetStoreWarning` says so, and the caller still gets the result.
 
+Every open and charge also checks the seal that ties the datasets' running totals to the
+chain's head, and compares the store with its witness, a high-water mark kept outside it
+(:mod:`dpfit.privacy._store_witness`): a store rolled back (an older copy restored) is
+refused until ``dpfit budget verify PATH --accept-rollback`` accepts it.
+
 Unlike an in-memory :class:`~dpfit.Budget`, a stored budget may be pickled or inherited by
 a forked child: the copy reopens the same file and spends from the same total.
 """
