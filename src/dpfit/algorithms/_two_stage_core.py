@@ -195,12 +195,13 @@ def gaussian_release(
     steps (and their squares) could overflow is refused first (:func:`check_stage_scale`).
     """
     spent = rho if calibration == "exact" else rho / 2.0
+    sensitivity = mean_sensitivity(clip, n, ledger.relation)  # 2 gamma / n (replace-one)
+    # the share is validated here (a rho below the floor is named as such), then the scales
+    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, spent, count=releases))
     check_stage_scale(
         clip, step_size=step_size, steps=steps, releases=releases, n=n, rho=spent,
         relation=ledger.relation, name=name,
     )  # fmt: skip
-    sensitivity = mean_sensitivity(clip, n, ledger.relation)  # 2 gamma / n (replace-one)
-    noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, spent, count=releases))
     total = GaussianEntry(
         label=label,
         sensitivity=sensitivity,
