@@ -17,7 +17,9 @@ charge's transaction commits, atomically (a temporary file renamed over it), and
 forwards (never to fewer charges than it holds); when it cannot be written the charge stands
 and a :class:`~dpfit.exceptions.BudgetStoreWarning` says that a rollback to before it cannot
 be detected. Racing writers can leave the witness behind the store, never ahead of it, so it
-never refuses a store that was not rolled back. What it cannot see: a witness deleted (or
+never refuses a store that was not rolled back (a reader compares inside its read
+transaction, and in SQLite's default rollback journal a commit, hence the witness write
+after it, waits until no reader holds the file). What it cannot see: a witness deleted (or
 rolled back) together with the store, a missing witness (the check starts at the next
 charge), and a forger who recomputes the chain (``docs/threat-model.md``).
 """
