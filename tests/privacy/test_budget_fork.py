@@ -19,8 +19,9 @@ import pytest
 
 import dpfit
 from dpfit import BudgetExceededError
+from dpfit.algorithms import dp_gd
 from dpfit.exceptions import BudgetProcessError
-from dpfit.privacy import Budget, open_budget
+from dpfit.privacy import Budget, GaussianEntry, PrivacyLedger, open_budget
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
 
@@ -143,3 +144,41 @@ def test_a_forked_child_is_refused_by_the_store_when_the_total_is_spent(tmp_path
         assert _in_child(child) == REFUSED
         budget.spend(1.0)
     assert budget.spent == 1.0 and len(budget.history()) == 1
+
+
+def test_a_forked_child_cannot_charge_the_parents_ledger():
+    # A ledger without a budget is the only record of what was charged: a forked child's
+    # copy refuses every charge (before: a child's fit on it was invisible in the parent's
+    # statement), and the parent's ledger still charges.
+    rng = np.random.default_rng(2)
+    X, y = rng.uniform(-1, 1, (100, 2)), rng.uniform(-1, 1, 100)
+    entry = GaussianEntry(label="x", sensitivity=1.0, noise_std=4.0)
+    ledger = PrivacyLedger()
+    actions = [
+        lambda: ledger.charge(entry),
+        lambda: dp_gd(X, y, rho=0.2, clip=1.0, steps=10, ledger=ledger, rng=0),
+        lambda: ledger.parallel("blocks", rho_per_block=0.1),
+    ]
+    assert [_in_child(action) for action in actions] == [REFUSED] * 3
+    assert len(ledger) == 0
+    ledger.charge(entry)
+    assert ledger.rho == entry.rho
+
+
+def test_the_ledgers_refusal_says_what_to_do_instead():
+    ledger = PrivacyLedger()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ledger.charge(GaussianEntry(label="x", sensitivity=1.0, noise_std=4.0))
+        except BudgetProcessError as exc:
+            os.write(write, str(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        message = pipe.read()
+    assert "create a PrivacyLedger in this process" in message
+    assert "dpfit.Budget.open" in message

@@ -21,7 +21,7 @@ import pytest
 
 import dpfit
 from dpfit import BudgetExceededError
-from dpfit.privacy import Budget, open_budget
+from dpfit.privacy import Budget, GaussianEntry, PrivacyLedger, open_budget
 
 THREADS = 8
 
@@ -179,3 +179,34 @@ def test_threads_fitting_on_one_stored_budget_spend_only_their_own_reservations(
         assert sum(r for _, _, r in charge.releases) <= 0.25
     assert budget.spent == pytest.approx(sum(r.rho for r in results), rel=1e-12)
     assert budget.spent <= 1.0
+
+
+def _ledger_race(ledgers: list, charges: int) -> None:
+    """Each of THREADS threads charges ``charges`` entries to every ledger, all at once."""
+    entry = GaussianEntry(label="x", sensitivity=1.0, noise_std=64.0)  # rho 2^-13, exact
+
+    def charge(ledger: PrivacyLedger) -> None:
+        for _ in range(charges):
+            ledger.charge(entry)
+
+    _race(ledgers, charge)
+
+
+def test_threads_sharing_a_ledger_record_every_charge(fast_switching):
+    # 1000 races of 8 threads charging 8 entries each to one PrivacyLedger (no budget: the
+    # ledger is the only record): every entry is there and the running total, which the
+    # statement prints, is their exact sum. Without the ledger's lock the total lost
+    # updates (a statement of 0.49 for 0.8 charged).
+    ledgers = [PrivacyLedger() for _ in range(1000)]
+    _ledger_race(ledgers, charges=8)
+    want = 64 * 2.0**-13
+    assert sum(len(L) != 64 for L in ledgers) == 0
+    assert sum(L.rho != want for L in ledgers) == 0
+
+
+def test_threads_sharing_a_ledger_and_its_budget_agree(fast_switching):
+    # With a budget behind the ledger, what the budget spent and what the ledger states
+    # agree in every race.
+    ledgers = [PrivacyLedger(budget=Budget(rho=1.0)) for _ in range(200)]
+    _ledger_race(ledgers, charges=8)
+    assert all(L.rho == L.budget.spent == 64 * 2.0**-13 for L in ledgers)

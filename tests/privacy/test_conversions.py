@@ -236,3 +236,49 @@ def test_bad_conversion_inputs_raise_value_error(call):
 def test_delta_zero_has_a_specific_message():
     with pytest.raises(ValueError, match="cannot give delta = 0"):
         cks_epsilon(0.5, 0)
+
+
+# ------------------------------------------------------------------- huge rho
+# A public rho can be any finite float, and a fit charged at it must still print its
+# statement. Before, cks_epsilon raised ValueError (a bracket that did not change sign) for
+# rho from about 5e69 on, depending on rounding, and the exact Gaussian epsilon lost 8 digits
+# from rho ~ 1e18 on (1.5e-8 relative, below the truth).
+
+HUGE = [float(r) for r in np.geomspace(1e60, 1e308, 61)] + [1.7976931348623157e308]
+
+
+@pytest.mark.parametrize("delta", [1e-300, 1e-5, 0.5])
+def test_cks_epsilon_is_finite_and_rho_to_float_precision_for_huge_rho(delta):
+    # CKS 2020, Prop. 12: eps = rho + 2 sqrt(rho L) - O(log rho), so for rho >= 1e60 the
+    # excess over rho is below 1e-28 of it: eps rounds to rho (never below the zCDP claim's
+    # own rho by more than rounding).
+    for rho in HUGE:
+        eps = cks_epsilon(rho, delta)
+        assert math.isfinite(eps) and eps == pytest.approx(rho, rel=4e-16), rho
+        assert eps >= rho * (1 - 2**-52), rho
+
+
+@pytest.mark.parametrize("delta", [1e-300, 1e-5, 0.4])
+def test_exact_gaussian_epsilon_for_large_mu_matches_its_asymptote(delta):
+    # For mu >= 1e9 the exact curve's second term, e^eps Phi(-eps/mu - mu/2), is below
+    # phi(t) / mu of the first, so eps = mu^2/2 + mu t with Phi(-t) = delta to a relative
+    # 1e-9 in t, i.e. 1e-18 in eps: the reference below is exact to float precision.
+    from statistics import NormalDist
+
+    t = -NormalDist().inv_cdf(delta)
+    for rho in [1e18, 1e20, 1e24, 1e32, 1e70, 1e150, 1e300, 1e307]:
+        mu = math.sqrt(2.0) * math.sqrt(rho)
+        want = mu * (mu / 2.0 + t)
+        assert gaussian_epsilon(mu, delta) == pytest.approx(want, rel=1e-14), rho
+    assert gaussian_epsilon(math.sqrt(2.0) * math.sqrt(1.7976931348623157e308), delta) > 1e308
+
+
+def test_a_huge_rho_ledger_prints_its_statement():
+    from dpfit.privacy import GaussianEntry, PrivacyLedger
+
+    for rho in (1e70, 9.999999999999999e69, 1e300, 8e307):
+        ledger = PrivacyLedger()
+        ledger.charge(GaussianEntry(label="x", sensitivity=1.0, noise_std=math.sqrt(0.5 / rho)))
+        text = ledger.statement()
+        assert f"Implies ({ledger.epsilon(1e-5):.4g}, 1e-05)-DP" in text
+        assert ledger.gaussian_epsilon(1e-5) == pytest.approx(ledger.rho, rel=1e-15)

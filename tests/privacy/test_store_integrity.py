@@ -112,10 +112,13 @@ def test_a_store_replaced_mid_fit_gets_no_refund(path, tmp_path):
     budget = dpfit.Budget.open(path, dataset="d", rho=1.0)
     fresh = tmp_path / "fresh.sqlite"
     dpfit.Budget.open(fresh, dataset="d", rho=1.0)
-    with pytest.warns(BudgetStoreWarning, match="another store identity.*stays charged"):
+    with pytest.warns(BudgetStoreWarning, match=r"another.*identity.*stays charged"):
         with budget.reserve(0.5, mechanism="fit"):
             budget.spend(0.125)
             shutil.copyfile(fresh, path)  # the store is replaced while the fit runs
+    with pytest.raises(BudgetStoreError, match=r"another store .*its witness"):
+        open_budget(path, dataset="d")  # the witness saw the old store (before: 1.0 to spend)
+    verify_store(path, accept_rollback=True)  # replaced on purpose
     replaced = open_budget(path, dataset="d")
     assert replaced.spent == 0.0 and replaced.history() == []  # no refund, no releases
     assert replaced.remaining == 1.0  # (before: 1.0835 of 1.0 could be spent)
@@ -132,6 +135,7 @@ def test_a_restored_backup_keeps_its_own_charges(path, tmp_path):
         with budget.reserve(0.5, mechanism="fit"):
             budget.spend(0.125)
             shutil.copyfile(backup, path)
+            verify_store(path, accept_rollback=True)  # restored on purpose (else refused)
             open_budget(path, dataset="d").spend(0.1)  # the restored store's own charge #2
     assert [c.rho for c in budget.history()] == [0.25, 0.1]
     assert verify_store(path).rows == 2
@@ -158,6 +162,7 @@ def test_an_interrupted_fit_on_a_replaced_store_gets_no_refund(path, tmp_path):
                                    rng=source, label="step") as releases:  # fmt: skip
                 releases.release(0.0)
                 shutil.copyfile(fresh, path)
+                verify_store(path, accept_rollback=True)  # replaced on purpose (else refused)
                 raise KeyboardInterrupt
     assert open_budget(path, dataset="d").spent == 0.0
 

@@ -19,7 +19,7 @@ from .._floats import quiet_floats
 from .._validation import check_array
 from ..distributed import is_dask
 from ..mechanisms import (
-    check_public_scale,
+    check_descent_scale,
     clip_factors,
     gaussian,
     noise_std_for_rho,
@@ -139,6 +139,38 @@ def iterate(
     return {"theta": thetas, "beta": betas, "clipped": clipped}
 
 
+def check_stage_scale(
+    clip: float,
+    *,
+    step_size: float,
+    steps: int,
+    releases: int,
+    n: int,
+    rho: float,
+    relation,
+    name: str,
+) -> None:
+    """Refuse, before any charge, one stage's clip (parameter ``name``) or step size whose
+    clipped sum, noisy release, iterates or their squares could overflow.
+
+    The stage releases its noisy mean gradient ``releases`` times, calibrated together to
+    ``rho``; each run of ``steps`` starts at 0 and moves by at most ``step_size`` x the noisy
+    release per step (:func:`dpfit.mechanisms.check_descent_scale`), and the interval is a
+    covariance of the iterates (their squares). With ``clip=(1, 1e200)`` the iterates of
+    beta reached 1e203 and their covariance inf after the whole rho was charged.
+    """
+    check_descent_scale(
+        clip,
+        lambda c: release_peaks(
+            Query.MEAN, bound=c, n=n, rho=rho, relation=relation, count=releases
+        ),
+        step_size=step_size,
+        steps=steps,
+        what=f"the clipped gradient sum of n = {n} records and its noise",
+        name=name,
+    )
+
+
 def gaussian_release(
     *,
     clip: float,
@@ -149,6 +181,8 @@ def gaussian_release(
     ledger,
     source,
     label: str,
+    step_size: float,
+    steps: int,
     name: str = "clip",
 ) -> tuple[_Release, float, GaussianEntry]:
     """One stage's noisy mean clipped gradient, its noise std and the entry of all its releases.
@@ -157,19 +191,17 @@ def gaussian_release(
     (Prop. 3.1) is the exact calibration for half of rho. The share is
     :func:`~dpfit.mechanisms.rho_within`'s, so the ledger's exact total of the releases stays
     within rho (rho / releases can round up). Nothing is charged here; a clip (parameter
-    ``name``) whose clipped sum or noisy release could overflow is refused first
-    (:mod:`dpfit.mechanisms.limits`).
+    ``name``) or ``step_size`` whose clipped sum, noisy release or iterates of ``steps``
+    steps (and their squares) could overflow is refused first (:func:`check_stage_scale`).
     """
     spent = rho if calibration == "exact" else rho / 2.0
-    scale = {"n": n, "rho": spent, "relation": ledger.relation, "count": releases}
-    check_public_scale(
-        name,
-        clip,
-        lambda c: release_peaks(Query.MEAN, bound=c, **scale),
-        what=f"the clipped gradient sum of n = {n} records and its noise",
-    )
     sensitivity = mean_sensitivity(clip, n, ledger.relation)  # 2 gamma / n (replace-one)
+    # the share is validated here (a rho below the floor is named as such), then the scales
     noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, spent, count=releases))
+    check_stage_scale(
+        clip, step_size=step_size, steps=steps, releases=releases, n=n, rho=spent,
+        relation=ledger.relation, name=name,
+    )  # fmt: skip
     total = GaussianEntry(
         label=label,
         sensitivity=sensitivity,

@@ -179,11 +179,11 @@ def dp_two_stage_gd(
     common = {"n": n, "releases": runs * steps, "calibration": calibration, "ledger": ledger}
     rel_theta, std_theta, all_theta = core.gaussian_release(
         clip=clip_theta, rho=rho_theta, source=source, label="two_stage/theta-gradient",
-        name="clip_theta", **common,
+        step_size=step_size_theta, steps=steps, name="clip_theta", **common,
     )  # fmt: skip
     rel_beta, std_beta, all_beta = core.gaussian_release(
         clip=clip_beta, rho=rho_beta, source=source, label="two_stage/beta-gradient",
-        name="clip_beta", **common,
+        step_size=step_size_beta, steps=steps, name="clip_beta", **common,
     )  # fmt: skip
     check_affordable(ledger, all_theta.rho + all_beta.rho, name="dp_two_stage_gd")
     out = core.concatenate_runs(
@@ -360,6 +360,8 @@ def dp_second_stage_gd(
         source=source,
         label="two_stage/beta-gradient",
         releases=steps,
+        step_size=step_size,
+        steps=steps,
     )
     check_affordable(ledger, entry.rho, name="dp_second_stage_gd")
     out = core.iterate(

@@ -153,13 +153,21 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _releases_drawn() -> int:
+    """Releases drawn in this process so far; 0 while no mechanism was ever imported (so that
+    ``--version`` and ``dpfit privacy`` never import numpy for it)."""
+    recorder = sys.modules.get("dpfit.mechanisms.recorder")
+    return 0 if recorder is None else recorder.releases_drawn()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpfit`` console script; returns the exit status."""
     from ._console import tidy_warnings
-    from ._errors import user_message
+    from ._errors import internal_error, user_message
 
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
+    before = _releases_drawn()
     with tidy_warnings(args.command):
         try:
             return int(args._run(args) or 0)
@@ -169,7 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as exc:
             message = user_message(exc, args, columns=getattr(args, "columns", ()))
             if message is None:
-                raise
+                if _releases_drawn() == before:  # a bug before any noise was drawn
+                    raise
+                print(f"dpfit {args.command}: error: {internal_error(exc)}", file=sys.stderr)
+                return 1
             print(f"dpfit {args.command}: error: {message}", file=sys.stderr)
             return 2
 

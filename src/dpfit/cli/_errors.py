@@ -4,7 +4,9 @@ dpfit's own messages name the parameter and never quote data (STYLE 2.11), so th
 as they are. Errors raised by other libraries are translated where dpfit knows them
 (formulaic's syntax and evaluation errors, file-system errors) and otherwise named with
 their text withheld: a third-party message may quote a data value ("could not convert string
-to float: '...'"). Anything that is not a user error (a bug) is left to propagate.
+to float: '...'"). Anything that is not a user error (a bug) is left to propagate, unless
+noise was already drawn: then the caller gets one line (:func:`internal_error`), never a
+traceback, whose frames and message could show values computed from the data.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 
 from ..exceptions import BudgetStoreError
 
-__all__ = ["in_cli_terms", "user_message"]
+__all__ = ["in_cli_terms", "internal_error", "user_message"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
 _QUOTED_VALUE = re.compile(
@@ -119,4 +121,14 @@ def user_message(
     return (
         f"{type(exc).__name__} from {library} (details withheld: they may quote data values); "
         "check DATA's column types and the formula"
+    )
+
+
+def internal_error(exc: BaseException) -> str:
+    """One line for a failure that is not a user error, after noise was drawn: its type only
+    (its text may quote a computed value), what stays charged and where to report it."""
+    return (
+        f"internal error ({type(exc).__name__}, details withheld) after noise was drawn: what "
+        "was charged for the releases drawn so far stays spent and nothing was released; "
+        "this is a bug in dpfit, please report it with the command line (not the data)"
     )

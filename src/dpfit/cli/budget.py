@@ -4,8 +4,9 @@ dataset (SQLite).
 The store (:mod:`dpfit.privacy.store`) keeps one total rho per dataset; ``dpfit fit`` and
 ``dpfit iv`` charge it with ``--budget-store PATH`` before any noise is drawn, from any number
 of processes, and refuse a fit the remaining budget cannot afford. ``verify`` checks the
-store's hash chain and running totals (exit status 1 and one line on a failure); ``migrate``
-rewrites a store of the previous format version.
+store's hash chain and running totals, and that the store is not behind its witness (a
+rollback; exit status 1 and one line on a failure; ``--accept-rollback`` accepts one made on
+purpose); ``migrate`` rewrites a store of the previous format version.
 """
 
 from __future__ import annotations
@@ -68,11 +69,22 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     history.add_argument("--dataset", required=True, help="the dataset's name")
     verify = actions.add_parser(
         "verify",
-        help="check the hash chain, running totals and refunds (exit 1 on a failure)",
-        epilog=examples("dpfit budget verify budget.sqlite"),
+        help="check the hash chain, running totals, refunds and the witness (exit 1 on a "
+        "failure)",
+        epilog=examples(
+            "dpfit budget verify budget.sqlite",
+            "dpfit budget verify budget.sqlite --accept-rollback   # a backup restored on purpose",
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verify.add_argument("store", metavar="PATH", help="the SQLite budget store")
+    verify.add_argument(
+        "--accept-rollback",
+        action="store_true",
+        help="accept a consistent store that is behind its witness (an older copy restored "
+        "deliberately): the witness is rewritten to it, and what was spent since that copy is "
+        "given back",
+    )
     migrate = actions.add_parser(
         "migrate",
         help="rewrite a format version 1 store as version 2 (keeps PATH.v1.bak)",
@@ -89,21 +101,23 @@ def _epsilon(rho: float, delta: float) -> str:
     return f"{zcdp_to_approx_dp(rho, delta):.4g}" if rho > 0 else "0"
 
 
-def _verify(path: str) -> int:
+def _verify(path: str, accept_rollback: bool) -> int:
     from pathlib import Path
 
+    from ..exceptions import BudgetStoreError
     from ..privacy._store_chain import verify_hint
     from ..privacy.store import verify_store
 
     try:
-        report = verify_store(path)
-    except ValueError as exc:
+        report = verify_store(path, accept_rollback=accept_rollback)
+    except (ValueError, BudgetStoreError) as exc:
         why = " ".join(str(exc).split()).removesuffix(verify_hint(Path(path)))  # this command
         print(f"dpfit budget verify: FAILED: {why}", file=sys.stderr)
         return 1
+    accepted = "; the witness now records this state (rollback accepted)" if accept_rollback else ""
     print(
         f"{path}: ok, {report.rows} charges over {report.datasets} dataset(s), hash chain head "
-        f"{report.head}"
+        f"{report.head}{accepted}"
     )
     return 0
 
@@ -113,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     from ..privacy.store import create_budget, open_budget, stored_datasets
 
     if args.action == "verify":
-        return _verify(args.store)
+        return _verify(args.store, args.accept_rollback)
     if args.action == "migrate":
         from ..privacy._store_migrate import migrate_store
 

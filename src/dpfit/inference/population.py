@@ -501,6 +501,10 @@ def population_covariance(
 def transform(estimate: CovarianceEstimate, matrix: ArrayLike) -> CovarianceEstimate:
     """The covariance of J theta: J cov J' (and each part likewise); dof unchanged.
 
+    Raises ValueError when a variance of J theta is not finite and > 0 in float64: a
+    standard error of 0 or inf is never released (the public-parameter checks refuse the
+    bounds that could lead here before any charge; this is the last line).
+
     Used to map a covariance from the units the algorithm ran in back to the user's (the
     public rescaling is affine, so its linear part J is exact; the drift diagnostic maps
     with it). The dof of coordinate j of
@@ -509,9 +513,19 @@ def transform(estimate: CovarianceEstimate, matrix: ArrayLike) -> CovarianceEsti
     J = np.asarray(matrix, dtype=np.float64)
     mixes = np.abs(J) > 0
     dof = np.array([estimate.dof[row].min() if row.any() else math.inf for row in mixes])
+    with np.errstate(all="ignore"):
+        cov = J @ estimate.cov @ J.T
+    variances = np.diag(cov)
+    if not (np.isfinite(cov).all() and (variances > 0).all()):
+        raise ValueError(
+            "the covariance of the released estimate does not map back to the original "
+            "units in float64 (a variance underflows to 0 or overflows, which would claim a "
+            "point or an infinite interval): the charge for the fit stands and nothing is "
+            "released; refit with bounds closer to the data's scale (or rescale the data)"
+        )
     return CovarianceEstimate(
         target=estimate.target,
-        cov=J @ estimate.cov @ J.T,
+        cov=cov,
         dof=dof,
         description=estimate.description,
         parts={k: J @ v @ J.T for k, v in estimate.parts.items()},

@@ -32,6 +32,7 @@ from .limits import (
     check_descent_scale,
     check_noisy_sum_scale,
     check_public_scale,
+    check_smallest_factor,
     release_peaks,
 )
 from .recorder import Recording, ReplayMismatchError, recording, replaying
@@ -49,6 +50,7 @@ __all__ = [
     "check_descent_scale",
     "check_noisy_sum_scale",
     "check_public_scale",
+    "check_smallest_factor",
     "clip_factors",
     "clip_residuals",
     "clip_rows",

@@ -16,9 +16,17 @@ What is bounded, for each release (:func:`release_peaks`):
 * its sensitivity and noise std, sigma = Delta / sqrt(2 rho'), rho' the release's share;
 * the noisy release, |value| + Z sigma per coordinate with Z = :data:`NOISE_SIGMAS`: a
   standard normal beyond 40 has probability below 1e-349, under the smallest positive
-  float64, and the samplers' own maxima are far below it.
+  float64, and the samplers' own maxima are far below it;
+* where the inference squares the release (``squared=True``: a second moment that becomes a
+  sandwich's meat or bread, whose de-spreading subtracts s^2 and whose degrees of freedom
+  divide V^2 by the variance the noise gives V), the square of the noisy release, which
+  also bounds sigma^2 and |value|^2.
 
 Each must stay below :data:`LIMIT`, the largest float64 divided by the :data:`HEADROOM` 2^64.
+A factor that scales a result down (the map of a covariance back to the data's units through
+wide public bounds) must keep its square at or above :data:`SMALLEST`, the smallest normal
+float64 times the same headroom (:func:`check_smallest_factor`): a variance of 1e-400 is 0
+in float64, and a standard error of 0 claims a point interval.
 The headroom absorbs the post-processing dpfit applies to releases (a solve, sums of T
 steps, a covariance of m estimates, a product with a public whitener or rescaling) and a
 private record count larger than the public one under add/remove. Entry points add their
@@ -39,9 +47,11 @@ __all__ = [
     "HEADROOM",
     "LIMIT",
     "NOISE_SIGMAS",
+    "SMALLEST",
     "check_descent_scale",
     "check_noisy_sum_scale",
     "check_public_scale",
+    "check_smallest_factor",
     "largest_allowed",
     "release_peaks",
 ]
@@ -52,6 +62,9 @@ NOISE_SIGMAS = 40.0
 HEADROOM = 2.0**64
 #: Every bounded quantity must stay at or below this (about 9.7e288).
 LIMIT = 1.7976931348623157e308 / HEADROOM
+#: A factor's square that scales results down must stay at or above this (about 4.1e-289):
+#: then any value down to 2^-64 it multiplies stays a normal float64.
+SMALLEST = 2.2250738585072014e-308 * HEADROOM
 
 #: peaks(value) -> the magnitudes the computation reaches when the parameter is ``value``.
 Peaks = Callable[[float], Iterable[float]]
@@ -68,9 +81,11 @@ def release_peaks(
     columns: int = 1,
     dim: int | None = None,
     divided: bool | None = None,
-) -> tuple[float, float]:
+    squared: bool = False,
+) -> tuple[float, ...]:
     """(peak of the computed query, peak of one noisy release) for ``count`` releases of a
-    query calibrated together to ``rho`` (each rho / count), from public inputs only.
+    query calibrated together to ``rho`` (each rho / count), from public inputs only; with
+    ``squared``, the square of the noisy release's peak too (module docstring).
 
     ``divided`` says whether the released value is the sum divided by n (default: for the
     mean kinds); the noise std then follows the mean's sensitivity. Overflow anywhere gives
@@ -83,10 +98,11 @@ def release_peaks(
         )
         noise_std = sensitivity / math.sqrt(2.0 * rho / count)
     except (OverflowError, ValueError):  # a bound of inf, an overflowing square
-        return math.inf, math.inf
+        return (math.inf,) * (3 if squared else 2)
     mean = Query(query).divided if divided is None else divided
     value = peak / n if mean else peak
-    return peak, value + NOISE_SIGMAS * noise_std
+    noisy = value + NOISE_SIGMAS * noise_std
+    return (peak, noisy, noisy * noisy) if squared else (peak, noisy)
 
 
 def _finite_below_limit(peaks: Peaks, value: float, limit: float = LIMIT) -> bool:
@@ -223,4 +239,21 @@ def check_noisy_sum_scale(
         peaks,
         what=f"the noisy sums of {summands} clipped gradients per step",
         limit=limit,
+    )
+
+
+def check_smallest_factor(name: str, factor: float, *, what: str, fix: str) -> None:
+    """Refuse a public ``factor`` whose square falls below :data:`SMALLEST` (one line).
+
+    ``factor`` multiplies a result and its square a variance (e.g. y's half-range over a
+    feature's when a covariance is mapped back to the data's units); below the floor a
+    variance can underflow to 0 and a standard error of 0 claims a point interval. ``name``
+    starts the message, ``what`` says what the factor is and ``fix`` what to change.
+    """
+    if factor * factor >= SMALLEST:  # False for NaN
+        return
+    raise ValueError(
+        f"{name}: {what} is {factor:.3g}, and its square (the map of a variance back to the "
+        f"original units) must stay at or above {SMALLEST:.3g} (float64's smallest normal "
+        f"value x 2^64), so the factor at least {math.sqrt(SMALLEST):.3g}: {fix}"
     )

@@ -145,11 +145,21 @@ def notify(entry: GaussianEntry, value: np.ndarray, output: np.ndarray) -> None:
     announce(entry)
 
 
+_DRAWN = [0]  # releases announced in this process, in any thread (see releases_drawn)
+
+
+def releases_drawn() -> int:
+    """How many releases were announced in this process so far, in any thread: the command
+    line tells a failure after noise was drawn from one before (:func:`dpfit.cli.main`)."""
+    return _DRAWN[0]
+
+
 def announce(entry: GaussianEntry) -> None:
     """Tell the observers about a charged release (its public ledger entry only).
 
     Streamed releases (:func:`dpfit.mechanisms.gaussian_rows`) call this once when charged,
     so progress bars and a stored budget's history see them as they see one-shot releases.
     """
+    _DRAWN[0] += 1
     for callback in _OBSERVERS.get():
         callback(entry)

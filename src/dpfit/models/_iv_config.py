@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_positive
+from ..algorithms._two_stage_core import check_stage_scale
 from ..algorithms.two_stage import NOISE_CALIBRATIONS
 from ..inference import VARIANTS, interval_estimates
-from ..mechanisms import check_public_scale, release_peaks
-from ..privacy import Query
+from ..privacy import Relation
 from ._constraints import (
     Check,
     check_bool,
@@ -156,20 +156,19 @@ def settings_from(cfg: IVConfig, p1: int, q1: int) -> dict[str, Any]:
 
 
 def check_two_stage_scales(cfg: IVConfig, settings: dict[str, Any], n: int) -> None:
-    """DP-2S-GD's clips checked before anything is charged (the standardisation is charged
-    before DP-2S-GD's own check runs): each stage's clipped gradient sum and noisy release
-    must stay finite (:mod:`dpfit.mechanisms.limits`), with the smallest share either stage
-    can get (the standardisation's share taken, the paper calibration's half)."""
+    """DP-2S-GD's clips and step sizes checked before anything is charged (the
+    standardisation is charged before DP-2S-GD's own check runs): each stage's clipped
+    gradient sum, noisy release, iterates and their squares must stay finite
+    (:func:`dpfit.algorithms._two_stage_core.check_stage_scale`), with the smallest share
+    either stage can get (the standardisation's share taken, the paper calibration's half)."""
     alg = settings["algorithm"]
     rho = cfg.rho * (1.0 - cfg.scale_fraction) * min(cfg.rho_split, 1.0 - cfg.rho_split) / 2.0
-    scale = {"n": n, "rho": rho, "count": alg["runs"] * alg["steps"]}
-    for name in ("clip_theta", "clip_beta"):
-        check_public_scale(
-            name,
-            alg[name],
-            lambda c: release_peaks(Query.MEAN, bound=c, **scale),
-            what=f"the clipped gradient sum of n = {n} records and its noise",
-        )
+    common = {"n": n, "rho": rho, "releases": alg["runs"] * alg["steps"], "steps": alg["steps"]}
+    for stage in ("theta", "beta"):
+        check_stage_scale(
+            alg[f"clip_{stage}"], step_size=alg[f"step_size_{stage}"], name=f"clip_{stage}",
+            relation=Relation.REPLACE_ONE, **common,
+        )  # fmt: skip
 
 
 def check_interval(cfg: IVConfig, settings: dict[str, Any], p1: int) -> None:

@@ -19,10 +19,12 @@ standard deviations:
 The floor (1e-4 in u units, i.e. sd >= 0.01 h) keeps a noisy variance positive.
 
 Before anything is charged, :func:`check_scales` refuses bounds whose map of the
-coefficients back to the original units could overflow: with every release within
-Z = 40 noise s.d. (:mod:`dpfit.mechanisms.limits`), sd_j lies in [0.01 h_j, h_j s] with
-s^2 = 1 + Z sigma, so the map's factors (sd_y / sd_x, sd_y |mean_x| / sd_x, |mean_y|) are
-bounded by public inputs.
+coefficients back to the original units could overflow or underflow: with every release
+within Z = 40 noise s.d. (:mod:`dpfit.mechanisms.limits`), sd_j lies in [0.01 h_j, h_j s]
+with s^2 = 1 + Z sigma, so the map's factors (sd_y / sd_x, sd_y |mean_x| / sd_x, |mean_y|)
+are bounded above by public inputs, and its smallest factor (sd_y / sd_x, or sd_y for the
+intercept) below: at least 0.01 h_y / (s max(h_x, 1)), whose square must not underflow a
+variance (:func:`dpfit.mechanisms.check_smallest_factor`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechanisms import NoiseSource, check_public_scale, gaussian, noise_std_for_rho, rho_within
+from ..mechanisms import (
+    NoiseSource,
+    check_public_scale,
+    check_smallest_factor,
+    gaussian,
+    noise_std_for_rho,
+    rho_within,
+)
 from ..mechanisms.limits import NOISE_SIGMAS
 from ..privacy import PrivacyLedger, Query, Relation, joint_sensitivity, query_sensitivity
 from ._scaling import check_widths
@@ -96,6 +105,14 @@ def check_scales(
         factors,
         what="the map of coefficients (sd of y / sd of x) and of their covariance (its "
         "square) back to the original units",
+    )
+    widest = max(1.0, float(np.max(half[x_rows]) * spread))  # largest released sd of an x
+    check_smallest_factor(
+        "bounds and y_bounds",
+        math.sqrt(_VAR_FLOOR) * float(half[y_row]) / widest,
+        what="the smallest factor of the map back, the smallest released sd of y over the "
+        "largest of a regressor (or over 1)",
+        fix="narrow the widest regressor's bounds, or widen y_bounds (or rescale the data)",
     )
 
 

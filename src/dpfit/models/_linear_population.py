@@ -289,7 +289,9 @@ def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
     The moment releases have rows of norm <= sqrt(k) and scale terms in [0, 4], so only the
     clip matters: DP-GD's clipped gradient sum and iterates (:func:`check_dp_gd_scales`)
     and Omega~, a second moment of rows clipped to C (n C^2; the overflow of C^2 in its
-    sensitivity raised after DP-GD was charged). Without a given clip, C is at most
+    sensitivity raised after DP-GD was charged), with its noise s.d. s ~ C^2 squared (the
+    sandwich de-spreads the meat by s^2 and weighs its degrees of freedom by V^2: C^4
+    overflowed there after 0.9 of rho was charged). Without a given clip, C is at most
     3 sqrt(k) (q + Z s_q)^(1/2), q~'s largest release (:func:`_private_clip`), times
     :data:`~dpfit.inference.clipping_bias.CLIP_GROWTH` for the least-squares target (the
     clip grows with n up to that factor; the meat's clip is at most C).
@@ -302,12 +304,13 @@ def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
         clip = gradient_clip(CLIP_MULTIPLIER, k, q_peak, q_peak)
         if settings["target"] == "least-squares":
             clip *= CLIP_GROWTH
-    omega = {"rho": shares["omega"], **common}
+    omega = {"rho": shares["omega"], "squared": True, **common}
     check_public_scale(
         "clip",
         clip,
         lambda c: release_peaks(Query.SECOND_MOMENT, bound=c, **omega),
-        what=f"the second moment of n = {n} whitened gradients clipped to it (Omega) and its noise",
+        what=f"the second moment of n = {n} whitened gradients clipped to it (Omega), its "
+        "noise and their squares (the sandwich's variance)",
     )
     check_dp_gd_scales(
         clip, settings["step_size"], rho=shares["gd"], total=settings["steps"], **common

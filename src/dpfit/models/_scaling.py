@@ -20,7 +20,11 @@ overflow: the widths hi - lo must be finite and h > 0, and the largest factor F 
 back (h_y, h_y / h_j, h_y sum_j |c_j| / h_j, |c_y|) must keep F and F^2 (covariances are
 mapped by J V J') below :data:`dpfit.mechanisms.limits.LIMIT`, so that coefficients and
 intervals in the original units are finite for any scaled estimate and covariance up to
-2^64 (``docs/threat-model.md``, "Public-parameter checks").
+2^64; and the smallest factor f (h_y / h_j, or h_y) must keep f^2 at or above
+:data:`dpfit.mechanisms.limits.SMALLEST`, so that a scaled variance down to 2^-64 maps to a
+positive float (bounds of 1e170 on a feature with y bounds of 4 made its variance underflow
+to 0: a standard error of 0 and a point interval; ``docs/threat-model.md``,
+"Public-parameter checks").
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_bounds_layout
-from ..mechanisms import check_public_scale
+from ..mechanisms import check_public_scale, check_smallest_factor
 from ..mechanisms.limits import LIMIT
 
 __all__ = [
@@ -113,17 +117,26 @@ def check_back_map(x_bounds: np.ndarray | None, y_bounds: np.ndarray | None, cen
     """
     check_widths("bounds", x_bounds)
     check_widths("y_bounds", y_bounds)
+    widest = 1.0
     if x_bounds is not None:
         c, h = _centre_scale(x_bounds, centred)
         if not (h > 0).all():
             raise ValueError("bounds: every (high - low) / 2 must be > 0 in float64")
         inverse = float(np.max(1.0 / h))
         offset = float(np.sum(np.abs(c) / h))
+        widest = max(widest, float(np.max(h)))
     else:
         inverse, offset = 1.0, 0.0
     cy, hy = (0.0, 1.0) if y_bounds is None else _centre_scale(y_bounds, centred)
     if not hy > 0:
         raise ValueError("y_bounds: (high - low) / 2 must be > 0 in float64")
+    check_smallest_factor(
+        "bounds and y_bounds",
+        float(hy) / widest,
+        what="the smallest factor of the map back, y's half-range over the widest feature's "
+        "half-range (or over 1)",
+        fix="narrow the widest feature's bounds, or widen y_bounds (or rescale the data)",
+    )
 
     def factors(half: float) -> tuple[float, float]:
         factor = max(half, half * inverse, half * offset, abs(float(cy)))

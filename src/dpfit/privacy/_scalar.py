@@ -11,7 +11,7 @@ import math
 import sys
 from collections.abc import Callable
 
-__all__ = ["brentq", "log_ndtr"]
+__all__ = ["brentq", "log_mills", "log_ndtr"]
 
 _EPS = sys.float_info.epsilon
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -91,6 +91,11 @@ def log_ndtr(x: float) -> float:
         return math.log1p(-0.5 * math.erfc(x / _SQRT2))
     if x > -20:
         return math.log(0.5 * math.erfc(-x / _SQRT2))
+    return -0.5 * x * x - math.log(-x) - _HALF_LOG_2PI + math.log(_tail_series(x))
+
+
+def _tail_series(x: float) -> float:
+    """1 + sum_k (-1)^k (2k-1)!! / x^(2k) (A&S 26.2.12), summed until a term changes nothing."""
     total, last, term, k = 1.0, 0.0, 1.0, 0
     inv_x2 = 1.0 / (x * x)
     while abs(last - total) > _EPS:
@@ -98,4 +103,15 @@ def log_ndtr(x: float) -> float:
         last = total
         term *= -(2 * k - 1) * inv_x2
         total += term
-    return -0.5 * x * x - math.log(-x) - _HALF_LOG_2PI + math.log(total)
+    return total
+
+
+def log_mills(x: float) -> float:
+    """log(Phi(-x) e^(x^2 / 2)) for x > 0: the log of the normal tail without its Gaussian
+    factor, which :func:`log_ndtr` would add and a caller cancel again (for large x the two
+    are both about x^2 / 2 and the difference would lose every digit). Up to 20 from erfc,
+    beyond from the asymptotic series of :func:`log_ndtr`.
+    """
+    if x <= 20:
+        return math.log(0.5 * math.erfc(x / _SQRT2)) + 0.5 * x * x
+    return -math.log(x) - _HALF_LOG_2PI + math.log(_tail_series(-x))

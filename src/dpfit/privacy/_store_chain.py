@@ -6,20 +6,27 @@ dataset, rho, mechanism, time, process, the charge a refund returns part of, and
 dataset's exact running total after it); the first row chains to a hash of the store's
 random identity. Each dataset row keeps its total under a hash of the store identity, its
 running total in exact units of 2^-1074 (a decimal integer), and the id of its last charge.
-So a spend reads two rows, not the whole history (:func:`dataset_state`), and checks:
+``meta`` holds the chain's head and a seal (:func:`state_hash`): the hash of the head with
+every dataset's running total and last charge, rewritten by every write. So a spend reads the
+dataset rows and two charge rows, not the whole history (:func:`dataset_state`), and checks:
 
 * the dataset row's hash (its total was not edited);
 * the dataset's last charge: its hash matches its content and its running total is the
   dataset's (an edited or flipped total, amount or running total is refused);
 * the chain's head: the newest row is the one ``meta`` names, with that hash (the newest
-  rows were not deleted).
+  rows were not deleted);
+* the seal: every dataset's running total and last charge are the ones written with the
+  head (``UPDATE datasets SET spent = '0', last = NULL``, or back to an older charge, would
+  otherwise give the budget back, and so would newest rows deleted with the head moved back);
+* the witness outside the store (:mod:`dpfit.privacy._store_witness`): the store is not
+  behind the high-water mark written after its last charge (a restored older copy).
 
 :func:`verify` (``dpfit budget verify``) walks the whole chain: every hash and link, every
-running total against the exact sum of the amounts, every refund against its charge, and
-SQLite's own ``integrity_check``. Without a secret key, someone able to write the file can
-rebuild a consistent chain, and a complete older copy of the file is consistent: the chain
-detects damage and edits made without recomputing it, not a determined forger or a
-rollback (``docs/threat-model.md``).
+running total against the exact sum of the amounts, every refund against its charge, the
+seal, and SQLite's own ``integrity_check``. Without a secret key, someone able to write the
+file can rebuild a consistent chain and seal: the chain detects damage and edits made without
+recomputing it, and the witness a rollback, not a determined forger who also controls the
+witness (``docs/threat-model.md``).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._store_file import FORMAT, now, read_meta
+from ._store_witness import check_witness
 from ._units import exact_units
 
 __all__ = [
@@ -43,6 +51,8 @@ __all__ = [
     "dataset_state",
     "genesis",
     "row_hash",
+    "seal",
+    "state_hash",
     "verify",
     "verify_hint",
 ]
@@ -73,6 +83,22 @@ def row_hash(prev: str, row: tuple) -> str:
 
 
 _ROW = "id, dataset, rho, mechanism, created, pid, refund_of, spent"
+
+
+def state_hash(store_id: str, head: str, datasets: list[tuple]) -> str:
+    """The seal: the chain's ``head`` with every dataset's ``(name, spent, last)``."""
+    rows = sorted((str(n), str(s), "" if last is None else str(last)) for n, s, last in datasets)
+    return _sha("state", store_id, head, *(_SEP.join(row) for row in rows))
+
+
+def _datasets(conn: sqlite3.Connection) -> list[tuple]:
+    return conn.execute("SELECT name, spent, last FROM datasets").fetchall()
+
+
+def seal(conn: sqlite3.Connection, store_id: str, head: str) -> None:
+    """Rewrite the seal after a write (inside the caller's write transaction)."""
+    digest = state_hash(store_id, head, _datasets(conn))
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (digest,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +169,11 @@ def dataset_state(conn: sqlite3.Connection, path: Path, dataset: str) -> Dataset
         newest_hash = genesis(store_id)
     if newest != head_id or newest_hash != head:
         raise _damaged(path, "the newest charge is not the head of the chain")
+    if "state" not in meta:  # written before the seal: the full check, until a write seals it
+        verify(conn, path)
+    elif state_hash(store_id, head, _datasets(conn)) != meta["state"]:
+        raise _damaged(path, "the datasets' running totals are not the ones sealed with the head")
+    check_witness(conn, path, store_id, head_id, head)
     return DatasetState(store_id, float(total), units, head, head_id)
 
 
@@ -193,6 +224,7 @@ def append(
     conn.executemany(
         "UPDATE meta SET value = ? WHERE key = ?", [(digest, "head"), (str(ident), "head_id")]
     )
+    seal(conn, state.store_id, digest)
     return Receipt(state.store_id, ident, digest, rho)
 
 
@@ -256,6 +288,8 @@ def verify(conn: sqlite3.Connection, path: Path) -> StoreReport:
     for name, (spent, last) in datasets.items():
         if spent != str(running[name]) or last != lasts.get(name):
             raise _damaged(path, f"the running total of dataset {name!r} is not the sum")
+    if "state" in meta and state_hash(store_id, prev, _datasets(conn)) != meta["state"]:
+        raise _damaged(path, "the datasets' running totals are not the ones sealed with the head")
     orphans = conn.execute(
         "SELECT count(*) FROM releases WHERE charge NOT IN (SELECT id FROM charges)"
     ).fetchone()[0]

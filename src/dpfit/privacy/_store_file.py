@@ -1,7 +1,7 @@
 """The SQLite file behind :mod:`dpfit.privacy.store`: schema, creation and connections.
 
 One store file (format version 2) holds a ``meta`` table (format, version, the store's
-random identity, the head of the hash chain), one row per dataset (its total, its exact
+random identity, the head of the hash chain and its seal), one row per dataset (its total, its exact
 running total and the id of its last charge), the append-only ``charges`` (refunds are
 negative rows tied to the charge they return part of) and the ``releases`` recorded with a
 reservation. Every write runs in a ``BEGIN IMMEDIATE`` transaction
@@ -12,7 +12,8 @@ A new store is built under a temporary name and linked into place (``os.link`` f
 the name exists), so a store is never seen half made, and any number of threads or
 processes may create the same store on first use. An existing file that is empty (0 bytes,
 a truncated store) or missing is never taken for a new store unless the caller is
-explicitly creating one.
+explicitly creating one. Whoever makes a new store also starts its witness
+(:mod:`dpfit.privacy._store_witness`), replacing one a deleted store at that path left.
 """
 
 from __future__ import annotations
@@ -168,14 +169,15 @@ def snapshot(path: Path) -> Iterator[sqlite3.Connection]:
             conn.execute("COMMIT")
 
 
-def create_store(path: Path, *, replace_empty: bool) -> None:
+def create_store(path: Path, *, replace_empty: bool, witness: bool = True) -> None:
     """Make a new, empty store at ``path`` unless one is already there.
 
     The store is built in memory, written under a temporary name in the same directory and
     linked to ``path`` in one step, which fails if ``path`` exists: racing creators all
     succeed, and whoever links first made the store the others then open. An empty file at
     ``path`` is replaced only when ``replace_empty`` (``dpfit budget create``); otherwise it
-    is refused.
+    is refused. With ``witness``, the creator that made the store writes its witness (a new
+    store has no charges; a witness left by an older store at ``path`` is replaced).
     """
     empty = path.exists()  # decided once: another creator may link a store meanwhile
     if empty:
@@ -193,50 +195,66 @@ def create_store(path: Path, *, replace_empty: bool) -> None:
             f"cannot create the budget store {path}: {exc.strerror or type(exc).__name__} "
             f"(a new store is written in its directory {path.parent}; choose a writable one)"
         ) from exc
+    image, store_id = _new_image()
     with open(fd, "wb") as out:
-        out.write(_new_image())
+        out.write(image)
         out.flush()
         os.fsync(out.fileno())
     try:
         if empty:  # an empty file, and replace_empty: this is dpfit budget create
             os.replace(tmp, path)
+            made = True
         else:
-            _link(tmp, path)
+            made = _link(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+    if made and witness:
+        from ._store_chain import genesis
+        from ._store_witness import write_witness
+
+        try:
+            write_witness(path, store_id, 0, genesis(store_id), force=True)
+        except OSError as exc:
+            from ._stored_budget import warn_witness
+
+            warn_witness(path, exc)
 
 
-def _new_image() -> bytes:
-    """The bytes of a new, empty store with a fresh identity, built in memory: SQLite never
-    opens the temporary file, whose inode a racing creator's may reuse."""
-    from ._store_chain import genesis
+def _new_image() -> tuple[bytes, str]:
+    """The bytes of a new, empty store with a fresh identity (and the identity), built in
+    memory: SQLite never opens the temporary file, whose inode a racing creator's may reuse."""
+    from ._store_chain import genesis, state_hash
 
     store_id = uuid.uuid4().hex
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         for statement in _SCHEMA:
             conn.execute(statement)
+        head = genesis(store_id)
         meta = {"format": FORMAT, "version": VERSION, "store_id": store_id}
-        meta |= {"created": now(), "head": genesis(store_id), "head_id": "0"}
+        meta |= {"created": now(), "head": head, "head_id": "0"}
+        meta["state"] = state_hash(store_id, head, [])
         conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-        return conn.serialize()
+        return conn.serialize(), store_id
     finally:
         conn.close()
 
 
-def _link(tmp: Path, path: Path) -> None:
-    """Put ``tmp`` at ``path`` in one step, unless something is there already."""
+def _link(tmp: Path, path: Path) -> bool:
+    """Put ``tmp`` at ``path`` in one step, unless something is there already; whether it
+    was put there."""
     try:
         os.link(tmp, path)
     except FileExistsError:
-        return  # another creator won: its store is the one
+        return False  # another creator won: its store is the one
     except OSError:  # no hard links on this file system: create exclusively, then fill
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
-            return
+            return False
         with open(fd, "wb") as out:
             out.write(tmp.read_bytes())
             out.flush()
             os.fsync(out.fileno())
+    return True

@@ -22,8 +22,9 @@ import sqlite3
 import uuid
 from pathlib import Path
 
-from ._store_chain import DatasetState, append, dataset_hash, dataset_state, genesis
+from ._store_chain import DatasetState, append, dataset_hash, dataset_state, genesis, seal
 from ._store_file import FORMAT, create_store, transaction
+from ._store_witness import write_witness
 
 __all__ = ["migrate_store"]
 
@@ -57,10 +58,12 @@ def migrate_store(path: str | os.PathLike) -> tuple[int, Path]:
         ).fetchall()
         new = path.with_name(f".{path.name}.{uuid.uuid4().hex}.v2")
         try:
-            _write(new, datasets, charges, releases)
+            store_id, head, head_id = _write(new, datasets, charges, releases)
             backup = path.with_name(path.name + ".v1.bak")
             shutil.copy2(path, backup)
             os.replace(new, path)
+            with contextlib.suppress(OSError):  # the first charge writes it otherwise
+                write_witness(path, store_id, head_id, head, force=True)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(new)
@@ -72,9 +75,9 @@ def migrate_store(path: str | os.PathLike) -> tuple[int, Path]:
     return len(charges), backup
 
 
-def _write(new: Path, datasets: list, charges: list, releases: list) -> None:
-    """The version 2 store with the old rows, chained in id order."""
-    create_store(new, replace_empty=False)
+def _write(new: Path, datasets: list, charges: list, releases: list) -> tuple[str, str, int]:
+    """The version 2 store with the old rows, chained in id order; its identity and head."""
+    create_store(new, replace_empty=False, witness=False)  # the witness follows the swap
     with transaction(new) as conn:
         store_id = dict(conn.execute("SELECT key, value FROM meta"))["store_id"]
         for name, total, created in datasets:
@@ -95,5 +98,7 @@ def _write(new: Path, datasets: list, charges: list, releases: list) -> None:
             head, head_id = receipt.hash, receipt.id
         conn.executemany("INSERT INTO releases VALUES (?, ?, ?, ?)", releases)
         conn.execute("INSERT INTO meta VALUES ('migrated_rows', ?)", (str(head_id),))
+        seal(conn, store_id, head)
         for name, *_ in datasets:  # the cheap checks hold for every dataset
             dataset_state(conn, new, name)
+    return store_id, head, head_id

@@ -7,6 +7,8 @@ paid for and never drew can be tied to it. A refund, or a reservation's settleme
 written only when the store still has the identity and the charge row it was made with;
 otherwise, or when the file cannot be written, nothing is refunded and a
 :class:`~dpfit.exceptions.BudgetStoreWarning` says that more stays charged than was drawn.
+After every write the store's witness moves forward (:mod:`dpfit.privacy._store_witness`);
+when it cannot be written the charge stands and a warning says so.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .._validation import check_int, check_positive, user_stacklevel
 from ..exceptions import BudgetExceededError, BudgetStoreError, BudgetStoreWarning
 from ._store_chain import DatasetState, Receipt, append, charge_unchanged, dataset_state
 from ._store_file import check_dataset, snapshot, transaction
+from ._store_witness import witness_path, write_witness
 from ._units import (
     exact_units,
     float_at_least,
@@ -37,7 +40,7 @@ from ._units import (
 from .budget import Budget
 from .shares import split
 
-__all__ = ["Charge", "StoredBudget"]
+__all__ = ["Charge", "StoredBudget", "warn_witness"]
 
 #: Failures of the file itself: locked past the timeout, read-only, deleted, replaced.
 _STORE_FAILURES = (sqlite3.Error, OSError, ValueError)
@@ -181,15 +184,27 @@ class StoredBudget(Budget):
                         f"{self._dataset!r} in {self._path} (total {format_rho(state.total)}); "
                         "nothing was charged or drawn"
                     )
-                return append(
+                receipt = append(
                     conn, state, dataset=self._dataset, rho=rho, mechanism=mechanism,
                     pid=os.getpid(),
                 )  # fmt: skip
+        except BudgetStoreError:  # refused by the store's checks: says so itself
+            raise
         except (sqlite3.Error, OSError) as exc:
             raise BudgetStoreError(
                 f"the budget store {self._path} could not be written ({_why(exc)}); nothing "
                 "was charged or drawn"
             ) from exc
+        self._witness(receipt)
+        return receipt
+
+    def _witness(self, receipt: Receipt) -> None:
+        """Move the witness forward to the committed ``receipt``; warn when it cannot be
+        written (the charge stands: the store is the record, the witness a check)."""
+        try:
+            write_witness(self._path, receipt.store_id, receipt.id, receipt.hash)
+        except OSError as exc:
+            warn_witness(self._path, exc, witness_path(self._path, receipt.store_id))
 
     def spend(self, rho: float, *, count: int = 1) -> None:
         """Charge ``count`` times ``rho``: from this thread's open reservation, or in one
@@ -254,6 +269,7 @@ class StoredBudget(Budget):
     ) -> None:
         """Record ``releases`` with ``receipt``'s charge and refund ``amount`` of it, in one
         transaction, only if the charge is still in the store as it was written."""
+        refund = None
         try:
             with transaction(self._path) as conn:
                 state = dataset_state(conn, self._path, self._dataset)
@@ -266,12 +282,16 @@ class StoredBudget(Budget):
                         [(receipt.id, label, int(c), float(r)) for label, c, r in releases],
                     )
                     if amount > 0:
-                        append(
+                        refund = append(
                             conn, state, dataset=self._dataset, rho=-amount,
                             mechanism=mechanism, pid=os.getpid(), refund_of=receipt.id,
                         )  # fmt: skip
         except _STORE_FAILURES as exc:
-            why = f"the file could not be written ({_why(exc)})"
+            refused = isinstance(exc, ValueError | BudgetStoreError)  # by the store's checks
+            failed = "store was refused" if refused else "file could not be written"
+            why = f"the {failed} ({_why(exc)})"
+        if refund is not None and why is None:
+            self._witness(refund)
         if why is not None:
             _warn(
                 f"the budget store {self._path} did not record {what}: {why}; it all stays "
@@ -340,13 +360,23 @@ def _why(exc: BaseException) -> str:
     """A file error in one line: its type and SQLite's or the system's text (no data); of a
     refusal of the file by dpfit, what was found without the advice on what to do."""
     text = " ".join(str(exc).split())
-    if isinstance(exc, ValueError):
+    if isinstance(exc, ValueError | BudgetStoreError):
         return text.split(": ")[0].split("; ")[0]
     return f"{type(exc).__name__}: {text}"
 
 
 def _warn(message: str) -> None:
     warnings.warn(message, BudgetStoreWarning, stacklevel=user_stacklevel())
+
+
+def warn_witness(path: Path, exc: OSError, witness: Path | None = None) -> None:
+    """Warn that the witness of the store at ``path`` could not be written (``exc``)."""
+    where = "" if witness is None else f" {witness}"
+    _warn(
+        f"the witness{where} of budget store {path} could not be written ({_why(exc)}): what "
+        "the store recorded stands, but a rollback of the store to before it cannot be "
+        "detected until a later charge writes the witness"
+    )
 
 
 def _overrefund(conn: sqlite3.Connection, receipt: Receipt, amount: float) -> str | None:

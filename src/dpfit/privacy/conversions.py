@@ -17,7 +17,10 @@ Three curves are offered:
 
 All routines are computed in float64 with reparametrisations that avoid cancellation and
 overflow, over rho in [1e-12, 1e3] and delta in [1e-300, 0.5] (tested against 50-digit
-mpmath values, ``tests/privacy/test_conversions.py``).
+mpmath values, ``tests/privacy/test_conversions.py``), and stay finite and accurate to float
+precision for every finite rho above (a public rho of 1e300 is charged like any other, and
+its statement must print): there epsilon exceeds rho by about 2 sqrt(rho L), less than an
+ulp of rho from about 1e33 on.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import math
 
 from .._validation import check_delta, check_option, check_positive, check_real
-from ._scalar import brentq, log_ndtr
+from ._scalar import brentq, log_mills, log_ndtr
 
 __all__ = [
     "approx_dp_to_zcdp",
@@ -57,9 +60,17 @@ def _cks_epsilon(rho: float, delta: float) -> float:
     # eps = inf_{alpha>1} alpha rho + (L - ln alpha)/(alpha-1) + ln(1 - 1/alpha).
     # With alpha = 1 + a this is g(a) = (1+a) rho + (L - log1p(a))/a - log1p(1/a), whose
     # derivative is rho - (L - log1p(a))/a^2: the unique root solves rho a^2 = L - log1p(a).
+    # rho s s is evaluated as (rho s) s, which neither overflows nor underflows for any
+    # finite rho > 0 and s near the root (s^2 alone is subnormal when rho is near 1e308).
     big_l = -math.log(delta)
-    hi = math.sqrt(big_l / rho)  # rho hi^2 = L >= L - log1p(hi)
-    a = _root(lambda s: rho * s * s - big_l + math.log1p(s), 0.0, hi) if hi > 0 else hi
+
+    def grad(s: float) -> float:
+        return rho * s * s - big_l + math.log1p(s)
+
+    hi = math.sqrt(big_l / rho)  # rho hi^2 = L >= L - log1p(hi), up to rounding:
+    while grad(hi) <= 0.0:  # for rho above ~1e69, log1p(hi) is below rounding of rho hi^2
+        hi *= 2.0
+    a = _root(grad, 0.0, hi)
     if a <= 0.0:
         return math.inf
     eps = (1.0 + a) * rho + (big_l - math.log1p(a)) / a - math.log1p(1.0 / a)
@@ -176,10 +187,34 @@ def gaussian_delta(mu: float, epsilon: float) -> float:
     return math.exp(_gdp_log_delta(mu, epsilon))
 
 
+#: Above this mu the exact Gaussian epsilon is found in t = (eps - mu^2 / 2) / mu.
+_LARGE_MU = 1e3
+
+
+def _gdp_log_delta_t(mu: float, t: float) -> float:
+    # _gdp_log_delta at eps = mu^2 / 2 + mu t, where a = -t and b = -(t + mu): then
+    # e^eps Phi(b) = e^(-t^2 / 2) Phi(b) e^(b^2 / 2), free of the cancellation between
+    # eps and log Phi(b) (both about mu^2 / 2) that costs _gdp_log_delta its digits once
+    # mu^2 is large (relative errors of 1e-8 in epsilon from mu ~ 1e9 on).
+    log_pa = log_ndtr(-t)
+    log_ratio = -0.5 * t * t + log_mills(t + mu) - log_pa
+    if log_ratio >= 0.0:
+        return -math.inf
+    return log_pa + math.log(-math.expm1(log_ratio))
+
+
 def _gaussian_epsilon(mu: float, delta: float) -> float:
     log_delta = math.log(delta)
     if _gdp_log_delta(mu, 0.0) <= log_delta:
         return 0.0
+    if mu > _LARGE_MU:  # eps = mu (mu / 2 + t), t about Phi^-1(1 - delta): +inf past 1.8e308
+        lo, hi = -1.0, 1.0  # t >= -mu / 2 (eps >= 0), where the curve is above delta
+        while lo > -mu / 2.0 and _gdp_log_delta_t(mu, lo) <= log_delta:
+            lo *= 2.0
+        while _gdp_log_delta_t(mu, hi) > log_delta:
+            hi *= 2.0
+        t = _root(lambda s: _gdp_log_delta_t(mu, s) - log_delta, max(lo, -mu / 2.0), hi)
+        return mu * (mu / 2.0 + t)
     hi = max(1.0, mu * mu)
     while _gdp_log_delta(mu, hi) > log_delta:
         hi *= 2.0

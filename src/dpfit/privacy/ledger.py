@@ -11,12 +11,14 @@ block's). An algorithm obtains the ledger it charges from :func:`prepare_ledger`
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .._validation import check_int, check_positive
-from ..exceptions import BudgetExceededError
+from ..exceptions import BudgetExceededError, BudgetProcessError
 from ._units import entry_units
 from .budget import Budget, exact_units, units_to_float
 from .conversions import gaussian_epsilon, zcdp_to_approx_dp
@@ -128,6 +130,13 @@ class PrivacyLedger:
     are taken out again (:meth:`dpfit.mechanisms.GaussianReleases.__exit__`), so the ledger
     lists exactly the releases that exist.
 
+    Threads and processes: a charge (the budget's spend, the entry and the running total)
+    is one step under a lock, so threads sharing a ledger never lose an entry or understate
+    its total. Like a :class:`~dpfit.privacy.Budget`, a ledger belongs to the process that
+    made it: a forked child's copy (or an unpickled copy in another process) refuses to
+    charge with :class:`~dpfit.exceptions.BudgetProcessError`, since what it recorded would
+    be invisible to the owner's statement.
+
     Parameters
     ----------
     relation : Relation or str, default="replace-one"
@@ -154,6 +163,28 @@ class PrivacyLedger:
         self._budget = budget
         self._entries: list[GaussianEntry | ParallelEntry] = []
         self._units = 0  # exact running sum of the entries' rho, in units of 2^-1074
+        self._lock = threading.Lock()  # a charge's spend, entry and total are one step
+        self._pid = os.getpid()  # the owning process; a forked child's copy refuses to charge
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]  # a lock cannot be pickled; the copy gets its own
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({"_pid": os.getpid(), **state})  # pickles of older versions
+        self._lock = threading.Lock()
+
+    def _owned(self) -> None:
+        """Refuse a process that does not own this ledger (a child after ``os.fork``)."""
+        if os.getpid() != self._pid:
+            raise BudgetProcessError(
+                f"this PrivacyLedger belongs to process {self._pid}, not to this one "
+                f"({os.getpid()}, a forked child or a copy): what it charged here would be "
+                "invisible to the owner's ledger, so nothing was charged or drawn; create a "
+                "PrivacyLedger in this process, and share a budget across processes with a "
+                "stored one, dpfit.Budget.open(path, dataset=..., rho=...)"
+            )
 
     @property
     def relation(self) -> Relation:
@@ -187,10 +218,12 @@ class PrivacyLedger:
             raise ValueError(
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
             )
-        if self._budget is not None:
-            self._budget.spend(entry.rho_each, count=entry.count)
-        self._entries.append(entry)
-        self._units += entry.rho_units
+        self._owned()  # before the lock: a forked child may inherit it held
+        with self._lock:
+            if self._budget is not None:
+                self._budget.spend(entry.rho_each, count=entry.count)
+            self._entries.append(entry)
+            self._units += entry.rho_units
 
     def parallel(self, label: str, *, rho_per_block: float) -> ParallelComposition:
         """Open a parallel composition over disjoint blocks of records.
@@ -202,6 +235,7 @@ class PrivacyLedger:
         """
         from .parallel import ParallelComposition
 
+        self._owned()
         return ParallelComposition(self, label=label, rho_per_block=rho_per_block)
 
     def _return_undrawn(self, entry: GaussianEntry, *, drawn: int) -> None:
@@ -212,15 +246,18 @@ class PrivacyLedger:
         or removed when ``drawn`` is 0, and the undrawn releases' rho, exactly, is returned
         to the budget first (if that fails, nothing changes and the whole charge stays).
         """
-        index = next(i for i in reversed(range(len(self._entries))) if self._entries[i] is entry)
         undrawn = entry.count - check_int(drawn, "drawn", low=0, high=entry.count - 1)
-        if self._budget is not None:
-            self._budget._refund(entry.rho_each, count=undrawn, label=entry.label)
-        if drawn:
-            self._entries[index] = replace(entry, count=drawn)
-        else:
-            del self._entries[index]
-        self._units -= exact_units(entry.rho_each) * undrawn
+        self._owned()
+        with self._lock:
+            entries = self._entries
+            index = next(i for i in reversed(range(len(entries))) if entries[i] is entry)
+            if self._budget is not None:
+                self._budget._refund(entry.rho_each, count=undrawn, label=entry.label)
+            if drawn:
+                entries[index] = replace(entry, count=drawn)
+            else:
+                del entries[index]
+            self._units -= exact_units(entry.rho_each) * undrawn
 
     def _record_reserved(self, entry: ParallelEntry) -> None:
         """Append an entry whose rho was already spent from the budget (parallel composition)."""
@@ -228,8 +265,10 @@ class PrivacyLedger:
             raise ValueError(
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
             )
-        self._entries.append(entry)
-        self._units += entry_units(entry)
+        self._owned()
+        with self._lock:
+            self._entries.append(entry)
+            self._units += entry_units(entry)
 
     @property
     def rho(self) -> float:
@@ -251,7 +290,9 @@ class PrivacyLedger:
         """Exact epsilon of the composed Gaussians (mu = sqrt(2 rho)), or None if not valid."""
         if not self.is_gaussian_only:
             return None
-        return gaussian_epsilon(math.sqrt(2.0 * self.rho), delta)
+        rho = self.rho  # mu = sqrt(2 rho), without the overflow of 2 rho past 9e307
+        return gaussian_epsilon(math.sqrt(2.0) * math.sqrt(rho) if rho > 1e307 else
+                                math.sqrt(2.0 * rho), delta)  # fmt: skip
 
     def statement(self, delta: float = 1e-5) -> str:
         """A short human-readable privacy statement (see :mod:`dpfit.privacy.statement`)."""

@@ -21,6 +21,11 @@ charge's row, as written, must still be there, or nothing is refunded. When the 
 cannot be written at the end, the whole reservation stays charged, a
 :class:`~dpfit.exceptions.BudgetStoreWarning` says so, and the caller still gets the result.
 
+Every open and charge also checks the seal that ties the datasets' running totals to the
+chain's head, and compares the store with its witness, a high-water mark kept outside it
+(:mod:`dpfit.privacy._store_witness`): a store rolled back (an older copy restored) is
+refused until ``dpfit budget verify PATH --accept-rollback`` accepts it.
+
 Unlike an in-memory :class:`~dpfit.Budget`, a stored budget may be pickled or inherited by
 a forked child: the copy reopens the same file and spends from the same total.
 """
@@ -32,8 +37,9 @@ import sqlite3
 from pathlib import Path
 
 from .._validation import check_positive
-from ._store_chain import StoreReport, dataset_hash, dataset_state, verify
+from ._store_chain import StoreReport, dataset_hash, dataset_state, seal, verify
 from ._store_file import check_dataset, create_store, now, read_meta, snapshot, transaction
+from ._store_witness import check_witness, write_witness
 from ._stored_budget import Charge, StoredBudget
 from ._units import units_to_float
 
@@ -53,10 +59,12 @@ def _add_dataset(conn: sqlite3.Connection, path: Path, dataset: str, rho: float)
     if row is not None:
         return float(row[0])
     created = now()
-    digest = dataset_hash(read_meta(conn, path)["store_id"], dataset, rho, created)
+    meta = read_meta(conn, path)
+    digest = dataset_hash(meta["store_id"], dataset, rho, created)
     conn.execute(
         "INSERT INTO datasets VALUES (?, ?, ?, '0', NULL, ?)", (dataset, rho, created, digest)
     )
+    seal(conn, meta["store_id"], meta["head"])
     return rho
 
 
@@ -130,15 +138,28 @@ def stored_datasets(path: str | os.PathLike) -> dict[str, tuple[float, float]]:
     return {name: (s.total, max(0.0, units_to_float(s.units))) for name, s in states.items()}
 
 
-def verify_store(path: str | os.PathLike) -> StoreReport:
-    """Check the whole store: the hash chain, every running total and refund, SQLite's
-    integrity check (``dpfit budget verify``).
+def verify_store(path: str | os.PathLike, *, accept_rollback: bool = False) -> StoreReport:
+    """Check the whole store: the hash chain, every running total and refund, the seal,
+    SQLite's integrity check, and that the store is not behind its witness (``dpfit budget
+    verify``; :mod:`dpfit.privacy._store_witness`).
+
+    ``accept_rollback=True`` (``--accept-rollback``) accepts a store that is consistent but
+    behind or other than its witness (a backup restored on purpose): the witness is rewritten
+    to the store as it is, and what was spent since the backup is given back for good.
 
     Raises
     ------
     ValueError
         The first problem found, in one line.
+    BudgetStoreError
+        The store is behind its witness (a rollback), and ``accept_rollback`` is False.
     """
     path = Path(path)
     with snapshot(path) as conn:
-        return verify(conn, path)
+        report = verify(conn, path)
+        meta = read_meta(conn, path)
+        if not accept_rollback:
+            check_witness(conn, path, meta["store_id"], int(meta["head_id"]), report.head)
+    if accept_rollback:
+        write_witness(path, meta["store_id"], int(meta["head_id"]), report.head, force=True)
+    return report
