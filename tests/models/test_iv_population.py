@@ -199,8 +199,8 @@ def _bread_noise_sd(M, x_idx, z_idx) -> tuple[float, float]:
 def test_a_first_stage_within_its_noise_warns(monkeypatch, design, rho):
     """G = A^-1 Q' W inverts A = Q' W Q unprojected, and noise inflates A (attenuation). Where
     A's smallest released eigenvalue is within two noise s.d. of zero (NoisyMoment.unidentified's
-    rule, with the bound above), the attenuation check (s^2 tr(W) / lambda_min(A) >= 2%) fires:
-    on the coverage study's weakest cells (n = 2000), seeded fits."""
+    rule, with the bound above), the first-stage noise check fires: on the coverage study's
+    weakest cells (n = 2000), seeded fits."""
     kept = _released(monkeypatch)
     for seed in range(4):
         frame, public = coverage_iv._draw(design, 2000, np.random.default_rng([seed, 14]))

@@ -62,6 +62,7 @@ _KINDS = {
     "lie at the public y bounds": "clipped-y",
     "instrument second moment": "instruments",
     "first stage is weak": "weak-first-stage",
+    "instruments are weak": "weak-instruments",
 }
 
 

@@ -69,9 +69,7 @@ def collinear_terms(
     return tuple(names[j] for j in sorted(order[: min(count, len(names))]))
 
 
-def describe_directions(
-    directions: np.ndarray, scale: np.ndarray, names: Sequence[str]
-) -> str:
+def describe_directions(directions: np.ndarray, scale: np.ndarray, names: Sequence[str]) -> str:
     """One sentence naming the terms behind each direction (columns of ``directions``).
 
     E.g. "exper and exper_m are nearly collinear" or, for a direction made of one term,
@@ -96,5 +94,5 @@ def column_scale(moment: NoisyMoment) -> np.ndarray:
 
 
 def _join(terms: Sequence[str]) -> str:
-    """"a", "a and b", "a, b and c"."""
+    """ "a", "a and b", "a, b and c"."""
     return terms[0] if len(terms) == 1 else ", ".join(terms[:-1]) + " and " + terms[-1]

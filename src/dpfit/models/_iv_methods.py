@@ -38,6 +38,7 @@ from ._iv_convergence import convergence_warning
 from ._iv_moments import fit_moments, row_clip
 from ._iv_release import MOMENTS_METHOD, Back, interval_text, notes, shown, shown_moments
 from ._iv_scaling import Standardization
+from ._result_iv import IVReleases
 from .results import Result
 
 __all__ = ["IV_METHOD_TABLE", "IVData"]
@@ -117,6 +118,13 @@ def run_moments(
         seeded=source.seeded,
         config=shown_moments(cfg, clip, data.bounds, data.columns),
         population=transform(out["population"], data.back.jacobian(len(data.x_idx))),
+        identification=IVReleases(
+            moments=out["moments"],
+            omega=out["omega"],
+            beta=out["estimate"],
+            scale=np.diag(data.back.jacobian(len(data.x_idx))),
+            names=tuple(data.names),
+        ),
         # Not experimental: the registered inference-coverage-iv claim passes at paper
         # scale (docs/inference.md); outside its regime the fit warns (CoverageWarning).
         experimental=False,

@@ -27,15 +27,20 @@ from typing import Any
 
 import numpy as np
 
-from ..inference.clipping_bias import FAR, far_records
+from ..inference.clipping_bias import FAR, GAP_SE, far_records
 from ..inference.doubts import Doubt, warn_doubts
+from ..inference.iv_identification import ReleasedMoments, first_stage
 from ..inference.population import (
     NoisyMoment,
     population_covariance,
     release_second_moment,
     second_moment_sensitivity,
 )
-from ..inference.population_iv import moment_noise_covariance, two_sls_from_moments
+from ..inference.population_iv import (
+    MomentTwoSLS,
+    moment_noise_covariance,
+    two_sls_from_moments,
+)
 from ..inference.whitened import release_mean
 from ..mechanisms import NoiseSource, clip_rows, rho_within
 from ..privacy import PrivacyLedger
@@ -52,8 +57,9 @@ FAR_SHARE = 0.08
 ROW_CLIP = 3.0
 #: 2SLS scores are clipped to OMEGA_CLIP sqrt(q) s_e.
 OMEGA_CLIP = 4.0
-#: Warn when the moment noise's attenuation of the first stage, s^2 tr(W) / strength, exceeds it.
-ATTENUATION_WARNING = 0.02
+#: Below Stock & Yogo's tabulated cases, the instruments count as weak when the first-stage
+#: F (or Cragg-Donald statistic) is below this rule of thumb (Staiger & Stock 1997).
+WEAK_F = 10.0
 
 
 def moment_shares(rho: float) -> dict[str, float]:
@@ -154,25 +160,11 @@ def fit_moments(
         covers="the population 2SLS coefficients (sampling + privacy error), when the first "
         "stage is strong against the noise and few rows are clipped (else a warning)",
     )
-    doubts = []
-    S = M.matrix[np.ix_(z_idx, z_idx)]
-    if np.linalg.eigvalsh(S)[0] < M.floor:
-        doubts.append(
-            Doubt(
-                "The released instrument second moment Z'Z/n has an eigenvalue below its "
-                "noise level: some instrument direction is not identified at this n and rho.",
-                ("more records", "a larger rho", "fewer or less collinear terms"),
-            )
-        )
-    attenuation = M.noise_std**2 * fit.weight_trace / max(float(fit.strength[0]), 1e-300)
-    if not attenuation < ATTENUATION_WARNING:
-        doubts.append(
-            Doubt(
-                "The first stage is weak relative to the privacy noise (released strength; "
-                f"expected attenuation of beta about {100 * attenuation:.2g}%).",
-                ("more records", "a larger rho", "stronger instruments"),
-            )
-        )
+    moments = ReleasedMoments(
+        matrix=M.matrix, noise_std=M.noise_std, n=n, x_idx=tuple(x_idx), z_idx=tuple(z_idx),
+        y_idx=y_idx,
+    )  # fmt: skip
+    doubts = _identification_doubts(M, moments, fit, population.bse)
     if (count := far_records(far, far_std, n)) > 0:
         doubts.append(
             Doubt(
@@ -188,6 +180,60 @@ def fit_moments(
         "estimate": fit.beta,
         "population": population,
         "releases": {"moments": M, "omega": Omega},
+        "moments": moments,
+        "omega": Omega.psd(),
         "checks": checks,
         "clip": clip,
     }
+
+
+def _identification_doubts(
+    M: NoisyMoment, moments: ReleasedMoments, fit: MomentTwoSLS, bse: np.ndarray
+) -> list[Doubt]:
+    """What the released moments say against the Wald interval: an instrument direction
+    within the noise, weak instruments (Stock & Yogo 2005: the first-stage F or Cragg-Donald
+    statistic, noise-corrected, below the critical value for 10% maximal size, or below 10
+    where it is not tabulated here), and an attenuation by the moment noise that is material
+    against the interval (more than GAP_SE standard errors, as for the clipping gap) or a
+    first-stage strength within two noise s.d. of zero."""
+    doubts = []
+    S = M.matrix[np.ix_(moments.z_idx, moments.z_idx)]
+    if np.linalg.eigvalsh(S)[0] < M.floor:
+        doubts.append(
+            Doubt(
+                "The released instrument second moment Z'Z/n has an eigenvalue below its "
+                "noise level: some instrument direction is not identified at this n and rho.",
+                ("more records", "a larger rho", "fewer or less collinear terms"),
+            )
+        )
+    if moments.endogenous and moments.excluded:
+        stage = first_stage(moments)
+        critical = stage.critical or WEAK_F
+        if not stage.statistic >= critical:
+            doubts.append(
+                Doubt(
+                    f"The instruments are weak: the {stage.name} is {stage.statistic:.3g} "
+                    f"(privacy noise s.d. {stage.noise_sd:.2g}), below {critical:g} (Stock & "
+                    "Yogo 2005), so the Wald interval can be off centre and too short; the "
+                    "Anderson-Rubin set (ar_interval(), in the summary's notes) stays valid.",
+                    ("stronger instruments", "more records"),
+                )
+            )
+    bias = np.abs(fit.attenuation_bias(M.noise_std)) / np.maximum(bse, 1e-300)
+    unidentified = fit.unidentified(M.noise_std)
+    if unidentified or not float(bias.max()) <= GAP_SE:
+        attenuation = M.noise_std**2 * fit.weight_trace / max(float(fit.strength[0]), 1e-300)
+        why = (
+            "its released strength is within two noise s.d. of zero, where the interval's "
+            "first-order law of the noise fails"
+            if unidentified
+            else f"the noise attenuates beta by up to {float(bias.max()):.2g} standard errors"
+        )
+        doubts.append(
+            Doubt(
+                f"The first stage is weak relative to the privacy noise: {why} (expected "
+                f"attenuation about {100 * attenuation:.2g}%).",
+                ("more records", "a larger rho", "stronger instruments"),
+            )
+        )
+    return doubts
