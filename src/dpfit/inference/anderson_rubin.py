@@ -51,7 +51,7 @@ def ar_statistic(m: ReleasedMoments, c: np.ndarray) -> float:
     g = m.matrix[m.excluded] @ r
     S = m.instrument_moment
     sigma2 = float(r @ m.matrix @ r - g @ np.linalg.solve(S, g))
-    sigma2 = max(sigma2, m.noise_std * float(r @ r))  # noise can push it below 0
+    sigma2 = max(sigma2, _floor(m) * float(r @ r))  # noise can push it below 0
     A = m.noise_map(r)
     V = sigma2 * S + m.n * m.noise_std**2 * (A @ A.T)
     return float(m.n * g @ np.linalg.solve(V, g))
@@ -115,7 +115,7 @@ def _line(m: ReleasedMoments):
     r = np.column_stack([m.partialled(m.unit(m.y_idx)), m.partialled(m.unit(m.endogenous[0]))])
     G = m.matrix[m.excluded] @ r
     total = r.T @ m.matrix @ r - G.T @ np.linalg.solve(S, G)
-    floor = m.noise_std * (r.T @ r)
+    floor = _floor(m) * (r.T @ r)
     A = [m.noise_map(r[:, 0]), m.noise_map(r[:, 1])]
     noise = m.n * m.noise_std**2 * np.array([[a @ b.T for b in A] for a in A])
 
@@ -127,6 +127,12 @@ def _line(m: ReleasedMoments):
         return m.n * np.einsum("nl,nl->n", g, np.linalg.solve(V, g[..., None])[..., 0])
 
     return statistic
+
+
+def _floor(m: ReleasedMoments) -> float:
+    """The least residual second moment per unit |r|^2: the noise s.d. (the release cannot
+    resolve less), and a relative 1e-12 where there is no noise."""
+    return max(m.noise_std, 1e-12)
 
 
 def _quadratic(w: np.ndarray, Q: np.ndarray) -> np.ndarray:

@@ -208,7 +208,8 @@ def first_stage(m: ReleasedMoments) -> FirstStage:
     if not m.endogenous or not m.excluded:
         raise ValueError("no endogenous regressor with excluded instruments: nothing to test")
     value = _cragg_donald(m, corrected=True)
-    gradient = noise_jacobian(lambda mm: np.array([_cragg_donald(mm, corrected=True)]), m)
+    # the correction is of order s^2, so its derivative in the noise is negligible
+    gradient = noise_jacobian(lambda mm: np.array([_cragg_donald(mm, corrected=False)]), m)
     return FirstStage(
         statistic=value,
         noise_sd=float(m.noise_std * np.linalg.norm(gradient)),
