@@ -122,8 +122,46 @@ def test_a_well_identified_design_names_nothing():
     df = _frame()
     coverage, side = _warnings(
         lambda: dpfit.ols(
-            "y ~ a + c", df, rho=1.0, bounds={"a": (0, 10), "c": (0, 1)}, y_bounds=(-6, 10),
+            "y ~ a + c",
+            df,
+            rho=1.0,
+            bounds={"a": (0, 10), "c": (0, 1)},
+            y_bounds=(-6, 10),
             random_state=3,
         )
     )
     assert not any("collinear" in m or "barely varies" in m for m in coverage + side)
+
+
+def test_noise_in_most_directions_is_not_called_collinearity():
+    """Half of the directions or more unidentified: the reason says the noise swamps the
+    data, names no terms; fewer: it names them."""
+    from dpfit.inference.identification import unidentified_reason
+
+    k = len(NAMES)
+    swamped = unidentified_reason(np.eye(k)[:, :2], np.ones(k), NAMES, "X'X/n", "two")
+    assert "noise swamps the data" in swamped and "2 of the 4 directions" in swamped
+    assert "collinear" not in swamped
+    one = unidentified_reason(
+        np.eye(k)[:, 1:2] + np.eye(k)[:, 2:3], np.ones(k), NAMES, "X'X/n", "two"
+    )
+    assert "a and b are nearly collinear" in one and "within two noise s.d." in one
+
+
+def test_a_small_n_fit_says_in_one_warning_that_the_noise_swamps_the_data():
+    """n = 300, ten terms at rho = 0.5: every direction is within the noise. The one
+    CoverageWarning says so and what would help, without blaming collinearity or the number of
+    steps (the drift is a consequence)."""
+    rng = np.random.default_rng(2)
+    n, k = 300, 10
+    X = rng.uniform(-1, 1, (n, k))
+    y = X @ np.linspace(-1, 1, k) + rng.normal(0, 1, n)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dpfit.DPLinearRegression(
+            rho=0.5, bounds=[(-1, 1)] * k, y_bounds=(-6, 6), random_state=0
+        ).fit(X, y)
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, CoverageWarning)]
+    assert "the noise swamps the data" in message and "more records, a larger rho" in message
+    assert "collinear" not in message.split("What would help")[0]
+    assert "not converged" not in message

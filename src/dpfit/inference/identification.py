@@ -32,7 +32,9 @@ __all__ = [
     "collinear_terms",
     "column_scale",
     "describe_directions",
+    "swamped",
     "unidentified_directions",
+    "unidentified_reason",
 ]
 
 #: The terms named are the fewest whose squared loadings add up to this share of a direction.
@@ -70,11 +72,11 @@ def collinear_terms(
 
 
 def describe_directions(directions: np.ndarray, scale: np.ndarray, names: Sequence[str]) -> str:
-    """One sentence naming the terms behind each direction (columns of ``directions``).
+    """One phrase naming the terms behind each direction (columns of ``directions``).
 
     E.g. "exper and exper_m are nearly collinear" or, for a direction made of one term,
-    "educ barely varies". Empty when there is no direction. At most MOST_DIRECTIONS
-    directions are named, the least identified first.
+    "educ barely varies in the data". Empty when there is no direction. At most
+    MOST_DIRECTIONS directions are named, the least identified first.
     """
     parts = []
     for j in range(min(directions.shape[1], MOST_DIRECTIONS)):
@@ -86,6 +88,37 @@ def describe_directions(directions: np.ndarray, scale: np.ndarray, names: Sequen
     if directions.shape[1] > MOST_DIRECTIONS:
         parts.append(f"{directions.shape[1] - MOST_DIRECTIONS} more direction(s)")
     return "; ".join(parts)
+
+
+def unidentified_reason(
+    directions: np.ndarray, scale: np.ndarray, names: Sequence[str], release: str, sds: str
+) -> str:
+    """The sentence a warning gives for the unidentified ``directions`` of ``release``, whose
+    eigenvalues there are within ``sds`` (e.g. "three") noise s.d. of zero.
+
+    It names the terms behind each direction (:func:`describe_directions`), except where the
+    release cannot identify half of the k directions or more (:func:`swamped`): then naming
+    terms would mislead, and the sentence says that the noise swamps the data.
+    """
+    weak, k = directions.shape[1], len(names)
+    if swamped(weak, k):
+        return (
+            f"At this n and rho the noise swamps the data: {release} cannot be told from its "
+            f"noise in {weak} of the {k} directions of the coefficients, so the estimate is "
+            "mostly noise (too few records for this many terms at this rho)."
+        )
+    return (
+        "The data do not identify every direction of the coefficients at this n and rho: "
+        f"{describe_directions(directions, scale, names)} ({release} has an eigenvalue within "
+        f"{sds} noise s.d. of zero along it), so the estimate along it is mostly noise and the "
+        "interval may understate its error."
+    )
+
+
+def swamped(weak: int, k: int) -> bool:
+    """Whether ``weak`` unidentified directions out of ``k`` mean noise everywhere rather
+    than collinear terms: at least half of them, and at least two."""
+    return weak >= max(2, k / 2)
 
 
 def column_scale(moment: NoisyMoment) -> np.ndarray:

@@ -81,6 +81,7 @@ from ..inference.identification import (
     column_scale,
     describe_directions,
     unidentified_directions,
+    unidentified_reason,
 )
 from ..inference.population import (
     CovarianceEstimate,
@@ -397,12 +398,15 @@ def _doubts(
             )
         )
     if H.unidentified():
-        weak = describe_directions(unidentified_directions(H, 1.0), column_scale(H), names)
         doubts.append(
             Doubt(
-                "The data do not identify every direction of the coefficients at this n and "
-                f"rho: {weak} (AdaSSP's released X'X/n has an eigenvalue within two noise s.d. "
-                "of zero along it), and the interval may understate the error along it.",
+                unidentified_reason(
+                    unidentified_directions(H, 1.0),
+                    column_scale(H),
+                    names,
+                    "AdaSSP's released X'X/n",
+                    "two",
+                ),
                 ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
             )
         )

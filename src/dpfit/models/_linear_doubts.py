@@ -26,8 +26,9 @@ from ..inference.clipping_bias import (
 from ..inference.doubts import HELPS, Doubt
 from ..inference.identification import (
     column_scale,
-    describe_directions,
+    swamped,
     unidentified_directions,
+    unidentified_reason,
 )
 from ..inference.population import NoisyMoment
 from ..inference.whitened import NOISY_MEAT, NoisySandwich, release_mean
@@ -103,18 +104,23 @@ def linear_doubts(
     (:mod:`dpfit.inference.identification`).
     """
     doubts = []
-    if Hh.unidentified(z=BREAD_Z):
+    weak = unidentified_directions(Hh, BREAD_Z)
+    if weak.shape[1]:
         doubts.append(
             Doubt(
-                "The data do not identify every direction of the coefficients at this n and "
-                f"rho: {_weak_terms(Hh, terms)} (the released Huber Hessian, X'X/n over the "
-                "records whose gradient is not clipped, whitened, has an eigenvalue within "
-                "three noise s.d. of zero along it), so the estimate along that direction is "
-                "mostly noise and the sandwich may understate its sampling variance.",
+                unidentified_reason(
+                    terms.P @ weak,  # in the design's coordinates: X P u = Z u
+                    column_scale(terms.xtx),
+                    terms.names,
+                    "the released Huber Hessian (X'X/n over the records whose gradient is not "
+                    "clipped, whitened)",
+                    "three",
+                ),
                 ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
             )
         )
-    if population.untrusted.any():
+    # where the noise swamps the bread the drift is its consequence: more steps do not help
+    if population.untrusted.any() and not swamped(weak.shape[1], weak.shape[0]):
         worst = float(np.max(population.relative_drift))
         doubts.append(
             Doubt(
@@ -151,10 +157,3 @@ class Terms:
     P: np.ndarray
     xtx: NoisyMoment
     names: Sequence[str]
-
-
-def _weak_terms(Hh: NoisyMoment, terms: Terms) -> str:
-    """The terms behind the directions Hh cannot identify: whitened directions u mapped to
-    the design's coordinates v = P u (X v = Z u), loadings by the columns' released scale."""
-    directions = terms.P @ unidentified_directions(Hh, BREAD_Z)
-    return describe_directions(directions, column_scale(terms.xtx), terms.names)
