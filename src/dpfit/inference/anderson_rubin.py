@@ -147,9 +147,7 @@ def _accepted(excess, ts: np.ndarray, values: np.ndarray) -> list[tuple[float, f
     if accept.all():
         return [(-math.inf, math.inf)]
     pieces, start = [], (-math.pi / 2 if accept[0] else None)
-    for i in range(1, ts.size):
-        if accept[i] == accept[i - 1]:
-            continue
+    for i in np.flatnonzero(accept[1:] != accept[:-1]) + 1:
         root = optimize.brentq(excess, ts[i - 1], ts[i], xtol=1e-12)
         if accept[i]:
             start = root

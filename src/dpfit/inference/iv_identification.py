@@ -124,14 +124,23 @@ class ReleasedMoments:
         return self._row_map @ noise_rows(r, [*self.excluded, *self.exogenous])
 
     @cached_property
+    def partialled_moment(self) -> np.ndarray:
+        """M.W = M - M_.W M_WW^-1 M_W.: the second moments of the residuals after W."""
+        W, M = self.exogenous, self.matrix
+        if not W:
+            return M
+        out = M - M[:, W] @ np.linalg.solve(M[np.ix_(W, W)], M[W])
+        return (out + out.T) / 2.0
+
+    @cached_property
     def instrument_moment(self) -> np.ndarray:
         """S = M_Z2Z2.W, the partialled second moment of the excluded instruments, with its
         eigenvalues raised to the release's noise floor 2 s sqrt(k) (as 2SLS treats M_ZZ,
         :func:`~dpfit.inference.population_iv.two_sls_from_moments`), so that it is
         positive definite."""
-        Z2 = self.excluded
-        out = np.column_stack([self.matrix[Z2] @ self.partialled(self.unit(j)) for j in Z2])
-        values, vectors = np.linalg.eigh((out + out.T) / 2.0)
+        values, vectors = np.linalg.eigh(
+            self.partialled_moment[np.ix_(self.excluded, self.excluded)]
+        )
         floor = 2.0 * self.noise_std * np.sqrt(self.matrix.shape[0])
         return (vectors * np.maximum(values, floor)) @ vectors.T
 
@@ -220,14 +229,14 @@ def first_stage(m: ReleasedMoments) -> FirstStage:
 
 
 def _cragg_donald(m: ReleasedMoments, *, corrected: bool) -> float:
-    rs = [m.partialled(m.unit(j)) for j in m.endogenous]
-    G = np.column_stack([m.matrix[m.excluded] @ r for r in rs])
+    Xe, Mp = m.endogenous, m.partialled_moment
+    G = Mp[np.ix_(m.excluded, Xe)]
     Sinv = np.linalg.inv(m.instrument_moment)
     R = G.T @ Sinv @ G
     if corrected:
-        A = [m.noise_map(r) for r in rs]
+        A = [m.noise_map(m.partialled(m.unit(j))) for j in Xe]
         R = R - m.noise_std**2 * np.array([[np.trace(Sinv @ a @ b.T) for b in A] for a in A])
-    total = np.array([[ri @ m.matrix @ rj for rj in rs] for ri in rs])
+    total = Mp[np.ix_(Xe, Xe)]
     L, kz, n = len(m.excluded), len(m.z_idx), m.n
     sigma = (total - R) * n / (n - kz)
     values, vectors = np.linalg.eigh((sigma + sigma.T) / 2.0)

@@ -120,6 +120,7 @@ def run_moments(
         population=transform(out["population"], data.back.jacobian(len(data.x_idx))),
         identification=IVReleases(
             moments=out["moments"],
+            stage=out["first_stage"],
             omega=out["omega"],
             beta=out["estimate"],
             scale=np.diag(data.back.jacobian(len(data.x_idx))),

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..inference.clipping_bias import FAR, GAP_SE, far_records
 from ..inference.doubts import Doubt, warn_doubts
-from ..inference.iv_identification import ReleasedMoments, first_stage
+from ..inference.iv_identification import FirstStage, ReleasedMoments, first_stage
 from ..inference.population import (
     NoisyMoment,
     population_covariance,
@@ -164,7 +164,8 @@ def fit_moments(
         matrix=M.matrix, noise_std=M.noise_std, n=n, x_idx=tuple(x_idx), z_idx=tuple(z_idx),
         y_idx=y_idx,
     )  # fmt: skip
-    doubts = _identification_doubts(M, moments, fit, population.bse)
+    stage = first_stage(moments) if moments.endogenous and moments.excluded else None
+    doubts = _identification_doubts(M, moments, stage, fit, population.bse)
     if (count := far_records(far, far_std, n)) > 0:
         doubts.append(
             Doubt(
@@ -181,6 +182,7 @@ def fit_moments(
         "population": population,
         "releases": {"moments": M, "omega": Omega},
         "moments": moments,
+        "first_stage": stage,
         "omega": Omega.psd(),
         "checks": checks,
         "clip": clip,
@@ -188,7 +190,11 @@ def fit_moments(
 
 
 def _identification_doubts(
-    M: NoisyMoment, moments: ReleasedMoments, fit: MomentTwoSLS, bse: np.ndarray
+    M: NoisyMoment,
+    moments: ReleasedMoments,
+    stage: FirstStage | None,
+    fit: MomentTwoSLS,
+    bse: np.ndarray,
 ) -> list[Doubt]:
     """What the released moments say against the Wald interval: an instrument direction
     within the noise, weak instruments (Stock & Yogo 2005: the first-stage F or Cragg-Donald
@@ -206,8 +212,7 @@ def _identification_doubts(
                 ("more records", "a larger rho", "fewer or less collinear terms"),
             )
         )
-    if moments.endogenous and moments.excluded:
-        stage = first_stage(moments)
+    if stage is not None:
         critical = stage.critical or WEAK_F
         if not stage.statistic >= critical:
             doubts.append(

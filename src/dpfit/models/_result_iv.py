@@ -34,10 +34,13 @@ __all__ = ["IVReleases", "IVTestsMixin"]
 @dataclass(frozen=True, kw_only=True, eq=False)
 class IVReleases:
     """What the identification tests need: the released moments (standardised units), the
-    released score second moment (projected onto PSD), the released coefficients in those
-    units, each regressor's factor back to the original units, and the regressors' names."""
+    first stage's strength computed from them at fit time (None without an endogenous
+    regressor and excluded instruments), the released score second moment (projected onto
+    PSD), the released coefficients in those units, each regressor's factor back to the
+    original units, and the regressors' names."""
 
     moments: ReleasedMoments
+    stage: FirstStage | None
     omega: np.ndarray
     beta: np.ndarray
     scale: np.ndarray
@@ -71,7 +74,8 @@ class IVTestsMixin:
         regressor, Cragg & Donald's (1993) statistic with several, from the released moments
         with the privacy noise's expected contribution removed, and Stock & Yogo's (2005)
         critical value (:func:`dpfit.inference.iv_identification.first_stage`)."""
-        return first_stage(self._iv().moments)
+        iv = self._iv()
+        return iv.stage if iv.stage is not None else first_stage(iv.moments)  # raises
 
     @property
     def first_stage_f(self) -> float:
