@@ -112,8 +112,8 @@ def linear_doubts(
                     terms.P @ weak,  # in the design's coordinates: X P u = Z u
                     column_scale(terms.xtx),
                     terms.names,
-                    "the released Huber Hessian (X'X/n over the records whose gradient is not "
-                    "clipped, whitened)",
+                    "the released Huber Hessian, X'X/n over the records whose gradient is not "
+                    "clipped in whitened coordinates,",
                     "three",
                 ),
                 ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
