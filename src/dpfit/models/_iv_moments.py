@@ -17,7 +17,10 @@ Two charged releases on the (standardised, public-bounded) rows a_i = (1, design
 
 Covariance around the population beta*: the robust sandwich G Omega~ G' / n plus the exact
 first-order law of the moment noise G C G' s^2 (:mod:`dpfit.inference.population_iv`);
-normal quantiles.
+normal quantiles. The released M~ also gives the first stage's strength (Stock & Yogo's
+test, :mod:`dpfit.inference.iv_identification`), which the one ``CoverageWarning`` reports
+with the other reasons (:func:`_identification_doubts`, the far-row count), and which the
+result keeps for its identification tests (:mod:`dpfit.models._result_iv`).
 """
 
 from __future__ import annotations
