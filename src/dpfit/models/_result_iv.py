@@ -129,6 +129,19 @@ class IVTestsMixin:
         iv = self.identification
         if iv is None or not iv.moments.endogenous or not iv.moments.excluded:
             return None
+        try:
+            parts = self._identification_parts(iv, alpha)
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):  # degenerate releases
+            return (
+                "Identification tests: not computable from these releases (a released block "
+                "is singular at this n and rho)."
+            )
+        return (
+            "Identification (post-processing of the released moments, privacy noise "
+            "included; homoskedastic errors): " + " ".join(parts)
+        )
+
+    def _identification_parts(self, iv: IVReleases, alpha: float) -> list[str]:
         parts = [f"{self.first_stage()}."]
         if len(iv.endogenous) == 1:
             level = f"{100 * (1 - alpha):g}%"
@@ -141,7 +154,4 @@ class IVTestsMixin:
         if len(iv.moments.z_idx) > len(iv.moments.x_idx):
             parts.append(f"{self.sargan()}.")
         parts.append(f"{self.wu_hausman()}.")
-        return (
-            "Identification (post-processing of the released moments, privacy noise "
-            "included; homoskedastic errors): " + " ".join(parts)
-        )
+        return parts
