@@ -92,12 +92,11 @@ def _row(kind: str, fits: int, part: pd.DataFrame, label: str, share: float) -> 
 #: the IV default ("iv"). A kind's rates count the fits of these methods only.
 KIND_METHODS = {
     "drift": ("gd",),
-    "bread": ("gd", "adassp"),
+    "bread": ("gd", "adassp", "iv"),
     "meat": ("gd", "adassp"),
     "clipping": ("gd", "iv"),
     "ridge": ("adassp",),
     "clipped-y": ("adassp",),
-    "instruments": ("iv",),
     "weak-first-stage": ("iv",),
     "weak-instruments": ("iv",),
 }
@@ -107,7 +106,6 @@ FALSE_ALARM_TARGETS = {kind: 0.05 for kind in KIND_METHODS} | {
     "bread": 0.25,
     "meat": 0.25,
     "ridge": 1.0,
-    "instruments": 1.0,
 }
 #: A cell covers when no coefficient's coverage is below 0.95 at this one-sided binomial
 #: level and its pooled coverage is at least COVERS_POOLED.

@@ -101,12 +101,36 @@ class ReleasedMoments:
         c[column] = 1.0
         return c
 
+    @property
+    def floor(self) -> float:
+        """The release's noise floor 2 s sqrt(k) (:attr:`NoisyMoment.floor`): eigenvalues below
+        it cannot be told from the noise."""
+        return 2.0 * self.noise_std * np.sqrt(self.matrix.shape[0])
+
+    def _floored_inverse(self, block: np.ndarray) -> np.ndarray:
+        """The inverse of a symmetric released block with its eigenvalues raised to the noise
+        floor (and to 1e-12 of the largest where there is no noise), as 2SLS inverts M_ZZ
+        (:func:`~dpfit.inference.population_iv.two_sls_from_moments`): exogenous regressors
+        that are nearly collinear (an income and its square) would otherwise let the noise
+        along their near-null direction swing every partialled moment."""
+        values, vectors = np.linalg.eigh((block + block.T) / 2.0)
+        return (vectors / self._floored(values)) @ vectors.T
+
+    def _floored(self, values: np.ndarray) -> np.ndarray:
+        """Eigenvalues raised to the noise floor (1e-12 of the largest without noise)."""
+        return np.maximum(values, max(self.floor, 1e-12 * float(np.max(np.abs(values)))))
+
+    @cached_property
+    def _exogenous_inverse(self) -> np.ndarray:
+        W = self.exogenous
+        return self._floored_inverse(self.matrix[np.ix_(W, W)])
+
     def partialled(self, c: np.ndarray) -> np.ndarray:
-        """r = c - P_W M_WW^-1 M_W. c: c' a_i's residual after W."""
+        """r = c - P_W M_WW^-1 M_W. c: c' a_i's residual after W (M_WW floored)."""
         W, M = self.exogenous, self.matrix
         r = np.array(c, dtype=np.float64)
         if W:
-            r[W] -= np.linalg.solve(M[np.ix_(W, W)], M[W] @ c)
+            r[W] -= self._exogenous_inverse @ (M[W] @ c)
         return r
 
     @cached_property
@@ -116,7 +140,7 @@ class ReleasedMoments:
         left = np.eye(len(Z2))
         if not W:
             return left
-        H = np.linalg.solve(M[np.ix_(W, W)], M[np.ix_(W, Z2)]).T
+        H = (self._exogenous_inverse @ M[np.ix_(W, Z2)]).T
         return np.hstack([left, -H])
 
     def noise_map(self, r: np.ndarray) -> np.ndarray:
@@ -129,7 +153,7 @@ class ReleasedMoments:
         W, M = self.exogenous, self.matrix
         if not W:
             return M
-        out = M - M[:, W] @ np.linalg.solve(M[np.ix_(W, W)], M[W])
+        out = M - M[:, W] @ self._exogenous_inverse @ M[W]
         return (out + out.T) / 2.0
 
     @cached_property
@@ -141,8 +165,7 @@ class ReleasedMoments:
         values, vectors = np.linalg.eigh(
             self.partialled_moment[np.ix_(self.excluded, self.excluded)]
         )
-        floor = 2.0 * self.noise_std * np.sqrt(self.matrix.shape[0])
-        return (vectors * np.maximum(values, floor)) @ vectors.T
+        return (vectors * self._floored(values)) @ vectors.T
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,7 +263,7 @@ def _cragg_donald(m: ReleasedMoments, *, corrected: bool) -> float:
     L, kz, n = len(m.excluded), len(m.z_idx), m.n
     sigma = (total - R) * n / (n - kz)
     values, vectors = np.linalg.eigh((sigma + sigma.T) / 2.0)
-    root = (vectors / np.sqrt(np.maximum(values, 1e-300))) @ vectors.T
+    root = (vectors / np.sqrt(m._floored(values))) @ vectors.T
     return float(np.linalg.eigvalsh(root @ R @ root)[0] * n / L)
 
 

@@ -54,6 +54,8 @@ class MomentTwoSLS:
         |W Q v| for v the eigenvector of Q' W Q's smallest eigenvalue: that eigenvalue's first
         order noise is v' dA v = 2 u' E_zx v - u' E_zz u with u = W Q v, of s.d. at most
         s sqrt(2) (2 |u| + |u|^2) (:meth:`unidentified`).
+    weakest : ndarray (p,)
+        That eigenvector v: the direction of the coefficients the moments identify least.
     """
 
     beta: np.ndarray
@@ -62,6 +64,7 @@ class MomentTwoSLS:
     weight_trace: float
     strength_inverse: np.ndarray
     strength_reach: float
+    weakest: np.ndarray
 
     def unidentified(self, noise_std: float, z: float = 2.0) -> bool:
         """Whether the smallest strength is within ``z`` of its noise s.d. bounds of zero
@@ -102,6 +105,7 @@ def two_sls_from_moments(
         weight_trace=float(np.trace(W)),
         strength_inverse=np.linalg.inv(A),
         strength_reach=float(np.linalg.norm(W @ Q @ directions[:, 0])),
+        weakest=directions[:, 0],
     )
 
 

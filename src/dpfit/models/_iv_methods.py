@@ -104,7 +104,7 @@ def run_moments(
     clip = row_clip(data.V.shape[1], row_bound)
     out = fit_moments(
         data.V, data.x_idx, data.z_idx, data.y_idx, rho=data.rho_fit, n=data.n,
-        clip=clip, ledger=ledger, source=source,
+        clip=clip, ledger=ledger, source=source, names=data.names,
     )  # fmt: skip
     return _result(
         data,

@@ -26,12 +26,14 @@ result keeps for its identification tests (:mod:`dpfit.models._result_iv`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..inference.clipping_bias import FAR, GAP_SE, far_records
 from ..inference.doubts import Doubt, warn_doubts
+from ..inference.identification import describe_directions
 from ..inference.iv_identification import FirstStage, ReleasedMoments, first_stage
 from ..inference.population import (
     NoisyMoment,
@@ -124,8 +126,11 @@ def fit_moments(
     clip: float,
     ledger: PrivacyLedger,
     source: NoiseSource,
+    names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The two releases and the population covariance, in the columns' (standardised) units.
+
+    ``names`` are the regressors' names (x0, x1, ... without them), for the warnings.
 
     Returns a mapping with ``estimate`` (p,), ``population`` (CovarianceEstimate), the
     releases and public ``checks`` (messages about released quantities only).
@@ -168,7 +173,8 @@ def fit_moments(
         y_idx=y_idx,
     )  # fmt: skip
     stage = first_stage(moments) if moments.endogenous and moments.excluded else None
-    doubts = _identification_doubts(M, moments, stage, fit, population.bse)
+    names = names or [f"x{j}" for j in range(len(x_idx))]
+    doubts = _identification_doubts(M, moments, stage, fit, population.bse, names)
     if (count := far_records(far, far_std, n)) > 0:
         doubts.append(
             Doubt(
@@ -198,23 +204,20 @@ def _identification_doubts(
     stage: FirstStage | None,
     fit: MomentTwoSLS,
     bse: np.ndarray,
+    names: Sequence[str],
 ) -> list[Doubt]:
-    """What the released moments say against the Wald interval: an instrument direction
-    within the noise, weak instruments (Stock & Yogo 2005: the first-stage F or Cragg-Donald
-    statistic, noise-corrected, below the critical value for 10% maximal size, or below 10
-    where it is not tabulated here), and an attenuation by the moment noise that is material
-    against the interval (more than GAP_SE standard errors, as for the clipping gap) or a
-    first-stage strength within two noise s.d. of zero."""
+    """What the released moments say against the Wald interval (post-processing).
+
+    Weak instruments (Stock & Yogo 2005: the first-stage F or Cragg-Donald statistic,
+    noise-corrected, below the critical value for 10% maximal size, or below 10 where it is not
+    tabulated here); a direction of the coefficients whose 2SLS curvature Q'WQ is within two
+    noise s.d. of zero, named by its terms (``names``, the regressors;
+    :mod:`dpfit.inference.identification`); else an attenuation by the moment noise that is
+    material against the interval (more than GAP_SE standard errors, as for the clipping gap).
+    An instrument block M_zz below its noise floor is not a reason: 2SLS weights the moments by
+    the floored inverse and G uses the same weight, which costs efficiency, not validity.
+    """
     doubts = []
-    S = M.matrix[np.ix_(moments.z_idx, moments.z_idx)]
-    if np.linalg.eigvalsh(S)[0] < M.floor:
-        doubts.append(
-            Doubt(
-                "The released instrument second moment Z'Z/n has an eigenvalue below its "
-                "noise level: some instrument direction is not identified at this n and rho.",
-                ("more records", "a larger rho", "fewer or less collinear terms"),
-            )
-        )
     if stage is not None:
         critical = stage.critical or WEAK_F
         if not stage.statistic >= critical:
@@ -227,20 +230,34 @@ def _identification_doubts(
                     ("stronger instruments", "more records"),
                 )
             )
-    bias = np.abs(fit.attenuation_bias(M.noise_std)) / np.maximum(bse, 1e-300)
     unidentified = fit.unidentified(M.noise_std)
-    if unidentified or not float(bias.max()) <= GAP_SE:
-        attenuation = M.noise_std**2 * fit.weight_trace / max(float(fit.strength[0]), 1e-300)
-        why = (
-            "its released strength is within two noise s.d. of zero, where the interval's "
-            "first-order law of the noise fails"
-            if unidentified
-            else f"the noise attenuates beta by up to {float(bias.max()):.2g} standard errors"
-        )
+    if unidentified:
+        scale = np.sqrt(np.maximum(np.diag(M.matrix)[list(moments.x_idx)], M.floor))
+        terms = describe_directions(fit.weakest[:, None], scale, names)
         doubts.append(
             Doubt(
-                f"The first stage is weak relative to the privacy noise: {why} (expected "
-                f"attenuation about {100 * attenuation:.2g}%).",
+                "The data do not identify every direction of the coefficients at this n and "
+                f"rho: {terms} (the released 2SLS curvature Q'WQ has an eigenvalue within two "
+                "noise s.d. of zero along it; for an endogenous term alone, its first stage "
+                "is weak against the noise), where the interval's first-order law of the "
+                "noise fails.",
+                (
+                    "more records",
+                    "a larger rho",
+                    "stronger instruments",
+                    "fewer or less collinear terms",
+                ),
+            )
+        )
+    bias = np.abs(fit.attenuation_bias(M.noise_std)) / np.maximum(bse, 1e-300)
+    # along an unidentified direction the attenuation is its consequence, said above
+    if not unidentified and not float(bias.max()) <= GAP_SE:
+        attenuation = M.noise_std**2 * fit.weight_trace / max(float(fit.strength[0]), 1e-300)
+        doubts.append(
+            Doubt(
+                "The first stage is weak relative to the privacy noise: the noise attenuates "
+                f"beta by up to {float(bias.max()):.2g} standard errors (expected attenuation "
+                f"about {100 * attenuation:.2g}%).",
                 ("more records", "a larger rho", "stronger instruments"),
             )
         )
