@@ -78,7 +78,7 @@ def test_adassp_warns_when_its_released_eigenvalue_cannot_be_told_from_zero():
     with pytest.warns(SideConditionWarning, match=r"within 3 noise s\.d\. .* of zero"):
         dpfit.ols("lwage ~ educ + exper + c", card, rho=1.0, bounds=bounds, **ADASSP)
     X, y = card[["educ", "exper", "c"]], card["lwage"]
-    with pytest.warns(SideConditionWarning, match="collinear with the intercept"):
+    with pytest.warns(SideConditionWarning, match="Intercept and c are nearly collinear"):
         dpfit.DPLinearRegression(rho=1.0, bounds=bounds, **ADASSP).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SideConditionWarning)

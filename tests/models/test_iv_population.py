@@ -160,23 +160,32 @@ def _released(monkeypatch):
     return kept
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_an_instrument_moment_below_its_noise_floor_warns(monkeypatch, seed):
+def test_collinear_instruments_cost_efficiency_not_coverage(monkeypatch):
     """The fit raises the eigenvalues of Z'Z/n to the noise floor before inverting it (the
     weight of 2SLS). Where a data eigenvalue is below the floor (NoisyMoment.floor_binds on
-    the released block, at the fit's floor), the fit must warn: it does, from the released
-    block alone."""
+    the released block), G = (Q'WQ)^-1 Q'W is computed with that same weight, so the sandwich
+    is the variance of the estimator computed: efficiency is lost, not validity, and the fit
+    does not warn. 200 seeded fits: coverage of beta*_x within 3 binomial s.e. (0.046) of
+    0.95, and silent (an earlier version warned about the instrument block in every one of
+    these fits, which covered 0.95)."""
     kept = _released(monkeypatch)
-    frame, bounds = _collinear(2000, seed)
-    with pytest.warns(CoverageWarning) as caught:  # the first stage may warn too
-        DPIVRegression(rho=5.0, bounds=bounds, y_bounds=(-9, 11), random_state=seed).fit(
-            frame[["w", "x"]], frame["y"], Z=frame[["w", "z0", "z1", "z2"]]
-        )
-    assert any("instrument second moment" in str(w.message) for w in caught)
-    M = kept["releases"]["moments"]
-    S = M.matrix[np.ix_(kept["z_idx"], kept["z_idx"])]
-    s = M.noise_std
-    assert np.linalg.eigvalsh(S)[0] < M.floor - s * np.sqrt(2.0)  # floor_binds at the fit's floor
+    covers, warned = [], 0
+    for seed in range(200):
+        frame, bounds = _collinear(2000, seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CoverageWarning)
+            res = DPIVRegression(rho=5.0, bounds=bounds, y_bounds=(-9, 11), random_state=seed).fit(
+                frame[["w", "x"]], frame["y"], Z=frame[["w", "z0", "z1", "z2"]]
+            )
+        lo, hi = res.conf_int().loc["x"]
+        covers.append(lo <= 0.5 <= hi)
+        warned += any(issubclass(w.category, CoverageWarning) for w in caught)
+        if seed == 0:
+            M = kept["releases"]["moments"]
+            S = M.matrix[np.ix_(kept["z_idx"], kept["z_idx"])]
+            assert np.linalg.eigvalsh(S)[0] < M.floor - M.noise_std * np.sqrt(2.0)
+    assert 0.904 <= np.mean(covers) <= 0.996
+    assert warned <= 10
 
 
 def _bread_noise_sd(M, x_idx, z_idx) -> tuple[float, float]:
@@ -199,8 +208,8 @@ def _bread_noise_sd(M, x_idx, z_idx) -> tuple[float, float]:
 def test_a_first_stage_within_its_noise_warns(monkeypatch, design, rho):
     """G = A^-1 Q' W inverts A = Q' W Q unprojected, and noise inflates A (attenuation). Where
     A's smallest released eigenvalue is within two noise s.d. of zero (NoisyMoment.unidentified's
-    rule, with the bound above), the attenuation check (s^2 tr(W) / lambda_min(A) >= 2%) fires:
-    on the coverage study's weakest cells (n = 2000), seeded fits."""
+    rule, with the bound above), the first-stage noise check fires: on the coverage study's
+    weakest cells (n = 2000), seeded fits."""
     kept = _released(monkeypatch)
     for seed in range(4):
         frame, public = coverage_iv._draw(design, 2000, np.random.default_rng([seed, 14]))
@@ -210,7 +219,7 @@ def test_a_first_stage_within_its_noise_warns(monkeypatch, design, rho):
             DPIVRegression(rho=rho, random_state=seed, **public).fit(
                 frame[["w", "x"]], frame["y"], Z=frame[["w", *zcols]]
             )
-        weak = any("first stage is weak" in str(w.message) for w in caught)
+        weak = any("2SLS curvature" in str(w.message) for w in caught)
         M = kept["releases"]["moments"]
         strength, sd = _bread_noise_sd(M, kept["x_idx"], kept["z_idx"])
         assert weak or strength - sd >= sd, (seed, strength, sd)

@@ -20,4 +20,5 @@ from . import (  # noqa: F401
     menart2024_grid_search,
     realdata_coverage,
     varshney2022,
+    weak_iv_coverage,
 )

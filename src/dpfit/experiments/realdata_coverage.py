@@ -55,13 +55,14 @@ _KINDS = {
     "iterates have not converged": "drift",
     "Huber Hessian": "bread",
     "AdaSSP's released X'X/n": "bread",
+    "2SLS curvature": "bread",
     "(the sandwich's meat)": "meat",
     "Clipping moves the estimate": "clipping",
     "Rows far beyond the row clip": "clipping",
     "AdaSSP's ridge": "ridge",
     "lie at the public y bounds": "clipped-y",
-    "instrument second moment": "instruments",
     "first stage is weak": "weak-first-stage",
+    "instruments are weak": "weak-instruments",
 }
 
 

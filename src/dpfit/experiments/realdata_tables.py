@@ -10,6 +10,17 @@ anyway (**false alarms**, for coverage); and for the fits without a warning, the
 their intervals that miss theta* (**misses**). A fit can give several reasons, so it counts
 in each of their rows. Coverage is per interval (one per coefficient and fit).
 
+``python -m dpfit.experiments.realdata_tables triage --store STORE [--write CSV]`` prints
+the warning triage: a cell (design, n, rho) **covers** when no coefficient's coverage of
+theta* is significantly below 0.95 (one-sided binomial test at level 0.01) and its pooled
+coverage is at least 0.93; per kind of reason, the **false-alarm rate** is the share of the
+fits in covering cells that give it and the **hit rate** the share of the fits in cells that
+do not cover, both among the fits of the methods that can give that reason
+(:data:`KIND_METHODS`), beside the kind's stated target (:data:`FALSE_ALARM_TARGETS`).
+``--write`` saves the per-cell summary it is computed from (:func:`warning_cells`), the
+small file tests/experiments/data/realdata_warning_cells.csv that the test of the targets
+reads.
+
 ``python -m dpfit.experiments.realdata_tables candidates --store STORE`` (per cell;
 ``candidates-pooled``: per candidate and n) runs (or reuses) the candidate comparison of
 docs/inference.md, "Clipping bias": the study's trial with ``target="huber"`` beside the
@@ -28,6 +39,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .realdata_coverage import DESIGNS, EXPERIMENT, _grid, _long, _trial
 from .registry import Experiment
@@ -35,11 +47,16 @@ from .runner import run
 
 __all__ = [
     "CANDIDATES",
+    "FALSE_ALARM_TARGETS",
+    "KIND_METHODS",
     "calibration_table",
     "candidates_pooled",
     "candidates_table",
     "main",
     "markdown",
+    "over_target",
+    "triage_table",
+    "warning_cells",
 ]
 
 
@@ -69,6 +86,95 @@ def _row(kind: str, fits: int, part: pd.DataFrame, label: str, share: float) -> 
         "coverage": part["covers"].mean(),
         "median width / HC1": part["width"].median(),
     }
+
+
+#: Which fits can give each kind of reason: the default DP-GD fit ("gd"), AdaSSP ("adassp"),
+#: the IV default ("iv"). A kind's rates count the fits of these methods only.
+KIND_METHODS = {
+    "drift": ("gd",),
+    "bread": ("gd", "adassp", "iv"),
+    "meat": ("gd", "adassp"),
+    "clipping": ("gd", "iv"),
+    "ridge": ("adassp",),
+    "clipped-y": ("adassp",),
+    "weak-first-stage": ("iv",),
+    "weak-instruments": ("iv",),
+}
+#: The most false alarms each kind may give (share of the fits in covering cells): 5%, except
+#: where docs/inference.md ("Warning triage") says why that is not reached.
+FALSE_ALARM_TARGETS = {kind: 0.05 for kind in KIND_METHODS} | {
+    "bread": 0.25,
+    "meat": 0.25,
+    "ridge": 1.0,
+}
+#: A cell covers when no coefficient's coverage is below 0.95 at this one-sided binomial
+#: level and its pooled coverage is at least COVERS_POOLED.
+COVERS_LEVEL = 0.01
+COVERS_POOLED = 0.93
+
+
+def _method(design: str) -> str:
+    return "iv" if design.startswith("iv-") else "adassp" if design.startswith("adassp-") else "gd"
+
+
+def warning_cells(results: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: its method, fits, pooled coverage, the worst coefficient's coverage and its
+    one-sided binomial p-value against 0.95, whether it covers (module docstring), the fits
+    that warned and, per kind, the fits that gave it."""
+    long = _long(results)
+    keys = ["design", "n", "rho"]
+    per_coef = long.groupby([*keys, "j"])["covers"].agg(["sum", "size"])
+    per_coef["p"] = stats.binom.cdf(per_coef["sum"], per_coef["size"], 0.95)
+    kinds = sorted(KIND_METHODS)
+    flags = pd.DataFrame(
+        {
+            **{k: results.get(f"warn_{k}", pd.Series(0.0, index=results.index)).fillna(0.0) > 0
+               for k in kinds},
+            "warned": results["warned"] > 0,
+        }
+    )  # fmt: skip
+    flags[keys] = results[keys]
+    table = pd.DataFrame(
+        {
+            "fits": results.groupby(keys).size(),
+            "coverage": long.groupby(keys)["covers"].mean(),
+            "worst": (per_coef["sum"] / per_coef["size"]).groupby(keys).min(),
+            "worst_p": per_coef["p"].groupby(keys).min(),
+        }
+    )
+    table["covers"] = (table["worst_p"] >= COVERS_LEVEL) & (table["coverage"] >= COVERS_POOLED)
+    counts = flags.groupby(keys)[["warned", *kinds]].sum().astype(int)
+    table = table.join(counts).reset_index()
+    table.insert(0, "method", table["design"].map(_method))
+    return table
+
+
+def triage_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per kind (and any warning): the fits of its methods in covering cells, the share of
+    them that give it (false alarms), the fits in cells that do not cover, the share that
+    give it (hits), and the kind's target (module docstring)."""
+    rows = []
+    for kind in [*sorted(KIND_METHODS), "warned"]:
+        methods = KIND_METHODS.get(kind, ("gd", "adassp", "iv"))
+        part = cells[cells["method"].isin(methods)]
+        good, bad = part[part["covers"]], part[~part["covers"]]
+        rows.append(
+            {
+                "warning": "any" if kind == "warned" else kind,
+                "fits in covering cells": int(good["fits"].sum()),
+                "false alarms": good[kind].sum() / max(good["fits"].sum(), 1),
+                "target": FALSE_ALARM_TARGETS.get(kind, float("nan")),
+                "fits in cells that miss": int(bad["fits"].sum()),
+                "hits": bad[kind].sum() / bad["fits"].sum() if bad["fits"].sum() else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def over_target(table: pd.DataFrame) -> list[str]:
+    """The kinds whose false-alarm rate exceeds their target."""
+    kinds = table[table["warning"] != "any"]
+    return [r["warning"] for _, r in kinds.iterrows() if not r["false alarms"] <= r["target"]]
 
 
 #: The candidate runs: the registered study's trial with ``target="huber"`` added beside
@@ -167,7 +273,10 @@ def candidates_pooled(results: pd.DataFrame, skewed: str = "k401ksubs") -> pd.Da
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``calibration`` or ``candidates`` from a result store (module docstring)."""
     parser = argparse.ArgumentParser(prog="python -m dpfit.experiments.realdata_tables")
-    parser.add_argument("table", choices=["calibration", "candidates", "candidates-pooled"])
+    parser.add_argument(
+        "table", choices=["calibration", "triage", "candidates", "candidates-pooled"]
+    )
+    parser.add_argument("--write", default=None, help="triage: save the per-cell summary (CSV)")
     parser.add_argument("--store", required=True, help="result store (SQLite)")
     parser.add_argument("--scale", default="quick", choices=["smoke", "quick", "paper"])
     parser.add_argument("--jobs", type=int, default=None)
@@ -177,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the version the trials were stored under (dpfit reproduce --code-version)",
     )
     args = parser.parse_args(argv)
-    experiment = EXPERIMENT if args.table == "calibration" else CANDIDATES
+    experiment = EXPERIMENT if args.table in ("calibration", "triage") else CANDIDATES
     done = run(
         [experiment],
         scale=args.scale,
@@ -186,6 +295,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         version=args.code_version,
     )
     results = done.results[experiment.name]
+    if args.table == "triage":
+        cells = warning_cells(results)
+        if args.write:
+            cells.to_csv(args.write, index=False, float_format="%.6g")
+        print(markdown(triage_table(cells)))
+        return 0
     table = {
         "calibration": calibration_table,
         "candidates": candidates_table,

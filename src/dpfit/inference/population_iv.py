@@ -24,12 +24,13 @@ Everything here is post-processing of releases.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MomentTwoSLS", "moment_noise_covariance", "two_sls_from_moments"]
+__all__ = ["MomentTwoSLS", "moment_noise_covariance", "noise_rows", "two_sls_from_moments"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,13 +46,38 @@ class MomentTwoSLS:
     strength : ndarray (p,)
         Eigenvalues of Q' W Q (the first stage's strength in the moments' units).
     weight_trace : float
-        tr(W): noise of std s in Q adds about s^2 tr(W) to Q' W Q (attenuation).
+        tr(W): noise of std s in Q adds about s^2 tr(W) I to Q' W Q, which attenuates beta
+        by about s^2 tr(W) (Q' W Q)^-1 beta (:meth:`attenuation_bias`).
+    strength_inverse : ndarray (p, p)
+        (Q' W Q)^-1.
+    strength_reach : float
+        |W Q v| for v the eigenvector of Q' W Q's smallest eigenvalue: that eigenvalue's first
+        order noise is v' dA v = 2 u' E_zx v - u' E_zz u with u = W Q v, of s.d. at most
+        s sqrt(2) (2 |u| + |u|^2) (:meth:`unidentified`).
+    weakest : ndarray (p,)
+        That eigenvector v: the direction of the coefficients the moments identify least.
     """
 
     beta: np.ndarray
     G: np.ndarray
     strength: np.ndarray
     weight_trace: float
+    strength_inverse: np.ndarray
+    strength_reach: float
+    weakest: np.ndarray
+
+    def unidentified(self, noise_std: float, z: float = 2.0) -> bool:
+        """Whether the smallest strength is within ``z`` of its noise s.d. bounds of zero
+        (a bilinear form a' E b of the symmetric noise has s.d. at most s sqrt(2) |a| |b|,
+        :meth:`~dpfit.inference.population.NoisyMoment.floor_binds`): there the first-order
+        law of the noise, on which the interval rests, no longer holds."""
+        u = self.strength_reach
+        return float(self.strength[0]) < z * noise_std * math.sqrt(2.0) * (2.0 * u + u**2)
+
+    def attenuation_bias(self, noise_std: float) -> np.ndarray:
+        """The first-order bias the moment noise (s.d. ``noise_std`` per entry) puts on beta:
+        E[Q~' W Q~] = Q' W Q + s^2 tr(W) I, so beta~ is shrunk by s^2 tr(W) (Q' W Q)^-1 beta."""
+        return noise_std**2 * self.weight_trace * self.strength_inverse @ self.beta
 
 
 def two_sls_from_moments(
@@ -71,11 +97,15 @@ def two_sls_from_moments(
     b = M[z_idx, y_idx]
     A = Q.T @ W @ Q
     G = np.linalg.solve(A, Q.T @ W)
+    strength, directions = np.linalg.eigh((A + A.T) / 2.0)
     return MomentTwoSLS(
         beta=G @ b,
         G=G,
-        strength=np.linalg.eigvalsh((A + A.T) / 2.0),
+        strength=strength,
         weight_trace=float(np.trace(W)),
+        strength_inverse=np.linalg.inv(A),
+        strength_reach=float(np.linalg.norm(W @ Q @ directions[:, 0])),
+        weakest=directions[:, 0],
     )
 
 
@@ -84,19 +114,32 @@ def moment_noise_covariance(
 ) -> np.ndarray:
     """Covariance / s^2 of v = E_zy - E_zx beta for E symmetric, i.i.d. N(0, s^2) upper triangle.
 
-    With c the k-vector that is 1 at y and -beta at the regressors, v = E[z, :] c. Entry
-    (a, b), a <= b, of the upper triangle enters row a with weight c_b and (when a != b) row
-    b with weight c_a; so v = L u for the noise vector u and Cov(v) = s^2 L L'. Exact.
+    With c the k-vector that is 1 at y and -beta at the regressors, v = E[z, :] c = L u for
+    the noise vector u (:func:`noise_rows`), so Cov(v) = s^2 L L'. Exact.
     """
     c = np.zeros(k)
     c[y_idx] = 1.0
     np.subtract.at(c, list(x_idx), np.asarray(beta, dtype=np.float64))
-    row = {col: r for r, col in enumerate(z_idx)}
-    upper = np.triu_indices(k)
-    L = np.zeros((len(row), upper[0].size))
-    for t, (a, b) in enumerate(zip(*upper, strict=True)):
-        if a in row:
-            L[row[a], t] += c[b]
-        if a != b and b in row:
-            L[row[b], t] += c[a]
+    L = noise_rows(c, z_idx)
     return L @ L.T
+
+
+def noise_rows(c: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+    """The matrix L with E[rows, :] c = L u, u the upper-triangle noise of a symmetric E.
+
+    Entry (a, b), a <= b, of the upper triangle enters row a of E c with weight c_b and (when
+    a != b) row b with weight c_a. Shape (len(rows), k (k + 1) / 2), in the order of
+    ``numpy.triu_indices(k)``; for i.i.d. N(0, s^2) noise, Cov(E[rows, :] c) = s^2 L L'.
+    """
+    c = np.asarray(c, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.intp)
+    position = np.full(c.size, -1)
+    position[rows] = np.arange(rows.size)
+    a, b = np.triu_indices(c.size)
+    t = np.arange(a.size)
+    L = np.zeros((rows.size, a.size))
+    first = position[a] >= 0
+    np.add.at(L, (position[a][first], t[first]), c[b][first])
+    second = (position[b] >= 0) & (a != b)
+    np.add.at(L, (position[b][second], t[second]), c[a][second])
+    return L

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -77,6 +77,12 @@ from ..baselines import adassp
 from ..exceptions import SideConditionWarning
 from ..inference.clipping_bias import MEAT_NOISE, second_moment_clip
 from ..inference.doubts import Doubt, warn_doubts
+from ..inference.identification import (
+    column_scale,
+    describe_directions,
+    unidentified_directions,
+    unidentified_reason,
+)
 from ..inference.population import (
     CovarianceEstimate,
     NoisyMoment,
@@ -120,25 +126,41 @@ RIDGE_TOLERANCE = 0.1
 UNIDENTIFIED_SDS = 3.0
 
 
-def _warn_unidentified(lambda_min: float, noise_std: float) -> None:
-    """Warn when AdaSSP's released smallest eigenvalue of X'X cannot be told from zero.
+def _warn_unidentified(traj: Any, n: int, names: Sequence[str]) -> None:
+    """Warn when AdaSSP's released smallest eigenvalue of X'X cannot be told from zero,
+    naming the terms behind the released X'X's least eigenvector.
 
-    The value is AdaSSP's own charged release (Wang 2018, Alg. 2, line 3), so the warning is
-    post-processing. A column that is constant in the data (collinear with the intercept)
-    makes the true value 0; the estimate along that direction is then set by the ridge.
+    The values are AdaSSP's own charged releases (Wang 2018, Alg. 2, lines 3-4), so the
+    warning is post-processing. A column that is constant in the data (collinear with the
+    intercept) makes the true value 0; the estimate along that direction is then set by the
+    ridge.
     """
+    lambda_min = float(traj.releases["lambda_min"][0])
+    noise_std = traj.config["noise_std_lambda_min"]
     if lambda_min >= UNIDENTIFIED_SDS * noise_std:
         return
+    H = _released_xtx(traj, n)
+    least = np.linalg.eigh(H.matrix)[1][:, :1]
     warnings.warn(
         f"AdaSSP's private smallest eigenvalue of X'X (in the bounds' [-1, 1] units, intercept "
         f"included) is {lambda_min:.3g}, within {UNIDENTIFIED_SDS:g} noise s.d. "
         f"({noise_std:.3g}) of zero: at this n and rho the data do not identify some "
-        "direction of the features (for example a column that is constant in the data, "
-        "collinear with the intercept), and the estimate along it is AdaSSP's ridge, not the "
-        "data's; drop or pool terms, or spend more rho",
+        f"direction of the coefficients ({describe_directions(least, column_scale(H), names)}"
+        "), and the estimate along it is AdaSSP's ridge, not the data's; drop or pool terms, "
+        "or spend more rho",
         SideConditionWarning,
         stacklevel=user_stacklevel(),
     )
+
+
+def _terms(settings: Mapping[str, Any], k: int) -> Sequence[str]:
+    """The term names the estimator put in ``settings`` (x0, x1, ... without them)."""
+    return settings.get("terms") or [f"x{j}" for j in range(k)]
+
+
+def _released_xtx(traj: Any, n: int) -> NoisyMoment:
+    """AdaSSP's released X'X as X'X/n with its noise s.d."""
+    return NoisyMoment(matrix=traj.releases["xtx"] / n, noise_std=traj.config["noise_std_xtx"] / n)
 
 
 def resolve_adassp(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]:
@@ -219,8 +241,7 @@ def run_adassp(
         out.update(population=None, checks=[])
         label = ADASSP_LABEL
         text = "AdaSSP releases a point estimate only; no interval (interval=None)."
-    traj = out["trajectory"]
-    _warn_unidentified(float(traj.releases["lambda_min"][0]), traj.config["noise_std_lambda_min"])
+    _warn_unidentified(out["trajectory"], settings["n"], _terms(settings, D.shape[1]))
     return {**out, "shown": shown, "label": label, "text": text}
 
 
@@ -270,7 +291,7 @@ def _with_population(
     )
     traj = _adassp(D, y, settings, rhos["adassp"], ledger, source)
     theta = traj.estimate
-    H = NoisyMoment(matrix=traj.releases["xtx"] / n, noise_std=traj.config["noise_std_xtx"] / n)
+    H = _released_xtx(traj, n)
     ridge = float(traj.releases["ridge"][0]) / n
     P = inverse_sqrt(H.psd())
     release = {"n": n, "ledger": ledger, "rng": source}
@@ -322,7 +343,7 @@ def _with_population(
         covers="the population least-squares coefficients of the data clipped to the public "
         "bounds (sampling + privacy error)",
     )
-    doubts = _doubts(H, sandwich_, ridge)
+    doubts = _doubts(H, sandwich_, ridge, _terms(settings, theta.size))
     if clipped_y * math.sqrt(n) > CLIPPED_Y_LIMIT:
         doubts.append(
             Doubt(
@@ -359,8 +380,11 @@ def _description(share: float, clip: float) -> str:
     )
 
 
-def _doubts(H: NoisyMoment, sampling: NoisySandwich, ridge: float) -> list[Doubt]:
-    """What the releases say against the interval (post-processing)."""
+def _doubts(
+    H: NoisyMoment, sampling: NoisySandwich, ridge: float, names: Sequence[str]
+) -> list[Doubt]:
+    """What the releases say against the interval (post-processing); ``names`` are the
+    terms, to name those behind a direction H cannot identify."""
     doubts = []
     smallest = max(H.min_eigenvalue(), H.identified)
     if ridge > RIDGE_TOLERANCE * smallest:
@@ -376,9 +400,13 @@ def _doubts(H: NoisyMoment, sampling: NoisySandwich, ridge: float) -> list[Doubt
     if H.unidentified():
         doubts.append(
             Doubt(
-                "AdaSSP's released X'X/n has an eigenvalue within two noise s.d. of zero: "
-                "some direction of the features is barely identified at this n and rho, and "
-                "the interval may understate the error along it.",
+                unidentified_reason(
+                    unidentified_directions(H, 1.0),
+                    column_scale(H),
+                    names,
+                    "AdaSSP's released X'X/n",
+                    "two",
+                ),
                 ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
             )
         )

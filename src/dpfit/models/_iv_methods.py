@@ -38,6 +38,7 @@ from ._iv_convergence import convergence_warning
 from ._iv_moments import fit_moments, row_clip
 from ._iv_release import MOMENTS_METHOD, Back, interval_text, notes, shown, shown_moments
 from ._iv_scaling import Standardization
+from ._result_iv import IVReleases
 from .results import Result
 
 __all__ = ["IV_METHOD_TABLE", "IVData"]
@@ -103,7 +104,7 @@ def run_moments(
     clip = row_clip(data.V.shape[1], row_bound)
     out = fit_moments(
         data.V, data.x_idx, data.z_idx, data.y_idx, rho=data.rho_fit, n=data.n,
-        clip=clip, ledger=ledger, source=source,
+        clip=clip, ledger=ledger, source=source, names=data.names,
     )  # fmt: skip
     return _result(
         data,
@@ -117,6 +118,14 @@ def run_moments(
         seeded=source.seeded,
         config=shown_moments(cfg, clip, data.bounds, data.columns),
         population=transform(out["population"], data.back.jacobian(len(data.x_idx))),
+        identification=IVReleases(
+            moments=out["moments"],
+            stage=out["first_stage"],
+            omega=out["omega"],
+            beta=out["estimate"],
+            scale=np.diag(data.back.jacobian(len(data.x_idx))),
+            names=tuple(data.names),
+        ),
         # Not experimental: the registered inference-coverage-iv claim passes at paper
         # scale (docs/inference.md); outside its regime the fit warns (CoverageWarning).
         experimental=False,

@@ -17,25 +17,35 @@ Two charged releases on the (standardised, public-bounded) rows a_i = (1, design
 
 Covariance around the population beta*: the robust sandwich G Omega~ G' / n plus the exact
 first-order law of the moment noise G C G' s^2 (:mod:`dpfit.inference.population_iv`);
-normal quantiles.
+normal quantiles. The released M~ also gives the first stage's strength (Stock & Yogo's
+test, :mod:`dpfit.inference.iv_identification`), which the one ``CoverageWarning`` reports
+with the other reasons (:func:`_identification_doubts`, the far-row count), and which the
+result keeps for its identification tests (:mod:`dpfit.models._result_iv`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..inference.clipping_bias import FAR, far_records
+from ..inference.clipping_bias import FAR, GAP_SE, far_records
 from ..inference.doubts import Doubt, warn_doubts
+from ..inference.identification import describe_directions
+from ..inference.iv_identification import FirstStage, ReleasedMoments, first_stage
 from ..inference.population import (
     NoisyMoment,
     population_covariance,
     release_second_moment,
     second_moment_sensitivity,
 )
-from ..inference.population_iv import moment_noise_covariance, two_sls_from_moments
+from ..inference.population_iv import (
+    MomentTwoSLS,
+    moment_noise_covariance,
+    two_sls_from_moments,
+)
 from ..inference.whitened import release_mean
 from ..mechanisms import NoiseSource, clip_rows, rho_within
 from ..privacy import PrivacyLedger
@@ -52,8 +62,9 @@ FAR_SHARE = 0.08
 ROW_CLIP = 3.0
 #: 2SLS scores are clipped to OMEGA_CLIP sqrt(q) s_e.
 OMEGA_CLIP = 4.0
-#: Warn when the moment noise's attenuation of the first stage, s^2 tr(W) / strength, exceeds it.
-ATTENUATION_WARNING = 0.02
+#: Below Stock & Yogo's tabulated cases, the instruments count as weak when the first-stage
+#: F (or Cragg-Donald statistic) is below this rule of thumb (Staiger & Stock 1997).
+WEAK_F = 10.0
 
 
 def moment_shares(rho: float) -> dict[str, float]:
@@ -115,8 +126,11 @@ def fit_moments(
     clip: float,
     ledger: PrivacyLedger,
     source: NoiseSource,
+    names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The two releases and the population covariance, in the columns' (standardised) units.
+
+    ``names`` are the regressors' names (x0, x1, ... without them), for the warnings.
 
     Returns a mapping with ``estimate`` (p,), ``population`` (CovarianceEstimate), the
     releases and public ``checks`` (messages about released quantities only).
@@ -154,25 +168,13 @@ def fit_moments(
         covers="the population 2SLS coefficients (sampling + privacy error), when the first "
         "stage is strong against the noise and few rows are clipped (else a warning)",
     )
-    doubts = []
-    S = M.matrix[np.ix_(z_idx, z_idx)]
-    if np.linalg.eigvalsh(S)[0] < M.floor:
-        doubts.append(
-            Doubt(
-                "The released instrument second moment Z'Z/n has an eigenvalue below its "
-                "noise level: some instrument direction is not identified at this n and rho.",
-                ("more records", "a larger rho", "fewer or less collinear terms"),
-            )
-        )
-    attenuation = M.noise_std**2 * fit.weight_trace / max(float(fit.strength[0]), 1e-300)
-    if not attenuation < ATTENUATION_WARNING:
-        doubts.append(
-            Doubt(
-                "The first stage is weak relative to the privacy noise (released strength; "
-                f"expected attenuation of beta about {100 * attenuation:.2g}%).",
-                ("more records", "a larger rho", "stronger instruments"),
-            )
-        )
+    moments = ReleasedMoments(
+        matrix=M.matrix, noise_std=M.noise_std, n=n, x_idx=tuple(x_idx), z_idx=tuple(z_idx),
+        y_idx=y_idx,
+    )  # fmt: skip
+    stage = first_stage(moments) if moments.endogenous and moments.excluded else None
+    names = names or [f"x{j}" for j in range(len(x_idx))]
+    doubts = _identification_doubts(M, moments, stage, fit, population.bse, names)
     if (count := far_records(far, far_std, n)) > 0:
         doubts.append(
             Doubt(
@@ -188,6 +190,75 @@ def fit_moments(
         "estimate": fit.beta,
         "population": population,
         "releases": {"moments": M, "omega": Omega},
+        "moments": moments,
+        "first_stage": stage,
+        "omega": Omega.psd(),
         "checks": checks,
         "clip": clip,
     }
+
+
+def _identification_doubts(
+    M: NoisyMoment,
+    moments: ReleasedMoments,
+    stage: FirstStage | None,
+    fit: MomentTwoSLS,
+    bse: np.ndarray,
+    names: Sequence[str],
+) -> list[Doubt]:
+    """What the released moments say against the Wald interval (post-processing).
+
+    Weak instruments (Stock & Yogo 2005: the first-stage F or Cragg-Donald statistic,
+    noise-corrected, below the critical value for 10% maximal size, or below 10 where it is not
+    tabulated here); a direction of the coefficients whose 2SLS curvature Q'WQ is within two
+    noise s.d. of zero, named by its terms (``names``, the regressors;
+    :mod:`dpfit.inference.identification`); else an attenuation by the moment noise that is
+    material against the interval (more than GAP_SE standard errors, as for the clipping gap).
+    An instrument block M_zz below its noise floor is not a reason: 2SLS weights the moments by
+    the floored inverse and G uses the same weight, which costs efficiency, not validity.
+    """
+    doubts = []
+    if stage is not None:
+        critical = stage.critical or WEAK_F
+        if not stage.statistic >= critical:
+            doubts.append(
+                Doubt(
+                    f"The instruments are weak: the {stage.name} is {stage.statistic:.3g} "
+                    f"(privacy noise s.d. {stage.noise_sd:.2g}), below {critical:g} (Stock & "
+                    "Yogo 2005), so the Wald interval can be off centre and too short; the "
+                    "Anderson-Rubin set (ar_interval(), in the summary's notes) stays valid.",
+                    ("stronger instruments", "more records"),
+                )
+            )
+    unidentified = fit.unidentified(M.noise_std)
+    if unidentified:
+        scale = np.sqrt(np.maximum(np.diag(M.matrix)[list(moments.x_idx)], M.floor))
+        terms = describe_directions(fit.weakest[:, None], scale, names)
+        doubts.append(
+            Doubt(
+                "The data do not identify every direction of the coefficients at this n and "
+                f"rho: {terms} (the released 2SLS curvature Q'WQ has an eigenvalue within two "
+                "noise s.d. of zero along it; for an endogenous term alone, its first stage "
+                "is weak against the noise), where the interval's first-order law of the "
+                "noise fails.",
+                (
+                    "more records",
+                    "a larger rho",
+                    "stronger instruments",
+                    "fewer or less collinear terms",
+                ),
+            )
+        )
+    bias = np.abs(fit.attenuation_bias(M.noise_std)) / np.maximum(bse, 1e-300)
+    # along an unidentified direction the attenuation is its consequence, said above
+    if not unidentified and not float(bias.max()) <= GAP_SE:
+        attenuation = M.noise_std**2 * fit.weight_trace / max(float(fit.strength[0]), 1e-300)
+        doubts.append(
+            Doubt(
+                "The first stage is weak relative to the privacy noise: the noise attenuates "
+                f"beta by up to {float(bias.max()):.2g} standard errors (expected attenuation "
+                f"about {100 * attenuation:.2g}%).",
+                ("more records", "a larger rho", "stronger instruments"),
+            )
+        )
+    return doubts

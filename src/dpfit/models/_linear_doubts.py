@@ -9,7 +9,8 @@ they live here to keep its module about the releases themselves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,11 +24,17 @@ from ..inference.clipping_bias import (
     release_excess,
 )
 from ..inference.doubts import HELPS, Doubt
+from ..inference.identification import (
+    column_scale,
+    swamped,
+    unidentified_directions,
+    unidentified_reason,
+)
 from ..inference.population import NoisyMoment
 from ..inference.whitened import NOISY_MEAT, NoisySandwich, release_mean
 from ._linear_moments import excess_sums, record_sum
 
-__all__ = ["BREAD_Z", "linear_doubts", "released_gap"]
+__all__ = ["BREAD_Z", "Terms", "linear_doubts", "released_gap"]
 
 #: The whitened bread is doubted when its smallest de-spread eigenvalue is within
 #: (1 + BREAD_Z) noise s.d. of zero (:meth:`~dpfit.inference.population.NoisyMoment.unidentified`).
@@ -84,11 +91,36 @@ def released_gap(
 
 
 def linear_doubts(
-    population: Any, Hh: NoisyMoment, sampling: NoisySandwich, gap: ClippingGap | None
+    population: Any,
+    Hh: NoisyMoment,
+    sampling: NoisySandwich,
+    gap: ClippingGap | None,
+    terms: Terms,
 ) -> list[Doubt]:
-    """What the released quantities say against the interval (post-processing)."""
+    """What the released quantities say against the interval (post-processing).
+
+    ``terms`` holds the whitener P (theta = P u), the released X'X/n of the design and the
+    term names, to name the terms behind a direction the whitened bread cannot identify
+    (:mod:`dpfit.inference.identification`).
+    """
     doubts = []
-    if population.untrusted.any():
+    weak = unidentified_directions(Hh, BREAD_Z)
+    if weak.shape[1]:
+        doubts.append(
+            Doubt(
+                unidentified_reason(
+                    terms.P @ weak,  # in the design's coordinates: X P u = Z u
+                    column_scale(terms.xtx),
+                    terms.names,
+                    "the released Huber Hessian, X'X/n over the records whose gradient is not "
+                    "clipped in whitened coordinates,",
+                    "three",
+                ),
+                ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
+            )
+        )
+    # where the noise swamps the bread the drift is its consequence: more steps do not help
+    if population.untrusted.any() and not swamped(weak.shape[1], weak.shape[0]):
         worst = float(np.max(population.relative_drift))
         doubts.append(
             Doubt(
@@ -97,16 +129,6 @@ def linear_doubts(
                 f"errors in {int(population.untrusted.sum())} coefficient(s) "
                 "(covariance().drift), so the interval is off centre.",
                 ("more steps or a larger step size", "fewer or less collinear terms"),
-            )
-        )
-    if Hh.unidentified(z=BREAD_Z):
-        doubts.append(
-            Doubt(
-                "The released Huber Hessian (X'X/n over the records whose gradient is not "
-                "clipped, whitened) has an eigenvalue within three noise s.d. of zero: some "
-                "direction of the features is barely identified at this n and rho, and the "
-                "sandwich may understate the sampling variance along it.",
-                ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
             )
         )
     if sampling.noisy_meat():
@@ -125,3 +147,13 @@ def linear_doubts(
             )
         )
     return doubts
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What names the terms behind a direction of the whitened fit: the whitener P (theta
+    = P u), the released X'X/n of the rescaled design and the term names."""
+
+    P: np.ndarray
+    xtx: NoisyMoment
+    names: Sequence[str]

@@ -86,7 +86,7 @@ from ..mechanisms import (
     rho_within,
 )
 from ..privacy import PrivacyLedger, Query, mean_sensitivity
-from ._linear_doubts import linear_doubts, released_gap
+from ._linear_doubts import Terms, linear_doubts, released_gap
 from ._linear_moments import (
     gram_sums,
     record_sum,
@@ -268,8 +268,9 @@ def run_preconditioned_gd(
         gap=gap,
         covers=_COVERS[target].format(clip=clip),
     )
+    terms = Terms(P, H, settings.get("terms") or [f"x{j}" for j in range(k)])
     checks = warn_doubts(
-        linear_doubts(population, Hh, sampling, gap if target == "least-squares" else None)
+        linear_doubts(population, Hh, sampling, gap if target == "least-squares" else None, terms)
     )
     return {
         "trajectory": traj,

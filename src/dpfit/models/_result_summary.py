@@ -76,13 +76,13 @@ def result_summary(
         header=header,
         table=table,
         sections=sections,
-        notes=_notes(result, delta, target),
+        notes=_notes(result, alpha, delta, target),
     )
 
 
-def _notes(result: Result, delta: float, target: str | None) -> list[str]:
-    """The numbered notes: what the interval covers, the noise's provenance, the fit's own
-    notes, and last the privacy statement."""
+def _notes(result: Result, alpha: float, delta: float, target: str | None) -> list[str]:
+    """The numbered notes: what the interval covers, identification (IV), the noise's
+    provenance, the fit's own notes, and last the privacy statement."""
     notes = []
     label = "EXPERIMENTAL interval (no coverage guarantee). " if result.experimental else ""
     if target == "population":
@@ -118,6 +118,8 @@ def _notes(result: Result, delta: float, target: str | None) -> list[str]:
             )
     else:
         notes.append(result.interval_method or "No confidence interval is released.")
+    if (identification := result.identification_text(alpha)) is not None:
+        notes.append(identification)
     if result.seeded:
         notes.append(
             "The noise came from a seeded generator (random_state was set): the fit is "

@@ -314,7 +314,8 @@ default="batched-means"
             fit_intercept=config.fit_intercept,
         )
         method = LINEAR_METHODS[config.method]
-        settings = method.resolve(config, scaling, n, p)
+        terms = (["Intercept"] if config.fit_intercept else []) + names
+        settings = {**method.resolve(config, scaling, n, p), "terms": terms}
         # Checked now, before anything is drawn; the ledger then spends from the budget what
         # it charges, so a fit that fails part-way keeps only what it charged.
         ledger = prepare_ledger(
@@ -333,7 +334,7 @@ default="batched-means"
                 fit,
                 scaling,
                 ledger,
-                names=(["Intercept"] if config.fit_intercept else []) + names,
+                names=terms,
                 x_names=names,
                 n=n if config.n_public is None else config.n_public,  # never the private n
                 response=response_name(y),

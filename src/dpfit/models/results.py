@@ -32,6 +32,7 @@ from ..inference import t_interval, t_interval_from_stderr
 from ..inference.population import TARGETS, CovarianceEstimate, sample_covariance
 from ..privacy import GaussianEntry, PrivacyLedger
 from ._hypothesis import two_sided_pvalues
+from ._result_iv import IVReleases, IVTestsMixin
 from ._result_predict import PredictMixin
 from ._result_summary import POPULATION_HINT, result_summary
 from ._result_tests import TestsMixin
@@ -62,7 +63,7 @@ def snapshot_ledger(ledger: PrivacyLedger) -> PrivacyLedger:
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class Result(PredictMixin, TestsMixin):
+class Result(PredictMixin, TestsMixin, IVTestsMixin):
     """Released estimates, confidence intervals and privacy accounting of one private fit.
 
     Parameters
@@ -110,6 +111,10 @@ class Result(PredictMixin, TestsMixin):
         The formula's checked designs (built from the formula and the data's dtypes only,
         :mod:`dpfit.models._design`), so that :meth:`predict` and :meth:`get_prediction` build
         the terms of new public data as the fit did; empty for array fits.
+    identification : IVReleases, optional
+        The released moments of a noisy-moment IV fit, for its identification tests
+        (:meth:`first_stage`, :meth:`ar_interval`, :meth:`sargan`, :meth:`wu_hausman`);
+        None for other fits.
 
     Notes
     -----
@@ -135,6 +140,7 @@ class Result(PredictMixin, TestsMixin):
     version: str = __version__
     population: CovarianceEstimate | None = None
     predictors: tuple[Any, ...] = ()
+    identification: IVReleases | None = None
 
     def __post_init__(self) -> None:
         names = tuple(str(n) for n in self.names)

@@ -27,7 +27,9 @@ import numpy as np
 
 from ..inference.clipping_bias import ClippingGap
 from ..inference.diagnostics import Drift
+from ..inference.iv_identification import FirstStage, ReleasedMoments
 from ..inference.population import CovarianceEstimate
+from ..models._result_iv import IVReleases
 from ..models.results import Result
 from ..privacy import GaussianEntry, ParallelEntry, PrivacyLedger, Relation
 
@@ -39,6 +41,9 @@ TYPES: dict[str, type] = {
     "CovarianceEstimate": CovarianceEstimate,
     "ClippingGap": ClippingGap,
     "Drift": Drift,
+    "IVReleases": IVReleases,
+    "ReleasedMoments": ReleasedMoments,
+    "FirstStage": FirstStage,
     "GaussianEntry": GaussianEntry,
     "ParallelEntry": ParallelEntry,
 }
