@@ -96,12 +96,16 @@ def linear_doubts(
     sampling: NoisySandwich,
     gap: ClippingGap | None,
     terms: Terms,
+    clip_grows: bool = False,
 ) -> list[Doubt]:
     """What the released quantities say against the interval (post-processing).
 
     ``terms`` holds the whitener P (theta = P u), the released X'X/n of the design and the
     term names, to name the terms behind a direction the whitened bread cannot identify
-    (:mod:`dpfit.inference.identification`).
+    (:mod:`dpfit.inference.identification`). ``clip_grows``: the clip still grows with n and
+    rho (below its cap, :func:`~dpfit.inference.clipping_bias.growing_clip`), so that more
+    records or a larger rho shrink the clipping gap; otherwise they leave the gap as it is
+    and only shrink the standard errors, and the help line says so by not offering them.
     """
     doubts = []
     weak = unidentified_directions(Hh, BREAD_Z)
@@ -141,9 +145,10 @@ def linear_doubts(
                 "Clipping moves the estimate away from least squares: the released gap "
                 "between the clipped fit and the least-squares coefficient (or the least "
                 f"effect of the records whose gradient is more than {FAR:g} x the clip) is "
-                f"up to {worst:.2g} standard errors in {int(material.sum())} coefficient(s) "
-                "(covariance().gap), as with a skewed or heavy-tailed response.",
-                ("more records", "a larger rho", HELPS[-1]),
+                f"about {worst:.2g} standard errors or more in {int(material.sum())} "
+                "coefficient(s) (covariance().gap; the far records' part is a lower bound), "
+                "as with a skewed or heavy-tailed response.",
+                ("more records", "a larger rho", HELPS[-1]) if clip_grows else (HELPS[-1],),
             )
         )
     return doubts

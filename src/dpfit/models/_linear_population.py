@@ -130,7 +130,8 @@ ROW_CLIP = 2.0
 _COVERS = {
     "least-squares": "the population least-squares coefficients (sampling + privacy error)",
     "huber": "the population coefficients of the Huber-type fit clipped at {clip:.3g} "
-    "(sampling + privacy error; least squares only when the errors are symmetric given x)",
+    "(in whitened units; sampling + privacy error; least squares only when the errors are "
+    "symmetric given x)",
 }
 
 
@@ -207,7 +208,7 @@ def run_preconditioned_gd(
     P = _whitener(D, y, H, row_clip, rhos["whiten"], {"n": n, "ledger": ledger, "rng": source})
     Z = map_rows(partial(_whiten, P=P), D, columns=k)  # each record through a public map
     steps, runs = settings["steps"], settings["runs"]
-    meat_clip, start = clip, None
+    meat_clip, start, grows = clip, None, False
     if clip is None:  # from a private residual scale (module docstring, step 2)
         clip, scale, pilot = _private_clip(
             D, y, sums[triangle(k) :], P, settings, rhos, ledger, source
@@ -216,9 +217,11 @@ def run_preconditioned_gd(
         meat_clip = clip
         if target == "least-squares":
             kept = (steps // runs - burn_in) * runs
+            base = clip
             clip = growing_clip(
-                clip, scale, n=n, rho=rhos["gd"], releases=steps, averaged=max(kept, 1)
+                base, scale, n=n, rho=rhos["gd"], releases=steps, averaged=max(kept, 1)
             )
+            grows = clip < CLIP_GROWTH * base  # below its cap: more n or rho enlarge it
             meat_clip = min(clip, second_moment_clip(meat_clip, scale, n=n, rho=rhos["omega"],
                                                      noise=MEAT_NOISE))  # fmt: skip
     traj = dp_gd(
@@ -269,9 +272,8 @@ def run_preconditioned_gd(
         covers=_COVERS[target].format(clip=clip),
     )
     terms = Terms(P, H, settings.get("terms") or [f"x{j}" for j in range(k)])
-    checks = warn_doubts(
-        linear_doubts(population, Hh, sampling, gap if target == "least-squares" else None, terms)
-    )
+    gap_checked = gap if target == "least-squares" else None
+    checks = warn_doubts(linear_doubts(population, Hh, sampling, gap_checked, terms, grows))
     return {
         "trajectory": traj,
         "estimates": est_u @ P.T,
