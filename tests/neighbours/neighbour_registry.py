@@ -420,6 +420,7 @@ ESTIMATORS: dict[str, EntryPoint] = {
     "DPLinearRegression adassp add-remove": EntryPoint(
         estimator(method="adassp", interval=None, **ADD_REMOVE, **BOUNDED),
         kinds=ADD_REMOVE_KINDS,
+        replay_only=CHECKED,  # the collinear terms named from the released X'X
     ),
     "DPLinearRegression ambssgd": EntryPoint(
         lambda frame: dpfit.DPLinearRegression(
@@ -431,7 +432,9 @@ ESTIMATORS: dict[str, EntryPoint] = {
         iv_estimator(**IV_BOUNDS, method="2s-gd", steps=6, m=3), data=instrumental
     ),
     "DPIVRegression moments": EntryPoint(iv_estimator(**IV_BOUNDS), data=instrumental),
-    "DPIVRegression unscaled moments": EntryPoint(iv_estimator(), data=instrumental),
+    "DPIVRegression unscaled moments": EntryPoint(
+        iv_estimator(), data=instrumental, replay_only=CHECKED
+    ),
     "DPIVRegression unscaled batched-means": EntryPoint(
         iv_estimator(method="2s-gd", steps=12, interval="batched-means", m=3, burn_in=0),
         data=instrumental,
@@ -480,6 +483,7 @@ RESULTS: dict[str, EntryPoint] = {
         formula(dpfit.iv, "y ~ 1 + C(g, levels=['a', 'b', 'c']) + [x0 ~ x1]"),
         data=grouped,
         kinds=WITH_LEVELS,
+        replay_only=CHECKED,
     ),
     "iv stateful transform": EntryPoint(
         formula(dpfit.iv, "y ~ 1 + [x0 ~ center(z0) + z1]", method="2s-gd", steps=6, m=3),
