@@ -238,9 +238,9 @@ def _identification_doubts(
             Doubt(
                 "The data do not identify every direction of the coefficients at this n and "
                 f"rho: {terms} (the released 2SLS curvature Q'WQ has an eigenvalue within two "
-                "noise s.d. of zero along it; for an endogenous term alone, its first stage "
-                "is weak against the noise), where the interval's first-order law of the "
-                "noise fails.",
+                "noise s.d. of zero along it: collinear terms, or for an endogenous term "
+                "alone, instruments too weak for the noise), where the interval's first-order "
+                "law of the noise fails.",
                 (
                     "more records",
                     "a larger rho",
