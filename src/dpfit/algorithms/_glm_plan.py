@@ -283,4 +283,3 @@ def _check_scales(
         ),
         what=f"the clipped gradients of n = {n} records and their second moment",
     )
-

@@ -337,9 +337,7 @@ def _release_scale(
     return math.sqrt(max(value, 2.0 * noise_std, level))
 
 
-def _clips(
-    plan: GLMPlan, level: float, scale: float | None, H: NoisyMoment
-) -> dict[str, float]:
+def _clips(plan: GLMPlan, level: float, scale: float | None, H: NoisyMoment) -> dict[str, float]:
     """The gradient clip, the bread's weight cap and the meat's clip (post-processing).
 
     Binomial: the planned bounds (the logit clip is exact). Poisson, from the released mean
