@@ -67,6 +67,11 @@ __all__ = ["dp_glm", "plan_glm", "run_glm_plan"]
 #: The Poisson gradient clips the score residual at this many released residual scales at
 #: small n (more as n grows, at most K).
 CLIP_BASE = 4.0
+#: ... and at most this many (CLIP_CAP / CLIP_BASE times the small-n clip, where the
+#: linear default grows to 8 times): the scale is the counts' marginal s.d., so a count
+#: CLIP_CAP of them from its mean is far in any count distribution's tail, and a larger clip
+#: would only add privacy noise (the clip that grows with n would reach K at n = 2e4).
+CLIP_CAP = 12.0
 #: The Poisson residual scale caps each squared residual at (SCALE_CAP sqrt(y~))^2, about
 #: SCALE_CAP Poisson s.d. at the released mean count y~ (its noise grows with the cap).
 SCALE_CAP = 8.0
@@ -78,6 +83,9 @@ WEIGHT_GROWTH = 4.0
 #: mean count at small n (more as n grows:
 #: :func:`~dpfit.inference.clipping_bias.second_moment_clip`).
 MEAT_BASE = 3.0
+#: ... and at most this many sqrt(k) scales at large n (the clip that grows with n would keep
+#: the meat's noise at MEAT_NOISE of its entries at every n).
+MEAT_CAP = 8.0
 #: Noise drawn ahead for data in memory: at most this many floats (as dp_gd does).
 _NOISE_BLOCK_FLOATS = 4096
 
@@ -254,6 +262,7 @@ def run_glm_plan(
     }  # fmt: skip
     config = _config(plan, intercept, theta0, level, clips, H, bread, meat)
     config["mean_noise_std"] = mean_std
+    config["scale"] = scale
     if "margins" in plan.names:
         releases["margins"], config["margins_noise_std"] = _release_margins(
             plan, rows, estimate, moment
@@ -341,13 +350,15 @@ def _clips(plan: GLMPlan, level: float, scale: float | None, H: NoisyMoment) -> 
     """The gradient clip, the bread's weight cap and the meat's clip (post-processing).
 
     Binomial: the planned bounds (the logit clip is exact). Poisson, from the released mean
-    count y~ and scale s~: the residual clip c = min(K, max(CLIP_BASE s~, growing)), where
+    count y~ and scale s~: the residual clip c = min(K, CLIP_CAP s~, max(CLIP_BASE s~,
+    growing)), where
     growing keeps the privacy variance of the estimate at a quarter of its sampling variance
     along the least-identified direction of X'X/n
     (:func:`~dpfit.inference.clipping_bias.growing_clip`, with the scale
     s~ sqrt(lambda_min) / sqrt(k)), and the gradient clip c sqrt(k); the bread caps weights at
     min(K, WEIGHT_GROWTH y~); the meat clips whitened scores at MEAT_BASE sqrt(k) s~, grown
-    with n so that its noise stays at MEAT_NOISE of its entries, and at most K x the row clip.
+    with n so that its noise stays at MEAT_NOISE of its entries, at most MEAT_CAP sqrt(k) s~
+    and K x the row clip.
     """
     family = plan.family
     if family.name != "poisson":
@@ -368,9 +379,9 @@ def _clips(plan: GLMPlan, level: float, scale: float | None, H: NoisyMoment) -> 
         noise=MEAT_NOISE,
     )  # fmt: skip
     return {
-        "gradient": min(K, residual) * plan.row_bound,
+        "gradient": min(K, residual, CLIP_CAP * scale) * plan.row_bound,
         "weight": min(K, WEIGHT_GROWTH * level),
-        "meat": min(K * plan.row_clip, meat),
+        "meat": min(K * plan.row_clip, meat, MEAT_CAP * math.sqrt(k) * scale),
     }
 
 
