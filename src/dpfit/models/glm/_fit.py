@@ -241,4 +241,3 @@ def _plan_note(traj: Any) -> str:
         for e in traj.ledger.entries
     ]
     return "Releases (share of rho): " + ", ".join(parts) + "."
-
