@@ -199,3 +199,15 @@ def test_few_events_warn():
     traj = dp_glm(X, y, rho=1.0, rng=9)
     reasons = " ".join(d.reason for d in glm_doubts(glm_population(traj), traj))
     assert "per coefficient" in reasons
+
+
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_noise_far_larger_than_the_data_never_breaks_a_release(family):
+    """One record at rho = 5: the noise dwarfs everything, yet the start stays inside the
+    link's range and the clamped iterates keep every query finite, so the charged fit ends
+    (it used to raise 'the query value is not finite' after the charge)."""
+    X, y = np.array([[1.0, 0.5, 0.2, -0.3]]), np.array([1.0])
+    traj = dp_glm(X, y, rho=5.0, family=family, count_bound=5.0 if family == "poisson" else None,
+                  rng=0)  # fmt: skip
+    assert np.isfinite(traj.iterates).all() and np.isfinite(traj.estimate).all()
+    assert np.abs(traj.iterates).max() <= 1e4

@@ -151,7 +151,9 @@ def test_a_budget_pays_for_the_fit_and_its_bounds_check():
 def test_the_classifier_uses_its_labels():
     X = DF[["x", "z"]].to_numpy()
     labels = np.where(DF.y == 1, "yes", "no")
-    model = DPLogisticRegression(rho=1.0, bounds=[(-1, 1), (0, 10)], random_state=5).fit(X, labels)
+    model = DPLogisticRegression(rho=1.0, bounds=[(-1, 1), (0, 10)], random_state=5)
+    with pytest.warns(dpfit.exceptions.UndeclaredLevelsWarning, match="classes="):
+        model.fit(X, labels)
     assert list(model.classes_) == ["no", "yes"]
     assert model.coef_.shape == (1, 2) and model.intercept_.shape == (1,)
     proba = model.predict_proba(X[:5])
@@ -160,11 +162,27 @@ def test_the_classifier_uses_its_labels():
     np.testing.assert_array_equal(model.decision_function(X[:5]) > 0, proba[:, 1] > 0.5)
     assert 0.6 < model.score(X, labels) < 0.9
     assert model.conf_int().shape == (3, 2)
+    declared = DPLogisticRegression(rho=1.0, bounds=[(-1, 1), (0, 10)], classes=["no", "yes"],
+                                    random_state=5).fit(X, labels)  # fmt: skip
+    np.testing.assert_array_equal(declared.coef_, model.coef_)  # no warning, same fit
+
+
+def test_declared_or_0_1_labels_never_depend_on_which_labels_occur():
+    """A record whose label is neither class is a non-event, not an error; 0/1 data need
+    no declaration, even when one class is absent."""
+    X, y = DF[["x"]].to_numpy()[:500], DF.y.to_numpy()[:500].astype(float)
+    odd = y.copy()
+    odd[0] = 7.0
+    model = DPLogisticRegression(rho=1.0, bounds=(-1, 1), classes=[0, 1], random_state=1)
+    assert list(model.fit(X, odd).classes_) == [0, 1]
+    with pytest.warns(dpfit.exceptions.CoverageWarning, match="per coefficient"):
+        zeros = DPLogisticRegression(rho=1.0, bounds=(-1, 1), random_state=1).fit(X, 0 * y)
+    assert list(zeros.classes_) == [0, 1]
 
 
 def test_the_classifier_refuses_other_than_two_labels():
     with recording() as rec, pytest.raises(ValueError, match="Only binary classification"):
-        DPLogisticRegression(rho=1.0, bounds=(-1, 1)).fit(DF[["x"]], np.arange(N) % 3)
+        DPLogisticRegression(rho=1.0, bounds=(-1, 1)).fit(DF[["x"]], np.arange(N) % 3 + 2)
     with pytest.raises(ValueError, match="Unknown label type"):
         DPLogisticRegression(rho=1.0, bounds=(-1, 1)).fit(DF[["x"]], DF.x.to_numpy())
     assert len(rec) == 0

@@ -86,6 +86,12 @@ MEAT_BASE = 3.0
 #: ... and at most this many sqrt(k) scales at large n (the clip that grows with n would keep
 #: the meat's noise at MEAT_NOISE of its entries at every n).
 MEAT_CAP = 8.0
+#: Iterates are kept within +-ITERATE_CAP per coordinate (on the rescaled design, where a
+#: coefficient of 1e4 moves the linear predictor by 1e4 across a feature's bounds): a
+#: public clamp, post-processing of the releases, so that noise large against the data (a
+#: handful of records, a tiny rho) can never drive an iterate to inf and a query to NaN
+#: after the fit was charged.
+ITERATE_CAP = 1e4
 #: Noise drawn ahead for data in memory: at most this many floats (as dp_gd does).
 _NOISE_BLOCK_FLOATS = 4096
 
@@ -299,10 +305,13 @@ def _records(plan: GLMPlan, X: Any, y: Any, offset: Any) -> tuple[Any, Any, Any]
 
 def _mean_level(family: Family, mean: float, noise_std: float, cap: float, n: int) -> float:
     """The released mean response, kept two noise s.d. (and 1/n of the range) inside the
-    range where the link and the Fisher weight are finite (post-processing)."""
+    range where the link and the Fisher weight are finite: for binomial in [f, 1 - f] with
+    f at most 1/4, for Poisson at least f (post-processing)."""
     floor = max(2.0 * noise_std, cap / n)
-    high = cap - floor if family.name == "binomial" else cap
-    return float(min(max(mean, floor), max(high, floor)))
+    if family.name == "binomial":
+        floor = min(floor, 0.25 * cap)
+        return float(min(max(mean, floor), cap - floor))
+    return float(min(max(mean, floor), cap))
 
 
 def _noise_curvature(plan: GLMPlan, iterates: np.ndarray, H: NoisyMoment) -> float:
@@ -411,7 +420,8 @@ def _descend(
     source: NoiseSource,
 ) -> np.ndarray:
     """The preconditioned noisy descent: ``plan.steps`` releases charged at once (before the
-    first draw), theta <- theta - eta M (mean of the gradients clipped at ``clip`` + noise)."""
+    first draw), theta <- theta - eta M (mean of the gradients clipped at ``clip`` + noise),
+    each coordinate kept within +-ITERATE_CAP (post-processing of the releases)."""
     planned = plan.bound("gradient", clip)
     total = _gradients(plan, rows, clip)
     iterates = np.empty((plan.steps, plan.k))
@@ -423,7 +433,7 @@ def _descend(
     ) as releases:  # fmt: skip
         for t in range(plan.steps):
             noisy = releases.release(total(theta) / plan.n)
-            theta = theta - plan.step_size * (M @ noisy)
+            theta = np.clip(theta - plan.step_size * (M @ noisy), -ITERATE_CAP, ITERATE_CAP)
             iterates[t] = theta
     return iterates
 

@@ -10,6 +10,7 @@ delegate). The classifier gives ``classes_``, ``decision_function``, ``predict_p
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,8 +19,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..._floats import quiet_floats
-from ..._validation import check_array
+from ..._validation import check_array, user_stacklevel
 from ...distributed import is_dask
+from ...exceptions import UndeclaredLevelsWarning
 from ...mechanisms import make_noise_source
 from ...privacy import Budget
 from .._constraints import check_budget
@@ -95,6 +97,33 @@ class _GLMEstimator(BaseEstimator):
         return self.result_.summary(alpha, **kwargs)
 
 
+def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
+    """The two public labels: ``declared``; (0, 1) for 0/1 (or bool) labels; else the labels
+    of y, read off the data with an UndeclaredLevelsWarning (which labels occur is then
+    released with the fit)."""
+    if declared is not None:
+        classes = np.asarray(declared)
+        if classes.shape != (2,) or classes[0] == classes[1]:
+            raise ValueError(f"classes must be two distinct labels, got {declared!r}")
+        return classes
+    if labels.dtype == bool or np.isin(labels, (0, 1)).all():
+        return np.array([False, True]) if labels.dtype == bool else np.array([0, 1])
+    classes = np.unique(labels)
+    if classes.size != 2:
+        raise ValueError(
+            f"Only binary classification is supported by DPLogisticRegression: y needs exactly "
+            f"two labels (classes), got {classes.size} class(es)"
+        )
+    warnings.warn(
+        "DPLogisticRegression: the two class labels were read off the private y (which labels "
+        "occur is released with the fit); declare them publicly with classes=[non-event, "
+        "event] (0/1 labels need nothing)",
+        UndeclaredLevelsWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return classes
+
+
 def check_labels(y: Any) -> np.ndarray:
     """The labels of a classifier's y as a 1-D array; a continuous y is refused with
     scikit-learn's wording (its labels would be every value)."""
@@ -124,14 +153,17 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
     link : {"logit", "probit"}, default="logit"
     margins : bool, default=True
         Spend 2% of rho on what average marginal effects need (``result_.get_margeff()``).
+    classes : sequence of two labels, optional
+        The public labels (non-event, event); a record with any label other than the event
+        is a non-event. By default (0, 1) when y holds 0/1 labels (or bools), else the two
+        labels of y, read off the data with an ``UndeclaredLevelsWarning``.
     """
 
     __doc__ += _SHARED_DOC + """
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-        The two labels; the second is the event (y = 1). Which labels occur is treated as
-        public (numeric 0/1 data always have both).
+        The two labels; the second is the event (y = 1).
     coef_ : ndarray of shape (1, n_features)
     intercept_ : ndarray of shape (1,)
     result_ : GLMResult
@@ -141,8 +173,9 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
     def __init__(
         self, *, rho: float | None = None, link: str = "logit", bounds: Any = None,
         fit_intercept: bool = True, steps: int = 200, step_size: float = 0.5, m: int = 10,
-        burn_in: int = 20, margins: bool = True, relation: str = "replace-one",
-        n_public: int | None = None, random_state: Any = None, secure: bool = False,
+        burn_in: int = 20, margins: bool = True, classes: Any = None,
+        relation: str = "replace-one", n_public: int | None = None, random_state: Any = None,
+        secure: bool = False,
     ) -> None:  # fmt: skip
         self.rho = rho
         self.link = link
@@ -153,6 +186,7 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
         self.m = m
         self.burn_in = burn_in
         self.margins = margins
+        self.classes = classes
         self.relation = relation
         self.n_public = n_public
         self.random_state = random_state
@@ -165,7 +199,7 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
         Raises
         ------
         TypeError, ValueError
-            Invalid parameters or data (``y`` with other than two labels), before anything
+            Invalid parameters or data (undeclared labels other than two), before anything
             is charged or drawn.
         BudgetExceededError
             ``budget`` cannot afford ``rho``; nothing was charged or drawn.
@@ -176,13 +210,8 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
         if not is_dask(X):
             check_array(X, "X", ndim=2)  # X's own errors (sparse, 1-D, ...) before y's
         labels = check_labels(y)
-        self.classes_ = np.unique(labels)
-        if self.classes_.size != 2:
-            raise ValueError(
-                f"Only binary classification is supported by {type(self).__name__}: y needs "
-                f"exactly two labels (classes), got {self.classes_.size} class(es)"
-            )
-        event = (labels == self.classes_[1]).astype(np.float64)
+        self.classes_ = _classes(self.classes, labels)
+        event = (labels == self.classes_[1]).astype(np.float64)  # any other label: a non-event
         if isinstance(y, pd.Series):
             event = pd.Series(event, index=y.index, name=y.name)
         result = self._fit(X, event, offset=None, budget=budget, link=self.link, y_bounds=None)
