@@ -182,7 +182,9 @@ def test_declared_or_0_1_labels_never_depend_on_which_labels_occur():
 
 def test_the_classifier_refuses_other_than_two_labels():
     with recording() as rec, pytest.raises(ValueError, match="Only binary classification"):
-        DPLogisticRegression(rho=1.0, bounds=(-1, 1)).fit(DF[["x"]], np.arange(N) % 3 + 2)
+        DPLogisticRegression(rho=1.0, bounds=(-1, 1)).fit(
+            DF[["x"]], np.array(list("abc"))[np.arange(N) % 3]
+        )
     with pytest.raises(ValueError, match="Unknown label type"):
         DPLogisticRegression(rho=1.0, bounds=(-1, 1)).fit(DF[["x"]], DF.x.to_numpy())
     assert len(rec) == 0

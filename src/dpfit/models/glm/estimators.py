@@ -98,16 +98,18 @@ class _GLMEstimator(BaseEstimator):
 
 
 def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
-    """The two public labels: ``declared``; (0, 1) for 0/1 (or bool) labels; else the labels
-    of y, read off the data with an UndeclaredLevelsWarning (which labels occur is then
-    released with the fit)."""
+    """The two public labels: ``declared``; (0, 1) for numbers (or bools); else the labels of
+    y, read off the data with an UndeclaredLevelsWarning (which labels occur is then released
+    with the fit)."""
     if declared is not None:
         classes = np.asarray(declared)
         if classes.shape != (2,) or classes[0] == classes[1]:
             raise ValueError(f"classes must be two distinct labels, got {declared!r}")
         return classes
-    if labels.dtype == bool or np.isin(labels, (0, 1)).all():
-        return np.array([False, True]) if labels.dtype == bool else np.array([0, 1])
+    if labels.dtype == bool:
+        return np.array([False, True])
+    if np.issubdtype(labels.dtype, np.number):  # 0/1 coding: any label but 1 is a non-event
+        return np.array([0, 1])
     classes = np.unique(labels)
     if classes.size != 2:
         raise ValueError(
@@ -117,7 +119,7 @@ def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
     warnings.warn(
         "DPLogisticRegression: the two class labels were read off the private y (which labels "
         "occur is released with the fit); declare them publicly with classes=[non-event, "
-        "event] (0/1 labels need nothing)",
+        "event] (numeric labels are 0/1 and need nothing)",
         UndeclaredLevelsWarning,
         stacklevel=user_stacklevel(),
     )
@@ -155,8 +157,8 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
         Spend 2% of rho on what average marginal effects need (``result_.get_margeff()``).
     classes : sequence of two labels, optional
         The public labels (non-event, event); a record with any label other than the event
-        is a non-event. By default (0, 1) when y holds 0/1 labels (or bools), else the two
-        labels of y, read off the data with an ``UndeclaredLevelsWarning``.
+        is a non-event. By default (0, 1) for numeric (or bool) labels, whatever values
+        occur; text labels are read off the data, with an ``UndeclaredLevelsWarning``.
     """
 
     __doc__ += _SHARED_DOC + """
