@@ -31,6 +31,8 @@ LABELS = {
     "(declare classes=[1, 2] to use them)",
     "check_classifier_not_supporting_multiclass": "a numeric multiclass y is fitted as 1 "
     "against the rest, not refused: a refusal would depend on which labels occur",
+    "check_classifiers_regression_target": "a continuous numeric y is 0/1 coding (1 is the "
+    "event), not refused: a refusal would depend on the values of the private labels",
 }
 
 

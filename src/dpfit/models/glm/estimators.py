@@ -127,16 +127,14 @@ def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
 
 
 def check_labels(y: Any) -> np.ndarray:
-    """The labels of a classifier's y as a 1-D array; a continuous y is refused with
-    scikit-learn's wording (its labels would be every value)."""
-    from sklearn.utils.multiclass import type_of_target
-
+    """The labels of a classifier's y as a 1-D array. Their values are not inspected: a
+    numeric y is 0/1 coding whatever values occur (a refusal of, say, a "continuous" y would
+    depend on one record's label)."""
     labels = np.asarray(y)
     if labels.ndim != 1:
         raise ValueError(f"y must be 1-dimensional, got {labels.ndim} dimensions (use y.ravel())")
-    kind = type_of_target(labels)
-    if kind not in ("binary", "multiclass"):
-        raise ValueError(f"Unknown label type: {kind!r}; y must hold two class labels")
+    if np.issubdtype(labels.dtype, np.number):  # missing labels are refused, as for X
+        check_array(labels, "y", ndim=1)
     return labels
 
 
