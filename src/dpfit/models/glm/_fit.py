@@ -168,6 +168,7 @@ def fit_glm(
         PrivacyLedger(relation=config.relation, budget=budget), config.relation, config.rho,
         name=_MODELS[(config.family, config.link)],
     )  # fmt: skip
+    y_arr, offset = _zero_records(X_arr, y_arr, offset)
     traj = dp_glm(
         map_rows(scaling.design, X_arr, columns=k), y_arr, rho=config.rho,
         family=config.family, link=config.link, count_bound=config.count_bound,
@@ -203,6 +204,22 @@ def fit_glm(
         link=config.link,
         margins=glm_margins(traj, inference.population, J, x_names, config.fit_intercept),
     )
+
+
+def _zero_records(X: Any, y: Any, offset: Any) -> tuple[Any, Any]:
+    """In memory, a formula's zero record (a NaN design row or response: a category outside
+    the declared levels) gets response 0 and offset 0, as its design row becomes 0
+    (:func:`dpfit.distributed.map_rows`): the zero record of every release. On Dask each
+    reduction applies the rule block by block."""
+    if hasattr(X, "dask"):
+        return y, offset
+    null = ~np.isfinite(y) | ~np.isfinite(X).all(axis=1)
+    if not null.any():
+        return y, offset
+    y = np.where(null, 0.0, y)
+    if offset is not None:
+        offset = np.where(null, 0.0, np.asarray(offset, dtype=np.float64))
+    return y, offset
 
 
 _SAMPLE_TEXT = (
