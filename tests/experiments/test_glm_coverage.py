@@ -8,7 +8,7 @@ import pytest
 
 from dpfit.experiments import get, run
 from dpfit.experiments._glm_populations import GLM_POPULATIONS, SIMULATED_GLM, glm_population
-from dpfit.experiments.glm_coverage import cell_table, glm_kinds
+from dpfit.experiments.glm_coverage import cell_table, glm_kinds, mle_hc0
 from dpfit.experiments.verdicts import evaluate_claims
 
 NAME = "glm-coverage"
@@ -31,6 +31,22 @@ def test_populations_contain_their_values_and_theta_solves_the_score(name):
     np.testing.assert_allclose(D.T @ (y - mu) / len(y), 0.0, atol=1e-7)  # the score equation
     if pop.K is not None:
         assert y.max() <= pop.K
+
+
+@pytest.mark.parametrize("name", ["logit-interaction", "poisson-exposure"])
+def test_the_reference_is_statsmodels_hc0(name):
+    import statsmodels.api as sm
+
+    pop = glm_population(name)
+    sample = pop.frame.iloc[:3000]
+    D = np.column_stack([np.ones(3000), sample[list(pop.x)].to_numpy()])
+    y = sample[pop.response].to_numpy()
+    offset = None if pop.offset is None else sample[pop.offset].to_numpy()
+    fam = sm.families.Binomial() if pop.family == "binomial" else sm.families.Poisson()
+    ref = sm.GLM(y, D, family=fam, offset=offset).fit(cov_type="HC0")
+    theta, se = mle_hc0(D, y, pop.family, offset)
+    np.testing.assert_allclose(theta, ref.params, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(se, ref.bse, rtol=1e-6)
 
 
 def test_the_rare_design_is_rare():
