@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpfit.baselines import glm_mle
 from dpfit.experiments import get, run
 from dpfit.experiments._glm_populations import GLM_POPULATIONS, SIMULATED_GLM, glm_population
-from dpfit.experiments.glm_coverage import cell_table, glm_kinds, mle_hc0
+from dpfit.experiments.glm_coverage import cell_table, glm_kinds
 from dpfit.experiments.verdicts import evaluate_claims
 
 NAME = "glm-coverage"
@@ -44,7 +45,7 @@ def test_the_reference_is_statsmodels_hc0(name):
     offset = None if pop.offset is None else sample[pop.offset].to_numpy()
     fam = sm.families.Binomial() if pop.family == "binomial" else sm.families.Poisson()
     ref = sm.GLM(y, D, family=fam, offset=offset).fit(cov_type="HC0")
-    theta, se = mle_hc0(D, y, pop.family, offset)
+    theta, se = glm_mle(D, y, pop.family, offset)
     np.testing.assert_allclose(theta, ref.params, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(se, ref.bse, rtol=1e-6)
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..baselines import glm_mle
 from ..exceptions import (
     CoverageWarning,
     InsecureRandomnessWarning,
@@ -40,7 +41,7 @@ from ..models import DPLogisticRegression, DPPoissonRegressor
 from ._glm_populations import GLM_POPULATIONS, REAL_GLM, SIMULATED_GLM, glm_population
 from .registry import Claim, ClaimResult, Experiment, register
 
-__all__ = ["EXPERIMENT", "cell_table", "glm_kinds", "mle_hc0"]
+__all__ = ["EXPERIMENT", "cell_table", "glm_kinds"]
 
 Z95 = 1.959963984540054
 #: A phrase of each reason the GLM's CoverageWarning can give -> its kind.
@@ -80,35 +81,12 @@ def _fit(pop: Any, sample: pd.DataFrame, rho: float, seed: int) -> tuple[Any, li
     return model.result_, messages
 
 
-def mle_hc0(
-    D: np.ndarray, y: np.ndarray, family: str, offset: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The non-private MLE and its robust (HC0) standard errors, by Newton's method: what
-    statsmodels' ``GLM(...).fit(cov_type="HC0")`` reports (checked against it in
-    tests/experiments/test_glm_coverage.py), in a few matrix products instead of its IRLS."""
-    o = np.zeros(len(y)) if offset is None else offset
-    theta = np.zeros(D.shape[1])
-    if family == "poisson":
-        theta[0] = np.log(max(y.mean(), 1e-3)) - o.mean()
-    for _ in range(100):
-        eta = np.clip(D @ theta + o, -50.0, 50.0)
-        mu = 1.0 / (1.0 + np.exp(-eta)) if family == "binomial" else np.exp(eta)
-        w = mu * (1.0 - mu) if family == "binomial" else mu
-        step = np.linalg.solve((D * w[:, None]).T @ D, D.T @ (y - mu))
-        theta = theta + step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    bread = np.linalg.inv((D * w[:, None]).T @ D)
-    meat = (D * ((y - mu) ** 2)[:, None]).T @ D
-    return theta, np.sqrt(np.diag(bread @ meat @ bread))
-
-
 def _hc0(pop: Any, sample: pd.DataFrame) -> np.ndarray:
     """Robust (HC0) standard errors of the non-private MLE on the sample."""
     D = np.column_stack([np.ones(len(sample)), sample[list(pop.x)].to_numpy()])
     offset = None if pop.offset is None else sample[pop.offset].to_numpy()
     with np.errstate(all="ignore"):
-        return mle_hc0(D, sample[pop.response].to_numpy(), pop.family, offset)[1]
+        return glm_mle(D, sample[pop.response].to_numpy(), pop.family, offset)[1]
 
 
 def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
