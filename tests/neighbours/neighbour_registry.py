@@ -554,6 +554,24 @@ RESULTS: dict[str, EntryPoint] = {
         kinds=WITH_LEVELS,
         replay_only=(*CHECKED, "privacy claim"),
     ),
+    "dask logit": EntryPoint(
+        on_dask(
+            lambda f: dpfit.logit(
+                "y ~ x0 + x1",
+                dask_frame(f),
+                rho=RHO,
+                random_state=SEED,
+                n_public=N,
+                bounds={"x0": (-3, 3), "x1": (-3, 3)},
+                **GLM,
+            )
+        ),
+        data=binary,
+        kinds=DASK_KINDS,
+        examples=0,
+        needs="dask",
+        replay_only=CHECKED,
+    ),
     "dask ols": EntryPoint(
         on_dask(
             lambda f: dpfit.ols(

@@ -78,7 +78,7 @@ class GLMPrediction:
         )
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)  # Result's short repr
 class GLMResult(Result):
     """Released coefficients, population intervals and privacy accounting of a private GLM.
 
