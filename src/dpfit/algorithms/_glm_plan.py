@@ -32,7 +32,9 @@ GLM_STEPS = 200
 GLM_STEP_SIZE = 0.5
 #: Each release's share of rho (the gradient steps get the rest): the two stages of the
 #: whitener, the mean response (the start and the preconditioner's scale), the bread and the
-#: meat of the sandwich, and (with ``margins``) the averages behind marginal effects.
+#: meat of the sandwich, for the clipped families (probit, Poisson) the gap to the
+#: maximum-likelihood fit and the share of far records, and (with ``margins``) the averages
+#: behind marginal effects.
 GLM_SHARES = {
     "xtx": 0.05,
     "whiten": 0.05,
@@ -40,6 +42,8 @@ GLM_SHARES = {
     "scale": 0.02,
     "bread": 0.075,
     "meat": 0.075,
+    "gap": 0.02,
+    "far": 0.04,
     "margins": 0.02,
 }
 
@@ -51,6 +55,8 @@ _PURPOSE = {
     "gradient": "clipped mean gradient of the negative log-likelihood, one per step",
     "bread": "Fisher information at the estimate (whitened): the sandwich's bread",
     "meat": "second moment of the whitened scores at the estimate: the sandwich's meat",
+    "gap": "mean clipped excess above the clip: the gap to the maximum-likelihood fit",
+    "far": "share of records whose gradient is far beyond the clip",
     "margins": "mean dmu/deta, its spread and its derivative: average marginal effects",
 }
 
@@ -229,8 +235,9 @@ def plan_glm(
     y_cap = family.response_bound(count_bound)
     _check_scales(clip, row_clip, family.score_bound(count_bound), n=n, rho=rho, relation=relation)
     poisson = family.name == "poisson"  # its clips and caps follow the released mean count
+    clipped = not family.exact  # its releases include the gap to the unclipped fit
     names = ["xtx", "whiten", "mean", *(["scale"] * poisson), "gradient", "bread", "meat",
-             *(["margins"] * margins)]  # fmt: skip
+             *(["gap", "far"] * clipped), *(["margins"] * margins)]  # fmt: skip
     rest = 1.0 - sum(GLM_SHARES[name] for name in names if name != "gradient")
     shares = dict(zip(names, split(rho, [GLM_SHARES.get(nm, rest) for nm in names]), strict=True))
     common = {"n": n, "relation": relation}
@@ -256,6 +263,9 @@ def plan_glm(
             None if poisson else family.score_bound(None) * row_clip, **common,
         ),
     ]  # fmt: skip
+    if clipped:  # the window of the gap follows the interval's standard errors
+        releases.append(_planned("gap", shares["gap"], Query.MEAN, None, **common))
+        releases.append(_planned("far", shares["far"], Query.BOUNDED_MEAN, 1.0, **common))
     if margins:
         first, second = family.margin_bounds()
         bound = math.hypot(first, first, second * row_bound)  # margin_sums' per-record terms

@@ -20,6 +20,7 @@ from ..mechanisms import clip_factors, clip_rows, row_norms
 from .glm_family import Family
 
 __all__ = [
+    "excess_sums",
     "gradient_sum",
     "gram_sum",
     "margin_sums",
@@ -113,3 +114,24 @@ def margin_sums(
         a = np.clip(family.mean_derivative(eta), 0.0, first)
         b = clip_rows(D * family.mean_second_derivative(eta)[:, None], second)
         return np.concatenate([[a.sum(), (a * a).sum() / first], b.sum(axis=0)])
+
+
+def excess_sums(
+    D: np.ndarray,
+    y: np.ndarray,
+    o: np.ndarray,
+    theta: np.ndarray,
+    family: Family,
+    clip: float,
+    window: float,
+    far: float,
+) -> np.ndarray:
+    """[sum_i (clip_{C + w}(g_i) - clip_C(g_i)), #{i : ||g_i|| > far}] at ``theta``, with
+    g_i = r_i d_i the negative gradient, C = ``clip`` and w = ``window``: the clipped excess
+    behind the gap to the maximum-likelihood fit (each term of norm at most w) and the
+    number of records far beyond the clip (each term 0 or 1)."""
+    with np.errstate(all="ignore"):
+        raw = D * family.score(D @ theta + o, y)[:, None]
+        excess = (clip_rows(raw, clip + window) - clip_rows(raw, clip)).sum(axis=0)
+        count = np.count_nonzero(row_norms(raw) > far)
+        return np.concatenate([excess, [float(count)]])

@@ -40,52 +40,24 @@ from numpy.typing import ArrayLike
 from .._floats import quiet_floats
 from .._validation import check_array
 from ..distributed import is_dask, map_rows, zero_nonfinite_records
-from ..inference.clipping_bias import MEAT_NOISE, growing_clip, second_moment_clip
 from ..inference.intervals import DEFAULT_BURN_IN, DEFAULT_M, batch_means
 from ..inference.population import NoisyMoment, release_moment_sum
+from ..inference.population_glm import sandwich_and_privacy
 from ..inference.preconditioner import record_sum, release_whitener, triangle
 from ..inference.whitened import release_mean
 from ..mechanisms import NoiseSource, clip_rows, gaussian, gaussian_releases, make_noise_source
 from ..mechanisms.clipping import clip_factors, row_norms
 from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
+from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
 from ._glm_plan import GLM_STEP_SIZE, GLM_STEPS, GLMPlan, plan_glm
-from ._glm_sums import (
-    gradient_sum,
-    gram_sum,
-    margin_sums,
-    response_sum,
-    sandwich_sums,
-    scale_sum,
-)
+from ._glm_sums import gradient_sum, gram_sum, margin_sums, response_sum, sandwich_sums
 from ._kernels import check_data
-from .glm_family import Family, get_family
+from .glm_family import get_family
 from .trajectory import Trajectory
 
 __all__ = ["dp_glm", "plan_glm", "run_glm_plan"]
 
-#: The Poisson gradient clips the score residual at this many released residual scales at
-#: small n (more as n grows, at most K).
-CLIP_BASE = 4.0
-#: ... and at most this many (CLIP_CAP / CLIP_BASE times the small-n clip, where the
-#: linear default grows to 8 times): the scale is the counts' marginal s.d., so a count
-#: CLIP_CAP of them from its mean is far in any count distribution's tail, and a larger clip
-#: would only add privacy noise (the clip that grows with n would reach K at n = 2e4).
-CLIP_CAP = 12.0
-#: The Poisson residual scale caps each squared residual at (SCALE_CAP sqrt(y~))^2, about
-#: SCALE_CAP Poisson s.d. at the released mean count y~ (its noise grows with the cap).
-SCALE_CAP = 8.0
-#: The Poisson bread caps each record's weight mu_i at this multiple of the released mean
-#: count (and at K): a larger weight only lowers the bread, which widens the interval, and
-#: the release's noise grows with the cap.
-WEIGHT_GROWTH = 4.0
-#: The Poisson meat clips whitened scores at this many sqrt(k) Poisson s.d. at the released
-#: mean count at small n (more as n grows:
-#: :func:`~dpfit.inference.clipping_bias.second_moment_clip`).
-MEAT_BASE = 3.0
-#: ... and at most this many sqrt(k) scales at large n (the clip that grows with n would keep
-#: the meat's noise at MEAT_NOISE of its entries at every n).
-MEAT_CAP = 8.0
 #: Iterates are kept within +-ITERATE_CAP per coordinate (on the rescaled design, where a
 #: coefficient of 1e4 moves the linear predictor by 1e4 across a feature's bounds): a
 #: public clamp, post-processing of the releases, so that noise large against the data (a
@@ -236,12 +208,12 @@ def run_glm_plan(
         record_sum(response_sum, rows, (cap,), width=1),
         cap=cap, rho=plan.share("mean"), label="glm/mean", **moment,
     )  # fmt: skip
-    level = _mean_level(family, mean, mean_std, cap, n)
+    level = mean_level(family, mean, mean_std, cap, n)
     theta0 = np.zeros(k)
     if intercept:
         theta0[0] = family.link_of(level)
-    scale = _release_scale(plan, rows, theta0, level, moment)  # Poisson only
-    clips = _clips(plan, level, scale, H)
+    scale = release_scale(plan, rows, theta0, level, moment)  # Poisson only
+    clips = glm_clips(plan, level, scale, H)
     M = P @ P.T / family.fisher_weight(level)
     iterates = _descend(plan, rows, theta0, M, clips["gradient"], ledger, source)
     estimates = batch_means(iterates, plan.m, plan.burn_in)
@@ -262,6 +234,12 @@ def run_glm_plan(
     meat = release_moment_sum(
         sums[triangle(k) :], bound=meat_clip, rho=plan.share("meat"), label="glm/meat", **moment
     )
+    gap = None
+    if "gap" in plan.names:  # a clipped family: what clipping still moves, released
+        to_theta = P @ np.linalg.inv(bread.shrunk()) @ P.T
+        cov = sandwich_and_privacy(bread, meat, P, n, estimates)
+        se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        gap = release_gap(plan, rows, estimate, clips["gradient"], to_theta, se, moment)
     releases = {
         "xtx": H.matrix, "whitener": P, "mean": np.array([mean]), "batch_means": estimates,
         "bread": bread.matrix, "meat": meat.matrix,
@@ -269,6 +247,12 @@ def run_glm_plan(
     config = _config(plan, intercept, theta0, level, clips, H, bread, meat)
     config["mean_noise_std"] = mean_std
     config["scale"] = scale
+    if gap is not None:
+        releases["gap_excess"], releases["far"] = gap["excess"], np.array([gap["far"]])
+        config.update(
+            gap_noise_std=gap["excess_noise_std"], gap_window=gap["window"],
+            far_noise_std=gap["far_noise_std"],
+        )  # fmt: skip
     if "margins" in plan.names:
         releases["margins"], config["margins_noise_std"] = _release_margins(
             plan, rows, estimate, moment
@@ -303,17 +287,6 @@ def _records(plan: GLMPlan, X: Any, y: Any, offset: Any) -> tuple[Any, Any, Any]
         return clip_rows(D, plan.row_bound), np.clip(y, 0.0, cap), o
 
 
-def _mean_level(family: Family, mean: float, noise_std: float, cap: float, n: int) -> float:
-    """The released mean response, kept two noise s.d. (and 1/n of the range) inside the
-    range where the link and the Fisher weight are finite: for binomial in [f, 1 - f] with
-    f at most 1/4, for Poisson at least f (post-processing)."""
-    floor = max(2.0 * noise_std, cap / n)
-    if family.name == "binomial":
-        floor = min(floor, 0.25 * cap)
-        return float(min(max(mean, floor), cap - floor))
-    return float(min(max(mean, floor), cap))
-
-
 def _noise_curvature(plan: GLMPlan, iterates: np.ndarray, H: NoisyMoment) -> float:
     """c0 = tr(S X'X/n): the mean of d_i' S d_i, S the covariance of the iterates after the
     burn-in (post-processing of releases).
@@ -335,63 +308,6 @@ def _noise_curvature(plan: GLMPlan, iterates: np.ndarray, H: NoisyMoment) -> flo
     """
     spread = np.atleast_2d(np.cov(iterates[plan.burn_in :], rowvar=False))
     return max(float(np.trace(spread @ H.matrix)), 0.0)
-
-
-def _release_scale(
-    plan: GLMPlan, rows: list[Any], theta0: np.ndarray, level: float, moment: dict[str, Any]
-) -> float | None:
-    """Poisson: s~ = sqrt of the released mean of min(r_i^2, (SCALE_CAP sqrt(y~))^2) at the
-    start (the intercept-only fit, so s~ is about the marginal s.d. of the counts, which
-    overdispersion and the features' effects raise: a conservative scale for the clips),
-    raised to its noise; None for the binomial family (its clips need no scale)."""
-    if "scale" not in plan.names:
-        return None
-    cap = min(plan.count_bound, SCALE_CAP * math.sqrt(level)) ** 2
-    planned = plan.bound("scale", cap)
-    value, noise_std = release_mean(
-        record_sum(scale_sum, rows, (theta0, plan.family, cap), width=1),
-        cap=cap, rho=planned.rho, label=planned.label, **moment,
-    )  # fmt: skip
-    return math.sqrt(max(value, 2.0 * noise_std, level))
-
-
-def _clips(plan: GLMPlan, level: float, scale: float | None, H: NoisyMoment) -> dict[str, float]:
-    """The gradient clip, the bread's weight cap and the meat's clip (post-processing).
-
-    Binomial: the planned bounds (the logit clip is exact). Poisson, from the released mean
-    count y~ and scale s~: the residual clip c = min(K, CLIP_CAP s~, max(CLIP_BASE s~,
-    growing)), where
-    growing keeps the privacy variance of the estimate at a quarter of its sampling variance
-    along the least-identified direction of X'X/n
-    (:func:`~dpfit.inference.clipping_bias.growing_clip`, with the scale
-    s~ sqrt(lambda_min) / sqrt(k)), and the gradient clip c sqrt(k); the bread caps weights at
-    min(K, WEIGHT_GROWTH y~); the meat clips whitened scores at MEAT_BASE sqrt(k) s~, grown
-    with n so that its noise stays at MEAT_NOISE of its entries, at most MEAT_CAP sqrt(k) s~
-    and K x the row clip.
-    """
-    family = plan.family
-    if family.name != "poisson":
-        return {
-            "gradient": plan.clip,
-            "weight": family.weight_bound(None),
-            "meat": plan.release("meat").bound,
-        }
-    K, k = plan.count_bound, plan.k
-    kept = plan.steps - plan.burn_in
-    smallest = max(float(np.linalg.eigvalsh(H.preconditioner())[0]), 0.0)
-    residual = growing_clip(
-        CLIP_BASE * scale, scale * math.sqrt(smallest / k), n=plan.n,
-        rho=plan.share("gradient"), releases=plan.steps, averaged=max(kept, 1),
-    )  # fmt: skip
-    meat = second_moment_clip(
-        MEAT_BASE * math.sqrt(k) * scale, scale, n=plan.n, rho=plan.share("meat"),
-        noise=MEAT_NOISE,
-    )  # fmt: skip
-    return {
-        "gradient": min(K, residual, CLIP_CAP * scale) * plan.row_bound,
-        "weight": min(K, WEIGHT_GROWTH * level),
-        "meat": min(K * plan.row_clip, meat, MEAT_CAP * math.sqrt(k) * scale),
-    }
 
 
 def _gradients(plan: GLMPlan, rows: list[Any], clip: float) -> Any:

@@ -47,7 +47,8 @@ Z95 = 1.959963984540054
 #: A phrase of each reason the GLM's CoverageWarning can give -> its kind.
 _KINDS = {
     "have not converged": "drift",
-    "separated": "separation",
+    "(quasi-)separated": "separation",
+    "Clipping moves the estimate": "clipping",
     "Fisher information (whitened)": "bread",
     "(the sandwich's meat)": "meat",
     "per coefficient": "events",

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .clipping_bias import FAR, ClippingGap, far_records
 from .diagnostics import iterate_drift
 from .doubts import Doubt
 from .population import CovarianceEstimate, NoisyMoment, population_covariance
@@ -53,12 +54,15 @@ SEPARATION_SPAN = 8.0
 
 @dataclass(frozen=True)
 class GLMInference:
-    """The population covariance of a GLM fit and the released moments it was built from."""
+    """The population covariance of a GLM fit, the released moments it was built from, and
+    (clipped families) the released gap between the clipped and the maximum-likelihood fit,
+    in the design's coordinates."""
 
     population: CovarianceEstimate
     bread: NoisyMoment
     meat: NoisyMoment
     sampling: NoisySandwich
+    gap: ClippingGap | None = None
 
 
 def _description(traj: Any) -> str:
@@ -75,6 +79,16 @@ def _description(traj: Any) -> str:
         "population coefficient of the maximum-likelihood fit (the root of the population "
         "score equation), also when the link is misspecified."
     )
+
+
+def sandwich_and_privacy(
+    bread: NoisyMoment, meat: NoisyMoment, P: np.ndarray, n: int, estimates: np.ndarray
+) -> np.ndarray:
+    """V = P A^-1 Omega A^-1 P' / n + S / m (module docstring), without degrees of freedom:
+    the interval's covariance as the fit needs it before its last releases."""
+    m = estimates.shape[0]
+    privacy = np.atleast_2d(np.cov(estimates, rowvar=False, ddof=1)) / m
+    return noisy_sandwich(bread, meat, n, left=P).cov + privacy
 
 
 def glm_population(traj: Any) -> GLMInference:
@@ -98,7 +112,29 @@ def glm_population(traj: Any) -> GLMInference:
         covers="the population coefficients of the maximum-likelihood fit (sampling + "
         "privacy error)",
     )
-    return GLMInference(population=population, bread=bread, meat=meat, sampling=sampling)
+    return GLMInference(
+        population=population, bread=bread, meat=meat, sampling=sampling, gap=_gap(traj, bread)
+    )
+
+
+def _gap(traj: Any, bread: NoisyMoment) -> ClippingGap | None:
+    """theta_ml - theta_C = H^-1 e_w to first order (H^-1 = P A^-1 P' from the released
+    bread) and the far records' least effect, from the releases of a clipped family
+    (:func:`dpfit.algorithms._glm_clipping.release_gap`); None for the logit link."""
+    c, r = traj.config, traj.releases
+    if "gap_excess" not in r:
+        return None
+    P = np.array(r["whitener"])
+    to_theta = P @ np.linalg.inv(bread.shrunk()) @ P.T
+    far = far_records(float(np.asarray(r["far"])[0]), c["far_noise_std"], c["n"])
+    return ClippingGap(
+        gap=to_theta @ np.asarray(r["gap_excess"]),
+        cov=c["gap_noise_std"] ** 2 * to_theta @ to_theta.T,
+        reach=np.linalg.norm(to_theta, axis=1),
+        far=far * (FAR - 1.0) * c["clip"] / c["n"],
+        clip=c["clip"],
+        window=c["gap_window"],
+    )
 
 
 def events(traj: Any) -> float:
@@ -153,6 +189,20 @@ def glm_doubts(inference: GLMInference, traj: Any) -> list[Doubt]:
                 "The released second moment of the scores (the sandwich's meat) is so noisy "
                 "that some coefficient's sampling variance has fewer than 4 degrees of "
                 "freedom: the interval's width is itself uncertain.",
+                ("more records", "a larger rho"),
+            )
+        )
+    gap = inference.gap
+    if gap is not None and (material := gap.material(population.bse)).any():
+        worst = float(np.max(np.maximum(gap.relative(population.bse),
+                                        gap.far_relative(population.bse))))  # fmt: skip
+        doubts.append(
+            Doubt(
+                "Clipping moves the estimate away from the maximum-likelihood fit: the "
+                "released gap between the clipped fit and the unclipped one (or the least "
+                f"effect of the records whose gradient is more than {FAR:g} x the clip) is up "
+                f"to {worst:.2g} standard errors in {int(material.sum())} coefficient(s), as "
+                "with counts far out in a long right tail.",
                 ("more records", "a larger rho"),
             )
         )
