@@ -282,14 +282,15 @@ def _check_scales(
 ) -> None:
     """Refuse, before any charge, a count bound whose releases could overflow: the clipped
     gradient sum and its noise, and the meat, a second moment of rows of norm up to
-    score x row_clip (public only; :mod:`dpfit.mechanisms.limits`)."""
+    score x row_clip, with the squares of its noise (the sandwich's variance; public only;
+    :mod:`dpfit.mechanisms.limits`)."""
     common = {"n": n, "rho": rho, "relation": relation}
     check_public_scale(
         "y_bounds",
         score,
         lambda s: (
             *release_peaks(Query.MEAN, bound=s * clip / score, **common),
-            *release_peaks(Query.SECOND_MOMENT, bound=s * row_clip, **common),
+            *release_peaks(Query.SECOND_MOMENT, bound=s * row_clip, squared=True, **common),
         ),
         what=f"the clipped gradients of n = {n} records and their second moment",
     )

@@ -137,7 +137,7 @@ def glm(
     check_budget(budget)
     codebook, data, declared = with_codebook(codebook, data)
     with formula_errors(data, formula if isinstance(formula, str) else ""):
-        y, X, has_intercept, design = _formula_design(formula, data, declared)
+        y, X, has_intercept, design, zero_terms = _formula_design(formula, data, declared)
     indicators = design.indicators
     given = {"bounds": bounds, "y_bounds": y_bounds}
     if codebook is not None:
@@ -163,7 +163,7 @@ def glm(
         if share > 0:
             result = add_bounds_check(
                 X, y, result, check_share, budget, source, indicators,
-                {"bounds": bounds, "y_bounds": y_bounds},
+                {"bounds": bounds, "y_bounds": y_bounds, "zero_terms": zero_terms},
             )  # fmt: skip
     return dataclasses.replace(result, predictors=(design,))
 
