@@ -22,7 +22,19 @@ from .exceptions import (
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from . import mechanisms, noise, privacy
-    from .models import DPIVRegression, DPLinearRegression, iv, ols, summary_col
+    from .models import (
+        DPIVRegression,
+        DPLinearRegression,
+        DPLogisticRegression,
+        DPPoissonRegressor,
+        glm,
+        iv,
+        logit,
+        ols,
+        poisson,
+        probit,
+        summary_col,
+    )
     from .optimize import minimize
     from .privacy import Budget, PrivacyLedger
 
@@ -32,6 +44,8 @@ __all__ = [
     "DPFitError",
     "DPIVRegression",
     "DPLinearRegression",
+    "DPLogisticRegression",
+    "DPPoissonRegressor",
     "DataError",
     "InsecureRandomnessWarning",
     "LargeBudgetWarning",
@@ -39,12 +53,16 @@ __all__ = [
     "PrivacyLedger",
     "PrivacyWarning",
     "__version__",
+    "glm",
     "iv",
+    "logit",
     "mechanisms",
     "minimize",
     "noise",
     "ols",
+    "poisson",
     "privacy",
+    "probit",
     "summary_col",
 ]
 
@@ -54,8 +72,14 @@ _LAZY = {
     "PrivacyLedger": "privacy",
     "DPIVRegression": "models",
     "DPLinearRegression": "models",
+    "DPLogisticRegression": "models",
+    "DPPoissonRegressor": "models",
+    "glm": "models",
     "iv": "models",
+    "logit": "models",
     "ols": "models",
+    "poisson": "models",
+    "probit": "models",
     "summary_col": "models",
     "minimize": "optimize",
 }

@@ -39,6 +39,7 @@ import dpfit
 from dpfit.algorithms.ambssgd import dp_ambssgd
 from dpfit.algorithms.dp_gd import dp_gd
 from dpfit.algorithms.ftrl import dp_ftrl
+from dpfit.algorithms.glm import dp_glm
 from dpfit.algorithms.ssgd import dp_ssgd
 from dpfit.algorithms.two_stage import dp_second_stage_gd, dp_two_stage_gd
 from dpfit.baselines import adassp, ssp
@@ -198,7 +199,72 @@ def _ols(frame):
     }
 
 
+Y_BINARY = (Y0 > 0).astype(float)
+Y_COUNTS = np.floor(np.abs(Y0) * 2)
+GLM_BOUNDS = {"bounds": [(-3, 3)] * 3, "steps": 30, "m": 5, "burn_in": 0}
+GLM_FRAME = pd.DataFrame({"any": Y_BINARY, "educ": X0[:, 0], "exper": X0[:, 1]})
+GLM_FRAME_NEIGHBOUR = GLM_FRAME.copy()
+GLM_FRAME_NEIGHBOUR.iloc[-1] = [1e3, -30.0, 30.0]
+
+
+def _glm_model(model_class, **params):
+    def run(X, y):
+        return _model(model_class(rho=RHO, random_state=5, **GLM_BOUNDS, **params).fit(X, y))
+
+    return run
+
+
+def _logit_formula(frame):
+    res = dpfit.logit(
+        "any ~ educ + exper", frame, rho=RHO, bounds={"educ": (-3, 3), "exper": (-3, 3)},
+        steps=30, m=5, burn_in=0, random_state=2,
+    )  # fmt: skip
+    return {
+        "params": res.params,
+        "conf_int": res.conf_int(),
+        "margeff": res.get_margeff(),
+        "summary": res.summary().as_text(),
+    }
+
+
 CASES = {
+    "dp_glm-logit": Case(
+        run=lambda X, y: _traj(
+            dp_glm(X, y, rho=RHO, steps=30, m=5, burn_in=0, margins=True, rng=3)
+        ),
+        data=(X0, Y_BINARY),
+        neighbour=_replace_last(X0, Y_BINARY, *CORNER),
+    ),
+    "dp_glm-poisson-add-remove": Case(
+        run=lambda X, y: _traj(
+            dp_glm(
+                X,
+                y,
+                rho=RHO,
+                family="poisson",
+                count_bound=8.0,
+                steps=30,
+                m=5,
+                burn_in=0,
+                relation="add-remove",
+                n_public=41,
+                rng=3,
+            )
+        ),
+        data=(X0, Y_COUNTS),
+        neighbour=_add(X0, Y_COUNTS, [30.0, -30.0, 30.0], 1e3),
+    ),
+    "DPLogisticRegression": Case(
+        run=_glm_model(dpfit.DPLogisticRegression),
+        data=(X0, Y_BINARY),
+        neighbour=_replace_last(X0, Y_BINARY, *CORNER),
+    ),
+    "DPPoissonRegressor": Case(
+        run=_glm_model(dpfit.DPPoissonRegressor, y_bounds=(0, 8)),
+        data=(X0, Y_COUNTS),
+        neighbour=_replace_last(X0, Y_COUNTS, [30.0, -30.0, 30.0], 1e3),
+    ),
+    "logit-formula": Case(run=_logit_formula, data=(GLM_FRAME,), neighbour=(GLM_FRAME_NEIGHBOUR,)),
     "dp_gd": Case(
         run=lambda X, y: _traj(dp_gd(X, y, rho=RHO, clip=1.0, steps=15, runs=2, rng=3)),
         data=(X0, Y0),

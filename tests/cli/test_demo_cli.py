@@ -34,6 +34,9 @@ def test_demo_end_to_end(tmp_path, capsys):
         "rho = 0.25",
         "NON-PRIVATE OLS",
         "Privacy: 0.25-zCDP",
+        "DP logistic regression results",  # the GLM part (labsup)
+        "31857 (public)",
+        "NON-PRIVATE maximum-likelihood fit",
     ]:
         assert piece in out, piece
     png = tmp_path / "card_wage_equation.png"

@@ -1,11 +1,11 @@
 """The default preconditioned DPLinearRegression with its population interval on Dask (issue 14).
 
 The Dask fit computes the same sums as the in-memory fit (one shared block function per
-pass, models/_linear_moments.py), only added in another order, and draws the same noise
-from the same seed; so its releases equal the in-memory ones to rounding. The tolerance
-1e-12 relative is about 1e4 times the measured gap (4e-16 on these data): any difference
-in a release, a noise draw or the ledger moves the estimate by at least the noise scale
-(about 1e-2 here), ten orders of magnitude more.
+pass, models/_linear_moments.py and inference/preconditioner.py), only added in another
+order, and draws the same noise from the same seed; so its releases equal the in-memory ones
+to rounding. The tolerance 1e-12 relative is about 1e4 times the measured gap (4e-16 on these
+data): any difference in a release, a noise draw or the ledger moves the estimate by at least
+the noise scale (about 1e-2 here), ten orders of magnitude more.
 """
 
 import warnings
@@ -20,7 +20,7 @@ import dask.array as da  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import dpfit  # noqa: E402
-import dpfit.models._linear_moments as moments  # noqa: E402
+import dpfit.inference.preconditioner as moments  # noqa: E402
 from dpfit import Budget, DPLinearRegression  # noqa: E402
 from dpfit.exceptions import InsecureRandomnessWarning  # noqa: E402
 from dpfit.mechanisms import recording  # noqa: E402

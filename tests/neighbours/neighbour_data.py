@@ -65,6 +65,23 @@ def instrumental(seed: int, n: int = 60) -> pd.DataFrame:
     )
 
 
+def binary(seed: int, n: int = 40) -> pd.DataFrame:
+    """``linear`` with a 0/1 response (its sign): the logistic entry points' data."""
+    frame = linear(seed, n)
+    frame["y"] = (frame["y"] > 0).astype(float)
+    return frame
+
+
+def counts(seed: int, n: int = 40) -> pd.DataFrame:
+    """Two features, a positive exposure ``t`` and a count ``y`` (the Poisson entry points)."""
+    rng = np.random.default_rng(seed)
+    frame = linear(seed, n, 2)
+    frame["t"] = rng.uniform(0.5, 2.0, n)
+    frame["y"] = rng.poisson(frame["t"] * np.exp(0.3 * frame["x0"] - 0.2 * frame["x1"]))
+    frame["y"] = frame["y"].astype(float)
+    return frame
+
+
 def grouped(seed: int, n: int = 40) -> pd.DataFrame:
     """``linear`` plus a three-level category ``g`` that shifts y."""
     frame = linear(seed, n, 2)

@@ -23,11 +23,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from neighbour_data import ADD_REMOVE_KINDS, grouped, instrumental, linear, unit_ball
+from neighbour_data import (
+    ADD_REMOVE_KINDS,
+    binary,
+    counts,
+    grouped,
+    instrumental,
+    linear,
+    unit_ball,
+)
 
 import dpfit
 from dpfit import algorithms as alg
 from dpfit import baselines, paper_only
+from dpfit.algorithms.glm import dp_glm
 from dpfit.losses import LogisticLoss, SquaredLoss
 from dpfit.noise import dpsgd, nu_dpftrl, select_nu, tree_aggregation
 from dpfit.testing import default_views
@@ -256,6 +265,8 @@ GD = {"clip": 5.0, "steps": 40, "m": 4, "burn_in": 0}
 DASK_GD = {"clip": 5.0, "steps": 2, "m": 2, "burn_in": 0}  # one Dask reduction per step
 DASK_KINDS = ("extreme-cell", "nonfinite")
 BOUNDED = {"bounds": [(-3, 3)] * 3, "y_bounds": (-6, 6)}
+GLM = {"steps": 20, "m": 4, "burn_in": 0}  # a short descent: 20 gradient releases
+POISSON = {"family": "poisson", "count_bound": 5.0}
 SSP = {"rho": RHO, "x_bound": 2.0, "y_bound": 3.0}
 TWO_STAGE = {"clip_theta": 2.0, "clip_beta": 2.0, "step_size_theta": 0.5, "step_size_beta": 0.5}
 FTRL_RUN = {"loss": FTRL_LOSS, "clip": 1.0, "epochs": 4, "batch_size": 20, "step_size": 0.5}
@@ -385,6 +396,28 @@ TRAJECTORIES: dict[str, EntryPoint] = {
         releases=False,
         ignore=("warnings",),  # plain SGD may overflow: it claims no privacy
     ),
+    "dp_glm logit margins": EntryPoint(
+        algorithm(dp_glm, rho=RHO, margins=True, **GLM), data=binary
+    ),
+    "dp_glm probit": EntryPoint(algorithm(dp_glm, rho=RHO, link="probit", **GLM), data=binary),
+    # the Poisson clips follow the released mean count and scale: the gradient's, bread's and
+    # meat's sensitivities (and so the ledger's rho in floats) are compared under replay
+    "dp_glm poisson offset": EntryPoint(
+        lambda frame: dp_glm(
+            _columns(frame, "x"),
+            np.array(frame["y"]),
+            offset=np.log1p(np.abs(frame["t"])),
+            rng=SEED,
+            rho=RHO,
+            **POISSON,
+            **GLM,
+        ),
+        data=counts,
+        replay_only=("privacy claim",),
+    ),
+    "dp_glm add-remove": EntryPoint(
+        algorithm(dp_glm, rho=RHO, **GLM, **ADD_REMOVE), data=binary, kinds=ADD_REMOVE_KINDS
+    ),
     "dask dp_gd": EntryPoint(
         on_dask(
             lambda f: alg.dp_gd(*dask_arrays(f), rho=RHO, clip=1.0, steps=4, n_public=N, rng=SEED)
@@ -427,6 +460,21 @@ ESTIMATORS: dict[str, EntryPoint] = {
             rho=1.0, method="ambssgd", interval=None, steps=2, random_state=SEED, **BOUNDED
         ).fit(*xy(frame)),
         data=lambda s: linear(s, n=1500),  # DP-STAT needs about 100 records per block
+    ),
+    # the CoverageWarning's checks read released values (as for the linear default)
+    "DPLogisticRegression": EntryPoint(
+        lambda frame: dpfit.DPLogisticRegression(
+            rho=RHO, bounds=(-3, 3), random_state=SEED, **GLM
+        ).fit(*xy(frame)),
+        data=binary,
+        replay_only=CHECKED,
+    ),
+    "DPPoissonRegressor exposure": EntryPoint(
+        lambda frame: dpfit.DPPoissonRegressor(
+            rho=RHO, bounds=(-3, 3), y_bounds=(0, 5), random_state=SEED, **GLM
+        ).fit(_columns(frame, "x"), np.array(frame["y"]), exposure=np.array(frame["t"])),
+        data=counts,
+        replay_only=(*CHECKED, "privacy claim"),
     ),
     "DPIVRegression bounds": EntryPoint(
         iv_estimator(**IV_BOUNDS, method="2s-gd", steps=6, m=3), data=instrumental
@@ -490,6 +538,44 @@ RESULTS: dict[str, EntryPoint] = {
         data=instrumental,
         releases=False,
     ),
+    "logit": EntryPoint(
+        formula(
+            dpfit.logit, "y ~ x0 + x1 + x2", bounds={f"x{j}": (-3, 3) for j in range(3)}, **GLM
+        ),
+        data=binary,
+        replay_only=CHECKED,
+    ),
+    "poisson exposure declared levels": EntryPoint(
+        formula(
+            dpfit.poisson,
+            "y ~ x0 + C(g, levels=['a', 'b', 'c'])",
+            exposure="t",
+            bounds={"x0": (-3, 3)},
+            y_bounds=(0, 5),
+            **GLM,
+        ),
+        data=lambda seed: counts(seed).assign(g=grouped(seed)["g"]),
+        kinds=WITH_LEVELS,
+        replay_only=(*CHECKED, "privacy claim"),
+    ),
+    "dask logit": EntryPoint(
+        on_dask(
+            lambda f: dpfit.logit(
+                "y ~ x0 + x1",
+                dask_frame(f),
+                rho=RHO,
+                random_state=SEED,
+                n_public=N,
+                bounds={"x0": (-3, 3), "x1": (-3, 3)},
+                **GLM,
+            )
+        ),
+        data=binary,
+        kinds=DASK_KINDS,
+        examples=0,
+        needs="dask",
+        replay_only=CHECKED,
+    ),
     "dask ols": EntryPoint(
         on_dask(
             lambda f: dpfit.ols(
@@ -525,6 +611,16 @@ COMMANDS: dict[str, EntryPoint] = {
         examples=1,
         # the population interval's notes print the released clip inside wrapped text, so
         # the line breaks follow that release: compared under replay only
+        replay_only=("pickled state", "privacy claim"),
+    ),
+    "cli fit binomial": EntryPoint(
+        cli(
+            "fit --family binomial --formula 'y ~ x0 + x1' --bound x0=-3,3 --bound x1=-3,3 "
+            f"--steps 20 --m 4 --burn-in 0 {_FIT}"
+        ),
+        data=binary,
+        views=no_views,
+        examples=1,
         replay_only=("pickled state", "privacy claim"),
     ),
     "cli iv": EntryPoint(

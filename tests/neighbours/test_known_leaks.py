@@ -411,6 +411,8 @@ def test_the_layer_covers_every_entry_point_family():
                    "kl_spider", "proximal_point", "noisy_gd", "dp_ftrl", "minimize", "ssp",
                    "adassp", "fixed_clip_sgd", "onepass_sgd", "DPLinearRegression gd",
                    "DPLinearRegression adassp", "DPLinearRegression ambssgd", "DPIVRegression",
-                   "ols", "iv", "cli fit", "cli iv", "torch make_private", "dask"]:  # fmt: skip
+                   "ols", "iv", "cli fit", "cli iv", "torch make_private", "dask", "dp_glm",
+                   "DPLogisticRegression", "DPPoissonRegressor", "logit", "poisson",
+                   "cli fit binomial"]:  # fmt: skip
         assert family in names, family
     assert any("add-remove" in name for name in ENTRY_POINTS)

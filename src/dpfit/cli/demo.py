@@ -10,7 +10,7 @@ privacy error together, docs/inference.md), prints the summary, prints the non-p
 OLS fit beside it (for comparison only), and writes a coefficient
 plot whose legend says what each interval covers. Every public input is stated with its
 justification; none is read off the data. Each part of the demo is one function in
-:data:`DEMO_PARTS` (the IV demo adds one).
+:data:`DEMO_PARTS` (the IV demo and a private logistic regression add one each).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..exceptions import InsecureRandomnessWarning
 from ._args import examples
+from ._glm_demo import glm_demo
 from ._iv_demo import iv_demo
 
 __all__ = ["DEMO_PARTS", "add_parser", "run"]
@@ -144,7 +145,7 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
 
 
 #: The demo's parts, run in order; each takes the parsed arguments and the output directory.
-DEMO_PARTS: list[Callable[[argparse.Namespace, Path], None]] = [wage_equation, iv_demo]
+DEMO_PARTS: list[Callable[[argparse.Namespace, Path], None]] = [wage_equation, iv_demo, glm_demo]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,7 @@
-"""``dpfit fit DATA --formula ... --rho ...``: a private linear regression from the shell.
+"""``dpfit fit DATA --formula ... --rho ...``: a private linear regression or GLM from the shell.
+
+``--family binomial`` (``--link logit`` or ``probit``) or ``--family poisson`` fits the
+private GLM instead (:func:`dpfit.glm`; :mod:`dpfit.cli._fit_glm`).
 
 DATA is a CSV or parquet file, or the name of a bundled dataset (``card``, ``labsup``,
 ``mroz``, ``diabetes``). The summary goes to standard output (text, HTML or LaTeX); with
@@ -32,13 +35,17 @@ EXAMPLES = examples(
     "dpfit fit data.csv --formula 'y ~ x' --rho 0.5 --bound x=0,10 --y-bounds -5,15 \\",
     "    --plot out/coef.png --budget-store budget.sqlite",
     "dpfit fit data.csv --sep ';' --formula 'y ~ x' --rho 0.5 --clip 5 --method gd",
+    "dpfit fit mroz --family binomial --formula 'inlf ~ educ + age' --rho 0.5 \\",
+    "    --bound educ=0,20 --bound age=30,60",
+    "dpfit fit visits.csv --family poisson --formula 'visits ~ age' --rho 0.5 \\",
+    "    --bound age=0,100 --y-bounds 0,30 --exposure years",
 )
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
         name,
-        help="fit a private linear regression (DP-GD with intervals, or AdaSSP)",
+        help="fit a private linear regression (DP-GD with intervals, or AdaSSP) or GLM",
         description=(
             "Fit FORMULA on DATA (a .csv or .parquet file, or a bundled dataset: "
             f"{', '.join(BUNDLED)}) under rho-zCDP and print the summary. All "
@@ -50,6 +57,15 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument("data", metavar="DATA", help="CSV/parquet path or bundled dataset name")
     p.add_argument("--formula", required=True, help="e.g. 'lwage ~ educ + exper'")
     p.add_argument("--rho", type=float, required=True, help="zCDP budget of the fit")
+    p.add_argument(
+        "--family",
+        default="gaussian",
+        help="gaussian (least squares, the default), binomial (0/1 response) or poisson "
+        "(counts, with --y-bounds 0,K)",
+    )
+    p.add_argument("--link", help="binomial: logit (default) or probit")
+    p.add_argument("--exposure", metavar="COLUMN", help="poisson: the exposure column")
+    p.add_argument("--offset", metavar="COLUMN", help="GLM: an offset column")
     p.add_argument("--method", default="gd", help="gd (default), adassp or ambssgd")
     p.add_argument("--clip", type=float, help="per-example gradient norm bound (gd)")
     p.add_argument(
@@ -135,6 +151,10 @@ def run(args: argparse.Namespace) -> int:
     from ._console import progress_wanted, release_progress
 
     check_release_options(args)
+    if args.family != "gaussian":
+        from ._fit_glm import run_glm
+
+        return run_glm(args, _print_result)
     # gd and adassp release a population interval by default; ambssgd a point estimate only
     interval = args.interval or ("none" if args.method == "ambssgd" else "batched-means")
     if args.plot is not None and interval == "none":
@@ -179,6 +199,11 @@ def run(args: argparse.Namespace) -> int:
         if args.method == "gd" and str(exc).startswith("clip is required"):
             raise ValueError(_clip_needed(args)) from exc
         raise
+    return _print_result(result, args)
+
+
+def _print_result(result, args: argparse.Namespace) -> int:
+    """Print the summary in the requested format (and write the plot); the exit code."""
     summary = result.summary(args.alpha, delta=args.delta)
     print(
         {"text": summary.as_text, "html": summary.as_html, "latex": summary.as_latex}[args.format]()

@@ -140,6 +140,13 @@ def _blocks(iterates: np.ndarray, m: int, burn_in: int) -> np.ndarray:
     return iterates[start:].reshape(m, length, iterates.shape[1])
 
 
+def batch_means(iterates: ArrayLike, m: int, burn_in: int) -> np.ndarray:
+    """The means of m consecutive batches of one run's iterates after ``burn_in`` (the
+    remainder dropped at the front): the estimates of ``interval_estimates(...,
+    "batched-means")`` (Brown et al. 2024, eq. 12), shape (m, p)."""
+    return _blocks(np.asarray(iterates, dtype=np.float64), m, burn_in).mean(axis=1)
+
+
 def interval_estimates(
     trajectory: Any,
     construction: str = "batched-means",

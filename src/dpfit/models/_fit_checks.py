@@ -44,10 +44,13 @@ __all__ = [
     "CLIPPED_SHARE",
     "DEFAULT_BOUNDS_CHECK",
     "ZERO_RECORDS",
+    "add_bounds_check",
+    "bounds_check_shares",
     "checked_iv_fit",
     "checked_linear_fit",
     "clipped_limit",
     "release_outside_counts",
+    "reservation",
     "warn_few_records",
     "warn_public_settings",
 ]
@@ -256,7 +259,7 @@ def checked_linear_fit(
     source = make_noise_source(
         params.pop("random_state", None), secure=params.get("secure", False), name="random_state"
     )
-    fit_rho, check_rho_ = _shares(rho, share)
+    fit_rho, check_rho_ = bounds_check_shares(rho, share)
     model = DPLinearRegression(
         rho=fit_rho, fit_intercept=fit_intercept, random_state=source, **params
     )
@@ -266,7 +269,7 @@ def checked_linear_fit(
     if budget is not None and not budget.can_afford(rho):
         budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
     terms = " + ".join(str(c) for c in getattr(X, "columns", [])) or "X"
-    with _reservation(budget, rho, f"dpfit.ols {getattr(y, 'name', None) or 'y'} ~ {terms}"):
+    with reservation(budget, rho, f"dpfit.ols {getattr(y, 'name', None) or 'y'} ~ {terms}"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LargeBudgetWarning)
             result = model.fit(X, y, budget=budget).result_
@@ -284,17 +287,17 @@ def checked_linear_fit(
         if share == 0:
             return result
         check = {**params, "zero_terms": zero_terms}
-        return _check_bounds(X, y, result, check_rho_, budget, source, indicators, check)
+        return add_bounds_check(X, y, result, check_rho_, budget, source, indicators, check)
 
 
-def _shares(rho: float, share: float) -> tuple[float, float]:
+def bounds_check_shares(rho: float, share: float) -> tuple[float, float]:
     """The fit's and the bounds check's exact shares of ``rho`` (:func:`dpfit.privacy.split`):
     ``rho * (1 - share)`` and ``rho * share``, the latter lowered by the ulps that would
     take their exact sum above ``rho``; ``(rho, 0.0)`` without a check."""
     return (rho, 0.0) if share == 0 else tuple(split(rho, [1.0 - share, share]))
 
 
-def _reservation(budget: Budget | None, rho: float, mechanism: str) -> Any:
+def reservation(budget: Budget | None, rho: float, mechanism: str) -> Any:
     """A stored budget reserves the whole fit in one transaction (``privacy/store.py``).
 
     Inside an open reservation (a checked fit whose fit is itself checked) the outer one
@@ -343,18 +346,18 @@ def checked_iv_fit(
     source = make_noise_source(random_state, secure=secure, name="random_state")
     if budget is not None and not budget.can_afford(rho):
         budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
-    fit_rho, check_rho_ = _shares(rho, share)
-    with _reservation(budget, rho, label):
+    fit_rho, check_rho_ = bounds_check_shares(rho, share)
+    with reservation(budget, rho, label):
         result = fit(fit_rho, source)
         if share == 0:
             return result
         instruments = [c for c in Z.columns if c not in X.columns]
         columns = X.join(Z[instruments]) if instruments else X
         check = {"bounds": bounds, "y_bounds": y_bounds, "zero_terms": zero_terms}
-        return _check_bounds(columns, y, result, check_rho_, budget, source, indicators, check)
+        return add_bounds_check(columns, y, result, check_rho_, budget, source, indicators, check)
 
 
-def _check_bounds(
+def add_bounds_check(
     X: Any,
     y: Any,
     result: Result,

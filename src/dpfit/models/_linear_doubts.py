@@ -31,8 +31,9 @@ from ..inference.identification import (
     unidentified_reason,
 )
 from ..inference.population import NoisyMoment
+from ..inference.preconditioner import record_sum
 from ..inference.whitened import NOISY_MEAT, NoisySandwich, release_mean
-from ._linear_moments import excess_sums, record_sum
+from ._linear_moments import excess_sums
 
 __all__ = ["BREAD_Z", "Terms", "linear_doubts", "released_gap"]
 

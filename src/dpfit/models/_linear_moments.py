@@ -6,8 +6,6 @@ arguments (the bounds, the released preconditioner P, the released estimate, the
 
 * :func:`gram_sums`: the upper triangle of sum_i d_i d_i' (rows clipped to the public bound)
   and sum_i d_i y_i: the preconditioner X'X/n and the pilot X'y/n, in one pass;
-* :func:`whitened_gram_sums`: the upper triangle of sum_i z_i z_i' of the whitened rows
-  (clipped to a public norm): the second stage of the whitener;
 * :func:`residual_scale_sum`: sum_i min(r_i^2, 4) at the pilot: the private clip's scale;
 * :func:`sandwich_sums`: the upper triangles of sum_i 1{g_i unclipped} z_i z_i' (the Huber
   Hessian in whitened coordinates, z_i = P d_i clipped to a public row norm) and of
@@ -15,10 +13,11 @@ arguments (the bounds, the released preconditioner P, the released estimate, the
 * :func:`excess_sums`: sum_i (clip_C2(g_i) - clip_C(g_i)), the clipped excess behind the gap
   to least squares, and the number of records whose gradient lies far beyond the clip.
 
-:func:`record_sum` evaluates one of them on all the rows in memory, or on every row block
-of persisted Dask arrays as one distributed reduction
+:func:`dpfit.inference.preconditioner.record_sum` evaluates one of them on all the rows in
+memory, or on every row block of persisted Dask arrays as one distributed reduction
 (:func:`dpfit.distributed.row_block_sum`), so the two backends compute the same numbers up
-to the order of floating-point addition.
+to the order of floating-point addition; the whitener's second stage is
+:func:`dpfit.inference.preconditioner.release_whitener`.
 :func:`dpfit.inference.population.release_moment_sum` then adds the noise of
 :func:`~dpfit.inference.population.release_second_moment` (same sensitivity, same mechanism,
 charged before drawing) to the reduced sum, on the driver.
@@ -26,32 +25,12 @@ charged before drawing) to the reduced sum, on the driver.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
-
 import numpy as np
 
-from ..distributed import is_dask, row_block_sum
+from ..inference.preconditioner import upper_gram
 from ..mechanisms import clip_rows
 
-__all__ = [
-    "excess_sums",
-    "gram_sums",
-    "record_sum",
-    "residual_scale_sum",
-    "sandwich_sums",
-    "triangle",
-    "whitened_gram_sums",
-]
-
-
-def triangle(k: int) -> int:
-    """Number of entries of the upper triangle of a k x k matrix."""
-    return k * (k + 1) // 2
-
-
-def _upper_gram(rows: np.ndarray) -> np.ndarray:
-    return (rows.T @ rows)[np.triu_indices(rows.shape[1])]
+__all__ = ["excess_sums", "gram_sums", "residual_scale_sum", "sandwich_sums"]
 
 
 def gram_sums(D: np.ndarray, y: np.ndarray, bound: float) -> np.ndarray:
@@ -60,14 +39,7 @@ def gram_sums(D: np.ndarray, y: np.ndarray, bound: float) -> np.ndarray:
     releases' sensitivities assume holds for the computed rows too)."""
     with np.errstate(all="ignore"):
         rows = clip_rows(D, bound)
-        return np.concatenate([_upper_gram(rows), rows.T @ y])
-
-
-def whitened_gram_sums(D: np.ndarray, y: np.ndarray, P: np.ndarray, row_clip: float) -> np.ndarray:
-    """upper(sum clip(P' d_i) clip(P' d_i)') over the rows of a block (rows clipped to
-    ``row_clip``): the second stage of the whitener."""
-    with np.errstate(all="ignore"):
-        return _upper_gram(clip_rows(D @ P, row_clip))
+        return np.concatenate([upper_gram(rows), rows.T @ y])
 
 
 def residual_scale_sum(D: np.ndarray, y: np.ndarray, pilot: np.ndarray) -> np.ndarray:
@@ -98,7 +70,7 @@ def sandwich_sums(
         raw = Z * (y - D @ estimate)[:, None]
         unclipped = np.einsum("ij,ij->i", raw, raw) <= clip**2
         huber = clip_rows(Z, row_clip) * unclipped[:, None]
-        return np.concatenate([_upper_gram(huber), _upper_gram(clip_rows(raw, meat_clip))])
+        return np.concatenate([upper_gram(huber), upper_gram(clip_rows(raw, meat_clip))])
 
 
 def excess_sums(
@@ -119,16 +91,3 @@ def excess_sums(
         excess = (clip_rows(raw, clip + window) - clip_rows(raw, clip)).sum(axis=0)
         count = np.count_nonzero(np.einsum("ij,ij->i", raw, raw) > far**2)
         return np.concatenate([excess, [float(count)]])
-
-
-def record_sum(
-    block_fn: Callable[..., np.ndarray], arrays: Sequence[Any], args: tuple, *, width: int
-) -> np.ndarray:
-    """``block_fn(*arrays, *args)`` over all records: one call in memory; on Dask (persisted,
-    row-aligned arrays) one distributed reduction whose per-block sums are added on the driver.
-    The result is private (un-noised); only
-    :func:`~dpfit.inference.population.release_moment_sum` or :func:`dpfit.mechanisms.gaussian`
-    may make it public."""
-    if is_dask(arrays[0]):
-        return row_block_sum(block_fn, arrays, args, width=width)
-    return np.asarray(block_fn(*arrays, *args), dtype=np.float64)

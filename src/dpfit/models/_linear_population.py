@@ -7,7 +7,8 @@ sqrt(k) (k coefficients, ones column included). The fit makes these releases, in
 1. **H~** = (1/n) D'D + noise (:func:`~dpfit.inference.population.release_moment_sum`) and
    **G~** = (1/n) sum z1_i z1_i' + noise of the rows whitened by P1 = H~^-1/2 and clipped to
    2 sqrt(k): the two-stage whitener P = P1 G~^-1/2 (theta = P u, z_i = P' d_i;
-   :func:`_whitener`), so that E[z z'] is close to I even for nearly collinear columns.
+   :func:`~dpfit.inference.preconditioner.release_whitener`), so that E[z z'] is close to I
+   even for nearly collinear columns.
 2. Only when no ``clip`` is given: a **private clip** 3 sqrt(k) s~ from a pilot
    P P' (D'y/n + noise) and a noisy residual scale s~ (:func:`_private_clip`). With
    ``target="least-squares"`` (the default) it grows with n
@@ -70,13 +71,15 @@ from ..inference.clipping_bias import (
 )
 from ..inference.diagnostics import iterate_drift
 from ..inference.doubts import warn_doubts
-from ..inference.population import NoisyMoment, population_covariance, release_moment_sum
-from ..inference.whitened import (
-    gradient_clip,
-    inverse_sqrt,
-    noisy_sandwich,
-    release_mean,
+from ..inference.population import population_covariance, release_moment_sum
+from ..inference.preconditioner import (
+    ROW_CLIP,
+    record_sum,
+    release_whitener,
+    triangle,
+    whiten,
 )
+from ..inference.whitened import gradient_clip, noisy_sandwich, release_mean
 from ..mechanisms import (
     NoiseSource,
     check_public_scale,
@@ -87,14 +90,7 @@ from ..mechanisms import (
 )
 from ..privacy import PrivacyLedger, Query, mean_sensitivity
 from ._linear_doubts import Terms, linear_doubts, released_gap
-from ._linear_moments import (
-    gram_sums,
-    record_sum,
-    residual_scale_sum,
-    sandwich_sums,
-    triangle,
-    whitened_gram_sums,
-)
+from ._linear_moments import gram_sums, residual_scale_sum, sandwich_sums
 from ._shares import split_rho
 
 __all__ = [
@@ -120,13 +116,6 @@ LINEAR_TARGETS = ("least-squares", "huber")
 #: caught).
 GAP_SHARE = 0.02
 FAR_SHARE = 0.08
-#: Whitened rows enter the second stage of the whitener and the Huber Hessian clipped to
-#: this many sqrt(k): ||P'd|| is about sqrt(k), and a row with a leverage above ROW_CLIP^2
-#: times the average only lowers the bread, which widens the interval (on the real files of
-#: docs/inference.md the clipped bread keeps its smallest eigenvalue at 0.87-1.0 of the
-#: unclipped one, 0.6 on the wealth file), while the release's noise grows with ROW_CLIP^2.
-ROW_CLIP = 2.0
-
 _COVERS = {
     "least-squares": "the population least-squares coefficients (sampling + privacy error)",
     "huber": "the population coefficients of the Huber-type fit clipped at {clip:.3g} "
@@ -205,8 +194,11 @@ def run_preconditioned_gd(
         label="gd/xtx",
     )  # fmt: skip
     row_clip = ROW_CLIP * math.sqrt(k)
-    P = _whitener(D, y, H, row_clip, rhos["whiten"], {"n": n, "ledger": ledger, "rng": source})
-    Z = map_rows(partial(_whiten, P=P), D, columns=k)  # each record through a public map
+    P = release_whitener(
+        D, y, H, row_clip=row_clip, rho=rhos["whiten"], n=n, ledger=ledger, rng=source,
+        label="gd/whitened-xtx",
+    )  # fmt: skip
+    Z = map_rows(partial(whiten, P=P), D, columns=k)  # each record through a public map
     steps, runs = settings["steps"], settings["runs"]
     meat_clip, start, grows = clip, None, False
     if clip is None:  # from a private residual scale (module docstring, step 2)
@@ -371,32 +363,6 @@ def _private_clip(
     )
     clip = gradient_clip(CLIP_MULTIPLIER, P.shape[0], q, q_std)
     return clip, clip / (CLIP_MULTIPLIER * math.sqrt(P.shape[0])), pilot
-
-
-def _whitener(
-    D: Any, y: Any, H: NoisyMoment, row_clip: float, rho: float, moment: Mapping[str, Any]
-) -> np.ndarray:
-    """The whitener P (theta = P u, z_i = P' d_i) in two stages, so that E[z z'] is close to I
-    even where the design is nearly collinear.
-
-    Stage 1: P1 = Hp^-1/2 from the released X'X/n (:meth:`NoisyMoment.preconditioner`). Its
-    noise, calibrated to rows of norm sqrt(k) in the bounds' units, can exceed the smallest
-    eigenvalues of X'X/n when the bounds are wide (a quadratic term, collinear columns), and
-    descent then converges slowly along those directions. Stage 2 releases the second
-    moment of the whitened rows P1' d_i, clipped to ``row_clip`` (public; the whitened rows
-    have norm about sqrt(k) in every design, so the noise is now small against every
-    eigenvalue) and refines P = P1 G^-1/2.
-    """
-    P1 = inverse_sqrt(H.preconditioner())
-    k = P1.shape[0]
-    sums = record_sum(whitened_gram_sums, [D, y], (P1, row_clip), width=triangle(k))
-    G = release_moment_sum(sums, bound=row_clip, rho=rho, label="gd/whitened-xtx", **moment)
-    return P1 @ inverse_sqrt(G.preconditioner())
-
-
-def _whiten(block: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """Rows z_i = P' d_i of a block: a public map applied record by record."""
-    return block @ P
 
 
 def _rows(D: Any, y: Any, settings: Mapping[str, Any]) -> tuple[Any, Any]:

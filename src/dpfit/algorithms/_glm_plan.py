@@ -1,0 +1,296 @@
+"""The plan of a private GLM fit: every release, its share of rho and its noise, before any data.
+
+:func:`plan_glm` turns the public inputs (family, n, k, rho, the row and count bounds, the
+steps) into a frozen :class:`GLMPlan`: the list of named releases in the order the fit makes
+them, each with its share of rho (exact shares from :func:`dpfit.privacy.split`, whose exact
+sum never exceeds rho), its query kind and per-record bound, and from those its sensitivity
+(:func:`dpfit.privacy.query_sensitivity`) and noise std
+(:func:`dpfit.mechanisms.noise_std_for_rho`). None of it reads the data, so a user can
+print the plan (``str(plan)``) before spending any budget; :func:`dpfit.algorithms.glm.dp_glm`
+builds the same plan and then runs it. The Poisson fit's clips are set from its earlier
+releases (the mean count and a residual scale) and are shown as "run time"; their releases'
+shares are fixed here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .._validation import check_int, check_positive, check_real, check_rho
+from ..inference.intervals import DEFAULT_BURN_IN, DEFAULT_M
+from ..inference.preconditioner import ROW_CLIP
+from ..mechanisms import check_public_scale, noise_std_for_rho, release_peaks, rho_within
+from ..privacy import Query, Relation, parse_relation, query_sensitivity, split
+from .glm_family import Family
+
+__all__ = ["GLM_SHARES", "GLMPlan", "PlannedRelease", "plan_glm"]
+
+#: Default steps and step size of the preconditioned descent (in coordinates where the
+#: Fisher information at the start is about I: a step of 0.5 halves the error per step).
+GLM_STEPS = 200
+GLM_STEP_SIZE = 0.5
+#: Each release's share of rho (the gradient steps get the rest): the two stages of the
+#: whitener, the mean response (the start and the preconditioner's scale), the bread and the
+#: meat of the sandwich, for the clipped families (probit, Poisson) the gap to the
+#: maximum-likelihood fit and the share of far records, and (with ``margins``) the averages
+#: behind marginal effects.
+GLM_SHARES = {
+    "xtx": 0.05,
+    "whiten": 0.05,
+    "mean": 0.02,
+    "scale": 0.02,
+    "bread": 0.075,
+    "meat": 0.075,
+    "gap": 0.02,
+    "far": 0.04,
+    "margins": 0.02,
+}
+
+_PURPOSE = {
+    "xtx": "X'X/n: first stage of the whitener",
+    "whiten": "second moment of the whitened rows: second stage of the whitener",
+    "mean": "mean response: the start (intercept) and the step's scale",
+    "scale": "mean squared residual at the start, capped: the Poisson clips' scale",
+    "gradient": "clipped mean gradient of the negative log-likelihood, one per step",
+    "bread": "Fisher information at the estimate (whitened): the sandwich's bread",
+    "meat": "second moment of the whitened scores at the estimate: the sandwich's meat",
+    "gap": "mean clipped excess above the clip: the gap to the maximum-likelihood fit",
+    "far": "share of records whose gradient is far beyond the clip",
+    "margins": "mean dmu/deta, its spread and its derivative: average marginal effects",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedRelease:
+    """One named release of the plan: ``count`` Gaussian releases of one query.
+
+    ``bound`` is the public bound on one record's term (None: set at run time from an earlier
+    release, see :class:`GLMPlan`), and with it ``sensitivity`` and ``noise_std``.
+    """
+
+    name: str
+    label: str
+    query: Query
+    rho: float
+    count: int
+    bound: float | None
+    sensitivity: float | None
+    noise_std: float | None
+    purpose: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class GLMPlan:
+    """The public, data-independent part of one private GLM fit (from :func:`plan_glm`).
+
+    Attributes
+    ----------
+    family : Family
+    n, k : int
+        Public record count and number of coefficients (ones column included).
+    rho : float
+        zCDP cost of the whole fit; the releases' shares sum to at most it exactly.
+    relation : Relation
+    row_bound, row_clip : float
+        Public bound on ||d_i|| (sqrt(k) after rescaling into [-1, 1]) and the norm whitened
+        rows are clipped to in the moment releases (``ROW_CLIP`` sqrt(k)).
+    count_bound : float or None
+        The Poisson count's public upper bound K (None for binomial).
+    clip : float
+        The largest gradient clip: the family's score bound times ``row_bound`` (the
+        Poisson fit clips at most there, at a clip set from its released mean count and
+        scale).
+    steps, step_size, m, burn_in : int, float, int, int
+        The descent and the batch means of its iterates.
+    releases : tuple of PlannedRelease
+        In the order the fit makes them.
+    """
+
+    family: Family
+    n: int
+    k: int
+    rho: float
+    relation: Relation
+    row_bound: float
+    row_clip: float
+    count_bound: float | None
+    clip: float
+    steps: int
+    step_size: float
+    m: int
+    burn_in: int
+    releases: tuple[PlannedRelease, ...]
+
+    def release(self, name: str) -> PlannedRelease:
+        """The planned release called ``name``."""
+        for planned in self.releases:
+            if planned.name == name:
+                return planned
+        raise KeyError(name)
+
+    def bound(self, name: str, bound: float) -> PlannedRelease:
+        """The release ``name`` with its per-record bound set at run time (from earlier
+        releases), and with it its sensitivity and noise std, as :func:`plan_glm` computes
+        them for a bound known in advance."""
+        planned = self.release(name)
+        return _planned(
+            name, planned.rho, planned.query, bound, n=self.n, relation=self.relation,
+            count=planned.count,
+        )  # fmt: skip
+
+    def share(self, name: str) -> float:
+        """The rho of the release called ``name`` (all its ``count`` releases)."""
+        return self.release(name).rho
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.releases)
+
+    def __str__(self) -> str:
+        lines = [
+            f"Private GLM plan: {self.family}, n = {self.n} (public), k = {self.k} coefficients, "
+            f"rho = {self.rho:.6g} ({self.relation})",
+            f"{'release':<10} {'share':>7} {'count':>6} {'bound':>10} {'noise std':>11}  purpose",
+        ]
+        for r in self.releases:
+            bound = "run time" if r.bound is None else f"{r.bound:.4g}"
+            noise = "run time" if r.noise_std is None else f"{r.noise_std:.4g}"
+            lines.append(
+                f"{r.name:<10} {100 * r.rho / self.rho:>6.2f}% {r.count:>6} {bound:>10} "
+                f"{noise:>11}  {r.purpose}"
+            )
+        return "\n".join(lines)
+
+
+def _planned(
+    name: str, rho: float, query: Query, bound: float | None, *, n: int, relation: Relation,
+    count: int = 1,
+) -> PlannedRelease:  # fmt: skip
+    sensitivity = noise_std = None
+    if bound is not None:
+        sensitivity = query_sensitivity(query, bound=bound, n=n, relation=relation)
+        noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho, count=count))
+    return PlannedRelease(
+        name=name, label=f"glm/{name}", query=query, rho=rho, count=count, bound=bound,
+        sensitivity=sensitivity, noise_std=noise_std, purpose=_PURPOSE[name],
+    )  # fmt: skip
+
+
+def plan_glm(
+    family: Family,
+    *,
+    n: int,
+    k: int,
+    rho: float,
+    count_bound: float | None = None,
+    steps: int = GLM_STEPS,
+    step_size: float = GLM_STEP_SIZE,
+    m: int = DEFAULT_M,
+    burn_in: int = DEFAULT_BURN_IN,
+    margins: bool = False,
+    relation: Relation | str = "replace-one",
+    warn_large_rho: bool = True,
+) -> GLMPlan:
+    """The plan of :func:`dpfit.algorithms.glm.dp_glm` from public inputs (module docstring).
+
+    Parameters are those of :func:`~dpfit.algorithms.glm.dp_glm`; ``n`` is the public record
+    count and ``k`` the number of columns of the design (rows of norm at most sqrt(k)).
+
+    Raises
+    ------
+    TypeError, ValueError
+        An invalid input; nothing is charged (the plan charges nothing in any case).
+    """
+    rho = check_rho(rho, warn=warn_large_rho)
+    n = check_int(n, "n", low=1)
+    k = check_int(k, "k", low=1)
+    relation = parse_relation(relation)
+    steps = check_int(steps, "steps", low=1)
+    step_size = check_positive(step_size, "step_size")
+    m = check_int(m, "m", low=2)
+    burn_in = check_int(burn_in, "burn_in", low=0)
+    if (steps - burn_in) // m < 1:
+        raise ValueError(
+            f"steps={steps} is too few for m={m} batches after burn_in={burn_in}; "
+            "increase steps or lower m"
+        )
+    if family.name == "poisson":
+        if count_bound is None:
+            raise TypeError(
+                "y_bounds=(0, K) is required for the Poisson family: counts are clipped to a "
+                "public K, which bounds each record's gradient"
+            )
+        count_bound = check_real(count_bound, "count bound K", low=0.0, high=math.inf)
+    else:
+        count_bound = None
+    if margins and family.name == "poisson":
+        raise ValueError(
+            "margins: the Poisson fit's average marginal effects need no release (with an "
+            "intercept they are theta_j times the released mean count); use margins=False"
+        )
+    row_bound = math.sqrt(k)
+    row_clip = ROW_CLIP * row_bound
+    clip = family.score_bound(count_bound) * row_bound
+    y_cap = family.response_bound(count_bound)
+    _check_scales(clip, row_clip, family.score_bound(count_bound), n=n, rho=rho, relation=relation)
+    poisson = family.name == "poisson"  # its clips and caps follow the released mean count
+    clipped = not family.exact  # its releases include the gap to the unclipped fit
+    names = ["xtx", "whiten", "mean", *(["scale"] * poisson), "gradient", "bread", "meat",
+             *(["gap", "far"] * clipped), *(["margins"] * margins)]  # fmt: skip
+    rest = 1.0 - sum(GLM_SHARES[name] for name in names if name != "gradient")
+    shares = dict(zip(names, split(rho, [GLM_SHARES.get(nm, rest) for nm in names]), strict=True))
+    common = {"n": n, "relation": relation}
+    releases = [
+        _planned("xtx", shares["xtx"], Query.SECOND_MOMENT, row_bound, **common),
+        _planned("whiten", shares["whiten"], Query.SECOND_MOMENT, row_clip, **common),
+        _planned("mean", shares["mean"], Query.BOUNDED_MEAN, y_cap, **common),
+        *(
+            [_planned("scale", shares["scale"], Query.BOUNDED_MEAN, None, **common)]
+            if poisson
+            else []
+        ),
+        _planned(
+            "gradient", shares["gradient"], Query.MEAN, None if poisson else clip,
+            count=steps, **common,
+        ),
+        _planned(
+            "bread", shares["bread"], Query.SECOND_MOMENT,
+            None if poisson else math.sqrt(family.weight_bound(None)) * row_clip, **common,
+        ),
+        _planned(
+            "meat", shares["meat"], Query.SECOND_MOMENT,
+            None if poisson else family.score_bound(None) * row_clip, **common,
+        ),
+    ]  # fmt: skip
+    if clipped:  # the window of the gap follows the interval's standard errors
+        releases.append(_planned("gap", shares["gap"], Query.MEAN, None, **common))
+        releases.append(_planned("far", shares["far"], Query.BOUNDED_MEAN, 1.0, **common))
+    if margins:
+        first, second = family.margin_bounds()
+        bound = math.hypot(first, first, second * row_bound)  # margin_sums' per-record terms
+        releases.append(_planned("margins", shares["margins"], Query.MEAN, bound, **common))
+    return GLMPlan(
+        family=family, n=n, k=k, rho=rho, relation=relation, row_bound=row_bound,
+        row_clip=row_clip, count_bound=count_bound, clip=clip, steps=steps,
+        step_size=step_size, m=m, burn_in=burn_in, releases=tuple(releases),
+    )  # fmt: skip
+
+
+def _check_scales(
+    clip: float, row_clip: float, score: float, *, n: int, rho: float, relation: Relation
+) -> None:
+    """Refuse, before any charge, a count bound whose releases could overflow: the clipped
+    gradient sum and its noise, and the meat, a second moment of rows of norm up to
+    score x row_clip, with the squares of its noise (the sandwich's variance; public only;
+    :mod:`dpfit.mechanisms.limits`)."""
+    common = {"n": n, "rho": rho, "relation": relation}
+    check_public_scale(
+        "y_bounds",
+        score,
+        lambda s: (
+            *release_peaks(Query.MEAN, bound=s * clip / score, **common),
+            *release_peaks(Query.SECOND_MOMENT, bound=s * row_clip, squared=True, **common),
+        ),
+        what=f"the clipped gradients of n = {n} records and their second moment",
+    )

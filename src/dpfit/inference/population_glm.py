@@ -1,0 +1,221 @@
+"""The population interval of the private GLM, and what its releases say against it.
+
+:func:`dpfit.algorithms.glm.dp_glm` releases, besides its iterates, the bread (the observed
+Fisher information at the estimate) and the meat (the second moment of the scores) of the
+sandwich in coordinates whitened by its released P. :func:`glm_population` builds the
+covariance of the released estimate around the population coefficient theta* (the root of
+the population score equation E[r(x, y; theta) x] = 0, what a maximum-likelihood fit
+estimates, whether or not the model is correct) as the linear default does
+(docs/inference.md, "The estimator and its covariance"):
+
+    V = P A^-1 Omega A^-1 P' / n   sampling: the robust (HC0) sandwich of the MLE
+      + S / m                      privacy: covariance of the m released batch means (eq. 12)
+
+with the noise of the released A and Omega carried into the sampling part's degrees of
+freedom (:func:`~dpfit.inference.whitened.noisy_sandwich`), and
+Welch-Satterthwaite degrees of freedom for the sum. :func:`glm_doubts` turns the releases into the
+reasons the interval may not cover (:mod:`dpfit.inference.doubts`): iterates that still
+drift (an unconverged fit, or a coefficient running off to infinity under separation), a
+bread or meat that its noise dominates, and too few events per coefficient. Everything here
+is post-processing of releases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .clipping_bias import FAR, ClippingGap, far_records
+from .diagnostics import iterate_drift
+from .doubts import Doubt
+from .population import CovarianceEstimate, NoisyMoment, population_covariance
+from .whitened import NoisySandwich, noisy_sandwich
+
+__all__ = ["EVENTS_PER_COEFFICIENT", "GLMInference", "glm_doubts", "glm_population"]
+
+#: Fewer events (the rarer outcome's count, or the total count) per coefficient than this is
+#: doubted: the maximum-likelihood fit's bias and the sandwich's own error are then no longer
+#: small against the standard error (Peduzzi et al. 1996; King & Zeng 2001).
+EVENTS_PER_COEFFICIENT = 10.0
+#: The bread is doubted when its smallest de-spread eigenvalue is within (1 + BREAD_Z) noise
+#: s.d. of zero (as for the linear default's whitened bread).
+BREAD_Z = 2.0
+#: Degrees of freedom below which the meat's noise is doubted (as for the linear default).
+MEAT_DOF = 4.0
+#: Separation is named when the drifting iterates grow in magnitude and the released slopes
+#: already move the linear predictor by more than this across the public box (the rescaled
+#: design's [-1, 1] per feature: sum_j |theta_j| over the slopes): e^8 ~ 3000-fold odds or
+#: rates, beyond what a real effect of a bounded feature usually has, but what a separating
+#: direction reaches within a few hundred steps.
+SEPARATION_SPAN = 8.0
+
+
+@dataclass(frozen=True)
+class GLMInference:
+    """The population covariance of a GLM fit, the released moments it was built from, and
+    (clipped families) the released gap between the clipped and the maximum-likelihood fit,
+    in the design's coordinates."""
+
+    population: CovarianceEstimate
+    bread: NoisyMoment
+    meat: NoisyMoment
+    sampling: NoisySandwich
+    gap: ClippingGap | None = None
+
+
+def _description(traj: Any) -> str:
+    c = traj.config
+    return (
+        "Population interval: estimate +/- t * sqrt(V_sampling + V_privacy). V_sampling is "
+        "the robust sandwich H^-1 Omega H^-1 / n of the maximum-likelihood fit, with H the "
+        "observed Fisher information at the released estimate and Omega the mean outer "
+        "product of the per-record scores, both released privately in coordinates whitened "
+        "by a private X'X/n; V_privacy is the covariance of the m = "
+        f"{c['m']} batch means of the released DP-GD iterates after a burn-in of "
+        f"{c['burn_in']} (Brown et al. 2024, eq. 12); Student-t with Welch-Satterthwaite "
+        "degrees of freedom that include the noise of the released moments. It covers the "
+        "population coefficient of the maximum-likelihood fit (the root of the population "
+        "score equation), also when the link is misspecified."
+    )
+
+
+def sandwich_and_privacy(
+    bread: NoisyMoment, meat: NoisyMoment, P: np.ndarray, n: int, estimates: np.ndarray
+) -> np.ndarray:
+    """V = P A^-1 Omega A^-1 P' / n + S / m (module docstring), without degrees of freedom:
+    the interval's covariance as the fit needs it before its last releases."""
+    m = estimates.shape[0]
+    privacy = np.atleast_2d(np.cov(estimates, rowvar=False, ddof=1)) / m
+    return noisy_sandwich(bread, meat, n, left=P).cov + privacy
+
+
+def glm_population(traj: Any) -> GLMInference:
+    """The population covariance of a :func:`~dpfit.algorithms.glm.dp_glm` trajectory, in the
+    design's coordinates (module docstring)."""
+    c, r = traj.config, traj.releases
+    bread = NoisyMoment(matrix=np.array(r["bread"]), noise_std=c["bread_noise_std"])
+    meat = NoisyMoment(matrix=np.array(r["meat"]), noise_std=c["meat_noise_std"])
+    P = np.array(r["whitener"])
+    sampling = noisy_sandwich(bread, meat, c["n"], left=P)
+    estimates = np.asarray(r["batch_means"])
+    m = estimates.shape[0]
+    privacy = np.atleast_2d(np.cov(estimates, rowvar=False, ddof=1)) / m
+    population = population_covariance(
+        sampling.cov,
+        privacy,
+        description=_description(traj),
+        privacy_dof=m - 1.0,
+        sampling_dof=sampling.dof,
+        drift=iterate_drift(traj.iterates, burn_in=c["burn_in"]),
+        covers="the population coefficients of the maximum-likelihood fit (sampling + "
+        "privacy error)",
+    )
+    return GLMInference(
+        population=population, bread=bread, meat=meat, sampling=sampling, gap=_gap(traj, bread)
+    )
+
+
+def _gap(traj: Any, bread: NoisyMoment) -> ClippingGap | None:
+    """theta_ml - theta_C = H^-1 e_w to first order (H^-1 = P A^-1 P' from the released
+    bread) and the far records' least effect, from the releases of a clipped family
+    (:func:`dpfit.algorithms._glm_clipping.release_gap`); None for the logit link."""
+    c, r = traj.config, traj.releases
+    if "gap_excess" not in r:
+        return None
+    P = np.array(r["whitener"])
+    to_theta = P @ np.linalg.inv(bread.shrunk()) @ P.T
+    far = far_records(float(np.asarray(r["far"])[0]), c["far_noise_std"], c["n"])
+    return ClippingGap(
+        gap=to_theta @ np.asarray(r["gap_excess"]),
+        cov=c["gap_noise_std"] ** 2 * to_theta @ to_theta.T,
+        reach=np.linalg.norm(to_theta, axis=1),
+        far=far * (FAR - 1.0) * c["clip"] / c["n"],
+        clip=c["clip"],
+        window=c["gap_window"],
+    )
+
+
+def events(traj: Any) -> float:
+    """The released number of events: n times the rarer outcome's share (binomial) or the
+    mean count (Poisson), from the released mean response (post-processing)."""
+    c = traj.config
+    mean = float(np.asarray(traj.releases["mean"])[0])
+    share = min(mean, 1.0 - mean) if c["family"] == "binomial" else mean
+    return max(share, 0.0) * c["n"]
+
+
+def glm_doubts(inference: GLMInference, traj: Any) -> list[Doubt]:
+    """What the released quantities say against the interval (post-processing)."""
+    population, doubts = inference.population, []
+    if population.untrusted.any():
+        worst = float(np.max(population.relative_drift))
+        drift = population.drift.drift
+        growing = population.untrusted & (drift * traj.estimate > 0)
+        slopes = np.abs(traj.estimate[int(traj.config["intercept"]) :]).sum()
+        if growing.any() and slopes > SEPARATION_SPAN:
+            reason = (
+                "The released iterates keep growing in magnitude in "
+                f"{int(growing.sum())} coefficient(s) (a drift of up to {worst:.2g} interval "
+                f"standard errors) and the slopes already span {slopes:.3g} on the linear "
+                "predictor's scale across the public bounds: the data may be (quasi-)"
+                "separated, so that the maximum-likelihood coefficient does not exist or is "
+                "very large."
+            )
+            helps = ("more records", "fewer or less collinear terms")
+        else:
+            reason = (
+                "The released DP-GD iterates have not converged: the mean of the second half "
+                f"differs from the first half's by up to {worst:.2g} interval standard errors "
+                f"in {int(population.untrusted.sum())} coefficient(s) (covariance().drift), "
+                "so the interval is off centre."
+            )
+            helps = ("more steps or a larger step size", "fewer or less collinear terms")
+        doubts.append(Doubt(reason, helps))
+    elif inference.bread.unidentified(z=BREAD_Z):
+        doubts.append(
+            Doubt(
+                "The released Fisher information (whitened) has an eigenvalue within three "
+                "noise s.d. of zero: some direction of the coefficients is barely identified "
+                "at this n and rho (or the data are nearly separated), and the sandwich may "
+                "understate the sampling variance along it.",
+                ("more records", "a larger rho", "fewer or less collinear terms"),
+            )
+        )
+    if np.min(inference.sampling.meat_dof) < MEAT_DOF:
+        doubts.append(
+            Doubt(
+                "The released second moment of the scores (the sandwich's meat) is so noisy "
+                "that some coefficient's sampling variance has fewer than 4 degrees of "
+                "freedom: the interval's width is itself uncertain.",
+                ("more records", "a larger rho"),
+            )
+        )
+    gap = inference.gap
+    if gap is not None and (material := gap.material(population.bse)).any():
+        worst = float(np.max(np.maximum(gap.relative(population.bse),
+                                        gap.far_relative(population.bse))))  # fmt: skip
+        doubts.append(
+            Doubt(
+                "Clipping moves the estimate away from the maximum-likelihood fit: the "
+                "released gap between the clipped fit and the unclipped one (or the least "
+                f"effect of the records whose gradient is more than {FAR:g} x the clip) is up "
+                f"to {worst:.2g} standard errors in {int(material.sum())} coefficient(s), as "
+                "with counts far out in a long right tail.",
+                ("more records", "a larger rho"),
+            )
+        )
+    k, found = traj.config["k"], events(traj)
+    if found < EVENTS_PER_COEFFICIENT * k:
+        outcome = "the rarer outcome" if traj.config["family"] == "binomial" else "counts"
+        doubts.append(
+            Doubt(
+                f"There are about {found:.0f} events ({outcome}, released) for {k} "
+                f"coefficients, fewer than {EVENTS_PER_COEFFICIENT:g} per coefficient: the "
+                "maximum-likelihood fit is biased away from zero and its sandwich unreliable "
+                "at so few events.",
+                ("more records", "fewer or less collinear terms"),
+            )
+        )
+    return doubts

@@ -1,0 +1,324 @@
+"""``DPLogisticRegression`` and ``DPPoissonRegressor``: scikit-learn estimators for private GLMs.
+
+Both follow the scikit-learn contract as :class:`~dpfit.DPLinearRegression` does (``__init__``
+only stores its parameters; ``fit`` validates them into a frozen config before it reads any
+data, fits through :func:`~dpfit.models.glm._fit.fit_glm` and keeps a frozen
+:class:`~dpfit.models.glm.GLMResult` as ``result_``, to which ``conf_int`` and ``summary``
+delegate). The classifier gives ``classes_``, ``decision_function``, ``predict_proba``,
+``predict`` and ``score`` (accuracy); the regressor ``predict`` (the mean count) and ``score``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..._floats import quiet_floats
+from ..._validation import check_array, user_stacklevel
+from ...distributed import is_dask
+from ...exceptions import UndeclaredLevelsWarning
+from ...mechanisms import make_noise_source
+from ...privacy import Budget
+from .._constraints import check_budget
+from .._dask import frame_columns, response_name
+from .._refits import note_fit
+from .._upstream import warn_fitted_upstream
+from ..summary import Summary
+from ._fit import fit_glm, glm_config
+from .results import GLMResult
+
+__all__ = ["DPLogisticRegression", "DPPoissonRegressor"]
+
+_SHARED_DOC = """
+    bounds : array-like of shape (n_features, 2), (low, high), or mapping
+        Public bounds of every feature (required): one (low, high) pair per feature, one pair
+        for all, or a mapping keyed by column name. Features are clipped into them and mapped
+        to [-1, 1] before fitting; coefficients are mapped back exactly. Never derive them
+        from the data.
+    fit_intercept : bool, default=True
+    steps, step_size : int, float, default=200, 0.5
+        Noisy steps and step size of the preconditioned descent (docs/glm.md).
+    m, burn_in : int, default=10, 20
+        Batch means of the iterates after the burn-in (the estimate and the privacy part of
+        the interval).
+    relation : {"replace-one", "add-remove"}, default="replace-one"
+    n_public : int, optional
+        Public record count; required under ``relation="add-remove"`` and on Dask.
+    random_state : None, int or numpy.random.Generator, optional
+        None draws fresh OS entropy (use this for real releases).
+    secure : bool, default=False
+        Draw exact discrete Gaussian noise through OpenDP.
+"""
+
+
+class _GLMEstimator(BaseEstimator):
+    """What both estimators share: the fit through :func:`fit_glm` and the release's methods."""
+
+    _family = "binomial"
+
+    def _fit(self, X: Any, y: Any, *, offset: Any, budget: Budget | None, link: str | None,
+             y_bounds: Any) -> GLMResult:  # fmt: skip
+        config = glm_config(self, family=self._family, link=link, y_bounds=y_bounds)
+        check_budget(budget)
+        warn_fitted_upstream(self)
+        source = make_noise_source(self.random_state, secure=config.secure, name="random_state")
+        validate_data(self, X, y, reset=True, skip_check_array=True)
+        if (columns := frame_columns(X)) is not None:
+            self.feature_names_in_ = columns
+        names = getattr(self, "feature_names_in_", None)
+        result = fit_glm(
+            X, y, config, bounds=self.bounds, offset=offset,
+            budget=budget, source=source, names=None if names is None else list(names),
+            response=response_name(y),
+        )  # fmt: skip
+        note_fit(type(self).__name__, config.rho, X, y, n=result.n, budget=budget)
+        self.result_, self.privacy_ = result, result.ledger
+        return result
+
+    def _linear(self, X: Any) -> np.ndarray:
+        check_is_fitted(self)
+        X_arr = check_array(X, "X", ndim=2)
+        validate_data(self, X, reset=False, skip_check_array=True)
+        return X_arr @ np.ravel(self.coef_) + float(np.ravel(self.intercept_)[0])
+
+    def conf_int(self, alpha: float = 0.05, target: str = "population") -> pd.DataFrame:
+        """Level 1 - alpha intervals for ``target`` (see :meth:`Result.conf_int`)."""
+        check_is_fitted(self)
+        return self.result_.conf_int(alpha, target=target)
+
+    def summary(self, alpha: float = 0.05, **kwargs: Any) -> Summary:
+        """The statsmodels-like summary of the release (see :meth:`Result.summary`)."""
+        check_is_fitted(self)
+        return self.result_.summary(alpha, **kwargs)
+
+
+def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
+    """The two public labels: ``declared``; (0, 1) for numbers (or bools); else the labels of
+    y, read off the data with an UndeclaredLevelsWarning (which labels occur is then released
+    with the fit)."""
+    if declared is not None:
+        classes = np.asarray(declared)
+        if classes.shape != (2,) or classes[0] == classes[1]:
+            raise ValueError(f"classes must be two distinct labels, got {declared!r}")
+        return classes
+    if labels.dtype == bool:
+        return np.array([False, True])
+    if np.issubdtype(labels.dtype, np.number):  # 0/1 coding: any label but 1 is a non-event
+        return np.array([0, 1])
+    classes = np.unique(labels)
+    if classes.size != 2:
+        raise ValueError(
+            f"Only binary classification is supported by DPLogisticRegression: y needs exactly "
+            f"two labels (classes), got {classes.size} class(es)"
+        )
+    warnings.warn(
+        "DPLogisticRegression: the two class labels were read off the private y (which labels "
+        "occur is released with the fit); declare them publicly with classes=[non-event, "
+        "event] (numeric labels are 0/1 and need nothing)",
+        UndeclaredLevelsWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return classes
+
+
+def check_labels(y: Any) -> np.ndarray:
+    """The labels of a classifier's y as a 1-D array. Their values are not inspected: a
+    numeric y is 0/1 coding whatever values occur (a refusal of, say, a "continuous" y would
+    depend on one record's label)."""
+    labels = np.asarray(y)
+    if labels.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional, got {labels.ndim} dimensions (use y.ravel())")
+    if np.issubdtype(labels.dtype, np.number):  # missing labels are refused, as for X
+        check_array(labels, "y", ndim=1)
+    return labels
+
+
+class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
+    """Differentially private logistic (or probit) regression with population intervals.
+
+    Fits the binary GLM by preconditioned DP gradient descent on the negative log-likelihood
+    and releases the bread and meat of its sandwich, so that ``conf_int()`` covers the
+    population coefficients (sampling + privacy error; docs/glm.md). With the logit link
+    every record's gradient is bounded by its row norm, so clipping never changes the fit.
+
+    Parameters
+    ----------
+    rho : float
+        zCDP budget of the whole fit (required).
+    link : {"logit", "probit"}, default="logit"
+    margins : bool, default=True
+        Spend 2% of rho on what average marginal effects need (``result_.get_margeff()``).
+    classes : sequence of two labels, optional
+        The public labels (non-event, event); a record with any label other than the event
+        is a non-event. By default (0, 1) for numeric (or bool) labels, whatever values
+        occur; text labels are read off the data, with an ``UndeclaredLevelsWarning``.
+    """
+
+    __doc__ += _SHARED_DOC + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The two labels; the second is the event (y = 1).
+    coef_ : ndarray of shape (1, n_features)
+    intercept_ : ndarray of shape (1,)
+    result_ : GLMResult
+    privacy_ : PrivacyLedger
+    """  # fmt: skip
+
+    def __init__(
+        self, *, rho: float | None = None, link: str = "logit", bounds: Any = None,
+        fit_intercept: bool = True, steps: int = 200, step_size: float = 0.5, m: int = 10,
+        burn_in: int = 20, margins: bool = True, classes: Any = None,
+        relation: str = "replace-one", n_public: int | None = None, random_state: Any = None,
+        secure: bool = False,
+    ) -> None:  # fmt: skip
+        self.rho = rho
+        self.link = link
+        self.bounds = bounds
+        self.fit_intercept = fit_intercept
+        self.steps = steps
+        self.step_size = step_size
+        self.m = m
+        self.burn_in = burn_in
+        self.margins = margins
+        self.classes = classes
+        self.relation = relation
+        self.n_public = n_public
+        self.random_state = random_state
+        self.secure = secure
+
+    @quiet_floats()
+    def fit(self, X: Any, y: Any, *, budget: Budget | None = None) -> DPLogisticRegression:
+        """Fit the private classifier; spends ``rho`` from ``budget`` when one is given.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Invalid parameters or data (undeclared labels other than two), before anything
+            is charged or drawn.
+        BudgetExceededError
+            ``budget`` cannot afford ``rho``; nothing was charged or drawn.
+        """
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None")  # fmt: skip
+        if not is_dask(X):
+            check_array(X, "X", ndim=2)  # X's own errors (sparse, 1-D, ...) before y's
+        labels = check_labels(y)
+        self.classes_ = _classes(self.classes, labels)
+        event = (labels == self.classes_[1]).astype(np.float64)  # any other label: a non-event
+        if isinstance(y, pd.Series):
+            event = pd.Series(event, index=y.index, name=y.name)
+        result = self._fit(X, event, offset=None, budget=budget, link=self.link, y_bounds=None)
+        k = int(self.fit_intercept)
+        self.intercept_ = np.array([result.estimate[0] if k else 0.0])
+        self.coef_ = np.array(result.estimate[k:]).reshape(1, -1)
+        return self
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # binary: the GLM has one linear predictor
+        return tags
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """The linear predictor x'beta (post-processing of the release)."""
+        return self._linear(X)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """(n, 2): probabilities of ``classes_[0]`` and ``classes_[1]``."""
+        from ...algorithms.glm_family import get_family
+
+        linear = self.decision_function(X)  # checks that the model is fitted first
+        p = get_family("binomial", self.result_.link).mean(linear)
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The more probable label at each row."""
+        event = self.predict_proba(X)[:, 1] > 0.5  # checks that the model is fitted first
+        return self.classes_[event.astype(int)]
+
+
+class DPPoissonRegressor(RegressorMixin, _GLMEstimator):
+    """Differentially private Poisson regression (log link) with population intervals.
+
+    Counts are clipped to the public [0, K] of ``y_bounds``; each record's gradient is
+    clipped at a multiple of a released residual scale that grows with n, at most K times
+    its row bound (docs/glm.md). ``fit(X, y, exposure=...)`` or ``offset=...`` adds
+    log(exposure) or the offset to the linear predictor.
+
+    Parameters
+    ----------
+    rho : float
+        zCDP budget of the whole fit (required).
+    y_bounds : (0, K)
+        Public bound of the counts (required).
+    """
+
+    __doc__ += _SHARED_DOC + """
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    result_ : GLMResult
+    privacy_ : PrivacyLedger
+    """  # fmt: skip
+
+    _family = "poisson"
+
+    def __init__(
+        self, *, rho: float | None = None, bounds: Any = None, y_bounds: Any = None,
+        fit_intercept: bool = True, steps: int = 200, step_size: float = 0.5, m: int = 10,
+        burn_in: int = 20, relation: str = "replace-one", n_public: int | None = None,
+        random_state: Any = None, secure: bool = False,
+    ) -> None:  # fmt: skip
+        self.rho = rho
+        self.bounds = bounds
+        self.y_bounds = y_bounds
+        self.fit_intercept = fit_intercept
+        self.steps = steps
+        self.step_size = step_size
+        self.m = m
+        self.burn_in = burn_in
+        self.relation = relation
+        self.n_public = n_public
+        self.random_state = random_state
+        self.secure = secure
+
+    margins = False  # Poisson margins need no release (the released mean count)
+
+    @quiet_floats()
+    def fit(
+        self, X: Any, y: Any, *, exposure: Any = None, offset: Any = None,
+        budget: Budget | None = None,
+    ) -> DPPoissonRegressor:  # fmt: skip
+        """Fit the private Poisson regression; spends ``rho`` from ``budget`` when given.
+
+        ``exposure`` (> 0) and ``offset`` are per-record arrays (private, aligned with y).
+        """
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None")  # fmt: skip
+        total = None if offset is None else np.asarray(offset, dtype=np.float64)
+        if exposure is not None:
+            with np.errstate(all="ignore"):
+                logged = np.log(np.asarray(exposure, dtype=np.float64))
+            total = logged if total is None else total + logged
+        result = self._fit(X, y, offset=total, budget=budget, link=None, y_bounds=self.y_bounds)
+        k = int(self.fit_intercept)
+        self.intercept_ = float(result.estimate[0]) if k else 0.0
+        self.coef_ = np.array(result.estimate[k:])
+        return self
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = True  # counts
+        return tags
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The mean count exp(x'beta) at each row (without exposure)."""
+        return np.exp(self._linear(X))

@@ -1,0 +1,201 @@
+"""The GLM formula API: ``dpfit.logit``, ``dpfit.probit``, ``dpfit.poisson`` and ``dpfit.glm``.
+
+They read a formula as :func:`dpfit.ols` does (formulaic designs checked row-wise, declared
+categorical levels, indicator columns bounded by [0, 1], a codebook), fit through
+:func:`~dpfit.models.glm._fit.fit_glm`, and, with public bounds, spend ``bounds_check`` of
+rho (2% by default) on a private count of the records outside the bounds, as ``ols`` does
+(:mod:`dpfit.models._fit_checks`): for a Poisson fit the response's count says how many
+counts the public K clipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from ..._floats import quiet_floats
+from ..._validation import check_rho
+from ...codebook import fill_bounds
+from ...mechanisms import make_noise_source
+from ...privacy import Budget
+from .._constraints import check_bounds_check, check_budget
+from .._fit_checks import (
+    DEFAULT_BOUNDS_CHECK,
+    add_bounds_check,
+    bounds_check_shares,
+    reservation,
+)
+from .._formula_errors import formula_errors
+from ..formula import _formula_design, with_codebook, with_indicator_bounds
+from ._fit import fit_glm, glm_config
+from .results import GLMResult
+
+__all__ = ["glm", "logit", "poisson", "probit"]
+
+#: The defaults of the keywords every GLM entry point takes (the estimators' defaults).
+DEFAULTS = {
+    "steps": 200,
+    "step_size": 0.5,
+    "fit_intercept": True,
+    "m": 10,
+    "burn_in": 20,
+    "relation": "replace-one",
+    "n_public": None,
+    "secure": False,
+    "margins": True,
+}
+
+
+def _column(value: Any, data: Any, name: str) -> Any:
+    """A per-record array: a column of ``data`` named by ``value``, or ``value`` itself."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in getattr(data, "columns", ()):
+            raise ValueError(f"{name}={value!r} is not a column of data")
+        value = data[value]
+    return np.asarray(value, dtype=np.float64)
+
+
+def _offsets(offset: Any, exposure: Any, data: Any) -> Any:
+    """offset + log(exposure): exposures <= 0 make their record the zero record."""
+    total = _column(offset, data, "offset")
+    exposure = _column(exposure, data, "exposure")
+    if exposure is not None:
+        with np.errstate(all="ignore"):
+            logged = np.where(exposure > 0, np.log(exposure), np.nan)
+        total = logged if total is None else total + logged
+    return total
+
+
+@quiet_floats()
+def glm(
+    formula: str,
+    data: Any,
+    *,
+    family: str = "binomial",
+    link: str | None = None,
+    rho: float,
+    bounds: Any = None,
+    y_bounds: Any = None,
+    exposure: Any = None,
+    offset: Any = None,
+    budget: Budget | None = None,
+    bounds_check: float = DEFAULT_BOUNDS_CHECK,
+    random_state: Any = None,
+    codebook: Any = None,
+    **params: Any,
+) -> GLMResult:
+    """Fit a private generalised linear model from a formula and a data frame.
+
+    Parameters
+    ----------
+    formula : str
+        ``"y ~ x1 + x2"`` (formulaic syntax as for :func:`dpfit.ols`).
+    data : pandas.DataFrame
+        The (private) data.
+    family : {"binomial", "poisson"}, default="binomial"
+    link : str, optional
+        ``"logit"`` (default) or ``"probit"`` for binomial; ``"log"`` for Poisson.
+    rho : float
+        zCDP budget of the fit and its bounds check.
+    bounds : mapping
+        Public (low, high) of every design column (indicator columns default to (0, 1)).
+    y_bounds : (0, K)
+        Poisson only (required): counts above K are clipped to K.
+    exposure, offset : str or array-like, optional
+        A column name or per-record values: log(exposure) + offset enters the linear
+        predictor with coefficient 1 (Poisson rates per unit of exposure).
+    budget : Budget, optional
+        Shared budget to spend ``rho`` from (the whole ``rho`` must be affordable first).
+    bounds_check : float, default=0.02
+        Share of ``rho`` for the private count of records outside the bounds (0: off).
+    random_state : None, int or numpy.random.Generator, optional
+    codebook : path or Codebook, optional
+        Declared levels and bounds (:mod:`dpfit.codebook`).
+    **params
+        ``steps``, ``step_size``, ``m``, ``burn_in``, ``margins``, ``relation``,
+        ``n_public``, ``secure`` (as for :class:`~dpfit.models.glm.DPLogisticRegression`).
+
+    Returns
+    -------
+    GLMResult
+        Indexed by the formula's term names; ``summary()``, ``params_exp()``,
+        ``get_margeff()``, ``predict()``.
+    """
+    if "fit_intercept" in params:
+        raise TypeError("glm: the intercept is set by the formula ('- 1' removes it)")
+    unknown = sorted(set(params) - set(DEFAULTS))
+    if unknown:
+        raise TypeError(f"glm got unexpected keyword arguments {unknown}; allowed: "
+                        f"{sorted(DEFAULTS)}")  # fmt: skip
+    rho = check_rho(rho)
+    share = check_bounds_check(bounds_check)
+    check_budget(budget)
+    codebook, data, declared = with_codebook(codebook, data)
+    with formula_errors(data, formula if isinstance(formula, str) else ""):
+        y, X, has_intercept, design, zero_terms = _formula_design(formula, data, declared)
+    indicators = design.indicators
+    given = {"bounds": bounds, "y_bounds": y_bounds}
+    if codebook is not None:
+        given = fill_bounds(codebook, given, list(X.columns), indicators, str(y.name))
+    bounds = with_indicator_bounds(given["bounds"], indicators)
+    if family != "binomial":  # a 0/1 response has no y bounds, even where a codebook has them
+        y_bounds = given["y_bounds"]
+    share = share if bounds is not None else 0.0
+    fit_rho, check_share = bounds_check_shares(rho, share)
+    owner = SimpleNamespace(**{**DEFAULTS, **params, "rho": fit_rho})
+    owner.fit_intercept = has_intercept
+    config = glm_config(owner, family=family, link=link, y_bounds=y_bounds, warn_large_rho=False)
+    source = make_noise_source(random_state, secure=config.secure, name="random_state")
+    offsets = _offsets(offset, exposure, data)
+    if budget is not None and not budget.can_afford(rho):
+        budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
+    label = f"dpfit.glm {config.family} {y.name} ~ {' + '.join(map(str, X.columns)) or '1'}"
+    with reservation(budget, rho, label):
+        result = fit_glm(
+            X, y, config, bounds=bounds, offset=offsets, budget=budget, source=source,
+            names=[str(c) for c in X.columns], response=str(y.name),
+        )  # fmt: skip
+        if share > 0:
+            result = add_bounds_check(
+                X, y, result, check_share, budget, source, indicators,
+                {"bounds": bounds, "y_bounds": y_bounds, "zero_terms": zero_terms},
+            )  # fmt: skip
+    return dataclasses.replace(result, predictors=(design,))
+
+
+def logit(formula: str, data: Any, *, rho: float, **params: Any) -> GLMResult:
+    """Private logistic regression: :func:`glm` with ``family="binomial"``, logit link.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import dpfit
+    >>> gen = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": gen.uniform(-1, 1, 5000)})
+    >>> df["y"] = (gen.uniform(size=5000) < 1 / (1 + np.exp(-0.5 - df["x"]))).astype(int)
+    >>> res = dpfit.logit("y ~ x", df, rho=1.0, bounds={"x": (-1, 1)}, random_state=0)
+    >>> res.conf_int().index.tolist()
+    ['Intercept', 'x']
+    >>> bool(abs(res.params["x"] - 1.0) < 0.3)
+    True
+    """
+    return glm(formula, data, family="binomial", link="logit", rho=rho, **params)
+
+
+def probit(formula: str, data: Any, *, rho: float, **params: Any) -> GLMResult:
+    """Private probit regression: :func:`glm` with ``family="binomial"``, probit link."""
+    return glm(formula, data, family="binomial", link="probit", rho=rho, **params)
+
+
+def poisson(formula: str, data: Any, *, rho: float, y_bounds: Any, **params: Any) -> GLMResult:
+    """Private Poisson regression (log link): :func:`glm` with ``family="poisson"``.
+
+    ``y_bounds=(0, K)`` is required; ``exposure=`` or ``offset=`` (column names or arrays)
+    enter the linear predictor with coefficient 1.
+    """
+    return glm(formula, data, family="poisson", rho=rho, y_bounds=y_bounds, **params)
