@@ -4,6 +4,7 @@ from .adaptive_gd import adaptive_gd
 from .ambssgd import dp_ambssgd, plan_ambssgd
 from .dp_gd import dp_gd, dp_gd_given_noise, dp_gd_noise_std
 from .ftrl import dp_ftrl, linear_cooldown, plan_ftrl
+from .glm import dp_glm, plan_glm
 from .kl_spider import kl_spider
 from .noisy_gd import noisy_gd
 from .proximal import proximal_point
@@ -19,6 +20,7 @@ __all__ = [
     "dp_gd",
     "dp_gd_given_noise",
     "dp_gd_noise_std",
+    "dp_glm",
     "dp_second_stage_gd",
     "dp_ssgd",
     "dp_two_stage_gd",
@@ -27,6 +29,7 @@ __all__ = [
     "noisy_gd",
     "plan_ambssgd",
     "plan_ftrl",
+    "plan_glm",
     "proximal_point",
     "two_stage_gd",
 ]
