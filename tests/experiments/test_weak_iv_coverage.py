@@ -81,7 +81,7 @@ def test_noise_term_fails_when_the_naive_set_covers():
 
 @pytest.mark.slow
 def test_claims_hold_at_quick_scale(tmp_path):
-    """4,000 fits (about 5 CPU-minutes); the numbers are in docs/inference.md."""
+    """4,000 fits (about 4 CPU-minutes); the numbers are in docs/inference.md."""
     result = run([NAME], scale="quick", store_path=tmp_path / "s.sqlite", jobs=2, progress=False)
     verdicts = evaluate_claims(get(NAME), result.results[NAME], "quick")
     assert verdicts and not any(v.failed for v in verdicts), [v.detail for v in verdicts]

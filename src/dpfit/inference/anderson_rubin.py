@@ -37,7 +37,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize, stats
 
-from .iv_identification import ReleasedMoments, TestResult
+from .iv_identification import HypothesisTest, ReleasedMoments
 
 __all__ = ["ar_set", "ar_statistic", "ar_test"]
 
@@ -59,7 +59,7 @@ def ar_statistic(m: ReleasedMoments, c: np.ndarray) -> float:
     return float(m.n * g @ np.linalg.solve(V, g))
 
 
-def ar_test(m: ReleasedMoments, b: np.ndarray) -> TestResult:
+def ar_test(m: ReleasedMoments, b: np.ndarray) -> HypothesisTest:
     """The AR test of beta_e = ``b`` (endogenous coefficients in M's units), F(L, n - K_z)."""
     b = np.atleast_1d(np.asarray(b, dtype=np.float64))
     if b.shape != (len(m.endogenous),):
@@ -67,7 +67,7 @@ def ar_test(m: ReleasedMoments, b: np.ndarray) -> TestResult:
     c = m.unit(m.y_idx)
     c[m.endogenous] -= b
     L, dof = len(m.excluded), m.n - len(m.z_idx)
-    return TestResult(
+    return HypothesisTest(
         name="Anderson-Rubin",
         statistic=ar_statistic(m, c) * dof / (m.n * L),
         dof=(float(L), float(dof)),

@@ -11,7 +11,10 @@ columns (the intercept and exogenous regressors), Xe = X minus W (endogenous), Z
 W (excluded instruments, L of them), K_z = |Z|. For a vector c over the columns, the
 W-partialled vector is r = c - P_W M_WW^-1 M_W. c (c with its projection on W removed, so
 that r' a_i is the residual of c' a_i after W), and g(c) = M_Z2. r = (1/n) Z2' M_W (A c)
-the partialled cross moment. S = M_Z2Z2.W, the partialled second moment of Z2.
+the partialled cross moment. S = M_Z2Z2.W, the partialled second moment of Z2. M_WW and S
+are inverted with their released eigenvalues raised to the noise floor 2 s sqrt(k), as 2SLS
+inverts M_ZZ: nearly collinear controls (an income and its square) would otherwise let the
+noise along their near-null direction swing every partialled moment.
 
 Noise of a partialled moment (first order in E): dg = K E_Z. r with K = [I_L, -M_Z2W M_WW^-1]
 acting on the rows (Z2, W), so Cov(dg) = s^2 K L_r L_r' K' with L_r of
@@ -48,8 +51,8 @@ from .population_iv import noise_rows
 __all__ = [
     "STOCK_YOGO_SIZE",
     "FirstStage",
+    "HypothesisTest",
     "ReleasedMoments",
-    "TestResult",
     "first_stage",
     "noise_jacobian",
     "overidentification",
@@ -169,7 +172,7 @@ class ReleasedMoments:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TestResult:
+class HypothesisTest:
     """A test statistic with its null distribution (``"chi2"`` or ``"F"``) and p-value."""
 
     name: str
@@ -287,7 +290,7 @@ def noise_jacobian(f: Callable[[ReleasedMoments], np.ndarray], m: ReleasedMoment
 
 def overidentification(
     m: ReleasedMoments, beta: np.ndarray, omega: np.ndarray | None = None
-) -> TestResult:
+) -> HypothesisTest:
     """Sargan's (1958) test, or Hansen's (1982) J with the released score second moment.
 
     With the moments m(b) = M_Zy - M_ZX b and the weight Lambda = sigma^2 M_ZZ (Sargan;
@@ -314,7 +317,7 @@ def overidentification(
     solve = np.linalg.solve
     gmm = solve(Q.T @ solve(weight, Q), Q.T @ solve(weight, b))
     moment = b - Q @ gmm
-    return TestResult(
+    return HypothesisTest(
         name=name,
         statistic=float(m.n * moment @ solve(weight, moment)),
         dof=(float(over),),
@@ -323,7 +326,7 @@ def overidentification(
     )
 
 
-def wu_hausman(m: ReleasedMoments) -> TestResult:
+def wu_hausman(m: ReleasedMoments) -> HypothesisTest:
     """The control-function test that the endogenous regressors are exogenous.
 
     Regress y on X and the first-stage residuals V = Xe - Z Pi (Pi = M_ZZ^-1 M_ZXe): all are
@@ -339,7 +342,7 @@ def wu_hausman(m: ReleasedMoments) -> TestResult:
     jacobian = noise_jacobian(lambda mm: _control_function(mm)[0][-p_e:], m)
     total = cov[-p_e:, -p_e:] + m.noise_std**2 * jacobian @ jacobian.T
     d = coef[-p_e:]
-    return TestResult(
+    return HypothesisTest(
         name="Wu-Hausman",
         statistic=float(d @ np.linalg.solve(total, d)),
         dof=(float(p_e),),

@@ -21,8 +21,8 @@ from .._validation import check_interval_alpha
 from ..inference.anderson_rubin import ar_set, ar_test
 from ..inference.iv_identification import (
     FirstStage,
+    HypothesisTest,
     ReleasedMoments,
-    TestResult,
     first_stage,
     overidentification,
     wu_hausman,
@@ -82,7 +82,7 @@ class IVTestsMixin:
         """The value of :meth:`first_stage` (noise-corrected)."""
         return self.first_stage().statistic
 
-    def ar_test(self, value: float | Sequence[float]) -> TestResult:
+    def ar_test(self, value: float | Sequence[float]) -> HypothesisTest:
         """Anderson & Rubin's (1949) test that the endogenous coefficients equal ``value``
         (original units, one per endogenous regressor), valid however weak the instruments,
         with the privacy noise's variance added (:mod:`dpfit.inference.anderson_rubin`)."""
@@ -107,14 +107,14 @@ class IVTestsMixin:
         centre = float(iv.beta[iv._position(iv.endogenous[0])])
         return [(lo * scale, hi * scale) for lo, hi in ar_set(iv.moments, alpha, centre)]
 
-    def sargan(self, robust: bool = False) -> TestResult:
+    def sargan(self, robust: bool = False) -> HypothesisTest:
         """Sargan's (1958) overidentification test, or with ``robust=True`` Hansen's (1982)
         J with the released score second moment; the moment noise's covariance is added to
         the weight (:func:`dpfit.inference.iv_identification.overidentification`)."""
         iv = self._iv()
         return overidentification(iv.moments, iv.beta, iv.omega if robust else None)
 
-    def wu_hausman(self) -> TestResult:
+    def wu_hausman(self) -> HypothesisTest:
         """The Wu (1973) / Hausman (1978) test that the endogenous regressors are exogenous
         (control function, the noise's variance added;
         :func:`dpfit.inference.iv_identification.wu_hausman`)."""
