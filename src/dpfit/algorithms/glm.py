@@ -153,7 +153,7 @@ def dp_glm(
     fam = get_family(family, link)
     relation = parse_relation(relation)
     X, y, rows = check_data(X, y, n_public=n_public, relation=relation)
-    n = public_n(rows, n_public, relation) if not is_dask(X) else rows
+    n = public_n(rows, n_public, relation)  # for Dask, rows is the checked n_public
     plan = plan_glm(
         fam, n=n, k=X.shape[1], rho=rho, count_bound=count_bound, steps=steps,
         step_size=step_size, m=m, burn_in=burn_in, margins=margins, relation=relation,

@@ -39,6 +39,7 @@ from ..exceptions import (
 )
 from ..models import DPLogisticRegression, DPPoissonRegressor
 from ._glm_populations import GLM_POPULATIONS, REAL_GLM, SIMULATED_GLM, glm_population
+from ._silent_coverage import clustered_coverage, coefficient_rows, in_band, silent_coverage
 from .registry import Claim, ClaimResult, Experiment, register
 
 __all__ = ["EXPERIMENT", "cell_table", "glm_kinds"]
@@ -53,7 +54,6 @@ _KINDS = {
     "(the sandwich's meat)": "meat",
     "per coefficient": "events",
 }
-BAND = (0.93, 0.97)
 WIDTH_LIMIT = 1.3
 
 
@@ -105,42 +105,14 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     return out
 
 
-def _long(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per (fit, coefficient): design, n, rho, j, covers, warned, width."""
-    frames = []
-    for j in range(int(results["k"].max())):
-        if f"covers_{j}" not in results:
-            continue
-        part = results[["design", "n", "rho", "warned"]].assign(
-            j=j, covers=results[f"covers_{j}"], width=results[f"width_{j}"], fit=results.index
-        )
-        frames.append(part.dropna(subset=["covers"]))
-    return pd.concat(frames, ignore_index=True)
-
-
-def _clustered(long: pd.DataFrame) -> tuple[float, float, int]:
-    """Pooled coverage, its MC s.e. with fits as clusters (at least the binomial s.e. at
-    0.95), and the number of fits."""
-    per_fit = long.groupby("fit")["covers"].agg(["sum", "size"])
-    total = per_fit["size"].sum()
-    coverage = per_fit["sum"].sum() / total
-    resid = per_fit["sum"] - coverage * per_fit["size"]
-    se = max(math.sqrt((resid**2).sum()) / total, math.sqrt(0.95 * 0.05 / total))
-    return float(coverage), float(se), len(per_fit)
-
-
-def _in_band(coverage: float, se: float) -> bool:
-    return BAND[0] - 2 * se <= coverage <= BAND[1] + 2 * se
-
-
 def cell_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per cell: fits, share warned, coverage (all fits and silent fits, with the silent
     coverage's MC s.e.), and the median width over HC0."""
-    long = _long(results)
+    long = coefficient_rows(results)
     rows = []
     for (design, n, rho), cell in long.groupby(["design", "n", "rho"]):
         silent = cell[cell["warned"] == 0]
-        coverage, se, _ = _clustered(silent) if len(silent) else (math.nan, math.nan, 0)
+        coverage, se, _ = clustered_coverage(silent) if len(silent) else (math.nan, math.nan, 0)
         rows.append(
             {
                 "design": design, "n": n, "rho": rho, "fits": cell["fit"].nunique(),
@@ -157,7 +129,7 @@ def _cell_coverage(results: pd.DataFrame) -> ClaimResult:
     table = cell_table(results)
     bad = table[
         (table["warned"] <= 0.5)
-        & ~table.apply(lambda r: _in_band(r["silent_coverage"], r["mc_se"]), axis=1)
+        & ~table.apply(lambda r: in_band(r["silent_coverage"], r["mc_se"]), axis=1)
     ]
     detail = ", ".join(
         f"{r.design} n={r.n} rho={r.rho:g}: {r.silent_coverage:.3f} +/- {r.mc_se:.3f}"
@@ -170,26 +142,13 @@ def _cell_coverage(results: pd.DataFrame) -> ClaimResult:
     )
 
 
-def _silent_coverage(results: pd.DataFrame) -> ClaimResult:
-    """Pooled coverage of the fits without a warning in the band within 2 MC s.e."""
-    long = _long(results)
-    silent = long[long["warned"] == 0]
-    if silent.empty:
-        return ClaimResult(passed=False, numbers={"silent fits": 0.0}, detail="no silent fit")
-    coverage, se, fits = _clustered(silent)
-    numbers = {"silent coverage": coverage, "mc_se": se, "silent fits": float(fits)}
-    return ClaimResult(
-        passed=_in_band(coverage, se), numbers=numbers, detail=f"{coverage:.4f} +/- {se:.4f}"
-    )
-
-
 def _width_at_scale(results: pd.DataFrame) -> ClaimResult:
     """At n = 2e5, rho = 0.5: median width over HC0 at most 1.3 in every simulated design."""
     cell = results[(results["n"] == 200_000) & (results["rho"] == 0.5)]
     cell = cell[cell["design"].isin(SIMULATED_GLM)]
     if cell.empty:
         return ClaimResult(passed=False, numbers={}, detail="no fit at n = 2e5, rho = 0.5")
-    long = _long(cell)
+    long = coefficient_rows(cell)
     widths = long.groupby("design")["width"].median()
     numbers = {f"{d} width": float(w) for d, w in widths.items()}
     worst = float(widths.max())
@@ -216,7 +175,7 @@ CLAIMS = [
             "Pooled over every fit without a CoverageWarning and every coefficient, coverage "
             "of theta* lies in [0.93, 0.97] within 2 Monte Carlo s.e. (fits as clusters)."
         ),
-        evaluate=_silent_coverage,
+        evaluate=silent_coverage,
     ),
     Claim(
         name="width-at-scale",

@@ -29,7 +29,6 @@ The claims (each with a negative control in tests/experiments/test_realdata_cove
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -41,6 +40,7 @@ from scipy import stats
 from ..exceptions import CoverageWarning, LargeBudgetWarning, SideConditionWarning
 from ..models import DPIVRegression, DPLinearRegression
 from ._realdata_populations import POPULATIONS, population
+from ._silent_coverage import coefficient_rows, silent_coverage
 from .registry import Claim, ClaimResult, Experiment, register
 
 __all__ = ["EXPERIMENT", "REAL_FILES", "cell_table", "warning_kinds"]
@@ -147,26 +147,10 @@ def _debiased(estimate: np.ndarray, cov: Any) -> tuple[np.ndarray, np.ndarray] |
     return estimate + cov.gap.gap, stats.t.ppf(0.975, cov.dof) * se
 
 
-def _long(results: pd.DataFrame, prefix: str = "covers_") -> pd.DataFrame:
-    """One row per (fit, coefficient): design, n, rho, coefficient j, covers, silent, width."""
-    frames = []
-    for j in range(int(results["k"].max())):
-        if f"{prefix}{j}" not in results:
-            continue
-        part = results[["design", "n", "rho", "warned"]].assign(
-            j=j,
-            covers=results[f"{prefix}{j}"],
-            width=results[f"{prefix.replace('covers', 'width')}{j}"],
-            fit=results.index,
-        )
-        frames.append(part.dropna(subset=["covers"]))
-    return pd.concat(frames, ignore_index=True)
-
-
 def cell_table(results: pd.DataFrame, prefix: str = "covers_") -> pd.DataFrame:
     """Per cell: fits, share warned, coverage of silent fits (pooled over coefficients), the
     largest share of silent misses over the coefficients, and median width over HC1."""
-    long = _long(results, prefix)
+    long = coefficient_rows(results, prefix)
     long["silent_miss"] = (long["warned"] == 0) & (long["covers"] == 0)
     g = long.groupby(["design", "n", "rho"])
     silent = long[long["warned"] == 0].groupby(["design", "n", "rho"])
@@ -188,7 +172,7 @@ def cell_table(results: pd.DataFrame, prefix: str = "covers_") -> pd.DataFrame:
 
 def _silent_misses(results: pd.DataFrame) -> ClaimResult:
     """Per cell and coefficient, silent misses at most 0.10 (one-sided binomial, 0.001)."""
-    long = _long(results)
+    long = coefficient_rows(results)
     long["silent_miss"] = (long["warned"] == 0) & (long["covers"] == 0)
     counts = long.groupby(["design", "n", "rho", "j"])["silent_miss"].agg(["sum", "size"])
     p = stats.binom.sf(counts["sum"] - 1, counts["size"], SILENT_MISS)
@@ -201,23 +185,6 @@ def _silent_misses(results: pd.DataFrame) -> ClaimResult:
         numbers=numbers,
         detail="above 0.10 (binomial p < 0.001): " + (detail or "none"),
     )
-
-
-def _silent_coverage(results: pd.DataFrame) -> ClaimResult:
-    """Pooled coverage of silent fits in [0.93, 0.97] within 2 MC s.e. (fits as clusters)."""
-    long = _long(results)
-    silent = long[long["warned"] == 0]
-    if silent.empty:
-        return ClaimResult(passed=False, numbers={"silent fits": 0.0}, detail="no silent fit")
-    per_fit = silent.groupby("fit")["covers"].agg(["sum", "size"])
-    coverage = per_fit["sum"].sum() / per_fit["size"].sum()
-    # cluster (ratio-estimator) s.e. of the pooled share, fits as clusters
-    resid = per_fit["sum"] - coverage * per_fit["size"]
-    se = math.sqrt((resid**2).sum()) / per_fit["size"].sum()
-    se = max(se, math.sqrt(0.95 * 0.05 / per_fit["size"].sum()))
-    numbers = {"silent coverage": coverage, "mc_se": se, "silent fits": float(len(per_fit))}
-    passed = 0.93 - 2 * se <= coverage <= 0.97 + 2 * se
-    return ClaimResult(passed=passed, numbers=numbers, detail=f"{coverage:.4f} +/- {se:.4f}")
 
 
 def _silent_at_scale(results: pd.DataFrame) -> ClaimResult:
@@ -254,7 +221,7 @@ CLAIMS = [
             "Pooled over every fit without a CoverageWarning and every coefficient, coverage "
             "of theta* lies in [0.93, 0.97] within 2 Monte Carlo s.e. (fits as clusters)."
         ),
-        evaluate=_silent_coverage,
+        evaluate=silent_coverage,
     ),
     Claim(
         name="silent-at-scale",

@@ -41,7 +41,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .realdata_coverage import DESIGNS, EXPERIMENT, _grid, _long, _trial
+from ._silent_coverage import coefficient_rows
+from .realdata_coverage import DESIGNS, EXPERIMENT, _grid, _trial
 from .registry import Experiment
 from .runner import run
 
@@ -63,7 +64,7 @@ __all__ = [
 def calibration_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per warning kind (and "silent"): fits, intervals, false alarms or misses, coverage,
     median width over HC1 (module docstring)."""
-    long = _long(results)
+    long = coefficient_rows(results)
     kinds = sorted(c.removeprefix("warn_") for c in results.columns if c.startswith("warn_"))
     rows = []
     for kind in kinds:
@@ -121,7 +122,7 @@ def warning_cells(results: pd.DataFrame) -> pd.DataFrame:
     """Per cell: its method, fits, pooled coverage, the worst coefficient's coverage and its
     one-sided binomial p-value against 0.95, whether it covers (module docstring), the fits
     that warned and, per kind, the fits that gave it."""
-    long = _long(results)
+    long = coefficient_rows(results)
     keys = ["design", "n", "rho"]
     per_coef = long.groupby([*keys, "j"])["covers"].agg(["sum", "size"])
     per_coef["p"] = stats.binom.cdf(per_coef["sum"], per_coef["size"], 0.95)
@@ -216,7 +217,7 @@ def _candidates(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
             continue
         if prefix == "db_covers_":  # debiased by the released gap, which warns when material
             part = part.assign(warned=np.maximum(part["warned"], part["gap_warned"]))
-        out[name] = _long(part, prefix)
+        out[name] = coefficient_rows(part, prefix)
     return out
 
 
