@@ -47,6 +47,7 @@ from ..inference.preconditioner import record_sum, release_whitener, triangle
 from ..inference.whitened import release_mean
 from ..mechanisms import NoiseSource, clip_rows, gaussian, gaussian_releases, make_noise_source
 from ..mechanisms.clipping import clip_factors, row_norms
+from ..mechanisms.plan import charge_plan
 from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
@@ -186,11 +187,20 @@ def run_glm_plan(
     ledger: PrivacyLedger,
     rng: Any = None,
 ) -> Trajectory:
-    """Run ``plan`` on checked data (module docstring); every release is charged to ``ledger``.
+    """Run ``plan`` on checked data (module docstring), charged to ``ledger`` as one entry
+    before anything is read (:func:`~dpfit.mechanisms.plan.charge_plan`).
 
     ``offset`` is aligned with ``y``; on Dask the arrays are row-aligned and persisted.
     """
     source = make_noise_source(rng)
+    with charge_plan(plan, ledger):
+        return _run(plan, X, y, offset, intercept=intercept, ledger=ledger, source=source)
+
+
+def _run(
+    plan: GLMPlan, X: Any, y: Any, offset: Any, *, intercept: bool, ledger: PrivacyLedger,
+    source: Any,
+) -> Trajectory:  # fmt: skip
     family, n, k = plan.family, plan.n, plan.k
     D, y, o = _records(plan, X, y, offset)
     moment = {"n": n, "ledger": ledger, "rng": source}

@@ -31,12 +31,13 @@ from .._floats import quiet_floats
 from .._validation import shown
 from ..codebook import Codebook, apply_levels, fill_bounds, load_codebook
 from ..distributed import is_dask
+from ..mechanisms.plan import ReleasePlan
 from ..privacy import Budget
 from ._constraints import check_bounds_check
 from ._dask import dask_model_matrix
 from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
-from ._fit_checks import checked_linear_fit
 from ._formula_errors import formula_errors
+from ._ols_fit import linear_fit
 from .results import Result
 
 __all__ = [
@@ -193,8 +194,9 @@ def ols(
     *,
     rho: float,
     budget: Budget | None = None,
+    dry_run: bool = False,
     **params: Any,
-) -> Result:
+) -> Result | ReleasePlan:
     """Fit a private linear regression from a formula and a data frame.
 
     Parameters
@@ -213,6 +215,10 @@ def ols(
         zCDP budget of the fit.
     budget : Budget, optional
         Shared budget to spend ``rho`` from.
+    dry_run : bool, default=False
+        Return the fit's :class:`~dpfit.mechanisms.plan.ReleasePlan` instead of fitting:
+        every release, its share of rho and its noise std (``print(plan)``), charged to
+        nothing and computed from public inputs only (the plan of ``method="gd"``).
     **params
         Any other parameter of :class:`~dpfit.DPLinearRegression` (``clip``, ``steps``,
         ``interval``, ``random_state``, ...). ``bounds`` is a mapping from design-column name
@@ -225,8 +231,9 @@ def ols(
 
     Returns
     -------
-    Result
-        Indexed by the formula's term names; ``summary()`` prints the table.
+    Result or ReleasePlan
+        Indexed by the formula's term names; ``summary()`` prints the table. With
+        ``dry_run=True``, the plan.
 
     Examples
     --------
@@ -255,10 +262,12 @@ def ols(
         params = fill_bounds(codebook, params, list(X.columns), indicators, str(y.name))
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
-    result = checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
+    result = linear_fit(  # plan -> run on one ledger (models/_ols_fit.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
-        zero_terms=zero_terms, **params,
+        zero_terms=zero_terms, dry_run=dry_run, **params,
     )  # fmt: skip
+    if isinstance(result, ReleasePlan):
+        return result
     return dataclasses.replace(result, predictors=(design,))  # for predict(new public x)
 
 

@@ -9,6 +9,8 @@ method table and copies the result into ``_`` attributes). The fitted model keep
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,8 @@ from .._validation import check_positive
 from ..distributed import map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
 from ..inference.population import transform
-from ..mechanisms import make_noise_source
+from ..mechanisms import NoiseSource, make_noise_source
+from ..mechanisms.plan import ReleasePlan, charge_plan
 from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.ledger import prepare_ledger
 from ._constraints import (
@@ -35,7 +38,7 @@ from ._constraints import (
     validated,
 )
 from ._dask import fit_data, frame_columns, response_name
-from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit
+from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit, LinearMethod
 from ._linear_population import LINEAR_TARGETS
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
@@ -294,6 +297,29 @@ default="batched-means"
         config = self._config()
         check_budget(budget)
         warn_fitted_upstream(self)
+        prepared = self._prepare(X, y, config)
+        # Checked now, before anything is drawn; the ledger then spends from the budget what
+        # it charges (one composed entry for a planned method), so a fit that fails part-way
+        # keeps only what it drew.
+        ledger = prepare_ledger(
+            PrivacyLedger(relation=config.relation, budget=budget),
+            config.relation,
+            config.rho,
+            name=type(self).__name__,
+        )
+        plan = self._plan(prepared)
+        with nullcontext() if plan is None else charge_plan(plan, ledger):
+            fit = self._run(prepared, ledger)
+        self._keep(self._result(prepared, fit, ledger), config.fit_intercept)
+        note_fit(  # tuning spends privacy
+            type(self).__name__, config.rho, X, y, n=prepared.n_data, budget=budget
+        )
+        return self
+
+    def _prepare(self, X: Any, y: Any, config: LinearConfig) -> PreparedFit:
+        """Everything public about a fit of (X, y), before anything is charged: the data
+        checked, the public rescaling, the method and its settings (which warn about too
+        few records per coefficient)."""
         source = make_noise_source(self.random_state, secure=config.secure, name="random_state")
         if y is None:
             raise ValueError(
@@ -316,34 +342,70 @@ default="batched-means"
         method = LINEAR_METHODS[config.method]
         terms = (["Intercept"] if config.fit_intercept else []) + names
         settings = {**method.resolve(config, scaling, n, p), "terms": terms}
-        # Checked now, before anything is drawn; the ledger then spends from the budget what
-        # it charges, so a fit that fails part-way keeps only what it charged.
-        ledger = prepare_ledger(
-            PrivacyLedger(relation=config.relation, budget=budget),
-            config.relation,
-            config.rho,
-            name=type(self).__name__,
+        return PreparedFit(
+            config=config, source=source, X=X_arr, y=y_arr, n_data=n, names=names,
+            terms=terms, scaling=scaling, method=method, settings=settings,
+            response=response_name(y),
+        )  # fmt: skip
+
+    def _plan(self, prepared: PreparedFit) -> ReleasePlan | None:
+        """The fit's release plan (None for a method that charges release by release)."""
+        if prepared.method.plan is None:
+            return None
+        k = len(prepared.terms)
+        return prepared.method.plan(prepared.settings, k, label=type(self).__name__)
+
+    def _run(self, prepared: PreparedFit, ledger: PrivacyLedger) -> LinearFit:
+        """Run the method on the publicly rescaled data; every release charged to ``ledger``."""
+        config, scaling = prepared.config, prepared.scaling
+        p = prepared.X.shape[1]
+        design = map_rows(scaling.design, prepared.X, columns=p + int(config.fit_intercept))
+        response = map_rows(scaling.response, prepared.y, columns=None)
+        return prepared.method.run(design, response, prepared.settings, ledger, prepared.source)
+
+    def _result(
+        self,
+        prepared: PreparedFit,
+        fit: LinearFit,
+        ledger: PrivacyLedger,
+        notes: tuple[str, ...] = (),
+        *,
+        rho: float | None = None,
+    ) -> Result:
+        """The released :class:`Result` of ``fit`` (plus ``notes``), in original units;
+        ``rho`` is what the whole ledger may hold (default: the fit's rho)."""
+        config = prepared.config
+        rho = config.rho if rho is None else rho
+        if not ledger.rho <= rho:  # internal invariant (budgets are exact)
+            raise RuntimeError(f"{prepared.method.label} spent rho={ledger.rho!r} > {rho!r}")
+        return _result(
+            fit,
+            prepared.scaling,
+            ledger,
+            names=prepared.terms,
+            x_names=prepared.names,
+            n=prepared.n_data if config.n_public is None else config.n_public,  # public n
+            response=prepared.response,
+            label=fit.label or prepared.method.label,
+            notes=notes,
         )
-        design = map_rows(scaling.design, X_arr, columns=p + int(config.fit_intercept))
-        response = map_rows(scaling.response, y_arr, columns=None)
-        fit = method.run(design, response, settings, ledger, source)
-        if not ledger.rho <= config.rho:  # internal invariant (budgets are exact)
-            raise RuntimeError(f"{method.label} spent rho={ledger.rho!r} > {config.rho!r}")
-        self._keep(
-            _result(
-                fit,
-                scaling,
-                ledger,
-                names=terms,
-                x_names=names,
-                n=n if config.n_public is None else config.n_public,  # never the private n
-                response=response_name(y),
-                label=fit.label or method.label,
-            ),
-            config.fit_intercept,
-        )
-        note_fit(type(self).__name__, config.rho, X, y, n=n, budget=budget)  # tuning spends privacy
-        return self
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedFit:
+    """The public part of one fit, from :meth:`DPLinearRegression._prepare`."""
+
+    config: LinearConfig
+    source: NoiseSource
+    X: Any
+    y: Any
+    n_data: int
+    names: list[str]
+    terms: list[str]
+    scaling: PublicScaling
+    method: LinearMethod
+    settings: dict[str, Any]
+    response: str
 
 
 def _result(
@@ -356,6 +418,7 @@ def _result(
     n: int,
     response: str,
     label: str,
+    notes: tuple = (),
 ) -> Result:
     """The release in original units: the public rescaling undone exactly (post-processing),
     covariances as J V J', and the bounds and scaling shown in the summary."""
@@ -369,10 +432,11 @@ def _result(
         J = (scaling.to_original(np.eye(k)) - scaling.to_original(np.zeros(k))).T
         population = transform(fit.population, J)
     config_shown = dict(fit.settings)
-    notes = list(fit.notes)
+    shown_notes = list(fit.notes)
     if (scaling_note := scaling.describe()) is not None:
-        notes.append(scaling_note)
+        shown_notes.append(scaling_note)
         config_shown.update(_bounds_text(x_names, scaling))
+    shown_notes.extend(notes)
     return Result(
         names=names,
         estimate=estimate,
@@ -386,7 +450,7 @@ def _result(
         noise_backend=fit.noise_backend,
         seeded=fit.seeded,
         config=config_shown,
-        notes=notes,
+        notes=shown_notes,
         experimental=fit.experimental,
         diagnostics=fit.diagnostics,
         population=population,

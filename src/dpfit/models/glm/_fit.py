@@ -255,6 +255,6 @@ def _plan_note(traj: Any) -> str:
     parts = [
         f"{e.label} {100 * e.rho / total:.3g}% (noise std {e.noise_std:.3g}"
         + (f", {e.count} releases)" if e.count > 1 else ")")
-        for e in traj.ledger.entries
+        for e in traj.ledger.releases
     ]
     return "Releases (share of rho): " + ", ".join(parts) + "."
