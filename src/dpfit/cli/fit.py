@@ -108,6 +108,12 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         help="share of rho spent counting records outside the bounds (default 0.02; 0: off)",
     )
     p.add_argument("--relation", default="replace-one", help="replace-one or add-remove")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the release plan (every release, its share of rho and noise std) and "
+        "exit: nothing is charged or drawn",
+    )
     p.add_argument("--plot", type=Path, metavar="PNG", help="write a coefficient plot here")
     p.add_argument(
         "--plot-own-scales",
@@ -192,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
                 bounds_check=args.bounds_check,
                 random_state=args.seed,
                 secure=args.secure,
+                dry_run=args.dry_run,
                 **({"precondition": False} if args.no_precondition else {}),
                 **({} if codebook is None else {"codebook": codebook}),
             )
@@ -203,7 +210,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_result(result, args: argparse.Namespace) -> int:
-    """Print the summary in the requested format (and write the plot); the exit code."""
+    """Print the summary in the requested format (and write the plot), or the plan of a
+    dry run; the exit code."""
+    if getattr(args, "dry_run", False):
+        print(result)
+        print("Dry run: nothing was charged or drawn.")
+        return 0
     summary = result.summary(args.alpha, delta=args.delta)
     print(
         {"text": summary.as_text, "html": summary.as_html, "latex": summary.as_latex}[args.format]()
