@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
@@ -21,8 +19,7 @@ from .._floats import quiet_floats
 from .._validation import check_positive
 from ..distributed import map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
-from ..inference.population import transform
-from ..mechanisms import NoiseSource, make_noise_source
+from ..mechanisms import make_noise_source
 from ..mechanisms.plan import ReleasePlan, charge_plan
 from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.ledger import prepare_ledger
@@ -38,11 +35,12 @@ from ._constraints import (
     validated,
 )
 from ._dask import fit_data, frame_columns, response_name
-from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit, LinearMethod
+from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit
 from ._linear_population import LINEAR_TARGETS
+from ._linear_result import PreparedFit, linear_result
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
-from ._scaling import PublicScaling, bounds_in_order, bounds_text
+from ._scaling import PublicScaling, bounds_in_order
 from ._upstream import warn_fitted_upstream
 from .results import Result
 
@@ -378,7 +376,7 @@ default="batched-means"
         rho = config.rho if rho is None else rho
         if not ledger.rho <= rho:  # internal invariant (budgets are exact)
             raise RuntimeError(f"{prepared.method.label} spent rho={ledger.rho!r} > {rho!r}")
-        return _result(
+        return linear_result(
             fit,
             prepared.scaling,
             ledger,
@@ -389,78 +387,3 @@ default="batched-means"
             label=fit.label or prepared.method.label,
             notes=notes,
         )
-
-
-@dataclass(frozen=True, kw_only=True)
-class PreparedFit:
-    """The public part of one fit, from :meth:`DPLinearRegression._prepare`."""
-
-    config: LinearConfig
-    source: NoiseSource
-    X: Any
-    y: Any
-    n_data: int
-    names: list[str]
-    terms: list[str]
-    scaling: PublicScaling
-    method: LinearMethod
-    settings: dict[str, Any]
-    response: str
-
-
-def _result(
-    fit: LinearFit,
-    scaling: PublicScaling,
-    ledger: PrivacyLedger,
-    *,
-    names: list[str],
-    x_names: list[str],
-    n: int,
-    response: str,
-    label: str,
-    notes: tuple = (),
-) -> Result:
-    """The release in original units: the public rescaling undone exactly (post-processing),
-    covariances as J V J', and the bounds and scaling shown in the summary."""
-    estimate = scaling.to_original(fit.estimate)
-    interval_est = (
-        None if fit.interval_estimates is None else scaling.to_original(fit.interval_estimates)
-    )
-    population = None
-    if fit.population is not None:  # the affine map back is exact: J V J'
-        k = estimate.shape[0]
-        J = (scaling.to_original(np.eye(k)) - scaling.to_original(np.zeros(k))).T
-        population = transform(fit.population, J)
-    config_shown = dict(fit.settings)
-    shown_notes = list(fit.notes)
-    if (scaling_note := scaling.describe()) is not None:
-        shown_notes.append(scaling_note)
-        config_shown.update(_bounds_text(x_names, scaling))
-    shown_notes.extend(notes)
-    return Result(
-        names=names,
-        estimate=estimate,
-        interval_estimates=interval_est,
-        interval_method=fit.interval_method,
-        n=n,
-        ledger=ledger,
-        model="DP linear regression",
-        method=label,
-        response=response,
-        noise_backend=fit.noise_backend,
-        seeded=fit.seeded,
-        config=config_shown,
-        notes=shown_notes,
-        experimental=fit.experimental,
-        diagnostics=fit.diagnostics,
-        population=population,
-    )
-
-
-def _bounds_text(names: list[str], scaling: PublicScaling) -> dict[str, str]:
-    shown = {}
-    if scaling.x_bounds is not None:
-        shown["bounds"] = bounds_text(names, scaling.x_bounds)
-    if scaling.y_bounds is not None:
-        shown["y_bounds"] = f"[{scaling.y_bounds[0]:g}, {scaling.y_bounds[1]:g}]"
-    return shown
