@@ -101,3 +101,24 @@ def test_a_fit_charges_its_plan_before_reading_the_data(frame):
 def test_a_method_without_a_plan_says_so_on_a_dry_run(frame, method, kw):
     with pytest.raises(ValueError, match="has no release plan yet"):
         _fit(frame, dry_run=True, method=method, bounds=BOUNDS, y_bounds=Y_BOUNDS, **kw)
+
+
+@pytest.mark.parametrize(
+    "call, kw",
+    [(dpfit.logit, {}), (dpfit.probit, {"bounds_check": 0}), (dpfit.logit, {"margins": True}),
+     (dpfit.poisson, {"y_bounds": (0, 30)})],
+)  # fmt: skip
+def test_the_glm_dry_run_shows_what_the_fit_charges(frame, call, kw):
+    data = frame.assign(b=(frame.y > 3.5).astype(int), c=np.round(np.abs(frame.y)))
+    formula = "c ~ x + w" if call is dpfit.poisson else "b ~ x + w"
+    fit = {"rho": 1.5, "bounds": BOUNDS, "random_state": 2, **kw}
+    with recording() as rec:
+        plan = call(formula, data, dry_run=True, **fit)
+    assert len(rec) == 0 and plan.label == "dpfit.glm"
+    drawn = call(formula, data, **fit).ledger.releases
+    assert [e.label for e in drawn] == [r.label for r in plan.releases]
+    for entry, planned in zip(drawn, plan.releases, strict=True):
+        assert entry.count == planned.count and entry.rho <= planned.rho
+        if planned.noise_std is not None:
+            assert (entry.sensitivity, entry.noise_std) == (planned.sensitivity,
+                                                            planned.noise_std)  # fmt: skip
