@@ -89,7 +89,7 @@ def bounds_check_release(
     response, the zero records), each moved by at most 1 by one record: L2 sensitivity
     sqrt(queries) under either relation."""
     return planned_release(
-        "bounds-check", rho, Query.COUNT, None, n=n, relation=relation,
+        "bounds-check", rho, Query.COUNT, 1.0, n=n, relation=relation,
         label="bounds-check/outside-counts", purpose=_PURPOSE["bounds-check/outside-counts"],
         sensitivity=query_sensitivity(Query.COUNT, columns=queries),
     )  # fmt: skip
