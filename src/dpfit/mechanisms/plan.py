@@ -8,10 +8,12 @@ and from those its sensitivity (:func:`dpfit.privacy.query_sensitivity`) and noi
 (a clip from a released residual scale) has a fixed share and shows "run time" for its
 noise. ``str(plan)`` prints the plan: what ``dry_run=True`` shows.
 
-:func:`charge_plan` is the runner's first step: it charges the whole plan to a ledger as one
-:class:`~dpfit.privacy.entries.ComposedEntry` before anything is read or drawn, and returns
-the open plan, a context manager around the run; every release the run then makes through
-this package is matched against the plan's next one (:mod:`dpfit.privacy._plan_charge`).
+:func:`charge_plan` is the runner: it opens the plan on a ledger and returns it, a context
+manager around the run. The run's first release charges the whole plan as one
+:class:`~dpfit.privacy.entries.ComposedEntry` before its noise is drawn (the run reads and
+checks its inputs first, so an unreadable input is refused with nothing charged), and every
+release it then makes through this package is matched against the plan's next one
+(:mod:`dpfit.privacy._plan_charge`).
 """
 
 from __future__ import annotations
@@ -185,16 +187,14 @@ class ReleasePlan:
 
 
 def charge_plan(plan: ReleasePlan, ledger: PrivacyLedger) -> PlanCharge:
-    """Charge ``plan`` to ``ledger`` as one composed entry, before anything is drawn.
+    """Open ``plan`` on ``ledger``: charged as one composed entry at its first release.
 
     Returns the open plan; run the fit inside ``with charge_plan(plan, ledger):`` so that
-    its releases are matched against the plan in order and, if the fit fails, the releases
-    never drawn are returned (:meth:`dpfit.privacy.PrivacyLedger.charge_plan`).
-
-    Raises
-    ------
-    BudgetExceededError
-        The ledger's budget cannot afford the plan; nothing was charged or drawn.
+    the whole plan is spent before the first draw, its releases are matched against the plan
+    in order and, if the fit fails, the releases never drawn are returned
+    (:meth:`dpfit.privacy.PrivacyLedger.charge_plan`). Check that the budget can pay the
+    plan first (:func:`dpfit.privacy.ledger.prepare_ledger`); a budget that cannot is
+    refused at the first release with :class:`~dpfit.BudgetExceededError`, nothing drawn.
     """
     if plan.relation is not ledger.relation:
         raise ValueError(

@@ -1,10 +1,12 @@
 """A release plan charged as one ledger entry before its first draw, then drawn in order.
 
-:meth:`dpfit.privacy.PrivacyLedger.charge_plan` spends the whole plan from the budget at
-once (one :class:`~dpfit.privacy.entries.ComposedEntry`), so a fit the budget cannot afford
-is refused before anything is read or drawn. While the plan is open, every release the run
-charges through :mod:`dpfit.mechanisms` is matched against the plan's next component
-instead of being charged again: same label and count, and a cost no larger than planned.
+:meth:`dpfit.privacy.PrivacyLedger.charge_plan` opens a plan; when the run charges its first
+release, the whole plan is spent from the budget at once (one
+:class:`~dpfit.privacy.entries.ComposedEntry`), so a plan the budget cannot pay is refused
+before any noise is drawn, and an input that cannot be read (checked by the run before its
+first release) is refused with nothing charged. From then on, every release the run charges
+through :mod:`dpfit.mechanisms` is matched against the plan's next component instead of
+being charged again: same label and count, and a cost no larger than planned.
 A release that is not the plan's next one is refused before its noise is drawn, so a fit
 cannot spend more, or differently, than its plan says. A component reserved for a release
 whose sensitivity is set at run time (:class:`~dpfit.privacy.entries.ReservedEntry`) is
@@ -31,17 +33,26 @@ __all__ = ["PlanCharge"]
 class PlanCharge:
     """An open plan on one ledger (built by :meth:`PrivacyLedger.charge_plan`)."""
 
-    __slots__ = ("_index", "_ledger", "_next")
+    __slots__ = ("_index", "_ledger", "_next", "_planned")
 
-    def __init__(self, ledger: PrivacyLedger, index: int) -> None:
+    def __init__(self, ledger: PrivacyLedger, entry: ComposedEntry) -> None:
         self._ledger = ledger
-        self._index = index  # where the composed entry sits in the ledger
+        self._planned = entry
+        self._index: int | None = None  # where the composed entry sits, once charged
         self._next = 0  # the next component to be drawn
 
     @property
     def entry(self) -> ComposedEntry:
-        """The composed entry as it stands (drawn components replace their reservations)."""
+        """The composed entry as it stands (drawn components replace their reservations);
+        the plan as planned before its first release."""
+        if self._index is None:
+            return self._planned
         return self._ledger._entries[self._index]  # type: ignore[return-value]
+
+    @property
+    def charged(self) -> bool:
+        """Whether the plan has been charged (at its first release)."""
+        return self._index is not None
 
     @property
     def drawn(self) -> int:
@@ -74,6 +85,9 @@ class PlanCharge:
                 f"(planned: {planned.label}, rho {planned.rho!r}); nothing was drawn"
             )
         ledger = self._ledger
+        if self._index is None:  # the first release: the whole plan, before its draw
+            ledger._record(composed)
+            self._index = len(ledger._entries) - 1
         ledger._owned()
         with ledger._lock:
             change = entry.rho_units - planned.rho_units
@@ -86,6 +100,8 @@ class PlanCharge:
     def return_undrawn(self, entry: GaussianEntry, *, drawn: int) -> bool:
         """Keep ``drawn`` of a drawn component's releases (the rest were never drawn);
         False when ``entry`` is not one of this plan's components."""
+        if self._index is None:
+            return False
         parts = self.entry.components
         position = next((i for i in range(self._next) if parts[i] is entry), None)
         if position is None:
@@ -105,7 +121,7 @@ class PlanCharge:
         """End the plan; after a failure, return the releases never drawn to the budget."""
         ledger = self._ledger
         ledger._plan = None
-        if not failed:
+        if not failed or self._index is None:
             return
         with ledger._lock:
             while len(self.entry.components) > self._next:

@@ -144,6 +144,10 @@ class PrivacyLedger:
         if self._plan is not None:
             self._plan.settle(entry)  # type: ignore[arg-type]
             return
+        self._record(entry)
+
+    def _record(self, entry: LedgerEntry) -> None:
+        """Spend ``entry`` from the budget and append it, as one step (or raise)."""
         self._owned()  # before the lock: a forked child may inherit it held
         with self._lock:
             if self._budget is not None:
@@ -152,12 +156,14 @@ class PrivacyLedger:
             self._units += entry.rho_units
 
     def charge_plan(self, entry: ComposedEntry) -> PlanCharge:
-        """Charge a whole release plan now, as one entry; its releases are drawn later.
+        """Open a release plan: the whole plan is charged, as one entry, when its first
+        release is drawn; every later release must be the plan's next.
 
-        Spends every component from the budget before anything is drawn (or raises
-        :class:`~dpfit.BudgetExceededError` and changes nothing), then returns the open
-        plan: use it as a context manager around the run, whose releases must come in the
-        plan's order (:mod:`dpfit.privacy._plan_charge`). Build ``entry`` with
+        Use the returned :class:`~dpfit.privacy._plan_charge.PlanCharge` as a context manager
+        around the run. The run's data are read and checked before the charge (an input that
+        cannot be read is refused with nothing charged); the first release then spends every
+        component from the budget at once (or raises
+        :class:`~dpfit.BudgetExceededError` and draws nothing). Build ``entry`` with
         :func:`dpfit.mechanisms.plan.charge_plan` from a
         :class:`~dpfit.mechanisms.plan.ReleasePlan`.
         """
@@ -165,10 +171,14 @@ class PrivacyLedger:
 
         if not isinstance(entry, ComposedEntry):
             raise TypeError(f"charge_plan takes a ComposedEntry, got {type(entry).__name__}")
+        if entry.relation is not self._relation:
+            raise ValueError(
+                f"entry relation {entry.relation} does not match the ledger's {self._relation}"
+            )
         if self._plan is not None:
             raise RuntimeError("a plan is already open on this ledger; plans do not nest")
-        self.charge(entry)
-        self._plan = PlanCharge(self, len(self._entries) - 1)
+        self._owned()
+        self._plan = PlanCharge(self, entry)
         return self._plan
 
     @property
