@@ -122,3 +122,30 @@ def test_the_glm_dry_run_shows_what_the_fit_charges(frame, call, kw):
         if planned.noise_std is not None:
             assert (entry.sensitivity, entry.noise_std) == (planned.sensitivity,
                                                             planned.noise_std)  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject
+@pytest.mark.parametrize(
+    "formula, kw",
+    [("y ~ w + [x ~ z]", {}), ("y ~ w + [x ~ z]", {"bounds_check": 0}),
+     ("y ~ 0 + w + [x ~ z]", {}), ("y ~ w + [x ~ z]", {"bounds": None, "y_bounds": None})],
+)  # fmt: skip
+def test_the_iv_dry_run_shows_what_the_fit_charges(iv_frame, formula, kw):
+    data = iv_frame(2000)
+    fit = {"rho": 2.0, "bounds": {"x": (-8, 11), "w": (-4, 4), "z": (0, 1)},
+           "y_bounds": (-10, 14), "random_state": 0, **kw}  # fmt: skip
+    with recording() as rec:
+        plan = dpfit.iv(formula, data, dry_run=True, **fit)
+    assert len(rec) == 0 and plan.label == "dpfit.iv"
+    ledger = dpfit.iv(formula, data, **fit).ledger
+    assert ledger.entries[0].label == "DPIVRegression"  # the 2SLS fit: one entry
+    drawn = ledger.releases
+    assert [e.label for e in drawn] == [r.label for r in plan.releases]
+    for entry, planned in zip(drawn, plan.releases, strict=True):
+        assert (entry.sensitivity, entry.noise_std) == (planned.sensitivity, planned.noise_std)
+        assert entry.rho == planned.entry(plan.relation).rho
+
+
+def test_the_iv_dry_run_of_a_method_without_a_plan_says_so(iv_frame):
+    with pytest.raises(ValueError, match="has no release plan yet"):
+        dpfit.iv("y ~ w + [x ~ z]", iv_frame(500), rho=1.0, method="2s-gd", dry_run=True)

@@ -46,7 +46,7 @@ from ..mechanisms.limits import NOISE_SIGMAS
 from ..privacy import PrivacyLedger, Query, Relation, joint_sensitivity, query_sensitivity
 from ._scaling import check_widths
 
-__all__: list[str] = []
+__all__ = ["scaling_sensitivity"]
 
 LABEL = "iv/column-moments"
 _VAR_FLOOR = 1e-4
@@ -65,7 +65,7 @@ class Standardization:
         return (np.clip(V, self.bounds[:, 0], self.bounds[:, 1]) - self.mean) / self.sd
 
 
-def _sensitivity(n: int, k: int, relation: Relation) -> float:
+def scaling_sensitivity(n: int, k: int, relation: Relation) -> float:
     """k means of values in [-1, 1] and k means of their squares in [0, 1], released together."""
     common = {"bound": 1.0, "n": n, "relation": relation, "columns": k}
     return joint_sensitivity(
@@ -88,7 +88,7 @@ def check_scales(
     half = (bounds[:, 1] - bounds[:, 0]) / 2.0
     if not (half > 0).all():
         raise ValueError("bounds: every (high - low) / 2 must be > 0 in float64")
-    sigma = _sensitivity(n, bounds.shape[0], Relation.REPLACE_ONE) / math.sqrt(2.0 * rho)
+    sigma = scaling_sensitivity(n, bounds.shape[0], Relation.REPLACE_ONE) / math.sqrt(2.0 * rho)
     spread = math.sqrt(1.0 + NOISE_SIGMAS * sigma)  # largest released sd / h
     sd_x = math.sqrt(_VAR_FLOOR) * half[x_rows]  # smallest released sd of each regressor
     reach_x = np.abs(centre[x_rows]) + half[x_rows]  # largest |released mean|
@@ -128,7 +128,7 @@ def release_moments(
     half = (bounds[:, 1] - bounds[:, 0]) / 2.0
     # |u| <= 1 exactly: the map can round a value at a bound to 1 + 2^-52, so clip again
     U = np.clip((np.clip(V, bounds[:, 0], bounds[:, 1]) - centre) / half, -1.0, 1.0)
-    sensitivity = _sensitivity(n, k, ledger.relation)
+    sensitivity = scaling_sensitivity(n, k, ledger.relation)
     value = np.concatenate([U.mean(axis=0), (U**2).mean(axis=0)])
     noisy = gaussian(
         value,
