@@ -143,3 +143,22 @@ def test_an_input_refused_before_the_first_release_charges_nothing():
     with pytest.raises(ValueError), charge_plan(_plan(), ledger):
         raise ValueError("a value the reader cannot parse")  # checked before any release
     assert len(ledger) == 0 and ledger.budget.spent == 0.0
+
+
+def test_a_failure_inside_a_counted_release_keeps_the_draws_made():
+    budget = dpfit.Budget(rho=1.0)
+    ledger = PrivacyLedger(budget=budget)
+    plan = _plan()
+    a, b = plan.release("a"), plan.release("b")
+    source = make_noise_source(0)
+    with pytest.raises(OSError), charge_plan(plan, ledger):
+        gaussian(np.zeros(1), sensitivity=a.sensitivity, noise_std=a.noise_std, ledger=ledger,
+                 rng=source, label=a.label)  # fmt: skip
+        with gaussian_releases(count=4, sensitivity=b.sensitivity, noise_std=b.noise_std,
+                               ledger=ledger, rng=source, label=b.label) as releases:  # fmt: skip
+            releases.release(np.zeros(1))
+            releases.release(np.zeros(1))
+            raise OSError("a lost worker after two of four steps")
+    (entry,) = ledger.entries
+    assert [(e.label, e.count) for e in entry.components] == [("t/a", 1), ("t/b", 2)]
+    assert budget.spent == ledger.rho == pytest.approx(0.25 + 0.25, rel=1e-12)
