@@ -154,8 +154,11 @@ class ReleasePlan:
         return ComposedEntry(label=self.label, components=parts, relation=self.relation)
 
     def title(self) -> str:
-        return f"Release plan of {self.label}: n = {self.n} (public), rho = {self.rho:.6g} " \
-               f"({self.relation})"  # fmt: skip
+        """The first line of :meth:`__str__`."""
+        return (
+            f"Release plan of {self.label}: n = {self.n} (public), rho = {self.rho:.6g} "
+            f"({self.relation})"
+        )
 
     def rows(self) -> list[dict[str, Any]]:
         """One mapping per release (name, label, share, count, bound, sensitivity, noise
