@@ -42,10 +42,10 @@ def iv_plan(cfg: Any, *, n: int, columns: int, bounded: bool, label: str) -> Rel
     rho_fit = cfg.rho
     if bounded:  # the same exact split as the fit's (models/iv.py, _scale)
         rho_scale, rho_fit = split(cfg.rho, [cfg.scale_fraction, 1.0 - cfg.scale_fraction])
+        joint = scaling_sensitivity(n, columns, relation)  # the means and mean squares
         releases.append(planned_release(
             "column-moments", rho_scale, Query.MEAN, 1.0, label=SCALING_LABEL,
-            purpose=_PURPOSE[SCALING_LABEL],
-            sensitivity=scaling_sensitivity(n, columns, relation), **common,
+            purpose=_PURPOSE[SCALING_LABEL], sensitivity=joint, **common,
         ))  # fmt: skip
     rhos = moment_shares(rho_fit)
     for name, query, share in (

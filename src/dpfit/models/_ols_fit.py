@@ -91,9 +91,9 @@ def linear_fit(
     if dry_run:
         return _whole_plan(fit_plan, check, rho, method=config.method)
     ledger = PrivacyLedger(relation=config.relation, budget=budget)
-    check_affordable(ledger, rho, name="dpfit.ols")
     terms = " + ".join(str(c) for c in getattr(X, "columns", [])) or "X"
     with reservation(budget, rho, f"dpfit.ols {getattr(y, 'name', None) or 'y'} ~ {terms}"):
+        check_affordable(ledger, rho, name="dpfit.ols")  # a stored budget: its reservation
         planned = None if fit_plan is None else _whole_plan(fit_plan, check, rho, config.method)
         notes: tuple[str, ...] = ()
         with nullcontext() if planned is None else charge_plan(planned, ledger) as charge:
