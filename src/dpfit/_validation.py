@@ -14,7 +14,7 @@ import numbers
 import os
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -292,13 +292,31 @@ def check_array(value: Any, name: str, *, ndim: int, finite: bool = True) -> np.
     if ndim == 2 and arr.shape[1] == 0:
         raise ValueError(f"{name} has no columns")
     if finite and not _all_finite(arr):
-        raise not_finite_error(name)
+        raise not_finite_error(name, _nonfinite_columns(value, arr))
     return arr
 
 
-def not_finite_error(name: str) -> ValueError:
-    """The error for an array with a NaN or infinite value (it names the array, never a row)."""
-    return ValueError(f"{name} contains NaN or infinite values")
+def not_finite_error(name: str, columns: Sequence[str] = ()) -> ValueError:
+    """The error for an array with a NaN or infinite value.
+
+    It names the array and, where the input was a frame, its columns that hold one (column
+    names are the public schema); never a record or a value.
+    """
+    where = f" (column{'s' if len(columns) > 1 else ''} {', '.join(map(repr, columns))})"
+    return ValueError(
+        f"{name} contains NaN or infinite values{where if columns else ''}; dpfit does not "
+        "drop records (that would make n depend on the data): remove or replace them first "
+        "and treat n after removal as public"
+    )
+
+
+def _nonfinite_columns(value: Any, arr: np.ndarray) -> list[str]:
+    """The names of a frame's columns holding a non-finite entry ([] for unnamed input)."""
+    columns = getattr(value, "columns", None)
+    if columns is None or arr.ndim != 2 or len(columns) != arr.shape[1]:
+        return []
+    finite = np.isfinite(arr).all(axis=0)
+    return [str(c) for c, ok in zip(columns, finite, strict=True) if not ok]
 
 
 def _all_finite(arr: np.ndarray) -> bool:
