@@ -324,7 +324,7 @@ def check_X_y(  # noqa: N802 - scikit-learn spelling
     X: Any, y: Any, *, x_name: str = "X", y_name: str = "y"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Validate a design matrix and a response of matching length."""
-    if np.ndim(X) == 1 and np.ndim(y) == 2:
+    if getattr(X, "ndim", None) == 1 and getattr(y, "ndim", None) == 2:  # arrays and frames
         raise ValueError(
             f"{x_name} is 1-dimensional and {y_name} 2-dimensional: did you swap them? "
             f"fit({x_name}, {y_name}) takes the design matrix first, then the response"
