@@ -146,8 +146,9 @@ def _no_budget(dataset: str, known: list[str]) -> str:
     create = f"dpfit budget create PATH --dataset {dataset} --rho TOTAL"
     if not known:
         return f"dataset {dataset!r} has no budget in this store; create it with {create}"
-    close = difflib.get_close_matches(dataset.lower(), [k.lower() for k in known], n=1)
-    guess = f"; did you mean {known[[k.lower() for k in known].index(close[0])]!r}?" * bool(close)
+    lowered = [k.lower() for k in known]
+    close = difflib.get_close_matches(dataset.lower(), lowered, n=1)
+    guess = f"; did you mean {known[lowered.index(close[0])]!r}?" if close else ""
     return (
         f"dataset {dataset!r} has no budget in this store (it has {known}{guess}): if these "
         "are the data of one of those, name it with --dataset (dataset= in Python), since a "
