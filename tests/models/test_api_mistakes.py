@@ -41,7 +41,7 @@ def _refused(call, exc=ValueError) -> str:
     [
         ((0, 10, 20), "bounds of 'x' must be one (low, high) pair of numbers, got (0, 10, 20)"),
         ("0,10", "got '0,10': write a tuple such as (0, 10), not a string"),
-        ((10, 0), "bounds of 'x': low must be < high, got (10, 0)"),
+        ((10, 0), "bounds of 'x': low must be < its high, got (10, 0)"),
         ((0, math.inf), "bounds of 'x' must be finite numbers"),
     ],
     ids=["three numbers", "a string", "high first", "infinite"],

@@ -111,7 +111,7 @@ def _named_pair(name: str, pair: Any) -> Any:
             "into the bounds, so give a public range"
         )
     if low > high:
-        raise ValueError(f"bounds of {name!r}: low must be < high, got {shown}")
+        raise ValueError(f"bounds of {name!r}: low must be < its high, got {shown}")
     return pair
 
 
