@@ -123,6 +123,7 @@ def _read_csv(
             )
     if isinstance(source, Path):  # pandas renames a repeated name 'x' to 'x.1': read the header
         names = pd.read_csv(source, sep=sep, encoding=encoding, header=None, nrows=1).iloc[0]
+        names = names.dropna()  # blank names are pandas' 'Unnamed: j', never repeated
         repeated = sorted({str(c) for c in names[names.duplicated()]})
         if repeated:
             raise ValueError(
