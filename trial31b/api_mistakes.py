@@ -2,7 +2,7 @@
 """Run the Python API mistakes of this trial and record what dpfit said.
 
 Usage (from this folder, after make_data.py):
-    PYTHONPATH=../src /work/main/.venv/bin/python api_mistakes.py > results/api_mistakes.txt
+    PYTHONPATH=../src /work/main/.venv/bin/python api_mistakes.py > results/api_mistakes_after.txt
 
 Each case prints what the call returned (or the exception, its type and the file that
 raised it) and every warning but the seeded-noise notice. Verdicts are in NOTES.md.

@@ -2,7 +2,7 @@
 """Run the command-line mistakes of this trial and record what dpfit said.
 
 Usage (from this folder, after make_data.py):
-    PYTHONPATH=../src /work/main/.venv/bin/python cli_mistakes.py > results/cli_mistakes.txt
+    PYTHONPATH=../src /work/main/.venv/bin/python cli_mistakes.py > results/cli_mistakes_after.txt
 
 Each case runs one ``python -m dpfit ...`` command and prints its exit status, whether
 standard error holds a Python traceback, the error and warning lines (the seeded-noise
