@@ -13,7 +13,6 @@ import tempfile
 import traceback
 import warnings
 
-import numpy as np
 import pandas as pd
 
 import dpfit
@@ -59,7 +58,7 @@ def main():
             try:
                 value = call()
                 print("  returned:", type(value).__name__, value if not hasattr(value, "summary") else "")
-            except Exception as exc:  # noqa: BLE001 - recording what the user would see
+            except Exception as exc:
                 frame = traceback.extract_tb(exc.__traceback__)[-1]
                 where = frame.filename.split("site-packages/")[-1].split("src/")[-1]
                 print(f"  raised: {type(exc).__name__}: {exc}".replace("\n", "\\n")[:900])
