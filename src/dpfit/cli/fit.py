@@ -155,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         from ._fit_glm import run_glm
 
         return run_glm(args, _print_result)
+    _refuse_glm_options(args)
     # gd and adassp release a population interval by default; ambssgd a point estimate only
     interval = args.interval or ("none" if args.method == "ambssgd" else "batched-means")
     if args.plot is not None and interval == "none":
@@ -211,6 +212,23 @@ def _print_result(result, args: argparse.Namespace) -> int:
     if args.plot is not None:
         _plot(result, args)
     return 0
+
+
+def _refuse_glm_options(args: argparse.Namespace) -> None:
+    """A GLM's options on a least-squares fit would be ignored: refuse them, naming --family."""
+    if args.link is not None:
+        raise ValueError(
+            f"--link {args.link} applies to --family binomial only: add --family binomial "
+            "(least squares, the default family, has no link)"
+        )
+    for flag, value in (("--offset", args.offset), ("--exposure", args.exposure)):
+        if value is not None:
+            family = "poisson" if flag == "--exposure" else "binomial or poisson"
+            raise ValueError(
+                f"{flag} {value} applies to --family {family} only: least squares (the "
+                "default family) has no offset; subtract it from the response in the "
+                f"formula instead, e.g. 'I(y - {value}) ~ ...'"
+            )
 
 
 def _check_gd_options(args: argparse.Namespace, interval: str) -> None:

@@ -23,6 +23,7 @@ __all__ = ["HELPS", "Doubt", "warn_doubts"]
 
 #: Every remedy a doubt can name, in the order the help line lists them.
 HELPS = (
+    "a 0/1 response (recode it if it is not)",
     "more records",
     "a larger rho",
     "fewer or less collinear terms",

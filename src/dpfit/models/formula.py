@@ -75,6 +75,12 @@ def _matrix(spec: str, data: Any, declared: frozenset[str] = frozenset()) -> tup
         return dask_model_matrix(spec, data)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    if data.columns.has_duplicates:  # the schema is public: the names may be shown
+        repeated = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
+        raise ValueError(
+            f"data has more than one column named {repeated}: rename them (e.g. a merge's "
+            "suffixes=) so that a formula can tell them apart"
+        )
     design = design_spec(spec, data.iloc[:0], declared)
     return materialise(design, data, refuse_missing=True), design
 
