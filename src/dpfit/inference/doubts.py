@@ -24,6 +24,7 @@ __all__ = ["HELPS", "Doubt", "warn_doubts"]
 #: Every remedy a doubt can name, in the order the help line lists them.
 HELPS = (
     "more records",
+    "more units",
     "a larger rho",
     "fewer or less collinear terms",
     "tighter bounds",
