@@ -59,9 +59,8 @@ def panel_formula(
             )
         levels = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in time_levels)
         rhs = re.sub(rf"\b{_TIME}\b", f"C({time}, levels=[{levels}])", rhs)
-    if entity:  # the effects' term removed; the intercept is absorbed by them
-        rhs = re.sub(rf"(\+\s*)?\b{_ENTITY}\b(\s*\+)?", "+", rhs).strip().strip("+")
-        rhs = f"{rhs.strip() or '0'} - 1"
+    if entity:  # the term removed; the estimator drops the intercept the effects absorb
+        rhs = re.sub(rf"(\+\s*)?\b{_ENTITY}\b(\s*\+)?", "+", rhs).strip().strip("+") or "1"
     return f"{lhs}{sep} {rhs.strip()}", entity
 
 

@@ -14,10 +14,11 @@ import numpy as np
 
 from ..privacy.unit_level import PrivacyUnit, unit_codes
 from ._linear_methods import LinearConfig, LinearMethod
+from ._panel import panel_formula
 from ._scaling import PublicScaling
 from ._unit_fit import UNIT_LABEL, resolve_units, run_units
 
-__all__ = ["UnitPlan", "unit_hook"]
+__all__ = ["UnitPlan", "unit_formula", "unit_hook"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,28 @@ def unit_hook(
         return run_units(design, response, groups, settings, ledger, source)
 
     return UnitPlan(LinearMethod(UNIT_LABEL, resolve_units, run), settings)
+
+
+def unit_formula(
+    formula: str, data: Any, params: dict[str, Any]
+) -> tuple[str, Any, dict[str, Any]]:
+    """For :func:`dpfit.ols`: the formula with ``EntityEffects``/``TimeEffects`` written out
+    (:func:`~dpfit.models._panel.panel_formula`), the unit labels (the ``privacy_unit``
+    column, or None) and the other parameters, ``entity_effects`` set from the formula."""
+    params = dict(params)
+    column = params.pop("privacy_unit", None)
+    time, levels = params.pop("time", None), params.pop("time_levels", None)
+    formula, entity = panel_formula(formula, time=time, time_levels=levels)
+    if column is None:
+        if entity:
+            raise ValueError("EntityEffects needs a privacy unit: privacy_unit='column'")
+        return formula, None, params
+    if not isinstance(column, str) or column not in getattr(data, "columns", ()):
+        raise ValueError("privacy_unit must name a column of data")
+    if params.get("bounds_check", 0.0):
+        raise ValueError(
+            "bounds_check counts rows and is not available with a privacy unit; leave it out"
+        )
+    params.pop("bounds_check", None)
+    params["entity_effects"] = bool(entity or params.get("entity_effects", False))
+    return formula, data[column], params
