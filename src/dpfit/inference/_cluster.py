@@ -78,7 +78,9 @@ def release_cluster_meat(
        (:func:`~dpfit.inference.whitened.release_mean`), at ``rho_scale``;
     2. the meat with every s_u clipped to C = :data:`CLIP_MULTIPLIER` sqrt(k) sqrt(q~), grown
        with n (:func:`~dpfit.inference.clipping_bias.second_moment_clip`), at ``rho_meat``
-       (:func:`~dpfit.inference.population.release_second_moment`).
+       (:func:`~dpfit.inference.population.release_second_moment` on s_u / C with bound 1,
+       scaled back by C^2: the same mechanism, with a charge that does not depend on the
+       released scale).
 
     ``n`` is the public number of units that divides the sums.
     """
@@ -92,10 +94,13 @@ def release_cluster_meat(
     clip = gradient_clip(CLIP_MULTIPLIER, k, q, q_std)
     scale = clip / (CLIP_MULTIPLIER * math.sqrt(k))
     clip = second_moment_clip(clip, scale, n=n, rho=rho_meat, noise=MEAT_NOISE)
+    with np.errstate(all="ignore"):
+        unit_rows = scores / clip  # released at bound 1 and scaled back: the charge is fixed
     meat = release_second_moment(
-        scores, bound=clip, rho=rho_meat, n=n, ledger=ledger, rng=rng, label="unit/cluster-meat"
+        unit_rows, bound=1.0, rho=rho_meat, n=n, ledger=ledger, rng=rng, label="unit/cluster-meat"
     )
-    return meat, clip
+    square = clip * clip
+    return NoisyMoment(matrix=meat.matrix * square, noise_std=meat.noise_std * square), clip
 
 
 def cluster_correction(n_units: float) -> tuple[float, float]:
