@@ -541,9 +541,7 @@ UNITS: dict[str, EntryPoint] = {
         kinds=UNIT_ADD_REMOVE_KINDS,
     ),
     "DPLinearRegression groups": EntryPoint(
-        grouped_estimator(
-            max_rows_per_unit=UNIT_CAP, bounds=[(-3, 3), (-3, 3)], y_bounds=(-6, 6)
-        ),
+        grouped_estimator(max_rows_per_unit=UNIT_CAP, bounds=[(-3, 3), (-3, 3)], y_bounds=(-6, 6)),
         data=panel,
         kinds=UNIT_REPLACE,
     ),

@@ -255,4 +255,3 @@ def _units_text(units: float, settings: Mapping[str, Any]) -> str:
 
 def _doubt(reason: str) -> Doubt:
     return Doubt(reason, ("more units", "a larger rho", "fewer or less collinear terms"))
-
