@@ -662,6 +662,17 @@ COMMANDS: dict[str, EntryPoint] = {
         views=no_views,
         examples=1,
     ),
+    "cli fit privacy-unit": EntryPoint(
+        cli(
+            f"fit --formula 'y ~ x0 + x1 + EntityEffects' --privacy-unit {UNIT} "
+            f"--max-rows-per-unit {UNIT_CAP} --bound x0=-3,3 --bound x1=-3,3 --y-bounds=-6,6 "
+            f"{_FIT}"
+        ),
+        data=panel,
+        kinds=UNIT_REPLACE,
+        views=no_views,
+        examples=1,
+    ),
     "cli fit adassp": EntryPoint(
         cli(
             "fit --formula 'y ~ x0 + x1' --method adassp --bound x0=-3,3 --bound x1=-3,3 "
