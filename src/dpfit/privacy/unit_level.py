@@ -81,13 +81,13 @@ class UnitRows:
 def unit_codes(groups: Any, n_rows: int) -> tuple[np.ndarray, int]:
     """Integer unit codes 0 .. n_units - 1 for ``groups`` (one label per row) and n_units.
 
-    Raises ValueError, naming no value, when the length differs from the data's or a row
-    has no unit (a missing label).
+    Raises ValueError, naming no value and no count, when the length differs from the
+    data's or a row has no unit (a missing label).
     """
     labels = np.asarray(groups.to_numpy() if hasattr(groups, "to_numpy") else groups)
     if labels.ndim != 1 or labels.shape[0] != n_rows:
-        raise ValueError(
-            f"groups must have one unit label per row: {n_rows} rows, got shape {labels.shape}"
+        raise ValueError(  # no row count: under a unit it is not public
+            "groups must be one-dimensional with one unit label per row of X"
         )
     codes, uniques = pd.factorize(labels, sort=False)
     if (codes < 0).any():
