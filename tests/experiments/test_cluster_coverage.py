@@ -102,7 +102,7 @@ def test_smoke_scale_runs(tmp_path):
 
 @pytest.mark.slow
 def test_claims_hold_at_quick_scale(tmp_path):
-    """816 fits (about 20 CPU-minutes on a loaded two-core machine)."""
+    """792 fits: 8 minutes with jobs=1 on a loaded two-core machine (docs/privacy-units.md)."""
     result = run([NAME], scale="quick", store_path=tmp_path / "s.sqlite", jobs=2, progress=False)
     verdicts = evaluate_claims(get(NAME), result.results[NAME], "quick")
     assert verdicts and not any(v.failed for v in verdicts), [v.detail for v in verdicts]

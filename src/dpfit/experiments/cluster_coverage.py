@@ -53,9 +53,7 @@ UNDERCOVER = 0.90
 WIDTH_EVERY = 4
 
 
-def panel_sample(
-    sizes: str, corr: float, entity: bool, n_units: int, seed: int
-) -> pd.DataFrame:
+def panel_sample(sizes: str, corr: float, entity: bool, n_units: int, seed: int) -> pd.DataFrame:
     """One panel (module docstring): columns unit, x, y."""
     low, high, _ = SIZES[sizes]
     rng = np.random.default_rng([seed, 29])
@@ -76,9 +74,7 @@ def _clustered_width(frame: pd.DataFrame, entity: bool) -> np.ndarray:
     panel = frame.assign(t=frame.groupby("unit").cumcount()).set_index(["unit", "t"])
     exog = panel[["x"]] if entity else panel[["x"]].assign(const=1.0)[["const", "x"]]
     model = (
-        PanelOLS(panel["y"], exog, entity_effects=True)
-        if entity
-        else PooledOLS(panel["y"], exog)
+        PanelOLS(panel["y"], exog, entity_effects=True) if entity else PooledOLS(panel["y"], exog)
     )
     fit = model.fit(cov_type="clustered", cluster_entity=True)
     return 2 * Z95 * fit.std_errors.to_numpy()
@@ -226,11 +222,12 @@ def _grid(
 
 
 SIZE_KINDS = tuple(SIZES)
+CORRS = (0.0, 0.4, 0.8)
 EXPERIMENT = register(
     Experiment(
         name="cluster-coverage",
         paper="dpfit issue 29 (beyond the papers: privacy units and clustered intervals)",
-        figure="Cluster-robust coverage, warnings and width over linearmodels (docs/privacy-units.md)",
+        figure="Cluster-robust coverage, warnings, width over linearmodels (docs/privacy-units.md)",
         description=(
             "Coverage of theta* by the unit-level fit's cluster-robust 95% intervals "
             "(dpfit.ols with privacy_unit) on simulated panels: unit sizes fixed (10) or "
@@ -245,8 +242,7 @@ EXPERIMENT = register(
                 *_grid(SIZE_KINDS, (0.0, 0.8), (False, True), (500, 5000), (0.1, 1.0)),
                 *_grid(("fixed",), (0.8,), (False,), (50_000,), (1.0,)),
             ],
-            "paper": _grid(SIZE_KINDS, (0.0, 0.4, 0.8), (False, True), (500, 5000, 50_000),
-                           (0.1, 1.0)),  # fmt: skip
+            "paper": _grid(SIZE_KINDS, CORRS, (False, True), (500, 5000, 50_000), (0.1, 1.0)),
         },
         replicates={"smoke": 2, "quick": 24, "paper": 200},
         trial=_trial,
