@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import dpfit
+import dpfit.testing
 from dpfit.algorithms._unit_sums import cap_rows, unit_sums
 from dpfit.exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
 from dpfit.mechanisms import make_noise_source
@@ -190,3 +191,24 @@ def test_coverage_warning_with_few_units():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)
         dpfit.ols("y ~ x", _people(1, 30, 4), rho=1.0, max_rows_per_unit=4, random_state=0,
                   **UNIT)  # fmt: skip
+
+
+def test_a_budget_that_cannot_afford_the_fit_refuses_before_anything_is_drawn():
+    budget = dpfit.Budget(rho=0.5)
+    with dpfit.testing.recording() as calls, pytest.raises(dpfit.BudgetExceededError):
+        dpfit.ols("y ~ x", _people(0, 100, 3), rho=1.0, budget=budget, max_rows_per_unit=3,
+                  random_state=0, **UNIT)  # fmt: skip
+    assert budget.remaining == 0.5 and len(calls) == 0
+
+
+def test_add_remove_counts_the_units_privately():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpfit.ols("y ~ x", _people(0, 600, 3), rho=1.0, max_rows_per_unit=3,
+                        relation="add-remove", n_public=650, random_state=0, **UNIT)  # fmt: skip
+    (count,) = [e for e in res.ledger if e.label == "unit/n-units"]
+    assert count.sensitivity == 1.0
+    text = res.summary().as_text()
+    assert "(a private count)" in text and "No. units:             650 (public" in text
+    assert "adding or removing all rows of one unit" in res.ledger.statement()
+    assert res.ledger.rho <= 1.0
