@@ -7,13 +7,14 @@ method (:mod:`dpfit.models._unit_fit`) and its public settings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..privacy.unit_level import PrivacyUnit, unit_codes
-from ._linear_methods import LinearConfig, LinearMethod
+from ._linear_methods import LinearConfig
 from ._panel import panel_formula
 from ._scaling import PublicScaling
 from ._unit_fit import UNIT_LABEL, resolve_units, run_units
@@ -23,9 +24,11 @@ __all__ = ["UnitPlan", "unit_formula", "unit_hook"]
 
 @dataclass(frozen=True)
 class UnitPlan:
-    """The unit-level method (its ``run`` bound to the groups) and its public settings."""
+    """The unit-level method, shaped like a method-table entry (``label``, ``run`` bound to
+    the groups), and its public settings."""
 
-    method: LinearMethod
+    label: str
+    run: Callable[..., Any]
     settings: dict[str, Any]
 
 
@@ -62,7 +65,7 @@ def unit_hook(
     def run(design: Any, response: Any, settings: Any, ledger: Any, source: Any) -> Any:
         return run_units(design, response, groups, settings, ledger, source)
 
-    return UnitPlan(LinearMethod(UNIT_LABEL, resolve_units, run), settings)
+    return UnitPlan(UNIT_LABEL, run, settings)
 
 
 def unit_formula(

@@ -340,7 +340,7 @@ default="batched-means"
             method = LINEAR_METHODS[config.method]
             settings = {**method.resolve(config, scaling, n, p), "terms": terms}
         else:
-            method, settings = units.method, {**units.settings, "terms": terms}
+            method, settings = units, {**units.settings, "terms": terms}
             n = settings["n"]  # the public number of units
         # Checked now, before anything is drawn; the ledger then spends from the budget what
         # it charges, so a fit that fails part-way keeps only what it charged.
