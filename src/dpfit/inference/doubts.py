@@ -25,6 +25,7 @@ __all__ = ["HELPS", "Doubt", "warn_doubts"]
 HELPS = (
     "a 0/1 response (recode it if it is not)",
     "more records",
+    "more units",
     "a larger rho",
     "fewer or less collinear terms",
     "tighter bounds",

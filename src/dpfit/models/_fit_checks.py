@@ -236,6 +236,7 @@ def checked_linear_fit(
     bounds_check: float = DEFAULT_BOUNDS_CHECK,
     indicators: tuple[str, ...] = (),
     zero_terms: tuple[tuple[str, str], ...] = (),
+    groups: Any = None,
     **params: Any,
 ) -> Result:
     """:class:`~dpfit.DPLinearRegression` on (X, y) with the checks of this module.
@@ -246,6 +247,8 @@ def checked_linear_fit(
     (:mod:`dpfit.privacy.store`) reserves the whole ``rho`` in one transaction.
     ``zero_terms`` names the formula's factors that can make a record the zero record, for
     the warning about many of them (:attr:`dpfit.models._design.Design.zero_terms`).
+    ``groups`` (a privacy unit's labels) goes to ``fit``; the bounds check counts rows, so it
+    is off with a privacy unit (:mod:`dpfit.models._unit_fit`).
     """
     from .linear import DPLinearRegression
 
@@ -256,6 +259,8 @@ def checked_linear_fit(
     bounds, y_bounds = params.get("bounds"), params.get("y_bounds")
     _refuse_response_bounds(bounds, X, y)
     share = share if (bounds is not None or y_bounds is not None) else 0.0
+    if groups is not None:
+        share = 0.0  # a row count: its sensitivity is not one unit's
     source = make_noise_source(
         params.pop("random_state", None), secure=params.get("secure", False), name="random_state"
     )
@@ -272,7 +277,9 @@ def checked_linear_fit(
     with reservation(budget, rho, f"dpfit.ols {getattr(y, 'name', None) or 'y'} ~ {terms}"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LargeBudgetWarning)
-            result = model.fit(X, y, budget=budget).result_
+            result = model.fit(X, y, budget=budget, groups=groups).result_
+        if groups is not None:
+            return result
         plain_gd = getattr(config, "precondition", False) is False  # a preconditioned fit
         warn_public_settings(  # chooses its own steps and step size
             p=len(result.names),

@@ -37,6 +37,7 @@ from ._dask import dask_model_matrix
 from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
 from ._fit_checks import checked_linear_fit
 from ._formula_errors import formula_errors
+from ._unit_hook import unit_formula
 from .results import Result
 
 __all__ = [
@@ -227,7 +228,12 @@ def ols(
         0.02) is the share of ``rho`` spent on a private count of the records outside them,
         reported in the summary and warned about when large (0 turns it off); warnings also
         flag too few records per coefficient and too few steps
-        (:mod:`dpfit.models._fit_checks`).
+        (:mod:`dpfit.models._fit_checks`). ``privacy_unit="person_id"`` (a column of
+        ``data``) makes the guarantee protect all rows of one unit, with the public
+        ``max_rows_per_unit``, and the interval cluster-robust by it; the formula may then
+        hold ``EntityEffects`` (fixed effects by the within transformation) and
+        ``TimeEffects`` (with ``time="year"`` and its public ``time_levels``)
+        (:mod:`dpfit.models._unit_fit`, ``docs/privacy-units.md``).
 
     Returns
     -------
@@ -253,6 +259,7 @@ def ols(
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
     if "bounds_check" in params:
         params["bounds_check"] = check_bounds_check(params["bounds_check"])
+    formula, groups, params = unit_formula(formula, data, params)  # privacy_unit: _unit_hook
     codebook, data, declared = with_codebook(params.pop("codebook", None), data)
     with formula_errors(data, formula):
         y, X, has_intercept, design, zero_terms = _formula_design(formula, data, declared)
@@ -263,7 +270,7 @@ def ols(
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
     result = checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
-        zero_terms=zero_terms, **params,
+        zero_terms=zero_terms, groups=groups, **params,
     )  # fmt: skip
     return dataclasses.replace(result, predictors=(design,))  # for predict(new public x)
 

@@ -40,6 +40,7 @@ from ._linear_population import LINEAR_TARGETS
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import PublicScaling, bounds_in_order, bounds_text
+from ._unit_hook import unit_hook
 from ._upstream import warn_fitted_upstream
 from .results import Result
 
@@ -66,6 +67,8 @@ _CONSTRAINTS: dict[str, Check] = {
     "precondition": optional(check_bool),
     "moment_share": optional(fraction),
     "target": one_of(LINEAR_TARGETS),
+    "max_rows_per_unit": optional(integer(1)),
+    "entity_effects": check_bool,
 }
 
 
@@ -162,6 +165,12 @@ default="batched-means"
         least-squares coefficient only when the errors are symmetric given x (more robust
         to outliers, narrower at small n); the gap is still released
         (``result_.covariance().gap``). docs/inference.md, "Clipping bias".
+    max_rows_per_unit : int, optional
+        With ``fit(..., groups=...)`` (a privacy unit): the public cap K on the rows one unit
+        contributes; rows beyond it are sampled away uniformly at random (required then).
+    entity_effects : bool, default=False
+        With ``groups``: remove one intercept per unit by the within transformation
+        (fixed effects; docs/privacy-units.md).
 
     Attributes
     ----------
@@ -225,6 +234,8 @@ default="batched-means"
         precondition: bool | None = None,
         moment_share: float | None = None,
         target: str = "least-squares",
+        max_rows_per_unit: int | None = None,
+        entity_effects: bool = False,
     ) -> None:
         self.rho = rho
         self.method = method
@@ -245,6 +256,8 @@ default="batched-means"
         self.precondition = precondition
         self.moment_share = moment_share
         self.target = target
+        self.max_rows_per_unit = max_rows_per_unit
+        self.entity_effects = entity_effects
 
     def _config(self, *, warn_large_rho: bool = True) -> LinearConfig:
         """Validate every scalar parameter (constraint table) into a frozen config.
@@ -262,7 +275,9 @@ default="batched-means"
         return bounds_in_order(self.bounds, names, "per column")
 
     @quiet_floats()
-    def fit(self, X: Any, y: Any, *, budget: Budget | None = None) -> DPLinearRegression:
+    def fit(
+        self, X: Any, y: Any, *, budget: Budget | None = None, groups: Any = None
+    ) -> DPLinearRegression:
         """Fit the private regression; spends ``rho`` from ``budget`` when one is given.
 
         Parameters
@@ -279,6 +294,11 @@ default="batched-means"
             before anything is computed from the data or drawn; the fit's ledger then spends
             from it what it charges, so a fit that fails part-way (e.g. its Dask workers are
             lost) leaves spent exactly what it charged and the rest available.
+        groups : array-like of shape (n,), optional
+            The privacy unit of each row (e.g. a person id; a named Series names the unit in
+            the statement). Then the guarantee protects all rows of one unit, at most
+            ``max_rows_per_unit`` of them used, and the interval is cluster-robust by unit
+            (:mod:`dpfit.models._unit_fit`, docs/privacy-units.md). Without it, one row.
 
         Returns
         -------
@@ -311,20 +331,26 @@ default="batched-means"
             self._bounds_array(names if hasattr(self, "feature_names_in_") else None),
             self.y_bounds,
             n_features=p,
-            fit_intercept=config.fit_intercept,
+            # entity effects absorb the intercept (models/_panel.py)
+            fit_intercept=config.fit_intercept and not config.entity_effects,
         )
-        method = LINEAR_METHODS[config.method]
-        terms = (["Intercept"] if config.fit_intercept else []) + names
-        settings = {**method.resolve(config, scaling, n, p), "terms": terms}
+        terms = (["Intercept"] if scaling.fit_intercept else []) + names
+        units = unit_hook(self, config, groups, X_arr, X_arr.shape[0], scaling)
+        if units is None:
+            method = LINEAR_METHODS[config.method]
+            settings = {**method.resolve(config, scaling, n, p), "terms": terms}
+        else:
+            method, settings = units, {**units.settings, "terms": terms}
+            n = settings["n"]  # the public number of units
         # Checked now, before anything is drawn; the ledger then spends from the budget what
         # it charges, so a fit that fails part-way keeps only what it charged.
         ledger = prepare_ledger(
-            PrivacyLedger(relation=config.relation, budget=budget),
+            PrivacyLedger(relation=config.relation, budget=budget, unit=settings.get("unit")),
             config.relation,
             config.rho,
             name=type(self).__name__,
         )
-        design = map_rows(scaling.design, X_arr, columns=p + int(config.fit_intercept))
+        design = map_rows(scaling.design, X_arr, columns=p + int(scaling.fit_intercept))
         response = map_rows(scaling.response, y_arr, columns=None)
         fit = method.run(design, response, settings, ledger, source)
         if not ledger.rho <= config.rho:  # internal invariant (budgets are exact)
@@ -340,7 +366,7 @@ default="batched-means"
                 response=response_name(y),
                 label=fit.label or method.label,
             ),
-            config.fit_intercept,
+            scaling.fit_intercept,
         )
         note_fit(type(self).__name__, config.rho, X, y, n=n, budget=budget)  # tuning spends privacy
         return self
