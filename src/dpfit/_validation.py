@@ -14,7 +14,7 @@ import numbers
 import os
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -117,6 +117,8 @@ def check_real(
     ok_low = (low < v) if low_open else (low <= v)
     ok_high = (v < high) if high_open else (v <= high)
     if not (ok_low and ok_high):
+        if not math.isfinite(v):  # nan, or an infinity the interval leaves out
+            raise ValueError(f"{name} must be a finite number, got {v!r}")
         lb = "(" if low_open else "["
         rb = ")" if high_open else "]"
         raise ValueError(f"{name} must be in {lb}{low}, {high}{rb}, got {v!r}")
@@ -214,8 +216,16 @@ def check_interval_alpha(value: Any, name: str = "alpha") -> float:
 
     statsmodels' ``conf_int(alpha=0.05)`` convention: alpha is the probability that the
     interval misses, not its level. A value of 0.5 or more (``alpha=0.95`` meant as "95%")
-    would silently print intervals of level 1 - alpha <= 50%, so it is refused with a hint.
+    would silently print intervals of level 1 - alpha <= 50%, so it is refused with a hint,
+    and so is a level in percent (``alpha=95``).
     """
+    level = check_real(value, name)
+    if 50.0 <= level < 100.0:
+        raise ValueError(
+            f"{name} must be in (0, 0.5), got {level:g}: {name} is the miss rate, not the "
+            f"interval's level in percent; for {level:g}% intervals give {name} = "
+            f"{1 - level / 100:.3g}"
+        )
     alpha = check_real(value, name, low=0.0, high=1.0)
     if alpha >= 0.5:
         raise ValueError(
@@ -292,13 +302,31 @@ def check_array(value: Any, name: str, *, ndim: int, finite: bool = True) -> np.
     if ndim == 2 and arr.shape[1] == 0:
         raise ValueError(f"{name} has no columns")
     if finite and not _all_finite(arr):
-        raise not_finite_error(name)
+        raise not_finite_error(name, _nonfinite_columns(value, arr))
     return arr
 
 
-def not_finite_error(name: str) -> ValueError:
-    """The error for an array with a NaN or infinite value (it names the array, never a row)."""
-    return ValueError(f"{name} contains NaN or infinite values")
+def not_finite_error(name: str, columns: Sequence[str] = ()) -> ValueError:
+    """The error for an array with a NaN or infinite value.
+
+    It names the array and, where the input was a frame, its columns that hold one (column
+    names are the public schema); never a record or a value.
+    """
+    where = f" (column{'s' if len(columns) > 1 else ''} {', '.join(map(repr, columns))})"
+    return ValueError(
+        f"{name} contains NaN or infinite values{where if columns else ''}; dpfit does not "
+        "drop records (that would make n depend on the data): remove or replace them first "
+        "and treat n after removal as public"
+    )
+
+
+def _nonfinite_columns(value: Any, arr: np.ndarray) -> list[str]:
+    """The names of a frame's columns holding a non-finite entry ([] for unnamed input)."""
+    columns = getattr(value, "columns", None)
+    if columns is None or arr.ndim != 2 or len(columns) != arr.shape[1]:
+        return []
+    finite = np.isfinite(arr).all(axis=0)
+    return [str(c) for c, ok in zip(columns, finite, strict=True) if not ok]
 
 
 def _all_finite(arr: np.ndarray) -> bool:
@@ -314,6 +342,11 @@ def check_X_y(  # noqa: N802 - scikit-learn spelling
     X: Any, y: Any, *, x_name: str = "X", y_name: str = "y"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Validate a design matrix and a response of matching length."""
+    if getattr(X, "ndim", None) == 1 and getattr(y, "ndim", None) == 2:  # arrays and frames
+        raise ValueError(
+            f"{x_name} is 1-dimensional and {y_name} 2-dimensional: did you swap them? "
+            f"fit({x_name}, {y_name}) takes the design matrix first, then the response"
+        )
     X = check_array(X, x_name, ndim=2)
     y = check_array(y, y_name, ndim=1)
     if X.shape[0] != y.shape[0]:

@@ -288,7 +288,9 @@ def test_error_messages_do_not_echo_data(data):
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError) as info:
         dp_two_stage_gd(Xn, y, Z, **KW)
-    assert str(info.value) == "X contains NaN or infinite values"  # no value, no row index
+    message = str(info.value)
+    assert message.startswith("X contains NaN or infinite values;")  # an array: no column
+    assert not any(ch.isdigit() for ch in message)  # no value, no row index
 
 
 @pytest.mark.parametrize("shape", [(3, 4), (10, 4, 3), (4,)])

@@ -61,6 +61,13 @@ def files(tmp_path_factory):
     frame.assign(x=frame["x"].where(frame.index != 5)).to_csv(paths["blank"], index=False)
     paths["template"] = root / "template.toml"
     paths["template"].write_text(template(frame.iloc[:0], source="good.csv"))
+    # -- a second new user's mistakes ------------------------------------------------------------
+    paths["dupcols"] = root / "dupcols.csv"
+    frame.set_axis(["x", "z", "y", "x"], axis=1).to_csv(paths["dupcols"], index=False)
+    paths["parens"] = root / "parens.csv"
+    frame.rename(columns={"x": "hours (h)"}).to_csv(paths["parens"], index=False)
+    paths["store"] = root / "budget.sqlite"
+    assert main(["budget", "create", str(paths["store"]), "--dataset", "good", "--rho", "1"]) == 0
     return {k: str(v) for k, v in paths.items()}
 
 
@@ -207,6 +214,59 @@ CLI_MISTAKES = {
         ["no bounds yet for ['x', 'z', 'y']", "placeholder", "--bound TERM=LOW,HIGH"],
     ),
     "missing values": (["fit", "{blank}", *FIT, *BOUNDS], ["column 'x' has missing values"]),
+    # -- a second new user's 30 mistakes (an economist's survey and Wooldridge's WAGE1) --------
+    "rho inf": (
+        ["fit", "{good}", *FIT[:2], "--rho", "inf", *BOUNDS],
+        ["--rho", "must be a finite number, got inf"],
+    ),
+    "bound inf": (
+        ["fit", "{good}", *FIT, "--bound", "x=0,inf", "--bound", "z=0,1"],
+        ["argument --bound: x: LOW and HIGH must be finite numbers", "public range"],
+    ),
+    "bound nan": (
+        ["fit", "{good}", *FIT, "--bound", "x=nan,10", "--bound", "z=0,1"],
+        ["argument --bound: x: LOW and HIGH must be finite numbers"],
+    ),
+    "two columns of one name": (
+        ["fit", "{dupcols}", *FIT, *BOUNDS],
+        ["more than one column named ['x']", "rename them"],
+    ),
+    "--link without --family": (
+        ["fit", "{good}", *FIT, *BOUNDS, "--link", "probit"],
+        ["--link probit applies to --family binomial only", "add --family binomial"],
+    ),
+    "--offset on least squares": (
+        ["fit", "{good}", *FIT, *BOUNDS, "--offset", "w"],
+        ["--offset w applies to --family binomial or poisson", "I(y - w)"],
+    ),
+    "--exposure on least squares": (
+        ["fit", "{good}", *FIT, *BOUNDS, "--exposure", "w"],
+        ["--exposure w applies to --family poisson"],
+    ),
+    "--steps with adassp": (
+        ["fit", "{good}", *FIT, *BOUNDS, "--method", "adassp"],
+        ["steps does not apply to method='adassp'"],
+    ),
+    "--sep ';' on a comma file": (
+        ["fit", "{good}", *FIT, *BOUNDS, "--sep", ";"],
+        ["looks comma-separated", "drop --sep"],
+    ),
+    "dataset in the wrong case": (
+        ["budget", "show", "{store}", "--dataset", "Good"],
+        ["'Good' has no budget", "did you mean 'good'?", "second total for the same data"],
+    ),
+    "same data under another name": (
+        ["fit", "{tabbed}", *FIT, *BOUNDS, "--sep", "\\t", "--budget-store", "{store}"],
+        ["'tabbed' has no budget", "name it with --dataset", "second total"],
+    ),
+    "reproduce --out a file": (
+        ["reproduce", "brown2024-fig1", "--scale", "smoke", "--out", "{good}"],
+        ["--out", "is a file, not a folder"],
+    ),
+    "column name with brackets": (
+        ["fit", "{parens}", *FIT[2:], "--formula", "y ~ hours (h)", "--clip", "1"],
+        ["backticks: `hours (h)`"],
+    ),
 }
 
 
@@ -225,6 +285,15 @@ def test_cli_mistake(files, capsys, argv, fragments):
     assert err.startswith("dpfit"), err
     for fragment in fragments:
         assert fragment in err, (fragment, err)
+
+
+def test_an_unknown_option_suggests_no_unrelated_one(files, capsys):
+    """'--family' on dpfit iv is not a misspelling of '--sample' (both end in 'ample' once
+    '--' is counted): no suggestion beats a wrong one."""
+    with pytest.raises(SystemExit):
+        main(["iv", files["good"], *IV, "--family", "binomial"])
+    err = capsys.readouterr().err
+    assert "unrecognized option --family" in err and "did you mean" not in err
 
 
 def test_cli_messages_quote_no_data_value(files, capsys):

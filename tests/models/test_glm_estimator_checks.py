@@ -24,15 +24,15 @@ NOISY = {
 }
 
 
-#: Numeric labels are 0/1 by convention (class 1 is the event, any other number a non-event),
+#: Numeric labels are 0/1 by convention (clipped into [0, 1], as dpfit.logit's response is),
 #: so that neither classes_ nor an error depends on which labels occur in the private y.
 LABELS = {
     "check_classifiers_classes": "numeric labels such as {1, 2} are read as 0/1 coding "
     "(declare classes=[1, 2] to use them)",
-    "check_classifier_not_supporting_multiclass": "a numeric multiclass y is fitted as 1 "
-    "against the rest, not refused: a refusal would depend on which labels occur",
-    "check_classifiers_regression_target": "a continuous numeric y is 0/1 coding (1 is the "
-    "event), not refused: a refusal would depend on the values of the private labels",
+    "check_classifier_not_supporting_multiclass": "a numeric multiclass y is clipped into "
+    "[0, 1] (0 against the rest), not refused: a refusal would depend on which labels occur",
+    "check_classifiers_regression_target": "a continuous numeric y is clipped into [0, 1], "
+    "not refused: a refusal would depend on the values of the private labels",
 }
 
 

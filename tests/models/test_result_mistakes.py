@@ -148,3 +148,25 @@ def test_codebook_and_serve_schema_accept_each_others_type_spellings():
         }
     )
     assert [c.type for c in schema.columns] == ["numeric", "categorical"]
+
+
+def test_estimator_names_the_frame_columns_with_missing_values():
+    """A frame with blanks in two columns: the refusal names both columns (the public
+    schema) and no value or row, before anything is charged."""
+    import pandas as pd
+
+    from dpfit import Budget, DPLinearRegression
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"educ": rng.uniform(0, 18, 50), "tenure": rng.uniform(0, 9, 50),
+                      "exper": rng.uniform(0, 30, 50)})
+    X.loc[3, "tenure"] = np.nan
+    X.loc[7, "exper"] = np.inf
+    budget = Budget(rho=1.0)
+    est = DPLinearRegression(rho=0.5, bounds=(0.0, 30.0), y_bounds=(0.0, 5.0), random_state=0)
+    with pytest.raises(ValueError) as info:
+        est.fit(X, rng.uniform(0, 5, 50), budget=budget)
+    message = str(info.value)
+    assert "'tenure', 'exper'" in message and "'educ'" not in message
+    assert not any(ch.isdigit() for ch in message)
+    assert budget.spent == 0

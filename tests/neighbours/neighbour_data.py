@@ -13,6 +13,11 @@ A neighbour D' of D changes one record, in one of these ways (``KINDS``):
 ``new-level``     the category of one record becomes a level no other record has
 ``add``           (add/remove) an extreme record is appended
 ``remove``        (add/remove) one record is deleted
+``unit-extreme``  (privacy unit) every numeric value of every row of one unit becomes
+                  +-(an extreme finite float)
+``unit-over-cap`` (privacy unit) one unit's rows replaced by more rows than the cap, extreme
+``unit-add``      (privacy unit, add/remove) a new unit of extreme rows is appended
+``unit-remove``   (privacy unit, add/remove) every row of one unit is deleted
 
 :func:`worst_cases` lists a fixed set of them per kind; :func:`neighbours` is the Hypothesis
 strategy that explores the rest.
@@ -32,7 +37,15 @@ NONFINITE = (np.nan, np.inf, -np.inf)
 NEW_LEVEL = "zz-unseen"
 REPLACE_KINDS = ("extreme-cell", "extreme-row", "zero-row", "nonfinite", "new-level")
 ADD_REMOVE_KINDS = ("add", "remove")
-KINDS = REPLACE_KINDS + ADD_REMOVE_KINDS
+UNIT_KINDS = ("unit-extreme", "unit-over-cap")
+UNIT_ADD_REMOVE_KINDS = ("unit-add", "unit-remove")
+KINDS = REPLACE_KINDS + ADD_REMOVE_KINDS + UNIT_KINDS + UNIT_ADD_REMOVE_KINDS
+#: The unit column of :func:`panel` and the rows an over-cap or added unit gets (the panel
+#: entries cap units at :data:`UNIT_CAP` rows).
+UNIT = "u"
+UNIT_CAP = 4
+UNIT_ROWS = 9
+NEW_UNIT = "zz-new-unit"
 
 
 # -- base datasets (functions of a seed) --------------------------------------------------------
@@ -91,6 +104,27 @@ def grouped(seed: int, n: int = 40) -> pd.DataFrame:
     return frame
 
 
+def panel(seed: int, n_units: int = 600) -> pd.DataFrame:
+    """``linear`` rows grouped into units of 1 to 6 rows (string labels in column ``u``),
+    with a unit effect in y: the privacy-unit entry points' data."""
+    rng = np.random.default_rng(seed + 2)
+    sizes = rng.integers(1, 7, n_units)
+    frame = linear(seed, int(sizes.sum()), 2)
+    labels = np.repeat([f"p{u:02d}" for u in range(n_units)], sizes)
+    frame["y"] += np.repeat(rng.standard_normal(n_units), sizes)
+    frame[UNIT] = labels[rng.permutation(labels.size)]  # rows of a unit not adjacent
+    return frame
+
+
+def _extreme_rows(template: pd.DataFrame, count: int, value: float, signs, unit: str):
+    numeric = [c for c in template.columns if pd.api.types.is_numeric_dtype(template[c])]
+    rows = template.iloc[[0] * count].copy()
+    for j, c in enumerate(numeric):
+        rows[c] = (signs or (1,))[j % len(signs or (1,))] * value
+    rows[UNIT] = unit
+    return rows
+
+
 # -- neighbours ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Neighbour:
@@ -124,19 +158,38 @@ class Neighbour:
             out = pd.concat([out, row], ignore_index=True)
         elif self.kind == "remove":
             out = out.drop(index=out.index[i]).reset_index(drop=True)
+        elif self.kind.startswith("unit-"):
+            out = self._unit(out, out[UNIT].iloc[i], numeric)
         else:
             raise ValueError(f"unknown neighbour kind {self.kind!r}")
         return out
+
+    def _unit(self, out: pd.DataFrame, unit: str, numeric: list[str]) -> pd.DataFrame:
+        """The unit-level kinds: all rows of the unit of record ``row`` change."""
+        mine = out[UNIT] == unit
+        if self.kind == "unit-extreme":
+            for j, c in enumerate(numeric):
+                out.loc[mine, c] = (self.signs or (1,))[j % len(self.signs or (1,))] * self.value
+            return out
+        if self.kind == "unit-remove":
+            return out[~mine].reset_index(drop=True)
+        label = NEW_UNIT if self.kind == "unit-add" else unit
+        rows = _extreme_rows(out, UNIT_ROWS, self.value, self.signs, label)
+        kept = out if self.kind == "unit-add" else out[~mine]
+        return pd.concat([kept, rows], ignore_index=True)
 
     def __str__(self) -> str:
         parts = [self.kind, f"row {self.row}"]
         if self.column:
             parts.append(f"column {self.column}")
-        if self.kind in ("extreme-cell", "extreme-row", "nonfinite", "add"):
+        if self.kind in ("extreme-cell", "extreme-row", "nonfinite", "add", *_UNIT_VALUED):
             parts.append(f"value {self.value!r}")
         if self.signs:
             parts.append(f"signs {self.signs}")
         return ", ".join(parts)
+
+
+_UNIT_VALUED = ("unit-extreme", "unit-over-cap", "unit-add")
 
 
 def worst_cases(kinds: tuple[str, ...], columns: list[str]) -> list[Neighbour]:
@@ -161,8 +214,14 @@ def worst_cases(kinds: tuple[str, ...], columns: list[str]) -> list[Neighbour]:
             cases.append(Neighbour(kind, -1))
         elif kind == "add":
             cases += [Neighbour(kind, 0, value=1.7e308), Neighbour(kind, 0, value=0.0)]
-        elif kind == "remove":
+        elif kind in ("remove", "unit-remove"):
             cases.append(Neighbour(kind, 0))
+        elif kind in _UNIT_VALUED:
+            cases += [
+                Neighbour(kind, -1, value=1.7e308),
+                Neighbour(kind, 0, value=1e154, signs=(1, -1)),
+                Neighbour(kind, 1, value=0.0),
+            ]
     return cases
 
 
@@ -174,7 +233,7 @@ def neighbours(draw, kinds: tuple[str, ...], columns: list[str], n: int) -> Neig
     if kind in ("extreme-cell", "nonfinite"):
         values = EXTREMES if kind == "extreme-cell" else NONFINITE
         return Neighbour(kind, row, draw(st.sampled_from(columns)), draw(st.sampled_from(values)))
-    if kind in ("extreme-row", "add"):
+    if kind in ("extreme-row", "add", *_UNIT_VALUED):
         signs = tuple(draw(st.lists(st.sampled_from((1, -1)), min_size=1, max_size=4)))
         return Neighbour(kind, row, value=draw(st.sampled_from(EXTREMES)), signs=signs)
     return Neighbour(kind, row)

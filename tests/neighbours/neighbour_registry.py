@@ -25,11 +25,16 @@ import numpy as np
 import pandas as pd
 from neighbour_data import (
     ADD_REMOVE_KINDS,
+    UNIT,
+    UNIT_ADD_REMOVE_KINDS,
+    UNIT_CAP,
+    UNIT_KINDS,
     binary,
     counts,
     grouped,
     instrumental,
     linear,
+    panel,
     unit_ball,
 )
 
@@ -499,6 +504,61 @@ ESTIMATORS: dict[str, EntryPoint] = {
     ),
 }
 
+#: Privacy units (all rows of one person): the panel frame, its unit column ``u``, a cap of
+#: UNIT_CAP rows; row-level neighbours are unit-level ones too (a row is part of a unit).
+UNIT_FIT = {
+    "privacy_unit": UNIT,
+    "max_rows_per_unit": UNIT_CAP,
+    "bounds": {"x0": (-3, 3), "x1": (-3, 3)},
+    "y_bounds": (-6, 6),
+}
+UNIT_ADD_REMOVE = {**UNIT_FIT, "relation": "add-remove", "n_public": 600}
+UNIT_REPLACE = (*BASIC, *UNIT_KINDS)
+
+
+def grouped_estimator(**params: Any) -> Callable[[pd.DataFrame], Any]:
+    """``DPLinearRegression(**params).fit(X, y, groups=frame.u)``."""
+
+    def run(frame: pd.DataFrame) -> Any:
+        model = dpfit.DPLinearRegression(rho=RHO, random_state=SEED, **params)
+        return model.fit(*xy(frame), groups=frame[UNIT])
+
+    return run
+
+
+UNITS: dict[str, EntryPoint] = {
+    "ols privacy_unit": EntryPoint(
+        formula(dpfit.ols, "y ~ x0 + x1", **UNIT_FIT), data=panel, kinds=UNIT_REPLACE
+    ),
+    "ols privacy_unit entity effects": EntryPoint(
+        formula(dpfit.ols, "y ~ x0 + x1 + EntityEffects", **UNIT_FIT),
+        data=panel,
+        kinds=UNIT_REPLACE,
+    ),
+    "ols privacy_unit add-remove": EntryPoint(
+        formula(dpfit.ols, "y ~ x0 + x1", **UNIT_ADD_REMOVE),
+        data=panel,
+        kinds=UNIT_ADD_REMOVE_KINDS,
+    ),
+    "DPLinearRegression groups": EntryPoint(
+        grouped_estimator(max_rows_per_unit=UNIT_CAP, bounds=[(-3, 3), (-3, 3)], y_bounds=(-6, 6)),
+        data=panel,
+        kinds=UNIT_REPLACE,
+    ),
+    "DPLinearRegression groups add-remove entity effects": EntryPoint(
+        grouped_estimator(
+            max_rows_per_unit=UNIT_CAP,
+            bounds=[(-3, 3), (-3, 3)],
+            y_bounds=(-6, 6),
+            entity_effects=True,
+            relation="add-remove",
+            n_public=600,
+        ),
+        data=panel,
+        kinds=UNIT_ADD_REMOVE_KINDS,
+    ),
+}
+
 #: Formula API: each returns a Result.
 RESULTS: dict[str, EntryPoint] = {
     "ols": EntryPoint(formula(dpfit.ols, "y ~ x0 + x1 + x2", **GD)),
@@ -602,6 +662,17 @@ COMMANDS: dict[str, EntryPoint] = {
         views=no_views,
         examples=1,
     ),
+    "cli fit privacy-unit": EntryPoint(
+        cli(
+            f"fit --formula 'y ~ x0 + x1 + EntityEffects' --privacy-unit {UNIT} "
+            f"--max-rows-per-unit {UNIT_CAP} --bound x0=-3,3 --bound x1=-3,3 --y-bounds=-6,6 "
+            f"{_FIT}"
+        ),
+        data=panel,
+        kinds=UNIT_REPLACE,
+        views=no_views,
+        examples=1,
+    ),
     "cli fit adassp": EntryPoint(
         cli(
             "fit --formula 'y ~ x0 + x1' --method adassp --bound x0=-3,3 --bound x1=-3,3 "
@@ -657,6 +728,7 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
     **TRAJECTORIES,
     **ESTIMATORS,
     **RESULTS,
+    **UNITS,
     **COMMANDS,
     **INTEGRATIONS,
 }

@@ -111,8 +111,9 @@ def _unknown_option(parser: argparse.ArgumentParser, token: str, argv: list[str]
             f"convert an (epsilon, delta) target with dpfit privacy --epsilon {value or 'EPSILON'}"
             " --delta DELTA, which prints the rho to give"
         )
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return f"unrecognized option {name}" + (f"; did you mean {close[0]}?" if close else "")
+    # compared without the shared '--', which made '--family' look like '--sample'
+    close = difflib.get_close_matches(name[2:], [o[2:] for o in known], n=1, cutoff=0.6)
+    return f"unrecognized option {name}" + (f"; did you mean --{close[0]}?" if close else "")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,6 +7,7 @@ mistake such as ``--alpha 2`` or an unwritable ``--plot`` path costs no privacy.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -71,9 +72,15 @@ def pair(text: str) -> tuple[float, float]:
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"expected LOW,HIGH, got {text!r}")
     try:
-        return float(parts[0]), float(parts[1])
+        low, high = float(parts[0]), float(parts[1])
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected two numbers LOW,HIGH, got {text!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise argparse.ArgumentTypeError(
+            f"LOW and HIGH must be finite numbers, got {text!r}: values are clipped into the "
+            "bounds, so give a public range such as 0,18"
+        )
+    return low, high
 
 
 def named_pair(text: str) -> tuple[str, tuple[float, float]]:
@@ -81,7 +88,10 @@ def named_pair(text: str) -> tuple[str, tuple[float, float]]:
     name, sep, rest = text.partition("=")
     if not sep or not name:
         raise argparse.ArgumentTypeError(f"expected NAME=LOW,HIGH, got {text!r}")
-    return name.strip(), pair(rest)
+    try:
+        return name.strip(), pair(rest)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{name.strip()}: {exc}") from None
 
 
 def add_reading_options(p: argparse.ArgumentParser) -> None:

@@ -86,7 +86,11 @@ def data_format(spec: str) -> str | None:
 
 
 #: Separators a one-column header gives away, with the ``--sep`` that reads them.
-_SEPARATORS = {";": ("semicolon", "--sep ';'"), "\t": ("tab", "--sep '\\t' (or name it .tsv)")}
+_SEPARATORS = {
+    ";": ("semicolon", "--sep ';'"),
+    "\t": ("tab", "--sep '\\t' (or name it .tsv)"),
+    ",": ("comma", "--sep ',' (the default: drop --sep)"),
+}
 
 
 def _read_csv(
@@ -116,6 +120,16 @@ def _read_csv(
             raise ValueError(
                 f"DATA {name} looks {word}-separated (its one column header contains "
                 f"{other!r}): pass {option}"
+            )
+    if isinstance(source, Path):  # pandas renames a repeated name 'x' to 'x.1': read the header
+        names = pd.read_csv(source, sep=sep, encoding=encoding, header=None, nrows=1).iloc[0]
+        names = names.dropna()  # blank names are pandas' 'Unnamed: j', never repeated
+        repeated = sorted({str(c) for c in names[names.duplicated()]})
+        if repeated:
+            raise ValueError(
+                f"DATA {name} has more than one column named {repeated} (pandas would read "
+                f"them as {repeated[0]}, {repeated[0]}.1, ...): rename them so that a formula "
+                "can tell them apart"
             )
     return frame
 

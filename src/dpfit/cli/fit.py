@@ -114,6 +114,31 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         help="print the release plan (every release, its share of rho and noise std) and "
         "exit: nothing is charged or drawn",
     )
+    p.add_argument(
+        "--privacy-unit",
+        metavar="COLUMN",
+        help="protect all rows with the same COLUMN value (e.g. a person id), not one row; "
+        "needs --max-rows-per-unit; intervals are clustered by it (docs/privacy-units.md)",
+    )
+    p.add_argument(
+        "--max-rows-per-unit",
+        type=int,
+        metavar="K",
+        help="public cap on the rows one unit contributes (more are sampled away at random)",
+    )
+    p.add_argument(
+        "--n-units",
+        type=int,
+        metavar="N",
+        help="with --privacy-unit and --relation add-remove: the public number of units",
+    )
+    p.add_argument("--time", metavar="COLUMN", help="the period column of TimeEffects")
+    p.add_argument(
+        "--time-levels",
+        type=_levels,
+        metavar="A,B,...",
+        help="the public periods of TimeEffects (y ~ x + EntityEffects + TimeEffects)",
+    )
     p.add_argument("--plot", type=Path, metavar="PNG", help="write a coefficient plot here")
     p.add_argument(
         "--plot-own-scales",
@@ -161,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         from ._fit_glm import run_glm
 
         return run_glm(args, _print_result)
+    _refuse_glm_options(args)
     # gd and adassp release a population interval by default; ambssgd a point estimate only
     interval = args.interval or ("none" if args.method == "ambssgd" else "batched-means")
     if args.plot is not None and interval == "none":
@@ -170,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     budget = budget_from_store(args)
     data, codebook = read_inputs(args)
     if bounds is not None and codebook is None:
-        _check_bounds_cover(bounds, args.formula, data)
+        _check_bounds_cover(bounds, _panel_free(args), data)
 
     from ..models import ols
 
@@ -195,18 +221,58 @@ def run(args: argparse.Namespace) -> int:
                 bounds=bounds,
                 y_bounds=args.y_bounds,
                 relation=args.relation,
-                bounds_check=args.bounds_check,
                 random_state=args.seed,
                 secure=args.secure,
                 dry_run=args.dry_run,
                 **({"precondition": False} if args.no_precondition else {}),
                 **({} if codebook is None else {"codebook": codebook}),
+                **_unit_options(args),
             )
     except TypeError as exc:  # raised before anything is charged
         if args.method == "gd" and str(exc).startswith("clip is required"):
             raise ValueError(_clip_needed(args)) from exc
         raise
     return _print_result(result, args)
+
+
+def _panel_free(args: argparse.Namespace) -> str:
+    """The formula with ``EntityEffects``/``TimeEffects`` written out (public inputs only)."""
+    from ..models._panel import panel_formula
+
+    if args.privacy_unit is None or not isinstance(args.formula, str):
+        return args.formula
+    try:
+        return panel_formula(args.formula, time=args.time, time_levels=args.time_levels)[0]
+    except ValueError:
+        return args.formula  # dpfit.ols explains it
+
+
+def _levels(text: str) -> list:
+    """``A,B,...`` as public levels: integers or numbers where every item reads as one."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    for kind in (int, float):
+        try:
+            return [kind(item) for item in items]
+        except ValueError:
+            continue
+    return items
+
+
+def _unit_options(args: argparse.Namespace) -> dict:
+    """``--privacy-unit`` and its companions as :func:`dpfit.ols` parameters; without a
+    unit, the (row-level) bounds check instead."""
+    unit = {
+        "max_rows_per_unit": args.max_rows_per_unit,
+        "n_public": args.n_units,
+        "time": args.time,
+        "time_levels": args.time_levels,
+    }
+    if args.privacy_unit is None:
+        given = [f"--{k.replace('_', '-')}" for k, v in unit.items() if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} need --privacy-unit COLUMN")
+        return {"bounds_check": args.bounds_check}
+    return {"privacy_unit": args.privacy_unit, **{k: v for k, v in unit.items() if v is not None}}
 
 
 def _print_result(result, args: argparse.Namespace) -> int:
@@ -223,6 +289,23 @@ def _print_result(result, args: argparse.Namespace) -> int:
     if args.plot is not None:
         _plot(result, args)
     return 0
+
+
+def _refuse_glm_options(args: argparse.Namespace) -> None:
+    """A GLM's options on a least-squares fit would be ignored: refuse them, naming --family."""
+    if args.link is not None:
+        raise ValueError(
+            f"--link {args.link} applies to --family binomial only: add --family binomial "
+            "(least squares, the default family, has no link)"
+        )
+    for flag, value in (("--offset", args.offset), ("--exposure", args.exposure)):
+        if value is not None:
+            family = "poisson" if flag == "--exposure" else "binomial or poisson"
+            raise ValueError(
+                f"{flag} {value} applies to --family {family} only: least squares (the "
+                "default family) has no offset; subtract it from the response in the "
+                f"formula instead, e.g. 'I(y - {value}) ~ ...'"
+            )
 
 
 def _check_gd_options(args: argparse.Namespace, interval: str) -> None:

@@ -123,6 +123,11 @@ def run(args: argparse.Namespace) -> int:
     from ._console import progress_wanted
 
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(
+            f"--out {args.out} is a file, not a folder: give a folder for the report (created "
+            "if missing)"
+        )
     store = Path(args.store) if args.store else out / "results.sqlite"
     selected = args.names or names()
     try:

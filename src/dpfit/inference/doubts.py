@@ -23,7 +23,9 @@ __all__ = ["HELPS", "Doubt", "warn_doubts"]
 
 #: Every remedy a doubt can name, in the order the help line lists them.
 HELPS = (
+    "a 0/1 response (recode it if it is not)",
     "more records",
+    "more units",
     "a larger rho",
     "fewer or less collinear terms",
     "tighter bounds",

@@ -208,14 +208,23 @@ def glm_doubts(inference: GLMInference, traj: Any) -> list[Doubt]:
         )
     k, found = traj.config["k"], events(traj)
     if found < EVENTS_PER_COEFFICIENT * k:
-        outcome = "the rarer outcome" if traj.config["family"] == "binomial" else "counts"
+        binomial = traj.config["family"] == "binomial"
+        outcome = "the rarer outcome" if binomial else "counts"
+        helps: tuple[str, ...] = ("more records", "fewer or less collinear terms")
+        miscoded = ""
+        if binomial and float(np.asarray(traj.releases["mean"])[0]) > 0.5:  # nearly all 1s
+            miscoded = (
+                " Nearly every record is an event: a response not coded 0/1 (1/2, or a "
+                "continuous variable) is clipped into [0, 1] and reads so."
+            )
+            helps = ("a 0/1 response (recode it if it is not)", *helps)
         doubts.append(
             Doubt(
                 f"There are about {found:.0f} events ({outcome}, released) for {k} "
                 f"coefficients, fewer than {EVENTS_PER_COEFFICIENT:g} per coefficient: the "
                 "maximum-likelihood fit is biased away from zero and its sandwich unreliable "
-                "at so few events.",
-                ("more records", "fewer or less collinear terms"),
+                f"at so few events.{miscoded}",
+                helps,
             )
         )
     return doubts

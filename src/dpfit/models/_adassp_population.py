@@ -190,7 +190,7 @@ def resolve_adassp(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]:
             "with interval=None there is none: leave it None"
         )
     share = ADASSP_MOMENT_SHARE if config.moment_share is None else config.moment_share
-    for name in ("clip", "step_size", "burn_in"):
+    for name in ("clip", "steps", "step_size", "burn_in"):
         if getattr(config, name) is not None:
             raise ValueError(f"{name} does not apply to method='adassp'; leave it None")
     if config.target != "least-squares":

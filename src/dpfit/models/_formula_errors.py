@@ -42,12 +42,16 @@ def _suggest(name: str, columns: Sequence[str]) -> str:
 
 def _spaced_name_hint(message: str, columns: Sequence[str]) -> str:
     """For "Missing operator between `hourly` and `wage`": the column whose name has the
-    space, in backticks (formulaic's quoting), when the schema has it."""
+    space (and perhaps brackets), in backticks (formulaic's quoting), when the schema has it."""
     match = _BETWEEN.search(message)
     if match is None:
         return ""
-    words = f"{match.group('a')} {match.group('b')}"
+    a, b = match.group("a"), match.group("b")
+    words = f"{a} {b}"
     named = [str(c) for c in columns if " ".join(str(c).split()) == words]
+    # or a name with brackets or signs around the words, such as "hours (h)"
+    around = re.compile(rf"\W*{re.escape(a)}\W+{re.escape(b)}\W*")
+    named = named or [str(c) for c in columns if around.fullmatch(str(c))]
     column = named[0] if named else words
     prefix = "" if named else f"if {words!r} is one column's name, "
     return f"; {prefix}a column name with a space goes in backticks: `{column}`"

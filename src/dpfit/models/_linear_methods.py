@@ -69,6 +69,8 @@ class LinearConfig:
     precondition: bool | None = None
     moment_share: float | None = None
     target: str = "least-squares"
+    max_rows_per_unit: int | None = None
+    entity_effects: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

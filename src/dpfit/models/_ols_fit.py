@@ -52,6 +52,7 @@ def linear_fit(
     bounds_check: float = DEFAULT_BOUNDS_CHECK,
     indicators: tuple[str, ...] = (),
     zero_terms: tuple[tuple[str, str], ...] = (),
+    groups: Any = None,
     dry_run: bool = False,
     **params: Any,
 ) -> Result | ReleasePlan:
@@ -61,6 +62,9 @@ def linear_fit(
     (:mod:`dpfit.privacy.store`) reserves the whole ``rho`` in one transaction. With
     ``dry_run`` the plan is returned instead (a :class:`~dpfit.mechanisms.plan.ReleasePlan`).
     ``zero_terms`` names the formula's factors that can make a record the zero record.
+    ``groups`` (a privacy unit's labels) goes to the estimator; the bounds check counts rows,
+    so it is off with a privacy unit (:mod:`dpfit.models._unit_fit`), whose fit charges
+    release by release (no plan yet).
     """
     from .linear import DPLinearRegression
 
@@ -71,6 +75,8 @@ def linear_fit(
     bounds, y_bounds = params.get("bounds"), params.get("y_bounds")
     refuse_response_bounds(bounds, X, y)
     share = share if (bounds is not None or y_bounds is not None) else 0.0
+    if groups is not None:
+        share = 0.0  # a row count: its sensitivity is not one unit's
     source = make_noise_source(
         params.pop("random_state", None), secure=params.get("secure", False), name="random_state"
     )
@@ -81,7 +87,7 @@ def linear_fit(
     config = model._config(warn_large_rho=False)  # rho was checked (and warned about) above
     if not dry_run and budget is not None and not budget.can_afford(rho):
         budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
-    prepared = model._prepare(X, y, config)
+    prepared = model._prepare(X, y, config, groups)
     fit_plan = model._plan(prepared)
     check = None
     if share:
@@ -90,7 +96,8 @@ def linear_fit(
         check = bounds_check_release(check_rho_, queries=queries, n=n, relation=config.relation)
     if dry_run:
         return _whole_plan(fit_plan, check, rho, method=config.method)
-    ledger = PrivacyLedger(relation=config.relation, budget=budget)
+    unit = prepared.settings.get("unit")
+    ledger = PrivacyLedger(relation=config.relation, budget=budget, unit=unit)
     terms = " + ".join(str(c) for c in getattr(X, "columns", [])) or "X"
     with reservation(budget, rho, f"dpfit.ols {getattr(y, 'name', None) or 'y'} ~ {terms}"):
         check_affordable(ledger, rho, name="dpfit.ols")  # a stored budget: its reservation
@@ -99,6 +106,8 @@ def linear_fit(
         with nullcontext() if planned is None else charge_plan(planned, ledger) as charge:
             fit = model._run(prepared, ledger)
             note_fit(type(model).__name__, fit_rho, X, y, n=prepared.n_data, budget=budget)
+            if groups is not None:
+                return model._result(prepared, fit, ledger, rho=rho)
             plain_gd = getattr(config, "precondition", False) is False  # a preconditioned
             warn_public_settings(  # fit chooses its own steps and step size
                 p=len(prepared.terms),
@@ -129,8 +138,9 @@ def _whole_plan(
     """The fit's plan followed by the bounds check, under the label of ``dpfit.ols``."""
     if fit_plan is None:
         raise ValueError(
-            f"dry_run: method={method!r} has no release plan yet (it charges release by "
-            "release); use method='gd' to see a plan before fitting"
+            f"dry_run: this fit (method={method!r}, or any fit with a privacy unit) has no "
+            "release plan yet (it charges release by release); use method='gd' without a "
+            "privacy unit to see a plan before fitting"
         )
     return fit_plan.then(*([] if check is None else [check]), label=LABEL, rho=rho)
 

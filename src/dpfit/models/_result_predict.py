@@ -14,6 +14,7 @@ In-sample fitted values, residuals and R^2 are refused: each is computed from th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,12 +123,17 @@ def _with_intercept(names: list[str], design: np.ndarray, *, has_intercept: bool
 
 def exog_matrix(result: Any, exog: Any) -> np.ndarray:
     """The (k, p) design of public ``exog``: a frame of the formula's variables (its design
-    is built as in the fit) or of the term names, or an array with one column per term (the
-    intercept's column may be left out)."""
+    is built as in the fit) or of the term names (or a dict of them, or a list of such
+    records, as statsmodels takes), or an array with one column per term (the intercept's
+    column may be left out)."""
     names = list(result.names)
     p = len(names)
     if isinstance(exog, pd.Series):
         exog = exog.to_frame().T
+    if isinstance(exog, Mapping):  # statsmodels' dict of variables: scalars or equal lists
+        exog = pd.DataFrame({k: np.atleast_1d(v) for k, v in exog.items()})
+    elif isinstance(exog, (list, tuple)) and exog and all(isinstance(r, Mapping) for r in exog):
+        exog = pd.DataFrame(list(exog))  # a list of records
     if isinstance(exog, pd.DataFrame):
         design = _from_frame(result, exog)
     else:

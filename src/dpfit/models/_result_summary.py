@@ -43,14 +43,22 @@ def result_summary(
         table[f"[{alpha / 2:g}"] = lower
         table[f"{1 - alpha / 2:g}]"] = upper
     seeded = "yes (reproducible; not for real releases)" if result.seeded else "no"
+    unit = result.ledger.unit  # a privacy unit: n counts units, the relation is per unit
     header = [
         ("Dep. variable", result.response),
         ("Model", result.model),
         ("Method", result.method),
-        ("No. observations", f"{result.n} (public)"),
+        ("No. observations", f"{result.n} (public)")
+        if unit is None
+        else ("No. units", f"{result.n} (public; rows are not released)"),
         ("Privacy (zCDP)", f"rho = {format_rho(result.rho, 4)}"),
         ("(epsilon, delta)-DP", f"({result.epsilon(delta):.4g}, {delta:.3g}) via CKS 2020"),
-        ("Neighbouring relation", str(result.ledger.relation)),
+        (
+            "Neighbouring relation",
+            str(result.ledger.relation)
+            if unit is None
+            else f"{result.ledger.relation} unit (1 unit = all rows with the same {unit.column})",
+        ),
         ("Noise backend", result.noise_backend),
         ("Seeded noise", seeded),
         ("Interval covers", _covers_text(result, target)),

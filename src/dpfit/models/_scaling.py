@@ -29,6 +29,8 @@ to 0: a standard error of 0 and a point interval; ``docs/threat-model.md``,
 
 from __future__ import annotations
 
+import math
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,7 +90,29 @@ def bounds_in_order(bounds: Mapping[str, Any], names: list[str], columns: str) -
             f"bounds must give one (low, high) pair {columns}: "
             + ", ".join(f"{what} {keys}" for what, keys in pairs if keys)
         )
-    return [bounds[name] for name in names]
+    return [_named_pair(name, bounds[name]) for name in names]
+
+
+def _named_pair(name: str, pair: Any) -> Any:
+    """``pair`` if it is a (low, high) pair of finite numbers with low <= high, else a
+    one-line error naming its column (bounds are public, so the message may show them;
+    low == high is left to :func:`check_bounds`, which says why a constant is refused)."""
+    shown = reprlib.repr(pair)
+    try:
+        low, high = (float(v) for v in (None if isinstance(pair, str) else pair))
+    except (TypeError, ValueError):
+        hint = ": write a tuple such as (0, 10), not a string" * isinstance(pair, str)
+        raise ValueError(
+            f"bounds of {name!r} must be one (low, high) pair of numbers, got {shown}{hint}"
+        ) from None
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(
+            f"bounds of {name!r} must be finite numbers, got {shown}: values are clipped "
+            "into the bounds, so give a public range"
+        )
+    if low > high:
+        raise ValueError(f"bounds of {name!r}: low must be < its high, got {shown}")
+    return pair
 
 
 def bounds_text(names: list[str], bounds: Any) -> str:

@@ -38,6 +38,7 @@ from ._dask import dask_model_matrix
 from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
 from ._formula_errors import formula_errors
 from ._ols_fit import linear_fit
+from ._unit_hook import unit_formula
 from .results import Result
 
 __all__ = [
@@ -76,6 +77,12 @@ def _matrix(spec: str, data: Any, declared: frozenset[str] = frozenset()) -> tup
         return dask_model_matrix(spec, data)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    if data.columns.has_duplicates:  # the schema is public: the names may be shown
+        repeated = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
+        raise ValueError(
+            f"data has more than one column named {repeated}: rename them (e.g. a merge's "
+            "suffixes=) so that a formula can tell them apart"
+        )
     design = design_spec(spec, data.iloc[:0], declared)
     return materialise(design, data, refuse_missing=True), design
 
@@ -227,7 +234,12 @@ def ols(
         0.02) is the share of ``rho`` spent on a private count of the records outside them,
         reported in the summary and warned about when large (0 turns it off); warnings also
         flag too few records per coefficient and too few steps
-        (:mod:`dpfit.models._fit_checks`).
+        (:mod:`dpfit.models._fit_checks`). ``privacy_unit="person_id"`` (a column of
+        ``data``) makes the guarantee protect all rows of one unit, with the public
+        ``max_rows_per_unit``, and the interval cluster-robust by it; the formula may then
+        hold ``EntityEffects`` (fixed effects by the within transformation) and
+        ``TimeEffects`` (with ``time="year"`` and its public ``time_levels``)
+        (:mod:`dpfit.models._unit_fit`, ``docs/privacy-units.md``).
 
     Returns
     -------
@@ -254,6 +266,7 @@ def ols(
         raise TypeError("ols: the intercept is set by the formula ('- 1' removes it)")
     if "bounds_check" in params:
         params["bounds_check"] = check_bounds_check(params["bounds_check"])
+    formula, groups, params = unit_formula(formula, data, params)  # privacy_unit: _unit_hook
     codebook, data, declared = with_codebook(params.pop("codebook", None), data)
     with formula_errors(data, formula):
         y, X, has_intercept, design, zero_terms = _formula_design(formula, data, declared)
@@ -264,7 +277,7 @@ def ols(
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
     result = linear_fit(  # plan -> run on one ledger (models/_ols_fit.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
-        zero_terms=zero_terms, dry_run=dry_run, **params,
+        zero_terms=zero_terms, groups=groups, dry_run=dry_run, **params,
     )  # fmt: skip
     if isinstance(result, ReleasePlan):
         return result

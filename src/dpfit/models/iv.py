@@ -42,10 +42,7 @@ from ..privacy import Budget, PrivacyLedger, Relation, split
 from ..privacy.ledger import prepare_ledger
 from ._constraints import check_bounds_check, check_budget
 from ._design import take_null_records
-from ._fit_checks import (
-    DEFAULT_BOUNDS_CHECK,
-    checked_iv_fit,
-)
+from ._fit_checks import DEFAULT_BOUNDS_CHECK, checked_iv_fit, warn_few_records
 from ._formula_errors import formula_errors
 from ._iv_config import EXPERIMENTAL_INTERVALS as EXPERIMENTAL_INTERVALS  # public names
 from ._iv_config import (
@@ -296,6 +293,7 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
                 rho=cfg.scale_fraction * cfg.rho,
             )  # fmt: skip
         p1, q1 = p + cfg.fit_intercept, q + cfg.fit_intercept
+        warn_few_records(n=n, p=p1)  # public n (replace-one) and p, before any charge
         settings = settings_from(cfg, p1, q1)
         if cfg.method == "2s-gd":
             check_interval(cfg, settings, p1)  # before any charge

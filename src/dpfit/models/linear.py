@@ -41,6 +41,7 @@ from ._linear_result import PreparedFit, linear_result
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import PublicScaling, bounds_in_order
+from ._unit_hook import unit_hook
 from ._upstream import warn_fitted_upstream
 from .results import Result
 
@@ -67,6 +68,8 @@ _CONSTRAINTS: dict[str, Check] = {
     "precondition": optional(check_bool),
     "moment_share": optional(fraction),
     "target": one_of(LINEAR_TARGETS),
+    "max_rows_per_unit": optional(integer(1)),
+    "entity_effects": check_bool,
 }
 
 
@@ -163,6 +166,12 @@ default="batched-means"
         least-squares coefficient only when the errors are symmetric given x (more robust
         to outliers, narrower at small n); the gap is still released
         (``result_.covariance().gap``). docs/inference.md, "Clipping bias".
+    max_rows_per_unit : int, optional
+        With ``fit(..., groups=...)`` (a privacy unit): the public cap K on the rows one unit
+        contributes; rows beyond it are sampled away uniformly at random (required then).
+    entity_effects : bool, default=False
+        With ``groups``: remove one intercept per unit by the within transformation
+        (fixed effects; docs/privacy-units.md).
 
     Attributes
     ----------
@@ -226,6 +235,8 @@ default="batched-means"
         precondition: bool | None = None,
         moment_share: float | None = None,
         target: str = "least-squares",
+        max_rows_per_unit: int | None = None,
+        entity_effects: bool = False,
     ) -> None:
         self.rho = rho
         self.method = method
@@ -246,6 +257,8 @@ default="batched-means"
         self.precondition = precondition
         self.moment_share = moment_share
         self.target = target
+        self.max_rows_per_unit = max_rows_per_unit
+        self.entity_effects = entity_effects
 
     def _config(self, *, warn_large_rho: bool = True) -> LinearConfig:
         """Validate every scalar parameter (constraint table) into a frozen config.
@@ -263,7 +276,9 @@ default="batched-means"
         return bounds_in_order(self.bounds, names, "per column")
 
     @quiet_floats()
-    def fit(self, X: Any, y: Any, *, budget: Budget | None = None) -> DPLinearRegression:
+    def fit(
+        self, X: Any, y: Any, *, budget: Budget | None = None, groups: Any = None
+    ) -> DPLinearRegression:
         """Fit the private regression; spends ``rho`` from ``budget`` when one is given.
 
         Parameters
@@ -280,6 +295,11 @@ default="batched-means"
             before anything is computed from the data or drawn; the fit's ledger then spends
             from it what it charges, so a fit that fails part-way (e.g. its Dask workers are
             lost) leaves spent exactly what it charged and the rest available.
+        groups : array-like of shape (n,), optional
+            The privacy unit of each row (e.g. a person id; a named Series names the unit in
+            the statement). Then the guarantee protects all rows of one unit, at most
+            ``max_rows_per_unit`` of them used, and the interval is cluster-robust by unit
+            (:mod:`dpfit.models._unit_fit`, docs/privacy-units.md). Without it, one row.
 
         Returns
         -------
@@ -295,12 +315,14 @@ default="batched-means"
         config = self._config()
         check_budget(budget)
         warn_fitted_upstream(self)
-        prepared = self._prepare(X, y, config)
+        prepared = self._prepare(X, y, config, groups)
         # Checked now, before anything is drawn; the ledger then spends from the budget what
         # it charges (one composed entry for a planned method), so a fit that fails part-way
         # keeps only what it drew.
         ledger = prepare_ledger(
-            PrivacyLedger(relation=config.relation, budget=budget),
+            PrivacyLedger(
+                relation=config.relation, budget=budget, unit=prepared.settings.get("unit")
+            ),
             config.relation,
             config.rho,
             name=type(self).__name__,
@@ -308,16 +330,16 @@ default="batched-means"
         plan = self._plan(prepared)
         with nullcontext() if plan is None else charge_plan(plan, ledger):
             fit = self._run(prepared, ledger)
-        self._keep(self._result(prepared, fit, ledger), config.fit_intercept)
+        self._keep(self._result(prepared, fit, ledger), prepared.scaling.fit_intercept)
         note_fit(  # tuning spends privacy
             type(self).__name__, config.rho, X, y, n=prepared.n_data, budget=budget
         )
         return self
 
-    def _prepare(self, X: Any, y: Any, config: LinearConfig) -> PreparedFit:
+    def _prepare(self, X: Any, y: Any, config: LinearConfig, groups: Any = None) -> PreparedFit:
         """Everything public about a fit of (X, y), before anything is charged: the data
         checked, the public rescaling, the method and its settings (which warn about too
-        few records per coefficient)."""
+        few records per coefficient); ``groups``: a privacy unit's labels (:meth:`fit`)."""
         source = make_noise_source(self.random_state, secure=config.secure, name="random_state")
         if y is None:
             raise ValueError(
@@ -335,11 +357,17 @@ default="batched-means"
             self._bounds_array(names if hasattr(self, "feature_names_in_") else None),
             self.y_bounds,
             n_features=p,
-            fit_intercept=config.fit_intercept,
+            # entity effects absorb the intercept (models/_panel.py)
+            fit_intercept=config.fit_intercept and not config.entity_effects,
         )
-        method = LINEAR_METHODS[config.method]
-        terms = (["Intercept"] if config.fit_intercept else []) + names
-        settings = {**method.resolve(config, scaling, n, p), "terms": terms}
+        terms = (["Intercept"] if scaling.fit_intercept else []) + names
+        units = unit_hook(self, config, groups, X_arr, X_arr.shape[0], scaling)
+        if units is None:
+            method = LINEAR_METHODS[config.method]
+            settings = {**method.resolve(config, scaling, n, p), "terms": terms}
+        else:  # a privacy unit (models/_unit_fit.py): charged release by release
+            method, settings = units, {**units.settings, "terms": terms}
+            n = settings["n"]  # the public number of units
         return PreparedFit(
             config=config, source=source, X=X_arr, y=y_arr, n_data=n, names=names,
             terms=terms, scaling=scaling, method=method, settings=settings,
@@ -348,16 +376,16 @@ default="batched-means"
 
     def _plan(self, prepared: PreparedFit) -> ReleasePlan | None:
         """The fit's release plan (None for a method that charges release by release)."""
-        if prepared.method.plan is None:
+        if getattr(prepared.method, "plan", None) is None:
             return None
         k = len(prepared.terms)
         return prepared.method.plan(prepared.settings, k, label=type(self).__name__)
 
     def _run(self, prepared: PreparedFit, ledger: PrivacyLedger) -> LinearFit:
         """Run the method on the publicly rescaled data; every release charged to ``ledger``."""
-        config, scaling = prepared.config, prepared.scaling
+        scaling = prepared.scaling
         p = prepared.X.shape[1]
-        design = map_rows(scaling.design, prepared.X, columns=p + int(config.fit_intercept))
+        design = map_rows(scaling.design, prepared.X, columns=p + int(scaling.fit_intercept))
         response = map_rows(scaling.response, prepared.y, columns=None)
         return prepared.method.run(design, response, prepared.settings, ledger, prepared.source)
 

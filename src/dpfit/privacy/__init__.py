@@ -36,6 +36,7 @@ from .relations import Relation, parse_relation, public_n
 from .shares import split
 from .statement import format_rho, privacy_statement
 from .store import StoredBudget, open_budget
+from .unit_level import PrivacyUnit
 
 __all__ = [
     "Budget",
@@ -47,6 +48,7 @@ __all__ = [
     "ParallelEntry",
     "PrivacyFilter",
     "PrivacyLedger",
+    "PrivacyUnit",
     "Query",
     "Relation",
     "StoredBudget",

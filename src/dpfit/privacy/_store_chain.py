@@ -31,6 +31,7 @@ witness (``docs/threat-model.md``).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import sqlite3
 from collections import defaultdict
@@ -139,6 +140,23 @@ def _known(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
 
 
+def _no_budget(dataset: str, known: list[str]) -> str:
+    """The refusal of a dataset the store lacks: a near miss is named, and a new total is
+    offered last, since a second total for the same data would add to what they can lose."""
+    create = f"dpfit budget create PATH --dataset {dataset} --rho TOTAL"
+    if not known:
+        return f"dataset {dataset!r} has no budget in this store; create it with {create}"
+    lowered = [k.lower() for k in known]
+    close = difflib.get_close_matches(dataset.lower(), lowered, n=1)
+    guess = f"; did you mean {known[lowered.index(close[0])]!r}?" if close else ""
+    return (
+        f"dataset {dataset!r} has no budget in this store (it has {known}{guess}): if these "
+        "are the data of one of those, name it with --dataset (dataset= in Python), since a "
+        "second total for the same data adds to what they can lose; otherwise create it with "
+        f"{create}"
+    )
+
+
 def dataset_state(conn: sqlite3.Connection, path: Path, dataset: str) -> DatasetState:
     """The dataset's total and running total after the cheap checks (module docstring)."""
     meta = read_meta(conn, path)
@@ -147,10 +165,7 @@ def dataset_state(conn: sqlite3.Connection, path: Path, dataset: str) -> Dataset
         "SELECT total, created, spent, last, hash FROM datasets WHERE name = ?", (dataset,)
     ).fetchone()
     if row is None:
-        raise ValueError(
-            f"dataset {dataset!r} has no budget in this store (it has {_known(conn)}); create "
-            f"it with dpfit budget create PATH --dataset {dataset} --rho TOTAL"
-        )
+        raise ValueError(_no_budget(dataset, _known(conn)))
     total, created, spent, last, stored = row
     if dataset_hash(store_id, dataset, total, created) != stored:
         raise _damaged(path, f"the total of dataset {dataset!r} does not match its hash")

@@ -23,6 +23,7 @@ from .budget import Budget, exact_units, units_to_float
 from .conversions import gaussian_epsilon, zcdp_to_approx_dp
 from .entries import ComposedEntry, GaussianEntry, LedgerEntry
 from .relations import Relation, parse_relation
+from .unit_level import PrivacyUnit
 
 if TYPE_CHECKING:
     from ._plan_charge import PlanCharge
@@ -61,6 +62,10 @@ class PrivacyLedger:
         If given, each charge is also spent from it, atomically: when the budget cannot
         afford a charge, :class:`~dpfit.BudgetExceededError` is raised and neither the budget
         nor the ledger changes.
+    unit : PrivacyUnit, optional
+        What one "record" of ``relation`` is: None for one row (the default), or a
+        :class:`~dpfit.privacy.unit_level.PrivacyUnit` (all rows of one person) whose
+        entries' sensitivities bound one unit's contribution.
 
     Examples
     --------
@@ -71,9 +76,16 @@ class PrivacyLedger:
     """
 
     def __init__(
-        self, *, relation: Relation | str = Relation.REPLACE_ONE, budget: Budget | None = None
+        self,
+        *,
+        relation: Relation | str = Relation.REPLACE_ONE,
+        budget: Budget | None = None,
+        unit: PrivacyUnit | None = None,
     ) -> None:
         self._relation = parse_relation(relation)
+        if unit is not None and not isinstance(unit, PrivacyUnit):
+            raise TypeError(f"unit must be a PrivacyUnit or None, got {type(unit).__name__}")
+        self._unit = unit
         if budget is not None and not isinstance(budget, Budget):
             raise TypeError(f"budget must be a dpfit.privacy.Budget, got {type(budget).__name__}")
         self._budget = budget
@@ -90,7 +102,8 @@ class PrivacyLedger:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({"_pid": os.getpid(), "_plan": None, **state})  # older pickles
+        defaults = {"_pid": os.getpid(), "_plan": None, "_unit": None}  # older pickles
+        self.__dict__.update({**defaults, **state})
         self._lock = threading.Lock()
 
     def _owned(self) -> None:
@@ -108,6 +121,11 @@ class PrivacyLedger:
     def relation(self) -> Relation:
         """The neighbouring relation of every entry."""
         return self._relation
+
+    @property
+    def unit(self) -> PrivacyUnit | None:
+        """The privacy unit one neighbouring step changes (None: one row)."""
+        return self._unit
 
     @property
     def budget(self) -> Budget | None:

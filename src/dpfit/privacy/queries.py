@@ -51,6 +51,16 @@ clipping of :mod:`dpfit.mechanisms.clipping` guarantees with its relative margin
 (also absorbing the ulp by which a product bound such as B_X B_Y may round); a count is an
 integer below 2^53, exact in float64. Under add/remove the allowance is computed for the
 public n (the actual count, which is private, is assumed not to exceed it).
+
+**Privacy units** (``rows_per_unit`` = K > 1; :mod:`dpfit.privacy.unit_level`). When one
+unit (all rows of one person) is the thing protected and each unit keeps at most K rows, a
+unit's term is the sum of at most K row terms of bound B, so the table applies with B
+replaced by K B (and n counting units): exact for sums, means and counts (K rows can all
+change). For the quadratic kinds the unit's term sum_{i in u} a_i a_i' is positive
+semidefinite with Frobenius norm at most its trace, at most K B^2, and for PSD A, A'
+||A - A'||_F^2 = ||A||_F^2 + ||A'||_F^2 - 2 tr(A A') <= 2 (K B^2)^2 (tr(A A') >= 0), so
+the sqrt(2) of footnote [1] holds; the eigenvalue moves by at most ||A - A'||_2 <= K B^2
+(both PSD). The rounding allowance counts the n K rows as summands: gamma_{nK} n (K B).
 """
 
 from __future__ import annotations
@@ -140,6 +150,7 @@ def query_sensitivity(
     relation: Relation | str = Relation.REPLACE_ONE,
     columns: int = 1,
     dim: int | None = None,
+    rows_per_unit: int = 1,
 ) -> float:
     """L2 sensitivity of a query as dpfit computes it in float64 (module docstring's table).
 
@@ -159,6 +170,10 @@ def query_sensitivity(
         k candidates' mean losses): the L2 sensitivity is sqrt(columns) times one query's.
     dim : int, optional
         p, the order of the matrix of an ``EIGENVALUE`` query (required for it).
+    rows_per_unit : int, default=1
+        K: the public cap on the rows one privacy unit contributes, each row's term bounded
+        by ``bound``; ``n`` then counts units (module docstring, "Privacy units"). 1 is the
+        row-level guarantee.
 
     Returns
     -------
@@ -174,31 +189,35 @@ def query_sensitivity(
     0.000111
     >>> query_sensitivity("count", columns=4)
     2.0
+    >>> query_sensitivity("sum", bound=1.5, rows_per_unit=20)  # one unit of up to 20 rows
+    60.0
     """
     query = _parse_query(query)
     relation = parse_relation(relation)
     columns = check_int(columns, "columns", low=1)
+    rows = check_int(rows_per_unit, "rows_per_unit", low=1, high=MAX_SUMMANDS)
     if query is Query.COUNT:
-        return math.sqrt(columns)
+        return rows * math.sqrt(columns)
     bound = check_positive(bound, "bound")
-    term = bound * bound if query in _QUADRATIC else bound
+    term = rows * (bound * bound if query in _QUADRATIC else bound)
     exact = _exact(query, term, relation)
     if n is None:
         if query in _MEANS or query is Query.EIGENVALUE:
             raise ValueError(f"n is required for a {query.value} query")
         return exact * math.sqrt(columns) if columns > 1 else exact
-    n = check_int(n, "n", low=1, high=MAX_SUMMANDS)
+    n = check_int(n, "n", low=1, high=MAX_SUMMANDS // rows)
     if query is Query.EIGENVALUE and dim is None:
         raise ValueError("dim (the order p of the matrix) is required for an eigenvalue query")
-    total = exact + _allowance(query, term, n, dim)
+    total = exact + _allowance(query, term, n, dim, rows)
     if query in _MEANS:
         total /= n
     return total * math.sqrt(columns) if columns > 1 else total
 
 
-def _allowance(query: Query, term: float, n: int, dim: int | None) -> float:
-    """The rounding allowance of the module docstring, in units of the sum (before / n)."""
-    gamma = _gamma(n)
+def _allowance(query: Query, term: float, n: int, dim: int | None, rows: int = 1) -> float:
+    """The rounding allowance of the module docstring, in units of the sum (before / n):
+    n terms of bound ``term``, each the sum of at most ``rows`` rows (n rows summed in all)."""
+    gamma = _gamma(n * rows)
     allowance = 2.0 * gamma * n * term
     if query in _MEANS:
         allowance += 2.0 * UNIT_ROUNDOFF * (1.0 + gamma) * n * term

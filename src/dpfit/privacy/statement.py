@@ -23,6 +23,14 @@ _RELATION_TEXT = {
 }
 
 
+_UNIT_TEXT = {
+    "replace-one": "datasets of the same public number of units that differ in all rows of one "
+    "unit (replace-one unit)",
+    "add-remove": "datasets that differ by adding or removing all rows of one unit "
+    "(add/remove unit)",
+}
+
+
 def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
     """Describe ``ledger``'s guarantee in a few sentences; uses only public, charged values."""
     delta = check_delta(delta)
@@ -35,6 +43,8 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
         for g in e.releases():
             groups[(g.label, g.sensitivity, g.noise_std, g.subsampled)] += g.count
     relation = _RELATION_TEXT[ledger.relation.value]
+    if ledger.unit is not None:
+        relation = f"{_UNIT_TEXT[ledger.relation.value]}; {ledger.unit.describe()}"
     lines = [
         f"Privacy: {format_rho(ledger.rho)}-zCDP with respect to {relation}.",
         "Mechanisms (all charged before their noise was drawn):",

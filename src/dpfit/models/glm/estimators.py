@@ -108,7 +108,7 @@ def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
         return classes
     if labels.dtype == bool:
         return np.array([False, True])
-    if np.issubdtype(labels.dtype, np.number):  # 0/1 coding: any label but 1 is a non-event
+    if np.issubdtype(labels.dtype, np.number):  # 0/1 coding (clipped into [0, 1] at fit)
         return np.array([0, 1])
     classes = np.unique(labels)
     if classes.size != 2:
@@ -156,7 +156,9 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
     classes : sequence of two labels, optional
         The public labels (non-event, event); a record with any label other than the event
         is a non-event. By default (0, 1) for numeric (or bool) labels, whatever values
-        occur; text labels are read off the data, with an ``UndeclaredLevelsWarning``.
+        occur (numbers are clipped into [0, 1], as :func:`dpfit.logit` clips its response, so
+        a 1/2 coding reads as all events and the fit warns); text labels are read off the
+        data, with an ``UndeclaredLevelsWarning``.
     """
 
     __doc__ += _SHARED_DOC + """
@@ -211,7 +213,12 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
             check_array(X, "X", ndim=2)  # X's own errors (sparse, 1-D, ...) before y's
         labels = check_labels(y)
         self.classes_ = _classes(self.classes, labels)
-        event = (labels == self.classes_[1]).astype(np.float64)  # any other label: a non-event
+        if self.classes is None and np.issubdtype(labels.dtype, np.number):
+            # 0/1 coding, clipped into [0, 1] as dpfit.logit's response is: a 1/2 coding
+            # reads as all events, which the fit's warning then names
+            event = np.clip(labels.astype(np.float64), 0.0, 1.0)
+        else:
+            event = (labels == self.classes_[1]).astype(np.float64)  # other labels: non-events
         if isinstance(y, pd.Series):
             event = pd.Series(event, index=y.index, name=y.name)
         result = self._fit(X, event, offset=None, budget=budget, link=self.link, y_bounds=None)

@@ -1,0 +1,97 @@
+"""Privacy units: the guarantee protects all rows of one person, not one row.
+
+Real microdata rarely has one row per person (a worker observed every year, a patient with
+40 visits). A row-level guarantee then lets one person's 40 rows move a release 40 times
+further than its noise was calibrated for. With a privacy unit ``privacy_unit="person_id"``
+the neighbouring relation becomes
+
+* **replace-one unit** (default): the same public number of units n_units; all rows of one
+  unit replaced by any other rows (any number up to the cap);
+* **add/remove unit**: all rows of one unit added or removed, so n_units itself is private
+  (a public bound is needed for the rounding allowance, and the count is released with
+  noise where it is used).
+
+"1 unit = all rows with the same person_id": the ledger, the privacy statement and the
+summary say so (:meth:`PrivacyUnit.describe`).
+
+**Contribution bounding** (public inputs only, as Google's differential-privacy libraries
+bound ``max_contributions_per_partition``, Wilson et al. 2020, and Tumult Analytics'
+``AddRowsWithID``):
+
+* a public cap K = ``max_rows_per_unit``: a unit with more rows keeps K of them, chosen
+  uniformly at random by a child of the fit's noise source
+  (:func:`dpfit.algorithms._unit_sums.cap_rows`), never by
+  position or data order; the number of rows dropped is not released;
+* sensitivities through the one helper :func:`dpfit.privacy.query_sensitivity` with
+  ``rows_per_unit=K`` for sums of per-row clipped terms (the bound K B is exact: K rows can
+  all move by B), or with ``rows_per_unit=1`` for terms clipped per unit (a unit's *summed*
+  contribution clipped to C: the bound C does not grow with the unit's rows). Which one a
+  release uses is chosen by what it needs: sums of moments that define the estimate (X'X,
+  X'y) take the row cap, since clipping a unit's moments would reweight units and move the
+  estimand; the clustered meat clips each unit's summed score
+  (:mod:`dpfit.inference._cluster`), as a clipped gradient does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_int
+
+__all__ = ["PrivacyUnit", "UnitRows", "unit_codes"]
+
+
+@dataclass(frozen=True)
+class PrivacyUnit:
+    """The unit a guarantee protects: all rows sharing a value of ``column``, at most
+    ``max_rows`` of them used (public)."""
+
+    column: str
+    max_rows: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.column, str) or not self.column:
+            raise TypeError("privacy_unit must name a column (a non-empty string)")
+        object.__setattr__(
+            self, "max_rows", check_int(self.max_rows, "max_rows_per_unit", low=1, high=2**31)
+        )
+
+    def describe(self) -> str:
+        """The sentence every output repeats: ``1 unit = all rows with the same <column>``."""
+        return (
+            f"1 unit = all rows with the same {self.column} (at most {self.max_rows} rows "
+            "used per unit; rows beyond that sampled uniformly at random)"
+        )
+
+
+@dataclass(frozen=True)
+class UnitRows:
+    """The rows a unit-level fit reads: ``rows`` (indices into the data, grouped by unit),
+    ``codes`` (each kept row's unit, 0 .. n_units - 1) and ``n_units``."""
+
+    rows: np.ndarray
+    codes: np.ndarray
+    n_units: int
+
+
+def unit_codes(groups: Any, n_rows: int) -> tuple[np.ndarray, int]:
+    """Integer unit codes 0 .. n_units - 1 for ``groups`` (one label per row) and n_units.
+
+    Raises ValueError, naming no value and no count, when the length differs from the
+    data's or a row has no unit (a missing label).
+    """
+    labels = np.asarray(groups.to_numpy() if hasattr(groups, "to_numpy") else groups)
+    if labels.ndim != 1 or labels.shape[0] != n_rows:
+        raise ValueError(  # no row count: under a unit it is not public
+            "groups must be one-dimensional with one unit label per row of X"
+        )
+    codes, uniques = pd.factorize(labels, sort=False)
+    if (codes < 0).any():
+        raise ValueError(
+            "groups (the privacy unit) has missing labels: every row must belong to a unit"
+        )
+    return codes.astype(np.int64), len(uniques)
