@@ -53,8 +53,7 @@ def _fit(params: Mapping[str, Any], seed: int) -> tuple[Any, np.ndarray | None]:
     kw = {k: params[k] for k in ("steps", "step_size") if params.get(k) is not None}
     rho = float(params["rho"])
     if params["data"] == "card":
-        from ..cli.demo import WAGE_BOUNDS, WAGE_FORMULA, WAGE_Y_BOUNDS
-        from ..datasets import load_card
+        from ..datasets.real import WAGE_BOUNDS, WAGE_FORMULA, WAGE_Y_BOUNDS, load_card
 
         res = ols(
             WAGE_FORMULA,
