@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._arrays import readonly
 from .._validation import (
     check_delta,
     check_int,
@@ -187,9 +188,9 @@ def plan_ftrl(
         batch_size=batch_size,
         steps=steps,
         steps_per_epoch=per_epoch,
-        step_sizes=_readonly(sizes),
+        step_sizes=readonly(sizes),
         momentum=momentum,
-        theta0=_readonly(theta),
+        theta0=readonly(theta),
         order=order,
         noise_mode=noise_mode,
         participations=k,
@@ -200,13 +201,6 @@ def plan_ftrl(
         calibration=cal,
         relation=relation,
     )
-
-
-def _readonly(values: np.ndarray) -> np.ndarray:
-    """A read-only copy (the caller's array is left writable)."""
-    out = np.array(values, dtype=np.float64, copy=True)
-    out.setflags(write=False)
-    return out
 
 
 def _participation(

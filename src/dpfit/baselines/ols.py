@@ -16,16 +16,11 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from .._arrays import readonly
 from .._validation import check_X_y
 from ..inference.intervals import t_interval_from_stderr
 
 __all__ = ["OLSResult", "ols"]
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.flags.writeable = False
-    return a
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,8 +45,8 @@ class OLSResult:
     nobs: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "params", _readonly(self.params))
-        object.__setattr__(self, "std_errors", _readonly(self.std_errors))
+        object.__setattr__(self, "params", readonly(self.params))
+        object.__setattr__(self, "std_errors", readonly(self.std_errors))
 
     @property
     def df_resid(self) -> int:

@@ -24,17 +24,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from .._arrays import readonly
 from .._validation import check_alpha, check_iv_data, check_option
 
 __all__ = ["TwoSLSResult", "two_sls"]
 
 _COV_TYPES = ("unadjusted", "robust")
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.flags.writeable = False
-    return a
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +64,7 @@ class TwoSLSResult:
 
     def __post_init__(self) -> None:
         for name in ("params", "cov", "std_errors", "first_stage"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+            object.__setattr__(self, name, readonly(getattr(self, name)))
 
     @property
     def df_resid(self) -> int:

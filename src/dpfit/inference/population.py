@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._arrays import readonly
 from .._validation import check_int, check_rho
 from ..mechanisms import NoiseSource, clip_rows, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Query, Relation, query_sensitivity
@@ -321,12 +322,6 @@ def sandwich(bread: ArrayLike, meat: ArrayLike, n: int) -> np.ndarray:
     return (cov + cov.T) / 2.0
 
 
-def _readonly(a: ArrayLike) -> np.ndarray:
-    arr = np.array(a, dtype=np.float64, copy=True)
-    arr.flags.writeable = False
-    return arr
-
-
 @dataclass(frozen=True, kw_only=True)
 class CovarianceEstimate:
     """Covariance of a released estimate for one target, with degrees of freedom.
@@ -366,16 +361,16 @@ class CovarianceEstimate:
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
-        cov = _readonly(self.cov)
+        cov = readonly(self.cov)
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
             raise ValueError(f"cov must be a square matrix, got shape {cov.shape}")
-        dof = _readonly(np.broadcast_to(np.asarray(self.dof, dtype=np.float64), cov.shape[:1]))
+        dof = readonly(np.broadcast_to(np.asarray(self.dof, dtype=np.float64), cov.shape[:1]))
         if not (dof >= 1.0).all():
             raise ValueError("dof must be >= 1 (inf for a normal quantile)")
         object.__setattr__(self, "cov", cov)
         object.__setattr__(self, "dof", dof)
         object.__setattr__(
-            self, "parts", MappingProxyType({k: _readonly(v) for k, v in self.parts.items()})
+            self, "parts", MappingProxyType({k: readonly(v) for k, v in self.parts.items()})
         )
 
     def __getstate__(self) -> dict[str, Any]:
