@@ -50,7 +50,7 @@ from ..mechanisms.clipping import clip_factors, row_norms
 from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
-from ._glm_plan import GLM_STEP_SIZE, GLM_STEPS, GLMPlan, plan_glm
+from ._glm_plan import GLM_STEP_SIZE, GLM_STEPS, GLMPlan, plan_glm, run_config
 from ._glm_sums import gradient_sum, gram_sum, margin_sums, response_sum, sandwich_sums
 from ._kernels import check_data
 from .glm_family import get_family
@@ -244,7 +244,7 @@ def run_glm_plan(
         "xtx": H.matrix, "whitener": P, "mean": np.array([mean]), "batch_means": estimates,
         "bread": bread.matrix, "meat": meat.matrix,
     }  # fmt: skip
-    config = _config(plan, intercept, theta0, level, clips, H, bread, meat)
+    config = run_config(plan, intercept, theta0, level, clips, H, bread, meat)
     config["mean_noise_std"] = mean_std
     config["scale"] = scale
     if gap is not None:
@@ -371,40 +371,3 @@ def _release_margins(
         ledger=moment["ledger"], rng=moment["rng"], label=planned.label,
     )  # fmt: skip
     return noisy, planned.noise_std
-
-
-def _config(
-    plan: GLMPlan,
-    intercept: bool,
-    theta0: np.ndarray,
-    level: float,
-    clips: dict[str, float],
-    H: NoisyMoment,
-    bread: NoisyMoment,
-    meat: NoisyMoment,
-) -> dict[str, Any]:
-    """The public inputs of the run and the noise std of every release (for its interval)."""
-    return {
-        "rho": plan.rho,
-        "family": plan.family.name,
-        "link": plan.family.link,
-        "count_bound": plan.count_bound,
-        "intercept": intercept,
-        "n": plan.n,
-        "k": plan.k,
-        "relation": plan.relation.value,
-        "steps": plan.steps,
-        "step_size": plan.step_size,
-        "m": plan.m,
-        "burn_in": plan.burn_in,
-        "clip": clips["gradient"],
-        "row_clip": plan.row_clip,
-        "weight_cap": clips["weight"],
-        "meat_clip": clips["meat"],
-        "start": tuple(theta0.tolist()),
-        "level": level,
-        "noise_std": plan.bound("gradient", clips["gradient"]).noise_std,
-        "xtx_noise_std": H.noise_std,
-        "bread_noise_std": bread.noise_std,
-        "meat_noise_std": meat.noise_std,
-    }

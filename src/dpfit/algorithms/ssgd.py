@@ -30,6 +30,7 @@ from ..mechanisms import (
     clip_factors,
     gaussian,
     make_noise_source,
+    noise_multiplier_for_rho,
     noise_std_within,
     rho_for_noise_std,
     row_norms,
@@ -59,7 +60,7 @@ def ssgd_noise_multiplier(
     ``(alpha, "parallel" or "shuffle")``.
     """
     eps, delta = check_epsilon(epsilon), check_delta(delta)
-    alpha = 1.0 / math.sqrt(2.0 * cks_rho(eps, delta))
+    alpha = noise_multiplier_for_rho(cks_rho(eps, delta))
     amplified = shuffled_gaussian_noise_multiplier(eps, delta, n) if shuffled else None
     if amplified is not None and amplified < alpha:
         return amplified, "shuffle"
@@ -155,7 +156,7 @@ def dp_ssgd(
     if delta is not None:
         check_delta(delta, n=N)  # warns when delta > 1/N
     if rho is not None:
-        alpha, accountant = 1.0 / math.sqrt(2.0 * rho), "parallel"
+        alpha, accountant = noise_multiplier_for_rho(rho), "parallel"
     else:
         shuffled = data.shuffle and data.kind != "stream"
         alpha, accountant = ssgd_noise_multiplier(epsilon, delta, N, shuffled=shuffled)
