@@ -381,3 +381,112 @@ def test_the_draw_scan_finds_a_planted_draw(tmp_path):
         tmp_path, {"models/fit.py": "def f(rng, v):\n    return v + rng.normal(size=3)\n"}
     )
     assert _draws(root) == ["models/fit.py:2: .normal()"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The Trajectory contract (docs/architecture.md, "Adding an algorithm", step 1)
+
+#: The keywords every private Trajectory function takes, in this order, with these defaults.
+CONTRACT = {"relation": "'replace-one'", "n_public": "None", "ledger": "None", "rng": "None"}
+
+#: Data arguments, positional, in this order (a loss first for the loss-based algorithms).
+DATA = ("loss", "X", "y", "Z")
+
+#: Public Trajectory functions outside the contract, and why.
+NOT_ALGORITHMS = {
+    "minimize": "the estimator-level entry point (dpfit.minimize): SciPy/scikit-learn names "
+    "random_state and budget, as the estimators",
+    "two_stage_gd": "non-private reference: no budget, no ledger",
+    "onepass_sgd": "non-private reference: no budget, no ledger",
+    "adassp_paper": "NOT private (bounds read off the data), for reproducing a figure only",
+}
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    where: str
+    positional: tuple[str, ...]
+    keywords: dict[str, str | None]  # keyword-only name -> default (source text) or None
+
+
+def trajectory_functions(root: Path) -> list[Signature]:
+    """Every public function of a public module under ``root`` annotated ``-> Trajectory``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if any(part.startswith("_") and part != "__init__.py" for part in rel.parts):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (
+                isinstance(node, ast.FunctionDef)
+                and not node.name.startswith("_")
+                and node.returns is not None
+                and ast.unparse(node.returns).strip("'\"") == "Trajectory"
+            ):
+                a = node.args
+                defaults = [None] * (len(a.kwonlyargs) - len(a.kw_defaults))
+                kw = {
+                    arg.arg: None if d is None else ast.unparse(d)
+                    for arg, d in zip(a.kwonlyargs, defaults + list(a.kw_defaults), strict=True)
+                }
+                positional = tuple(x.arg for x in a.posonlyargs + a.args)
+                found.append(Signature(node.name, f"{rel}:{node.lineno}", positional, kw))
+    return found
+
+
+def contract_breaches(sig: Signature) -> list[str]:
+    """What ``sig`` breaks of the contract (nothing for a conforming function)."""
+    out = []
+    if sig.name.startswith("run_") and sig.name.endswith("_plan"):  # a plan's runner
+        if sig.positional[:1] != ("plan",):
+            out.append("a plan runner takes the plan first")
+        out += [f"no keyword {k}" for k in ("ledger", "rng") if sig.keywords.get(k, "") != "None"]
+        return out
+    data = [a for a in sig.positional if a in DATA]
+    if list(sig.positional) != data or data != [a for a in DATA if a in data] or "X" not in data:
+        out.append(f"positional arguments {sig.positional}: the data only, in {DATA} order")
+    if "rho" not in sig.keywords:
+        out.append("no keyword rho")
+    order = [k for k in sig.keywords if k in CONTRACT]
+    for name, default in CONTRACT.items():
+        if name not in sig.keywords:
+            out.append(f"no keyword {name}")
+        elif sig.keywords[name] != default.replace("'", '"') and sig.keywords[name] != default:
+            out.append(f"{name} defaults to {sig.keywords[name]}, not {default}")
+    if order != [k for k in CONTRACT if k in sig.keywords]:
+        out.append(f"keywords {order}, not in the order {list(CONTRACT)}")
+    return out
+
+
+def test_every_trajectory_function_keeps_the_signature_contract():
+    sigs = [s for s in trajectory_functions(SRC) if s.name not in NOT_ALGORITHMS]
+    assert len(sigs) >= 15  # the scan sees the algorithms
+    assert {s.where: contract_breaches(s) for s in sigs if contract_breaches(s)} == {}
+
+
+def test_every_listed_exception_exists():
+    names = {s.name for s in trajectory_functions(SRC)}
+    assert set(NOT_ALGORITHMS) <= names
+
+
+@pytest.mark.parametrize(
+    "signature, breach",
+    [
+        ("X, y, *, rho, n, relation='replace-one', ledger=None, rng=None", "no keyword n_public"),
+        ("X, y, *, rho_a, relation='replace-one', n_public=None, ledger=None, rng=None",
+         "no keyword rho"),
+        ("X, y, *, rho, n_public=None, ledger=None, rng=None", "no keyword relation"),
+        ("X, y, *, rho, relation='replace-one', n_public=None, rng=None, ledger=None",
+         "not in the order"),
+        ("X, y, rho, *, relation='replace-one', n_public=None, ledger=None, rng=None",
+         "positional arguments"),
+    ],
+)  # fmt: skip
+def test_the_contract_check_finds_a_planted_breach(tmp_path, signature, breach):
+    root = _package(tmp_path, {"algorithms/new.py": f"def new({signature}) -> Trajectory: ..."})
+    (sig,) = trajectory_functions(root)
+    assert any(breach in b for b in contract_breaches(sig))
+    good = "X, y, *, rho, step=1, relation='replace-one', n_public=None, ledger=None, rng=None"
+    root = _package(tmp_path / "good", {"algorithms/new.py": f"def new({good}) -> Trajectory: ..."})
+    assert contract_breaches(trajectory_functions(root)[0]) == []

@@ -311,5 +311,5 @@ def test_bad_inputs_fail_before_any_release(kwargs, exc, match):
 )
 def test_bad_data(X, y, n, exc, match):
     with recording() as rec, pytest.raises(exc, match=match):
-        dp_ambssgd(X, y, n=n, rho=0.5, feature_scale=2.0, residual_bound=10.0, rng=0)
+        dp_ambssgd(X, y, n_public=n, rho=0.5, feature_scale=2.0, residual_bound=10.0, rng=0)
     assert len(rec) == 0

@@ -40,7 +40,7 @@ from ..mechanisms import (
     scale_rows,
 )
 from ..noise import CorrelatedMechanism, correlated_noise
-from ..privacy import PrivacyLedger, Relation
+from ..privacy import PrivacyLedger, Relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._ftrl_plan import MECHANISMS, FtrlPlan, plan_ftrl
 from .trajectory import Trajectory
@@ -90,6 +90,7 @@ def dp_ftrl(
     separation: int | None = None,
     noise_mode: str = "auto",
     relation: Relation | str = "replace-one",
+    n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
 ) -> Trajectory:
@@ -136,6 +137,9 @@ def dp_ftrl(
         same rho when its error is within 2 % (``config["noise_choice"]`` says what it did).
     relation : {"replace-one"}, default="replace-one"
         Only replace-one: under add/remove an added record would shift the fixed schedule.
+    n_public : int, optional
+        The public number of records; if given, it must equal the number of rows (n is
+        public under replace-one, :func:`dpfit.privacy.public_n`).
     ledger : PrivacyLedger, optional
         Where the release is charged; by default a new ledger with a budget of the run's rho.
     rng : None, int, numpy.random.Generator or NoiseSource, optional
@@ -203,6 +207,7 @@ def dp_ftrl(
         noise_mode=noise_mode,
         relation=relation,
     )
+    public_n(X.shape[0], n_public, plan.relation)  # n is public: a given n_public must match
     return _run(plan, X, y, ledger=ledger, rng=rng)
 
 

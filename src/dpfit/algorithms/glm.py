@@ -160,7 +160,6 @@ def dp_glm(
         warn_large_rho=warn_large_rho,
     )  # fmt: skip
     o = _offset(offset, X, y)
-    ledger = prepare_ledger(ledger, relation, plan.rho, name="dp_glm")
     return run_glm_plan(plan, X, y, o, intercept=bool(intercept), ledger=ledger, rng=rng)
 
 
@@ -183,13 +182,15 @@ def run_glm_plan(
     offset: Any,
     *,
     intercept: bool,
-    ledger: PrivacyLedger,
+    ledger: PrivacyLedger | None = None,
     rng: Any = None,
 ) -> Trajectory:
-    """Run ``plan`` on checked data (module docstring); every release is charged to ``ledger``.
+    """Run ``plan`` on checked data (module docstring); every release is charged to ``ledger``
+    (by default a new one with a budget of the plan's rho).
 
     ``offset`` is aligned with ``y``; on Dask the arrays are row-aligned and persisted.
     """
+    ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_glm")
     source = make_noise_source(rng)
     family, n, k = plan.family, plan.n, plan.k
     D, y, o = _records(plan, X, y, offset)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import renamed_keyword
 from .._floats import quiet_floats
 from .._validation import check_delta, check_epsilon, check_int, check_positive, check_rho
 from ..mechanisms import (
@@ -77,19 +78,20 @@ def dp_ssgd(
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
-    n: int | None = None,
     shuffle: bool | None = None,
     iterate_stride: int | None = None,
     relation: Relation | str = "replace-one",
+    n_public: int | None = None,
     ledger: Any = None,
     rng: Any = None,
     diagnostics: bool = False,
+    n: int | None = None,
 ) -> Trajectory:
     """One pass of DP-SSGD (Alg. 1): fixed clip, batch size 1, tail averaging.
 
     Parameters
     ----------
-    X, y, n, shuffle
+    X, y, n_public, shuffle
         Data, as for :func:`dpfit.algorithms.dp_ambssgd`.
     clip : float
         zeta, the fixed per-example gradient clip (public; Thm. 3.2's value is
@@ -110,6 +112,8 @@ def dp_ssgd(
         As for :func:`dpfit.algorithms.dp_ambssgd`.
     diagnostics : bool, default=False
         Also record the NON-PRIVATE fraction of clipped gradients.
+    n : int, optional
+        Deprecated name of ``n_public`` (DeprecationWarning).
 
     Returns
     -------
@@ -151,7 +155,8 @@ def dp_ssgd(
         rho = check_rho(rho)
     elif epsilon is None or delta is None:
         raise TypeError("an (epsilon, delta) target needs both epsilon and delta")
-    data = one_pass_data(X, y, n=n, shuffle=shuffle)
+    n_public = renamed_keyword(n_public, n, new="n_public", old="n")
+    data = one_pass_data(X, y, n=n_public, shuffle=shuffle)
     N = data.n
     if delta is not None:
         check_delta(delta, n=N)  # warns when delta > 1/N
