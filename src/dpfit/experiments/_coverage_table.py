@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["CELL", "mc_se", "per_cell"]
+__all__ = ["CELL", "grid", "mc_se", "per_cell"]
 
 #: The columns that name a cell of the coverage studies' grids.
 CELL = ("design", "n", "rho")
@@ -46,3 +46,8 @@ def mc_se(spread: Any, reps: Any, terms: int = 1) -> np.ndarray:
     root = np.sqrt(reps)
     floor = math.sqrt(_NOMINAL_VARIANCE / terms) / root
     return np.maximum(np.nan_to_num(spread) / root, floor)
+
+
+def grid(designs: Sequence[str], ns: Sequence[int], rhos: Sequence[float]) -> list[dict]:
+    """The cells of a study: every design at every n and rho."""
+    return [{"design": d, "n": n, "rho": r} for d in designs for n in ns for r in rhos]

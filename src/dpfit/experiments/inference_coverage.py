@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..exceptions import CoverageWarning, LargeBudgetWarning
 from ..models import DPLinearRegression, ols
-from ._coverage_table import mc_se, per_cell
+from ._coverage_table import grid, mc_se, per_cell
 from ._nss_interval import nss_interval, robust_ols
 from .registry import Claim, ClaimResult, Experiment, register
 
@@ -262,7 +262,7 @@ WIDTH_CLAIM = Claim(
 
 
 def _grid(ns: list[int], rhos: list[float], designs: tuple[str, ...] = DESIGNS) -> list[dict]:
-    return [{"design": d, "n": n, "rho": r} for d in designs for n in ns for r in rhos]
+    return grid(designs, ns, rhos)
 
 
 def _plot(results: pd.DataFrame) -> list:
