@@ -22,8 +22,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def warn_renamed(old: str, new: str) -> None:
     """Warn that ``old`` is deprecated in favour of ``new`` (same meaning)."""
     warnings.warn(
-        f"{old} is deprecated and will be removed in a future release; use {new} "
-        "(same meaning)",
+        f"{old} is deprecated and will be removed in a future release; use {new} (same meaning)",
         DeprecationWarning,
         stacklevel=user_stacklevel(),
     )

@@ -185,7 +185,7 @@ CLAIMS = [
 EXPERIMENT = register(
     Experiment(
         name="glm-coverage",
-        paper="dpfit issue 28 (beyond the papers: private GLMs with population intervals)",
+        paper="dpfit, beyond the papers: private GLMs with population intervals (docs/glm.md)",
         figure="GLM coverage, warnings and width over HC0 (docs/glm.md)",
         description=(
             "Coverage of theta* (the population maximum-likelihood coefficient) by the "

@@ -1,4 +1,6 @@
-"""Coverage of the population parameter by DPLinearRegression's default intervals (issue 14).
+"""Coverage of the population parameter by DPLinearRegression's default intervals.
+
+See docs/inference.md, "Measured coverage".
 
 Each trial draws a **fresh dataset** from a design with known population coefficients
 theta*, fits the default :class:`~dpfit.DPLinearRegression` (or :func:`dpfit.ols`) with
@@ -298,7 +300,7 @@ def coverage_experiment(
     return register(
         Experiment(
             name=name,
-            paper="dpfit issue 14 (beyond the papers: population intervals)",
+            paper="dpfit, beyond the papers: population intervals (docs/inference.md)",
             figure=figure,
             description=description,
             grid=grid,

@@ -1,4 +1,4 @@
-"""Coverage of the population beta by DPIVRegression's default intervals (issue 14, IV grid).
+"""Coverage of the population beta by DPIVRegression's default intervals (docs/inference.md, IV).
 
 Each trial draws a **fresh dataset** with known structural coefficients beta* and fits the
 default :func:`dpfit.iv` (noisy-moment 2SLS with a population interval; public bounds at the
@@ -185,7 +185,7 @@ def _grid(ns: list[int], rhos: list[float], designs: tuple[str, ...] = DESIGNS) 
 EXPERIMENT = register(
     Experiment(
         name="inference-coverage-iv",
-        paper="dpfit issue 14 (beyond the papers: population intervals for IV)",
+        paper="dpfit, beyond the papers: population intervals for IV (docs/inference.md)",
         figure="IV coverage table (docs/inference.md)",
         description=(
             "Coverage of the population coefficients by DPIVRegression's default 95% "

@@ -231,7 +231,7 @@ CLAIMS = [
 EXPERIMENT = register(
     Experiment(
         name="realdata-coverage",
-        paper="dpfit issue 26 (beyond the papers: honest intervals on real outcomes)",
+        paper="dpfit, beyond the papers: honest intervals on real outcomes (docs/inference.md)",
         figure="real-data coverage and warning calibration (docs/inference.md)",
         description=(
             "Coverage of theta* (the full-table least-squares or 2SLS coefficient) by the "

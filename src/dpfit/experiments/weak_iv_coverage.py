@@ -230,7 +230,10 @@ def _grid(cells: tuple[tuple[str, int, float], ...]) -> list[dict]:
 EXPERIMENT = register(
     Experiment(
         name="weak-iv-coverage",
-        paper="dpfit issue 31 (beyond the papers: identification diagnostics for private IV)",
+        paper=(
+            "dpfit, beyond the papers: identification diagnostics for private IV "
+            "(docs/inference.md)"
+        ),
         figure="weak-instrument coverage: Wald vs Anderson-Rubin (docs/inference.md)",
         description=(
             "Coverage of beta* by the default IV fit's Wald interval and its Anderson-Rubin "
