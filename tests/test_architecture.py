@@ -498,7 +498,8 @@ def test_the_contract_check_finds_a_planted_breach(tmp_path, signature, breach):
 #: What a reader of the code or the docs cannot open: the project's issue tracker, internal
 #: specs, review findings and style-rule numbers.
 UNOPENABLE = re.compile(
-    r"\bissues? #?\d+|\bfinding \d+|\bspecs?/|\bSTYLE\b|\bthe spec\b|\bspec's\b"
+    r"\bissues? #?\d+|\bfinding \d+|\breliability row\b|\bspecs?/|\bSTYLE\b"
+    r"|\bthe spec\b|\bspec's\b"
     r"|\bspec (?:section|D\d|\d)|\(spec [A-Z\d]"
 )
 #: A file named in prose: a repository path, or a page name such as ``privacy.md``.

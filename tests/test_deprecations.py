@@ -95,3 +95,46 @@ def test_n_public_is_accepted_and_checked(name):
         run(n_public=599)
     with pytest.raises(ValueError, match="replace-one"):
         run(relation="add-remove", n_public=600)
+
+
+def test_baselines_ols_is_the_deprecated_name_of_nonprivate_ols():
+    X, y = _data(200)
+    D = np.column_stack([np.ones(len(y)), X])
+    with pytest.warns(DeprecationWarning, match=r"dpfit\.baselines\.nonprivate_ols"):
+        old = baselines.ols(D, y)
+    new = baselines.nonprivate_ols(D, y)
+    np.testing.assert_array_equal(old.params, new.params)
+    assert baselines.ols.__name__ == "ols" and "nonprivate_ols" in baselines.ols.__doc__
+
+
+def test_std_errors_is_the_deprecated_name_of_bse():
+    X, y = _data(200)
+    D = np.column_stack([np.ones(len(y)), X])
+    fits = [
+        baselines.nonprivate_ols(D, y),
+        baselines.two_sls(X[:, :1], y, X[:, 1:] + X[:, :1], cov_type="robust"),
+    ]
+    for fit in fits:
+        with pytest.warns(DeprecationWarning, match="use bse"):
+            np.testing.assert_array_equal(fit.std_errors, fit.bse)
+
+
+def test_order_is_the_deprecated_name_of_the_ftrl_schedule():
+    """dp_ftrl's batch schedule is `schedule`; `order` is dpfit.noise's participation pattern."""
+    from dpfit.losses import SquaredLoss
+
+    X, y = _data(400)
+    kw = dict(
+        loss=SquaredLoss(x_bound=2.0, y_bound=3.0), clip=1.0, epochs=2, batch_size=50,
+        step_size=0.1, rho=1.0, rng=0,
+    )  # fmt: skip
+    new = alg.dp_ftrl(X, y, schedule="reshuffle", **kw)
+    with pytest.warns(DeprecationWarning, match="use schedule="):
+        old = alg.dp_ftrl(X, y, order="reshuffle", **kw)
+    np.testing.assert_array_equal(old.iterates, new.iterates)
+    assert new.config["schedule"] == "reshuffle"
+    plan = alg.plan_ftrl(400, 2, **{k: v for k, v in kw.items() if k != "rng"})
+    with pytest.warns(DeprecationWarning, match="FtrlPlan.schedule"):
+        assert plan.order == plan.schedule == "fixed"
+    with pytest.raises(TypeError, match="not both"):
+        alg.dp_ftrl(X, y, order="fixed", schedule="fixed", **kw)

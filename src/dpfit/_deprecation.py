@@ -41,14 +41,15 @@ def renamed_keyword(new_value: Any, old_value: Any, *, new: str, old: str) -> An
     return old_value
 
 
-def renamed_function(func: _F, old: str) -> _F:
-    """``func`` under its deprecated name ``old``: the same call, with a warning."""
+def renamed_function(func: _F, old: str, new: str | None = None) -> _F:
+    """``func`` under its deprecated name ``old``: the same call, with a warning that names
+    ``new`` (default: the function's name)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        warn_renamed(old, func.__name__)
+        warn_renamed(old, new or func.__name__)
         return func(*args, **kwargs)
 
-    wrapper.__name__ = wrapper.__qualname__ = old
+    wrapper.__name__ = wrapper.__qualname__ = old.rpartition(".")[2]
     wrapper.__doc__ = f"Deprecated name of :func:`{func.__module__}.{func.__name__}`."
     return wrapper  # type: ignore[return-value]

@@ -63,7 +63,7 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
     import pandas as pd
 
     from .._validation import check_int, check_rho
-    from ..baselines import ols as nonprivate_ols
+    from ..baselines import nonprivate_ols
     from ..datasets.real import WAGE_BOUNDS, WAGE_FORMULA, WAGE_Y_BOUNDS, load_card
     from ..models import design_matrices, ols
     from ..models.plotting import coefficient_frame, plot_coefficients

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .._arrays import readonly
+from .._deprecation import warn_renamed
 from .._validation import check_delta, check_interval_alpha, check_option, user_stacklevel
 from .._version import __version__
 from ..exceptions import LargeBudgetWarning
@@ -253,7 +254,7 @@ class Result(PredictMixin, TestsMixin, IVTestsMixin):
 
     @property
     def bse(self) -> pd.Series:
-        """Standard errors around the population parameter (``std_errors`` is an alias).
+        """Standard errors around the population parameter.
 
         For the privacy-only standard errors use ``covariance("sample").bse``.
         """
@@ -261,7 +262,8 @@ class Result(PredictMixin, TestsMixin, IVTestsMixin):
 
     @property
     def std_errors(self) -> pd.Series:
-        """Alias of :attr:`bse` (linearmodels' name)."""
+        """Deprecated name of :attr:`bse` (linearmodels' name; dpfit's is statsmodels')."""
+        warn_renamed("Result.std_errors", "Result.bse")
         return self.bse
 
     @property
