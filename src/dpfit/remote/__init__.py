@@ -7,6 +7,7 @@
     client.dry_run("y ~ x1 + x2", dataset="survey", rho=0.1)   # cost, nothing charged
     result = client.ols("y ~ x1 + x2", dataset="survey", rho=0.1)
     print(result.summary())                      # the same Result a local dpfit.ols returns
+    odds = client.logit("works ~ age + kids", dataset="survey", rho=0.1).params_exp()
 
 The client needs only the standard library (``urllib``) and dpfit itself. Results travel as
 JSON (:mod:`dpfit.remote.codec`), never as pickles, and each is checked against the SHA-256
@@ -223,16 +224,12 @@ class Client:
         """``dpfit.iv`` (``y ~ exog + [endog ~ instruments]``) on the service's dataset."""
         return self._fit("iv", formula, dataset=dataset, rho=rho, bounds=bounds, y_bounds=y_bounds)
 
-    def logit(
-        self, formula: str, *, dataset: str, rho: float, bounds: Any = None
-    ) -> GLMResult:
+    def logit(self, formula: str, *, dataset: str, rho: float, bounds: Any = None) -> GLMResult:
         """``dpfit.logit`` (a 0/1 response) on the service's dataset: the same
         :class:`~dpfit.models.glm.GLMResult` (odds ratios, marginal effects)."""
         return self._glm("logit", formula, dataset=dataset, rho=rho, bounds=bounds)
 
-    def probit(
-        self, formula: str, *, dataset: str, rho: float, bounds: Any = None
-    ) -> GLMResult:
+    def probit(self, formula: str, *, dataset: str, rho: float, bounds: Any = None) -> GLMResult:
         """``dpfit.probit`` (a 0/1 response) on the service's dataset."""
         return self._glm("probit", formula, dataset=dataset, rho=rho, bounds=bounds)
 

@@ -3,10 +3,10 @@
 
 The service holds no statistics of its own. A request whose rho is already charged in the
 database runs as ``dpfit.ols(formula, data, rho=r, budget=dpfit.Budget(rho=r), bounds=...,
-y_bounds=...)`` (a logit or probit fit has no ``y_bounds``: its response is 0/1; a Poisson
-fit's are the counts' public (0, K)) with the schema's public bounds, where r is the largest float not above the
-decimal rho charged (:func:`~dpfit.serve.units.fit_rho`): the in-memory budget of exactly that
-amount is a second, independent guard that the fit cannot spend more.
+y_bounds=...)`` with the schema's public bounds (a logit or probit fit has no ``y_bounds``:
+its response is 0/1; a Poisson fit's are the counts' public (0, K)), where r is the largest
+float not above the decimal rho charged (:func:`~dpfit.serve.units.fit_rho`): the in-memory
+budget of exactly that amount is a second, independent guard that the fit cannot spend more.
 
 Fits run one at a time per process (:data:`LIBRARY_LOCK`, also held while a stored result is
 rendered): they are CPU-bound, so threads would gain little, and dpfit's warnings are caught
