@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     brown2024,
     choquettechoo2024,
     choquettechoo2024_tables,
+    glm_bootstrap,
     glm_coverage,
     inference_coverage,
     inference_coverage_diagnostics,

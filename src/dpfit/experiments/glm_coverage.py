@@ -3,12 +3,12 @@
 Each trial draws n records *with replacement* from a finite population
 (:mod:`dpfit.experiments._glm_populations`: logistic with balanced outcomes, rare events
 (4%), an interaction and a misspecified link; probit; Poisson with and without
-overdispersion and with an exposure; five real files), whose full-table maximum-likelihood coefficient is
-theta*. It fits the library's default (``DPLogisticRegression``, with the probit link for
-the probit design, or ``DPPoissonRegressor``)
-with public bounds that contain every value of the table, and records per coefficient
-whether the 95% interval covers theta* and its width over statsmodels' robust (HC0) interval
-on the same sample, and which reasons the fit's ``CoverageWarning`` gave (:func:`glm_kinds`).
+overdispersion and with an exposure; five real files), whose full-table maximum-likelihood
+coefficient is theta*. It fits the library's default (``DPLogisticRegression``, with the
+probit link for the probit design, or ``DPPoissonRegressor``) with public bounds that
+contain every value of the table, and records per coefficient whether the 95% interval
+covers theta* and its width over statsmodels' robust (HC0) interval on the same sample, and
+which reasons the fit's ``CoverageWarning`` gave (:func:`glm_kinds`).
 
 The claims (each with a negative control in tests/experiments/test_glm_coverage.py):
 

@@ -97,6 +97,14 @@ class _GLMEstimator(BaseEstimator):
         return self.result_.summary(alpha, **kwargs)
 
 
+#: What a classifier with other than two classes is told (no label and no count of labels).
+_BINARY_ONLY = (
+    "DPLogisticRegression is a binary classifier (multinomial logistic regression is not "
+    "implemented). Declare the event publicly with classes=[non-event, event] (every other "
+    "label is then a non-event), or fit one classifier per event (one-vs-rest)"
+)
+
+
 def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
     """The two public labels: ``declared``; (0, 1) for numbers (or bools); else the labels of
     y, read off the data with an UndeclaredLevelsWarning (which labels occur is then released
@@ -104,17 +112,20 @@ def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
     if declared is not None:
         classes = np.asarray(declared)
         if classes.shape != (2,) or classes[0] == classes[1]:
-            raise ValueError(f"classes must be two distinct labels, got {declared!r}")
+            raise ValueError(
+                f"classes must be two distinct labels [non-event, event], got {declared!r}: "
+                f"{_BINARY_ONLY}"
+            )
         return classes
     if labels.dtype == bool:
         return np.array([False, True])
     if np.issubdtype(labels.dtype, np.number):  # 0/1 coding: any label but 1 is a non-event
         return np.array([0, 1])
     classes = np.unique(labels)
-    if classes.size != 2:
+    if classes.size != 2:  # how many labels occur is not shown: it depends on the records
         raise ValueError(
-            f"Only binary classification is supported by DPLogisticRegression: y needs exactly "
-            f"two labels (classes), got {classes.size} class(es)"
+            "DPLogisticRegression: y holds text labels that were not declared, and they are "
+            f"not exactly two; {_BINARY_ONLY}"
         )
     warnings.warn(
         "DPLogisticRegression: the two class labels were read off the private y (which labels "
