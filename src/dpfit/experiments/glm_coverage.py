@@ -39,6 +39,7 @@ from ..exceptions import (
     SideConditionWarning,
 )
 from ..models import DPLogisticRegression, DPPoissonRegressor
+from ._glm_plots import coverage_figure
 from ._glm_populations import GLM_POPULATIONS, REAL_GLM, SIMULATED_GLM, glm_population
 from ._silent_coverage import clustered_coverage, coefficient_rows, in_band, silent_coverage
 from .registry import Claim, ClaimResult, Experiment, register
@@ -220,6 +221,7 @@ EXPERIMENT = register(
         },
         replicates={"smoke": 2, "quick": 40, "paper": 200},
         trial=_trial,
+        plot=lambda results: [coverage_figure(cell_table(results))],
         privacy="Each trial is one fit at rho (replace-one, public n); seeded noise.",
         claims=CLAIMS,
     )
