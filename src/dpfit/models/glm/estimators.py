@@ -137,6 +137,22 @@ def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
     return classes
 
 
+def _dask_classes(declared: Any, y: Any) -> np.ndarray:
+    """The two public labels of a Dask y, from its dtype (schema) or ``declared`` only: text
+    labels on Dask must be declared (reading them would compute the private column)."""
+    if getattr(y, "ndim", 1) != 1:
+        raise ValueError(f"y must be 1-dimensional, got {y.ndim} dimensions (use y.ravel())")
+    kind = pd.api.types
+    if kind.is_bool_dtype(y.dtype):
+        return _classes(declared, np.empty(0, dtype=bool))
+    if declared is None and not kind.is_numeric_dtype(y.dtype):
+        raise TypeError(
+            "DPLogisticRegression on Dask: y holds text labels; declare them publicly with "
+            "classes=[non-event, event] (numeric labels are 0/1 and need nothing)"
+        )
+    return _classes(declared, np.empty(0))
+
+
 def check_labels(y: Any) -> np.ndarray:
     """The labels of a classifier's y as a 1-D array. Their values are not inspected: a
     numeric y is 0/1 coding whatever values occur (a refusal of, say, a "continuous" y would
@@ -220,11 +236,15 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
                              "is None")  # fmt: skip
         if not is_dask(X):
             check_array(X, "X", ndim=2)  # X's own errors (sparse, 1-D, ...) before y's
-        labels = check_labels(y)
-        self.classes_ = _classes(self.classes, labels)
-        event = (labels == self.classes_[1]).astype(np.float64)  # any other label: a non-event
-        if isinstance(y, pd.Series):
-            event = pd.Series(event, index=y.index, name=y.name)
+        if is_dask(y):  # lazily: the labels are never read here
+            self.classes_ = _dask_classes(self.classes, y)
+            event = (y == self.classes_[1]).astype(np.float64)
+        else:
+            labels = check_labels(y)
+            self.classes_ = _classes(self.classes, labels)
+            event = (labels == self.classes_[1]).astype(np.float64)  # other labels: non-events
+            if isinstance(y, pd.Series):
+                event = pd.Series(event, index=y.index, name=y.name)
         result = self._fit(X, event, offset=None, budget=budget, link=self.link, y_bounds=None)
         k = int(self.fit_intercept)
         self.intercept_ = np.array([result.estimate[0] if k else 0.0])
