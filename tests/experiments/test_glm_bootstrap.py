@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 
 from dpfit.algorithms.glm import dp_glm
-from dpfit.experiments import get
+from dpfit.experiments import get, run
 from dpfit.experiments._glm_bootstrap import _covariates, parametric_bootstrap
 from dpfit.experiments.glm_bootstrap import DESIGNS, comparison_table
+from dpfit.experiments.verdicts import evaluate_claims
 from dpfit.inference.population_glm import glm_population
 
 NAME = "glm-bootstrap"
@@ -105,3 +106,11 @@ def test_comparison_table_has_both_methods():
     assert len(table) == len(DESIGNS) and (table["fits"] == 40).all()
     assert (table["bootstrap_coverage"] < table["sandwich_coverage"] + 0.1).all()
     assert {"sandwich_width", "bootstrap_width", "sandwich_mc_se"} <= set(table.columns)
+
+
+@pytest.mark.slow
+def test_claims_hold_at_quick_scale(tmp_path):
+    """100 fits with 25 private refits each (about 18 CPU-minutes); docs/glm-coverage.md."""
+    result = run([NAME], scale="quick", store_path=tmp_path / "s.sqlite", jobs=2, progress=False)
+    verdicts = evaluate_claims(get(NAME), result.results[NAME], "quick")
+    assert verdicts and not any(v.failed for v in verdicts), [v.detail for v in verdicts]
