@@ -1,11 +1,13 @@
 """Render docs/figures/architecture.png: dpfit's layers and the path of one private release.
 
-Run from the repository root: ``.venv/bin/python docs/_figures/architecture.py``. The picture
-is the one drawn in ASCII in docs/architecture.md; change both together.
+Run from the repository root: ``.venv/bin/python docs/_figures/architecture.py``. The layers
+are read from the layer table of docs/architecture.md (the one tests/test_architecture.py
+checks), so the picture is redrawn, not edited, when the table changes.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -16,17 +18,41 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 OUT = Path(__file__).resolve().parents[1] / "figures" / "architecture.png"
 
-#: Layers, top to bottom: (role, packages). Imports only go down.
-LAYERS = [
-    ("entry points", "cli  ·  experiments  ·  audit  ·  serve"),
-    ("estimators, integrations", "models  ·  optimize  ·  torch  ·  testing  ·  remote"),
-    ("algorithms → Trajectory", "algorithms  ·  baselines"),
-    ("intervals, closed forms", "inference  ·  theory"),
-    ("correlated noise, losses", "noise  ·  losses"),
-    ("the one noise path, data", "mechanisms  ·  distributed"),
-    ("accounting", "privacy"),
-    ("shared checks", "_validation  ·  exceptions"),
+PAGE = Path(__file__).resolve().parents[1] / "architecture.md"
+
+#: What each layer of the page's table holds, top to bottom.
+ROLES = [
+    "the package",
+    "entry points",
+    "estimators, integrations",
+    "algorithms → Trajectory",
+    "intervals, closed forms",
+    "correlated noise, losses",
+    "the one noise path, data",
+    "accounting",
+    "shared checks",
 ]
+
+
+def _layers() -> list[tuple[str, str]]:
+    """(role, packages) per layer of the page's layer table; the top layer (the package
+    itself) and the private modules other than _validation are left out of the picture."""
+    text = PAGE.read_text(encoding="utf-8")
+    lines = text[text.index("layer table:") :].splitlines()[1:]
+    rows = [line for line in lines[: lines.index("")] if line.startswith("|")][2:]
+    layers: dict[int, list[str]] = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        layers.setdefault(int(cells[0]), []).append(re.findall(r"`([^`]+)`", cells[1])[0])
+    return [
+        (ROLES[k], "  ·  ".join(n for n in names if not n.startswith("_") or n == "_validation"))
+        for k, names in sorted(layers.items())
+        if k > 0
+    ]
+
+
+#: Layers, top to bottom: (role, packages). Imports only go down.
+LAYERS = _layers()
 COLOURS = ["#dbe9f6", "#dbe9f6", "#e3f1dc", "#e3f1dc", "#fdf0d5", "#fbe0d0", "#f6d5d5", "#eeeeee"]
 
 #: One release, top to bottom: (what, where).
@@ -83,17 +109,8 @@ def main() -> None:
     h, gap, top = 0.95, 0.2, 9.6
     for k, ((role, packages), colour) in enumerate(zip(LAYERS, COLOURS, strict=True)):
         y = top - (k + 1) * h - k * gap
-        _box(left, 0.2, y, 7.4, h, colour, packages, role)
-    _box(
-        left,
-        7.9,
-        top - 4 * h - 3 * gap,
-        1.9,
-        2 * h + gap,
-        "#f2e6f7",
-        "datasets",
-        "beside\nthe stack",
-    )
+        size = min(10.5, 10.5 * 64 / len(packages))  # long rows in a smaller font
+        _box(left, 0.2, y, 9.4, h, colour, packages, role, size=size)
     _arrow(left, (0.05, top - 0.3), (0.05, 0.5))
     left.text(-0.05, 5.0, "imports", rotation=90, ha="right", va="center", fontsize=9)
 

@@ -304,12 +304,12 @@ def test_bad_inputs_fail_before_any_release(kwargs, exc, match):
         (np.ones((10, 2)), np.ones(9), None, ValueError, "same number of rows"),
         (np.full((10, 2), np.nan), np.ones(10), None, ValueError, "NaN"),
         (np.array([["a", "b"]]), np.ones(1), None, TypeError, "numeric"),
-        (iter([(np.ones((5, 2)), np.ones(5))]), None, None, TypeError, "n is required"),
+        (iter([(np.ones((5, 2)), np.ones(5))]), None, None, TypeError, "n_public is required"),
         (iter([(np.ones((5, 2)), np.ones(5))]), np.ones(5), 5, TypeError, "y must be None"),
         (np.ones((10, 2)), None, None, TypeError, "y is required"),
     ],
 )
 def test_bad_data(X, y, n, exc, match):
     with recording() as rec, pytest.raises(exc, match=match):
-        dp_ambssgd(X, y, n=n, rho=0.5, feature_scale=2.0, residual_bound=10.0, rng=0)
+        dp_ambssgd(X, y, n_public=n, rho=0.5, feature_scale=2.0, residual_bound=10.0, rng=0)
     assert len(rec) == 0

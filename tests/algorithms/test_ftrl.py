@@ -79,10 +79,10 @@ def test_record_replay_on_a_worst_case_neighbour():
 
 
 def test_reshuffling_uses_min_separation_one():
-    traj = dp_ftrl(X, Y, rho=0.5, order="reshuffle", rng=0, **KW)
+    traj = dp_ftrl(X, Y, rho=0.5, schedule="reshuffle", rng=0, **KW)
     assert (traj.config["separation"], traj.config["pattern"]) == (1, "min-separation")
     with pytest.raises(ValueError, match="consecutive"):
-        dp_ftrl(X, Y, rho=0.5, order="reshuffle", separation=10, rng=0, **KW)
+        dp_ftrl(X, Y, rho=0.5, schedule="reshuffle", separation=10, rng=0, **KW)
 
 
 def test_declared_pattern_must_hold():

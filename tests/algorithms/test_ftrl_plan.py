@@ -30,7 +30,7 @@ def test_plan_is_what_the_run_reports():
     assert traj.config["requested_mechanism"] == plan.mechanism.name
 
 
-@pytest.mark.parametrize("extra", [{}, dict(order="reshuffle", momentum=0.5)])
+@pytest.mark.parametrize("extra", [{}, dict(schedule="reshuffle", momentum=0.5)])
 def test_running_a_plan_is_the_same_run_bit_for_bit(extra):
     X, y = _data()
     plan = plan_ftrl(200, 3, **SETTINGS, **extra)

@@ -218,7 +218,7 @@ BAD = [
     ({"rho_beta": float("nan")}, ValueError, "rho_beta"),
     ({"rho_theta": float("inf")}, ValueError, "rho_theta"),
     ({"rho_theta": True}, TypeError, "rho_theta"),
-    ({"rho_beta": None}, TypeError, "rho_beta is required"),
+    ({"rho_beta": None}, TypeError, "both rho_theta and rho_beta"),
     ({"clip_theta": -1.0}, ValueError, "clip_theta"),
     ({"clip_beta": float("inf")}, ValueError, "clip_beta"),
     ({"steps": 2.5}, TypeError, "steps"),

@@ -259,6 +259,11 @@ CASES = {
         data=(X0, Y_BINARY),
         neighbour=_replace_last(X0, Y_BINARY, *CORNER),
     ),
+    "DPLogisticRegression-probit": Case(
+        run=_glm_model(dpfit.DPLogisticRegression, link="probit"),
+        data=(X0, Y_BINARY),
+        neighbour=_replace_last(X0, Y_BINARY, *CORNER),
+    ),
     "DPPoissonRegressor": Case(
         run=_glm_model(dpfit.DPPoissonRegressor, y_bounds=(0, 8)),
         data=(X0, Y_COUNTS),

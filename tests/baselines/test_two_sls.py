@@ -77,7 +77,7 @@ def test_matches_linearmodels(case, cov_type, lm_cov, debiased):
     lm = IV2SLS(df[dep], exog_df, df[endog], df[instr]).fit(cov_type=lm_cov, debiased=debiased)
     # linearmodels orders params as [exog..., endog...], the same order as our X columns.
     np.testing.assert_allclose(ours.params, lm.params.to_numpy(), rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(ours.std_errors, lm.std_errors.to_numpy(), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(ours.bse, lm.std_errors.to_numpy(), rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(ours.conf_int(0.05), lm.conf_int(0.95).to_numpy(), rtol=1e-8)
 
 
@@ -99,7 +99,7 @@ def test_data_md_values(case, cov_type, b_educ, se):
     j = 1 + len(exog) + endog.index("educ")
     digits = len(str(b_educ).split(".")[1])
     assert fit.params[j] == pytest.approx(b_educ, abs=0.51 * 10.0**-digits)
-    assert fit.std_errors[j] == pytest.approx(se, abs=0.51 * 10.0 ** -len(str(se).split(".")[1]))
+    assert fit.bse[j] == pytest.approx(se, abs=0.51 * 10.0 ** -len(str(se).split(".")[1]))
 
 
 def test_card_paper_sample_value():
@@ -130,7 +130,7 @@ def test_labsup_wald_value():
         np.column_stack([one, df["samesex"]]),
     )
     assert fit.params[1] == pytest.approx(-7.021, abs=5e-4)
-    assert fit.std_errors[1] == pytest.approx(4.553, abs=5e-4)
+    assert fit.bse[1] == pytest.approx(4.553, abs=5e-4)
 
 
 def test_exactly_identified_equals_wald_ratio():

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from dpfit.algorithms import dp_gd_given_noise
-from dpfit.cli.demo import WAGE_BOUNDS, WAGE_FORMULA, WAGE_Y_BOUNDS
 from dpfit.datasets import load_card
+from dpfit.datasets.real import WAGE_BOUNDS, WAGE_FORMULA, WAGE_Y_BOUNDS
 from dpfit.models import design_matrices, ols
 from dpfit.models._scaling import PublicScaling
 

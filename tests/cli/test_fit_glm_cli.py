@@ -63,3 +63,51 @@ def test_a_glm_needs_bounds(counts, capsys):
     args = ["fit", counts, "--family", "binomial", "--formula", "any ~ x", "--rho", "1"]
     assert main(args) == 2
     assert "--bound TERM=LOW,HIGH is required" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def survey(tmp_path_factory):
+    """A user's CSV: a yes/no outcome written as text, a missing value in one column."""
+    gen = np.random.default_rng(5)  # synthetic data, not privacy noise
+    n = 3000
+    df = pd.DataFrame({"age": gen.uniform(20, 60, n), "kids": gen.integers(0, 4, n)})
+    works = gen.uniform(size=n) < 1 / (1 + np.exp(1 - 0.05 * (df.age - 40) + 0.5 * df.kids))
+    df["answer"] = np.where(works, "yes", "no")
+    df["income"] = gen.uniform(0, 100, n)
+    df.loc[11, "income"] = np.nan
+    path = tmp_path_factory.mktemp("survey") / "survey.csv"
+    df.to_csv(path, index=False)
+    return str(path)
+
+
+SURVEY = ["--family", "binomial", "--rho", "1", "--seed", "1"]
+AGE_KIDS = ["--bound", "age=20,60", "--bound", "kids=0,4"]
+
+
+def test_a_text_outcome_is_declared_in_the_formula(survey, capsys):
+    formula = "C(answer, levels=['no', 'yes']) ~ age + kids"
+    assert main(["fit", survey, "--formula", formula, *SURVEY, *AGE_KIDS]) == 0
+    assert "DP logistic regression results" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("formula", "bounds", "message"),
+    [
+        ("answer ~ age + kids", AGE_KIDS, "C(answer, levels=[non-event, event])"),
+        (
+            "C(answer, levels=['no', 'yes']) ~ age + income",
+            ["--bound", "age=20,60", "--bound", "income=0,100"],
+            "'income' has missing values",
+        ),
+        (
+            "C(answer, levels=['no', 'yes']) ~ age + kids + income",
+            AGE_KIDS,
+            "add --bound income=LOW,HIGH",
+        ),
+        ("C(answer, levels=['no', 'yes']) ~ agee", ["--bound", "agee=20,60"], "did you mean 'age'"),
+    ],
+)
+def test_a_users_csv_gets_clear_errors_without_values(survey, capsys, formula, bounds, message):
+    assert main(["fit", survey, "--formula", formula, *SURVEY, *bounds]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "yes" not in err.replace("'yes']", "")

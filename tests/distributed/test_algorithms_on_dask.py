@@ -187,7 +187,7 @@ def test_dp_ambssgd_one_pass_matches_in_memory():
         mem = dp_ambssgd(Xa, ya, **kw)
     with pytest.warns(Warning):
         lazy = dp_ambssgd(
-            da.from_array(Xa, chunks=(6000, 4)), da.from_array(ya, chunks=6000), n=n, **kw
+            da.from_array(Xa, chunks=(6000, 4)), da.from_array(ya, chunks=6000), n_public=n, **kw
         )
     assert lazy.config["data_kind"] == "dask"
     np.testing.assert_array_equal(lazy.releases["stat_counts"], mem.releases["stat_counts"])

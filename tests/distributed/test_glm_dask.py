@@ -61,3 +61,39 @@ def test_dp_glm_on_dask_arrays_needs_the_public_n():
     traj = _quiet(dp_glm, lazy_X, lazy_y, rho=1.0, n_public=N, steps=20, m=4, burn_in=0, rng=0)
     ref = _quiet(dp_glm, X, FRAME["y"].to_numpy(), rho=1.0, steps=20, m=4, burn_in=0, rng=0)
     np.testing.assert_allclose(traj.estimate, ref.estimate, rtol=1e-10)
+
+
+@pytest.mark.parametrize("model", ["logistic", "poisson"])
+def test_the_estimators_on_dask_arrays_release_the_in_memory_fit(model):
+    X = FRAME[["x", "z"]].to_numpy()
+    lazy_X = da.from_array(X, chunks=(700, 2))
+    if model == "logistic":
+        make = lambda **kw: dpfit.DPLogisticRegression(rho=1.0, bounds=[(-1, 1), (0, 10)], **kw)  # noqa: E731
+        y = FRAME["y"].to_numpy()
+    else:
+        make = lambda **kw: dpfit.DPPoissonRegressor(  # noqa: E731
+            rho=1.0, bounds=[(-1, 1), (0, 10)], y_bounds=(0, 20), **kw
+        )
+        y = FRAME["c"].to_numpy()
+    short = {k: v for k, v in SHORT.items()}
+    mem = _quiet(make(**short).fit, X, y)
+    lazy = _quiet(make(n_public=N, **short).fit, lazy_X, da.from_array(y, chunks=700))
+    np.testing.assert_allclose(lazy.coef_, mem.coef_, rtol=1e-10)
+    np.testing.assert_allclose(lazy.result_.cov_params(), mem.result_.cov_params(), rtol=1e-10)
+    assert lazy.result_.summary().as_text().count("\n") == mem.result_.summary().as_text().count(
+        "\n"
+    )
+
+
+def test_text_labels_on_dask_must_be_declared():
+    labels = dd.from_pandas(pd.Series(np.where(FRAME["y"] > 0, "yes", "no")), npartitions=3)
+    X = dd.from_pandas(FRAME[["x", "z"]], npartitions=3)
+    model = dpfit.DPLogisticRegression(rho=1.0, bounds={"x": (-1, 1), "z": (0, 10)}, n_public=N,
+                                       **SHORT)  # fmt: skip
+    with pytest.raises(TypeError, match=r"classes=\[non-event, event\]"):
+        model.fit(X, labels)
+    declared = _quiet(model.set_params(classes=["no", "yes"]).fit, X, labels)
+    numeric = _quiet(
+        model.set_params(classes=None).fit, X, dd.from_pandas(FRAME["y"], npartitions=3)
+    )
+    np.testing.assert_allclose(declared.coef_, numeric.coef_, rtol=1e-10)

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpfit.algorithms.glm_family import get_family
 from dpfit.baselines import glm_mle
 from dpfit.experiments import get, run
 from dpfit.experiments._glm_populations import GLM_POPULATIONS, SIMULATED_GLM, glm_population
@@ -20,7 +21,10 @@ def _claim(name):
     return claim
 
 
-@pytest.mark.parametrize("name", ["logit-rare", "poisson-exposure", "mroz-inlf", "crime1-narr86"])
+@pytest.mark.parametrize(
+    "name",
+    ["logit-rare", "poisson-exposure", "probit", "mroz-inlf", "recid-arrested", "crime1-narr86"],
+)
 def test_populations_contain_their_values_and_theta_solves_the_score(name):
     pop = glm_population(name)
     for column, (low, high) in pop.bounds.items():
@@ -28,13 +32,13 @@ def test_populations_contain_their_values_and_theta_solves_the_score(name):
     D = np.column_stack([np.ones(len(pop.frame)), pop.frame[list(pop.x)].to_numpy()])
     y = pop.frame[pop.response].to_numpy()
     eta = D @ pop.theta + (0.0 if pop.offset is None else pop.frame[pop.offset].to_numpy())
-    mu = 1 / (1 + np.exp(-eta)) if pop.family == "binomial" else np.exp(eta)
-    np.testing.assert_allclose(D.T @ (y - mu) / len(y), 0.0, atol=1e-7)  # the score equation
+    score = get_family(pop.family, pop.link).score(eta, y)
+    np.testing.assert_allclose(D.T @ score / len(y), 0.0, atol=1e-7)  # the score equation
     if pop.K is not None:
         assert y.max() <= pop.K
 
 
-@pytest.mark.parametrize("name", ["logit-interaction", "poisson-exposure"])
+@pytest.mark.parametrize("name", ["logit-interaction", "poisson-exposure", "probit"])
 def test_the_reference_is_statsmodels_hc0(name):
     import statsmodels.api as sm
 
@@ -43,16 +47,18 @@ def test_the_reference_is_statsmodels_hc0(name):
     D = np.column_stack([np.ones(3000), sample[list(pop.x)].to_numpy()])
     y = sample[pop.response].to_numpy()
     offset = None if pop.offset is None else sample[pop.offset].to_numpy()
-    fam = sm.families.Binomial() if pop.family == "binomial" else sm.families.Poisson()
+    links = sm.families.links
+    fam = {"logit": sm.families.Binomial(), "log": sm.families.Poisson(),
+           "probit": sm.families.Binomial(links.Probit())}[pop.link]  # fmt: skip
     ref = sm.GLM(y, D, family=fam, offset=offset).fit(cov_type="HC0")
-    theta, se = glm_mle(D, y, pop.family, offset)
+    theta, se = glm_mle(D, y, pop.family, offset, pop.link)
     np.testing.assert_allclose(theta, ref.params, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(se, ref.bse, rtol=1e-6)
 
 
 def test_the_rare_design_is_rare():
     assert 0.03 < glm_population("logit-rare").frame["y"].mean() < 0.05
-    assert len(GLM_POPULATIONS) == 11 and len(SIMULATED_GLM) == 7
+    assert len(GLM_POPULATIONS) == 13 and len(SIMULATED_GLM) == 8
 
 
 def test_kinds_read_the_reasons_of_one_warning():

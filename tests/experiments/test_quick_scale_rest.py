@@ -15,7 +15,8 @@ from dpfit.experiments.verdicts import evaluate_claims
 OWN_TEST_PREFIXES = ("brown2024-", "choquettechoo2024-", "liang2025-", "menart2024-")
 OWN_TEST_PREFIXES += ("varshney2022-",)
 OWN_TEST_NAMES = ("mechanism-check", "inference-coverage", "inference-coverage-iv")
-OWN_TEST_NAMES += ("realdata-coverage", "weak-iv-coverage", "glm-coverage", "cluster-coverage")
+OWN_TEST_NAMES += ("realdata-coverage", "weak-iv-coverage", "glm-coverage", "glm-bootstrap")
+OWN_TEST_NAMES += ("cluster-coverage",)
 #: Experiments asserted at quick scale here.
 REST = (
     "inference-coverage-diagnostics",

@@ -13,7 +13,7 @@ import pytest
 
 import dpfit
 from dpfit.exceptions import CoverageWarning, LargeBudgetWarning
-from dpfit.experiments.inference_coverage import _robust_ols
+from dpfit.experiments._nss_interval import robust_ols
 from dpfit.mechanisms import recording, replaying
 
 THETA = np.array([1.0, 0.5, -0.5])
@@ -170,7 +170,7 @@ def test_sampling_part_is_the_hc0_sandwich_when_privacy_is_cheap():
         ratios.append(np.sqrt(np.diag(res.population.parts["sampling"])))
         assert not res.population.parts["ridge bias"].any()  # the ridge is 0 here
         assert 100 < res.population.dof.min() < 1000  # the meat's noise, carried into the dof
-    _, hc0 = _robust_ols(np.column_stack([np.ones(len(y)), X]), y)
+    _, hc0 = robust_ols(np.column_stack([np.ones(len(y)), X]), y)
     np.testing.assert_allclose(np.mean(ratios, axis=0), hc0, rtol=0.03)
 
 
@@ -251,6 +251,6 @@ def test_the_meat_keeps_the_sampling_standard_errors_where_its_noise_is_large():
         for seed in range(40):
             X, y = _data(1000, 100 + seed)
             res = _fit(X, y, rho=0.5, random_state=seed).result_
-            _, hc0 = _robust_ols(np.column_stack([np.ones(len(y)), X]), y)
+            _, hc0 = robust_ols(np.column_stack([np.ones(len(y)), X]), y)
             ratios.append(np.mean(np.sqrt(np.diag(res.population.parts["sampling"])) / hc0))
     assert 0.9 <= np.mean(ratios) <= 1.12

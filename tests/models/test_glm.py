@@ -180,12 +180,19 @@ def test_declared_or_0_1_labels_never_depend_on_which_labels_occur():
     assert list(zeros.classes_) == [0, 1]
 
 
-def test_the_classifier_refuses_other_than_two_labels():
-    with recording() as rec, pytest.raises(ValueError, match="Only binary classification"):
-        DPLogisticRegression(rho=1.0, bounds=(-1, 1)).fit(
-            DF[["x"]], np.array(list("abc"))[np.arange(N) % 3]
-        )
-    assert len(rec) == 0
+def test_the_classifier_refuses_other_than_two_labels_with_one_message():
+    """Three or four undeclared text labels, or one: the same message (no label, no count),
+    naming what to do instead of a multinomial fit; declared classes other than two too."""
+    messages = []
+    for labels in ("abc", "abcd", "a"):
+        y = np.array(list(labels))[np.arange(N) % len(labels)]
+        with recording() as rec, pytest.raises(ValueError, match="binary classifier") as err:
+            DPLogisticRegression(rho=1.0, bounds=(-1, 1)).fit(DF[["x"]], y)
+        assert len(rec) == 0
+        messages.append(str(err.value))
+    assert len(set(messages)) == 1 and "classes=[non-event, event]" in messages[0]
+    with pytest.raises(ValueError, match="multinomial logistic regression is not implemented"):
+        DPLogisticRegression(rho=1.0, bounds=(-1, 1), classes=["a", "b", "c"]).fit(DF[["x"]], y)
 
 
 def test_the_poisson_regressor_takes_exposure_and_pickles_without_diagnostics():

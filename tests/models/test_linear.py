@@ -11,8 +11,7 @@ import pytest
 from sklearn.base import clone
 
 from dpfit import Budget, BudgetExceededError, DPLinearRegression, LargeBudgetWarning
-from dpfit.baselines import adassp
-from dpfit.baselines import ols as nonprivate_ols
+from dpfit.baselines import adassp, nonprivate_ols
 from dpfit.exceptions import InsecureRandomnessWarning, RepeatedFitWarning
 from dpfit.mechanisms import recording
 

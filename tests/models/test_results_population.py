@@ -52,7 +52,8 @@ def test_bse_tvalues_pvalues_conf_int_normal():
     res = _result()
     se = np.sqrt(np.diag(COV))
     np.testing.assert_allclose(res.bse, se)
-    np.testing.assert_allclose(res.std_errors, se)
+    with pytest.warns(DeprecationWarning, match="use Result.bse"):
+        np.testing.assert_allclose(res.std_errors, se)
     np.testing.assert_allclose(res.tvalues, EST / se)
     np.testing.assert_allclose(res.pvalues, 2 * stats.norm.sf(np.abs(EST / se)))
     ci = res.conf_int(0.1)

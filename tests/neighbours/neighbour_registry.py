@@ -605,6 +605,19 @@ RESULTS: dict[str, EntryPoint] = {
         data=binary,
         replay_only=CHECKED,
     ),
+    "probit": EntryPoint(
+        formula(dpfit.probit, "y ~ x0 + x1", bounds={"x0": (-3, 3), "x1": (-3, 3)}, **GLM),
+        data=binary,
+        replay_only=(*CHECKED, "privacy claim"),  # the clipped family's gap: as for Poisson
+    ),
+    # a yes/no outcome held as text, its labels declared in the formula (a record with
+    # another label is the zero record)
+    "logit declared text outcome": EntryPoint(
+        formula(dpfit.logit, "C(g, levels=['no', 'yes']) ~ x0", bounds={"x0": (-3, 3)}, **GLM),
+        data=lambda seed: binary(seed).assign(g=lambda f: np.where(f["y"] > 0, "yes", "no")),
+        kinds=WITH_LEVELS,
+        replay_only=CHECKED,
+    ),
     "poisson exposure declared levels": EntryPoint(
         formula(
             dpfit.poisson,
@@ -635,6 +648,18 @@ RESULTS: dict[str, EntryPoint] = {
         examples=0,
         needs="dask",
         replay_only=CHECKED,
+    ),
+    "dask DPPoissonRegressor": EntryPoint(
+        on_dask(
+            lambda f: dpfit.DPPoissonRegressor(
+                rho=RHO, bounds=(-3, 3), y_bounds=(0, 5), n_public=N, random_state=SEED, **GLM
+            ).fit(*dask_arrays(f))
+        ),
+        data=counts,
+        kinds=DASK_KINDS,
+        examples=0,
+        needs="dask",
+        replay_only=(*CHECKED, "privacy claim"),
     ),
     "dask ols": EntryPoint(
         on_dask(
@@ -690,6 +715,16 @@ COMMANDS: dict[str, EntryPoint] = {
             f"--steps 20 --m 4 --burn-in 0 {_FIT}"
         ),
         data=binary,
+        views=no_views,
+        examples=1,
+        replay_only=("pickled state", "privacy claim"),
+    ),
+    "cli fit poisson": EntryPoint(
+        cli(
+            "fit --family poisson --formula 'y ~ x0 + x1' --bound x0=-3,3 --bound x1=-3,3 "
+            f"--y-bounds 0,5 --exposure t --steps 20 --m 4 --burn-in 0 {_FIT}"
+        ),
+        data=counts,
         views=no_views,
         examples=1,
         replay_only=("pickled state", "privacy claim"),

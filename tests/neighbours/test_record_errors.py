@@ -117,7 +117,7 @@ def _ambssgd(data, budget, relation):
     lengths = data.attrs_rows  # declared: a one-pass algorithm needs known chunk sizes
     alg.dp_ambssgd(
         data[["x0", "x1"]].to_dask_array(lengths=lengths), data["y"].to_dask_array(lengths=lengths),
-        rho=0.5, feature_scale=2.0, residual_bound=10.0, steps=4, n=N,
+        rho=0.5, feature_scale=2.0, residual_bound=10.0, steps=4, n_public=N,
         ledger=PrivacyLedger(budget=budget), rng=0,
     )  # fmt: skip
 
@@ -257,7 +257,7 @@ def test_a_stream_chunk_with_a_text_value_gives_the_zero_record():
                     Xc[-1][0] = value
                 yield Xc, y[start : start + 100]
 
-        traj = alg.dp_ssgd(chunks(), None, n=300, shuffle=False, rho=0.5, clip=1.0,
+        traj = alg.dp_ssgd(chunks(), None, n_public=300, shuffle=False, rho=0.5, clip=1.0,
                            step_size=0.05, rng=0)  # fmt: skip
         return traj.iterates
 

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import dpfit
+from dpfit.models.glm import GLMResult
 from dpfit.remote.codec import canonical_json, decode_result, encode_result, result_sha256
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpfit.PrivacyWarning")
@@ -22,7 +23,11 @@ def frame():
     z = rng.normal(0, 1, n)
     x = 0.8 * z + rng.normal(0, 1, n)
     g = pd.Categorical(rng.choice(["a", "b"], n), categories=["a", "b"])
-    return pd.DataFrame({"x": x, "z": z, "g": g, "y": 1 + 0.5 * x + rng.normal(0, 1, n)})
+    works = (rng.uniform(size=n) < 1 / (1 + np.exp(-0.3 - 0.6 * x))).astype(float)
+    return pd.DataFrame(
+        {"x": x, "z": z, "g": g, "y": 1 + 0.5 * x + rng.normal(0, 1, n), "works": works,
+         "visits": rng.poisson(np.exp(0.2 + 0.3 * z)), "years": rng.uniform(0.5, 2, n)}
+    )  # fmt: skip
 
 
 def fits(frame):
@@ -33,9 +38,14 @@ def fits(frame):
     yield dpfit.iv(
         "y ~ g + [x ~ z]", frame, rho=0.5, bounds=bounds, y_bounds=(-5, 8), random_state=0
     )
+    yield dpfit.logit("works ~ x + g", frame, rho=0.5, bounds={"x": (-5, 5)}, random_state=0)
+    yield dpfit.poisson(
+        "visits ~ z", frame, rho=0.5, bounds={"z": (-4, 4)}, y_bounds=(0, 20), exposure="years",
+        random_state=0,
+    )  # fmt: skip
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["ols", "iv"])
+@pytest.mark.parametrize("which", [0, 1, 2, 3], ids=["ols", "iv", "logit", "poisson"])
 def test_round_trip_gives_the_same_result(frame, which):
     result = list(fits(frame))[which]
     text = canonical_json(encode_result(result))
@@ -47,6 +57,10 @@ def test_round_trip_gives_the_same_result(frame, which):
     assert again.rho == result.rho and again.ledger.entries == result.ledger.entries
     assert list(again.config) == list(result.config)  # the configuration's order is kept
     assert result_sha256(json.loads(text)) == result_sha256(encode_result(result))
+    if isinstance(result, GLMResult):  # the GLM's own read-outs travel too
+        assert (again.family, again.link) == (result.family, result.link)
+        assert again.params_exp().equals(result.params_exp())
+        assert again.get_margeff().equals(result.get_margeff())
 
 
 def test_diagnostics_stay_behind(frame):

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._arrays import readonly
+from .._deprecation import renamed_keyword, warn_renamed
 from .._validation import (
     check_delta,
     check_int,
@@ -39,12 +41,14 @@ from ..noise.calibration import Calibration
 from ..noise.streams import MODES
 from ..privacy import Relation, parse_relation
 
-__all__ = ["MECHANISMS", "ORDERS", "FtrlPlan", "plan_ftrl"]
+__all__ = ["MECHANISMS", "SCHEDULES", "FtrlPlan", "plan_ftrl"]
 
 #: Mechanisms selectable by name (or pass a :class:`~dpfit.noise.CorrelatedMechanism`).
 MECHANISMS = ("nu-dpftrl", "dp-sgd", "fichtenberger", "tree")
 
-ORDERS = ("fixed", "reshuffle")
+#: Batch schedules: shuffle once and cycle, or reshuffle every epoch. (The participation
+#: pattern they give is :data:`dpfit.noise.sensitivity.ORDERS`: fixed-epoch or min-separation.)
+SCHEDULES = ("fixed", "reshuffle")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,8 +71,8 @@ class FtrlPlan:
         Heavy-ball momentum.
     theta0 : ndarray of shape (p,)
         The public start (read-only).
-    order, noise_mode : str
-        The batch order and how the noise is streamed.
+    schedule, noise_mode : str
+        The batch schedule and how the noise is streamed.
     participations, separation, pattern :
         The pattern (k, b) the sensitivity uses and its name (fixed-epoch or min-separation).
     mechanism : CorrelatedMechanism
@@ -91,7 +95,7 @@ class FtrlPlan:
     step_sizes: np.ndarray
     momentum: float
     theta0: np.ndarray
-    order: str
+    schedule: str
     noise_mode: str
     participations: int
     separation: int
@@ -105,6 +109,12 @@ class FtrlPlan:
     def rho(self) -> float:
         """The zCDP cost charged to the ledger."""
         return self.calibration.rho
+
+    @property
+    def order(self) -> str:
+        """Deprecated name of :attr:`schedule`."""
+        warn_renamed("FtrlPlan.order", "FtrlPlan.schedule")
+        return self.schedule
 
 
 def plan_ftrl(
@@ -123,14 +133,16 @@ def plan_ftrl(
     nu: float | None = None,
     momentum: float = 0.0,
     theta0: ArrayLike | None = None,
-    order: str = "fixed",
+    schedule: str | None = None,
     participations: int | None = None,
     separation: int | None = None,
     noise_mode: str = "auto",
     relation: Relation | str = "replace-one",
+    order: str | None = None,
 ) -> FtrlPlan:
     """The plan :func:`dpfit.algorithms.dp_ftrl` would run on n records of d features, from
-    public inputs only (same parameters and errors); nothing is charged or drawn.
+    public inputs only (same parameters and errors); nothing is charged or drawn. ``order``
+    is the deprecated name of ``schedule``.
 
     Examples
     --------
@@ -153,13 +165,14 @@ def plan_ftrl(
     clip = check_positive(clip, "clip")
     epochs = check_int(epochs, "epochs", low=1)
     batch_size = check_int(batch_size, "batch_size", low=1, high=n)
-    order = check_option(order, "order", ORDERS)
+    schedule = renamed_keyword(schedule, order, new="schedule", old="order")
+    schedule = check_option("fixed" if schedule is None else schedule, "schedule", SCHEDULES)
     momentum = check_real(momentum, "momentum", low=0.0, high=1.0, low_open=False)
     noise_mode = check_option(noise_mode, "noise_mode", MODES)
     per_epoch = n // batch_size
     steps = epochs * per_epoch
     sizes = _step_sizes(step_size, steps)
-    k, b, pattern = _participation(order, epochs, per_epoch, participations, separation)
+    k, b, pattern = _participation(schedule, epochs, per_epoch, participations, separation)
     mech, nu = _mechanism(mechanism, nu, steps, k, b, pattern)
     p = loss.n_params(d)
     theta = np.zeros(p) if theta0 is None else check_vector(theta0, "theta0", size=p)
@@ -187,10 +200,10 @@ def plan_ftrl(
         batch_size=batch_size,
         steps=steps,
         steps_per_epoch=per_epoch,
-        step_sizes=_readonly(sizes),
+        step_sizes=readonly(sizes),
         momentum=momentum,
-        theta0=_readonly(theta),
-        order=order,
+        theta0=readonly(theta),
+        schedule=schedule,
         noise_mode=noise_mode,
         participations=k,
         separation=b,
@@ -202,18 +215,11 @@ def plan_ftrl(
     )
 
 
-def _readonly(values: np.ndarray) -> np.ndarray:
-    """A read-only copy (the caller's array is left writable)."""
-    out = np.array(values, dtype=np.float64, copy=True)
-    out.setflags(write=False)
-    return out
-
-
 def _participation(
-    order: str, epochs: int, per_epoch: int, participations: Any, separation: Any
+    schedule: str, epochs: int, per_epoch: int, participations: Any, separation: Any
 ) -> tuple[int, int, str]:
     """The pattern the schedule guarantees, checked against the declared one."""
-    actual_sep = per_epoch if order == "fixed" else 1
+    actual_sep = per_epoch if schedule == "fixed" else 1
     k = epochs if participations is None else check_int(participations, "participations", low=1)
     b = actual_sep if separation is None else check_int(separation, "separation", low=1)
     if k < epochs:
@@ -223,11 +229,11 @@ def _participation(
     if b > actual_sep:
         why = (
             "batches are reshuffled every epoch, so a record can join consecutive steps"
-            if order == "reshuffle"
+            if schedule == "reshuffle"
             else f"a record joins every {per_epoch} steps"
         )
         raise ValueError(f"separation={b} violates the schedule's min-separation: {why}")
-    fixed_epoch = order == "fixed" and b == per_epoch and k == epochs
+    fixed_epoch = schedule == "fixed" and b == per_epoch and k == epochs
     return k, b, "fixed-epoch" if fixed_epoch else "min-separation"
 
 

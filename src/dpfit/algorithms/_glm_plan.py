@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from .._validation import check_int, check_positive, check_real, check_rho
 from ..inference.intervals import DEFAULT_BURN_IN, DEFAULT_M
+from ..inference.population import NoisyMoment
 from ..inference.preconditioner import ROW_CLIP
 from ..mechanisms import check_public_scale, release_peaks
 from ..mechanisms.plan import PlannedRelease, ReleasePlan, planned_release
 from ..privacy import Query, Relation, parse_relation, split
 from .glm_family import Family
 
-__all__ = ["GLM_SHARES", "GLMPlan", "PlannedRelease", "plan_glm"]
+__all__ = ["GLM_SHARES", "GLMPlan", "PlannedRelease", "plan_glm", "run_config"]
 
 #: Default steps and step size of the preconditioned descent (in coordinates where the
 #: Fisher information at the start is about I: a step of 0.5 halves the error per step).
@@ -233,3 +237,40 @@ def _check_scales(
         ),
         what=f"the clipped gradients of n = {n} records and their second moment",
     )
+
+
+def run_config(
+    plan: GLMPlan,
+    intercept: bool,
+    theta0: np.ndarray,
+    level: float,
+    clips: dict[str, float],
+    H: NoisyMoment,
+    bread: NoisyMoment,
+    meat: NoisyMoment,
+) -> dict[str, Any]:
+    """The public inputs of the run and the noise std of every release (for its interval)."""
+    return {
+        "rho": plan.rho,
+        "family": plan.family.name,
+        "link": plan.family.link,
+        "count_bound": plan.count_bound,
+        "intercept": intercept,
+        "n": plan.n,
+        "k": plan.k,
+        "relation": plan.relation.value,
+        "steps": plan.steps,
+        "step_size": plan.step_size,
+        "m": plan.m,
+        "burn_in": plan.burn_in,
+        "clip": clips["gradient"],
+        "row_clip": plan.row_clip,
+        "weight_cap": clips["weight"],
+        "meat_clip": clips["meat"],
+        "start": tuple(theta0.tolist()),
+        "level": level,
+        "noise_std": plan.bound("gradient", clips["gradient"]).noise_std,
+        "xtx_noise_std": H.noise_std,
+        "bread_noise_std": bread.noise_std,
+        "meat_noise_std": meat.noise_std,
+    }

@@ -49,6 +49,7 @@ from .._floats import quiet_floats
 from .._validation import check_identified, check_int, check_iv_data, not_finite_error
 from .._validation import check_X_y as _check_X_y
 from ..distributed import check_dask_rows, is_dask
+from ..distributed.holders import BlockState, register_block_state
 from ..mechanisms import (
     clip_factors,
     clip_residuals,
@@ -322,6 +323,28 @@ def least_squares_sums(
     if not is_dask(X):
         return LeastSquaresSums(X, y, clip)
     return lambda theta: least_squares_sum(X, y, theta, clip)
+
+
+# On a Dask cluster with row-block holders (dpfit.distributed.holders), each holder runs the
+# in-memory kernel above on its row blocks, with their row norms computed once.
+def _least_squares_clip(args: tuple) -> Any:
+    """The static part of ``least_squares_block``'s arguments ``(theta, clip)``: the clip."""
+    return args[1]
+
+
+def _least_squares_state(X: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: Any) -> Any:
+    return least_squares_sums(X, y, clip)
+
+
+def _least_squares_call(sums: Any, theta: np.ndarray, clip: Any) -> np.ndarray:
+    total, clipped = sums(theta)
+    return np.append(total, clipped)
+
+
+register_block_state(
+    least_squares_block,
+    BlockState(static=_least_squares_clip, make=_least_squares_state, call=_least_squares_call),
+)
 
 
 def level_counts(X: Any, y: Any, theta: np.ndarray, search: Any) -> np.ndarray:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._floats import quiet_floats
-from .._validation import check_array
+from .._validation import check_array, check_positive
 from ..distributed import is_dask
 from ..mechanisms import (
     check_descent_scale,
@@ -28,7 +28,7 @@ from ..mechanisms import (
     row_norms,
     scale_rows,
 )
-from ..privacy import GaussianEntry, PrivacyLedger, Query, mean_sensitivity
+from ..privacy import GaussianEntry, PrivacyLedger, Query, mean_sensitivity, split
 from ._kernels import two_stage_sums
 from .trajectory import Trajectory
 
@@ -262,3 +262,15 @@ def trajectory(out: dict, ledger: PrivacyLedger, config: dict, source) -> Trajec
             "fraction_clipped_beta": out["clipped"][:, 1].copy(),
         },
     )
+
+
+def stage_budgets(rho: float | None, rho_theta: float | None, rho_beta: float | None) -> tuple:
+    """(rho_theta, rho_beta): the two stages' budgets, given as ``rho`` (the total, split in
+    two exact halves by :func:`dpfit.privacy.split`) or as both per-stage budgets."""
+    if rho is not None:
+        if rho_theta is not None or rho_beta is not None:
+            raise TypeError("give rho, or rho_theta and rho_beta, not both")
+        rho_theta, rho_beta = split(check_positive(rho, "rho"), 2)
+    elif rho_theta is None or rho_beta is None:
+        raise TypeError("give rho (the total), or both rho_theta and rho_beta")
+    return check_positive(rho_theta, "rho_theta"), check_positive(rho_beta, "rho_beta")

@@ -21,7 +21,7 @@ from .._validation import check_int, check_option
 from ..losses.base import Loss
 from ..mechanisms import rho_for_noise_std
 from ..privacy import PrivacyLedger, Relation, privacy_filter
-from ..theory.kl import adaptive_gd_params
+from ..theory.kl_adaptive import adaptive_gd_params
 from ._loss_queries import finish, prepare, refuse_clip_keyword
 from .trajectory import Trajectory
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import renamed_keyword
 from .._floats import quiet_floats
 from ..mechanisms import check_descent_scale, gaussian, make_noise_source, noise_std_within
 from ..mechanisms.limits import NOISE_SIGMAS
@@ -76,12 +77,13 @@ def dp_ambssgd(
     threshold: str = "margin",
     stat_failure: float = 0.01,
     accounting: str = "paper",
-    n: int | None = None,
     shuffle: bool | None = None,
     relation: Relation | str = "replace-one",
+    n_public: int | None = None,
     ledger: Any = None,
     rng: Any = None,
     diagnostics: bool = False,
+    n: int | None = None,
 ) -> Trajectory:
     """One pass of DP-AMBSSGD; returns every iterate and the tail average.
 
@@ -130,8 +132,9 @@ def dp_ambssgd(
         How rho maps to the noise multiplier alpha: ``"paper"`` alpha = 1/sqrt(rho) (the
         paper's 1/alpha^2 per block); ``"parallel"`` alpha = 1/sqrt(2 rho), valid because the
         DP-STAT and gradient records of a block are disjoint (D13).
-    n : int, optional
-        The public number of records; required for a stream.
+    n_public : int, optional
+        The public number of records; required for a stream (as ``n_public`` of every
+        algorithm: a count that is public, never read off private data).
     shuffle : bool, optional
         Read arrays in a uniformly random order (default True; streams: False).
     relation : {"replace-one"}, default="replace-one"
@@ -144,6 +147,8 @@ def dp_ambssgd(
     diagnostics : bool, default=False
         Also compute NON-PRIVATE diagnostics (fraction of clipped gradients and the true
         largest DP-STAT residual per step). For simulations only.
+    n : int, optional
+        Deprecated name of ``n_public`` (DeprecationWarning).
 
     Returns
     -------
@@ -213,7 +218,8 @@ def dp_ambssgd(
         stat_failure=stat_failure,
         n_levels=n_levels,
     )
-    data = one_pass_data(X, y, n=n, shuffle=shuffle, norms=True)
+    n_public = renamed_keyword(n_public, n, new="n_public", old="n")
+    data = one_pass_data(X, y, n=n_public, shuffle=shuffle, norms=True)
     plan = build_plan(
         data.n,
         inputs,

@@ -7,8 +7,9 @@ first-order update (SGD with optional heavy-ball momentum and any learning-rate 
 is post-processing (Choquette-Choo et al. 2024, §2.2). B = I gives DP-SGD without amplification.
 
 Batches follow a public, data-independent schedule drawn from the noise source's generator:
-``order="fixed"`` shuffles once and cycles (a record participates at steps i, i+b, i+2b, ...:
-fixed-epoch (k = epochs, b = steps per epoch)); ``order="reshuffle"`` reshuffles every epoch, so
+``schedule="fixed"`` shuffles once and cycles (a record participates at steps i, i+b, i+2b, ...:
+fixed-epoch (k = epochs, b = steps per epoch)); ``schedule="reshuffle"`` reshuffles every
+epoch, so
 a record can appear in consecutive steps and the sensitivity uses min-separation 1.
 
 =================  ======  ===============================================================
@@ -40,7 +41,7 @@ from ..mechanisms import (
     scale_rows,
 )
 from ..noise import CorrelatedMechanism, correlated_noise
-from ..privacy import PrivacyLedger, Relation
+from ..privacy import PrivacyLedger, Relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._ftrl_plan import MECHANISMS, FtrlPlan, plan_ftrl
 from .trajectory import Trajectory
@@ -85,13 +86,15 @@ def dp_ftrl(
     nu: float | None = None,
     momentum: float = 0.0,
     theta0: ArrayLike | None = None,
-    order: str = "fixed",
+    schedule: str | None = None,
     participations: int | None = None,
     separation: int | None = None,
     noise_mode: str = "auto",
     relation: Relation | str = "replace-one",
+    n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
+    order: str | None = None,
 ) -> Trajectory:
     """Train with correlated-noise DP-FTRL (nu-DP-FTRL by default) and release every iterate.
 
@@ -124,8 +127,9 @@ def dp_ftrl(
         Heavy-ball momentum in [0, 1): v <- momentum v + g; theta <- theta - step_size v.
     theta0 : array-like of shape (p,), optional
         Public start; zeros by default.
-    order : {"fixed", "reshuffle"}, default="fixed"
-        Shuffle once and cycle, or reshuffle every epoch.
+    schedule : {"fixed", "reshuffle"}, default="fixed"
+        Shuffle once and cycle, or reshuffle every epoch (the participation pattern this
+        gives, fixed-epoch or min-separation, is ``plan.pattern``).
     participations, separation : int, optional
         A declared participation pattern (k, b); it must hold for the schedule
         (``ValueError`` otherwise). Defaults: what the schedule guarantees.
@@ -136,10 +140,15 @@ def dp_ftrl(
         same rho when its error is within 2 % (``config["noise_choice"]`` says what it did).
     relation : {"replace-one"}, default="replace-one"
         Only replace-one: under add/remove an added record would shift the fixed schedule.
+    n_public : int, optional
+        The public number of records; if given, it must equal the number of rows (n is
+        public under replace-one, :func:`dpfit.privacy.public_n`).
     ledger : PrivacyLedger, optional
         Where the release is charged; by default a new ledger with a budget of the run's rho.
     rng : None, int, numpy.random.Generator or NoiseSource, optional
         Source of the schedule's permutation and of the noise.
+    order : str, optional
+        Deprecated name of ``schedule`` (DeprecationWarning).
 
     Returns
     -------
@@ -197,12 +206,14 @@ def dp_ftrl(
         nu=nu,
         momentum=momentum,
         theta0=theta0,
+        schedule=schedule,
         order=order,
         participations=participations,
         separation=separation,
         noise_mode=noise_mode,
         relation=relation,
     )
+    public_n(X.shape[0], n_public, plan.relation)  # n is public: a given n_public must match
     return _run(plan, X, y, ledger=ledger, rng=rng)
 
 
@@ -260,7 +271,7 @@ def _run(plan: FtrlPlan, X: np.ndarray, y: np.ndarray, *, ledger: Any, rng: Any)
     velocity = np.zeros(p)
     for t in range(steps):
         epoch, slot = divmod(t, plan.steps_per_epoch)
-        if plan.order == "reshuffle" and epoch >= len(perms):
+        if plan.schedule == "reshuffle" and epoch >= len(perms):
             perms.append(source.generator.permutation(n))
         idx = perms[-1][slot * batch_size : (slot + 1) * batch_size]
         G = per_example_gradients(plan.loss, theta, X[idx], y[idx])
@@ -281,7 +292,7 @@ def _run(plan: FtrlPlan, X: np.ndarray, y: np.ndarray, *, ledger: Any, rng: Any)
         "requested_mechanism": plan.mechanism.name,
         "nu": plan.nu,
         "momentum": plan.momentum,
-        "order": plan.order,
+        "schedule": plan.schedule,
         "participations": plan.participations,
         "separation": plan.separation,
         "pattern": plan.pattern,

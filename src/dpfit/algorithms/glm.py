@@ -51,7 +51,7 @@ from ..mechanisms.plan import charge_plan
 from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
-from ._glm_plan import GLM_STEP_SIZE, GLM_STEPS, GLMPlan, plan_glm
+from ._glm_plan import GLM_STEP_SIZE, GLM_STEPS, GLMPlan, plan_glm, run_config
 from ._glm_sums import gradient_sum, gram_sum, margin_sums, response_sum, sandwich_sums
 from ._kernels import check_data
 from .glm_family import get_family
@@ -161,7 +161,6 @@ def dp_glm(
         warn_large_rho=warn_large_rho,
     )  # fmt: skip
     o = _offset(offset, X, y)
-    ledger = prepare_ledger(ledger, relation, plan.rho, name="dp_glm")
     return run_glm_plan(plan, X, y, o, intercept=bool(intercept), ledger=ledger, rng=rng)
 
 
@@ -184,14 +183,16 @@ def run_glm_plan(
     offset: Any,
     *,
     intercept: bool,
-    ledger: PrivacyLedger,
+    ledger: PrivacyLedger | None = None,
     rng: Any = None,
 ) -> Trajectory:
-    """Run ``plan`` on checked data (module docstring), charged to ``ledger`` as one entry
-    before anything is read (:func:`~dpfit.mechanisms.plan.charge_plan`).
+    """Run ``plan`` on checked data (module docstring), charged to ``ledger`` (by default a
+    new one with a budget of the plan's rho) as one entry at its first release
+    (:func:`~dpfit.mechanisms.plan.charge_plan`).
 
     ``offset`` is aligned with ``y``; on Dask the arrays are row-aligned and persisted.
     """
+    ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_glm")
     source = make_noise_source(rng)
     with charge_plan(plan, ledger):
         return _run(plan, X, y, offset, intercept=intercept, ledger=ledger, source=source)
@@ -254,7 +255,7 @@ def _run(
         "xtx": H.matrix, "whitener": P, "mean": np.array([mean]), "batch_means": estimates,
         "bread": bread.matrix, "meat": meat.matrix,
     }  # fmt: skip
-    config = _config(plan, intercept, theta0, level, clips, H, bread, meat)
+    config = run_config(plan, intercept, theta0, level, clips, H, bread, meat)
     config["mean_noise_std"] = mean_std
     config["scale"] = scale
     if gap is not None:
@@ -381,40 +382,3 @@ def _release_margins(
         ledger=moment["ledger"], rng=moment["rng"], label=planned.label,
     )  # fmt: skip
     return noisy, planned.noise_std
-
-
-def _config(
-    plan: GLMPlan,
-    intercept: bool,
-    theta0: np.ndarray,
-    level: float,
-    clips: dict[str, float],
-    H: NoisyMoment,
-    bread: NoisyMoment,
-    meat: NoisyMoment,
-) -> dict[str, Any]:
-    """The public inputs of the run and the noise std of every release (for its interval)."""
-    return {
-        "rho": plan.rho,
-        "family": plan.family.name,
-        "link": plan.family.link,
-        "count_bound": plan.count_bound,
-        "intercept": intercept,
-        "n": plan.n,
-        "k": plan.k,
-        "relation": plan.relation.value,
-        "steps": plan.steps,
-        "step_size": plan.step_size,
-        "m": plan.m,
-        "burn_in": plan.burn_in,
-        "clip": clips["gradient"],
-        "row_clip": plan.row_clip,
-        "weight_cap": clips["weight"],
-        "meat_clip": clips["meat"],
-        "start": tuple(theta0.tolist()),
-        "level": level,
-        "noise_std": plan.bound("gradient", clips["gradient"]).noise_std,
-        "xtx_noise_std": H.noise_std,
-        "bread_noise_std": bread.noise_std,
-        "meat_noise_std": meat.noise_std,
-    }

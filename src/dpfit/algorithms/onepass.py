@@ -178,8 +178,8 @@ class OnePassData:
                     chunk = read_records(next, self._chunks, None, what="reading the stream")
                     if chunk is None:
                         raise ValueError(
-                            "the stream ended before the declared n records were read; "
-                            "n must be the true (public) number of records"
+                            "the stream ended before the declared n_public records were read; "
+                            "n_public must be the true (public) number of records"
                         )
                     Xc, yc = _check_chunk(*chunk, self.d)
                 buf_X.append(Xc)
@@ -230,13 +230,13 @@ def one_pass_data(
         if y is not None:
             raise TypeError("with a stream of (X, y) chunks, y must be None")
         if n is None:
-            raise TypeError("n is required for a stream: the public number of records")
+            raise TypeError("n_public is required for a stream: the public number of records")
         if shuffle:
             raise ValueError(
                 "a stream cannot be shuffled: pass shuffle=False (its order must not depend "
                 "on the data) or pass arrays"
             )
-        n = check_int(n, "n", low=1)
+        n = check_int(n, "n_public", low=1)
         first = read_records(next, X, None, what="reading the stream")
         if first is None:
             raise ValueError("the stream is empty")

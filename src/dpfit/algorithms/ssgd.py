@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import renamed_keyword
 from .._floats import quiet_floats
 from .._validation import check_delta, check_epsilon, check_int, check_positive, check_rho
 from ..mechanisms import (
@@ -30,6 +31,7 @@ from ..mechanisms import (
     clip_factors,
     gaussian,
     make_noise_source,
+    noise_multiplier_for_rho,
     noise_std_within,
     rho_for_noise_std,
     row_norms,
@@ -59,7 +61,7 @@ def ssgd_noise_multiplier(
     ``(alpha, "parallel" or "shuffle")``.
     """
     eps, delta = check_epsilon(epsilon), check_delta(delta)
-    alpha = 1.0 / math.sqrt(2.0 * cks_rho(eps, delta))
+    alpha = noise_multiplier_for_rho(cks_rho(eps, delta))
     amplified = shuffled_gaussian_noise_multiplier(eps, delta, n) if shuffled else None
     if amplified is not None and amplified < alpha:
         return amplified, "shuffle"
@@ -76,19 +78,20 @@ def dp_ssgd(
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
-    n: int | None = None,
     shuffle: bool | None = None,
     iterate_stride: int | None = None,
     relation: Relation | str = "replace-one",
+    n_public: int | None = None,
     ledger: Any = None,
     rng: Any = None,
     diagnostics: bool = False,
+    n: int | None = None,
 ) -> Trajectory:
     """One pass of DP-SSGD (Alg. 1): fixed clip, batch size 1, tail averaging.
 
     Parameters
     ----------
-    X, y, n, shuffle
+    X, y, n_public, shuffle
         Data, as for :func:`dpfit.algorithms.dp_ambssgd`.
     clip : float
         zeta, the fixed per-example gradient clip (public; Thm. 3.2's value is
@@ -109,6 +112,8 @@ def dp_ssgd(
         As for :func:`dpfit.algorithms.dp_ambssgd`.
     diagnostics : bool, default=False
         Also record the NON-PRIVATE fraction of clipped gradients.
+    n : int, optional
+        Deprecated name of ``n_public`` (DeprecationWarning).
 
     Returns
     -------
@@ -150,12 +155,13 @@ def dp_ssgd(
         rho = check_rho(rho)
     elif epsilon is None or delta is None:
         raise TypeError("an (epsilon, delta) target needs both epsilon and delta")
-    data = one_pass_data(X, y, n=n, shuffle=shuffle)
+    n_public = renamed_keyword(n_public, n, new="n_public", old="n")
+    data = one_pass_data(X, y, n=n_public, shuffle=shuffle)
     N = data.n
     if delta is not None:
         check_delta(delta, n=N)  # warns when delta > 1/N
     if rho is not None:
-        alpha, accountant = 1.0 / math.sqrt(2.0 * rho), "parallel"
+        alpha, accountant = noise_multiplier_for_rho(rho), "parallel"
     else:
         shuffled = data.shuffle and data.kind != "stream"
         alpha, accountant = ssgd_noise_multiplier(epsilon, delta, N, shuffled=shuffled)

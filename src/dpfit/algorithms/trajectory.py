@@ -16,15 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from .._arrays import readonly
 from ..privacy.ledger import PrivacyLedger
 
 __all__ = ["Trajectory"]
-
-
-def _readonly(a: Any) -> np.ndarray:
-    arr = np.array(a, dtype=np.float64, copy=True)
-    arr.flags.writeable = False
-    return arr
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,11 +67,11 @@ class Trajectory:
         named = sorted({"algorithm", "method"} & set(self.config))
         if named:
             raise ValueError(f"config must not name the algorithm ({named}): use algorithm=")
-        object.__setattr__(self, "iterates", _readonly(self.iterates))
-        object.__setattr__(self, "estimate", _readonly(self.estimate))
+        object.__setattr__(self, "iterates", readonly(self.iterates))
+        object.__setattr__(self, "estimate", readonly(self.estimate))
         object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
         object.__setattr__(
-            self, "releases", MappingProxyType({k: _readonly(v) for k, v in self.releases.items()})
+            self, "releases", MappingProxyType({k: readonly(v) for k, v in self.releases.items()})
         )
         object.__setattr__(self, "diagnostics", MappingProxyType(dict(self.diagnostics)))
 

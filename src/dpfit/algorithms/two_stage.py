@@ -57,8 +57,9 @@ def dp_two_stage_gd(
     y: Any,
     Z: Any,
     *,
-    rho_theta: float,
-    rho_beta: float,
+    rho: float | None = None,
+    rho_theta: float | None = None,
+    rho_beta: float | None = None,
     clip_theta: float,
     clip_beta: float,
     steps: int,
@@ -90,7 +91,9 @@ def dp_two_stage_gd(
         Response.
     Z : array-like of shape (n, q)
         Instruments, q >= p; ideally standardised (eta near 1 needs lambda_max(Z^T Z / n) < 2).
-    rho_theta, rho_beta : float
+    rho : float, optional
+        Total zCDP budget, split in two exact halves; or give ``rho_theta`` and ``rho_beta``.
+    rho_theta, rho_beta : float, optional
         zCDP budgets of the T first-stage and the T second-stage releases (rho1, rho2).
     clip_theta, clip_beta : float
         Per-example gradient norm bounds gamma1, gamma2. Public: never set from the data.
@@ -162,8 +165,7 @@ def dp_two_stage_gd(
     >>> fit.iterates.shape, round(fit.rho, 12)
     ((20, 1), 2.0)
     """
-    rho_theta = check_positive(rho_theta, "rho_theta")
-    rho_beta = check_positive(rho_beta, "rho_beta")
+    rho_theta, rho_beta = core.stage_budgets(rho, rho_theta, rho_beta)
     check_rho(rho_theta + rho_beta, "rho_theta + rho_beta", warn=warn_large_rho)
     clip_theta = check_positive(clip_theta, "clip_theta")
     clip_beta = check_positive(clip_beta, "clip_beta")

@@ -85,7 +85,7 @@ def _ssp(side, config, source):
 # -- the estimators and the formula API ----------------------------------------------------
 def _linear(method: str | None, **params):
     def fit(side, config, source):
-        from .. import DPLinearRegression
+        from ..models import DPLinearRegression
 
         extra = {} if method is None else {"method": method}
         estimator = DPLinearRegression(
@@ -103,7 +103,7 @@ def _linear(method: str | None, **params):
 def _ols(side, config, source):
     import pandas as pd
 
-    from .. import ols
+    from ..models import ols
 
     X, y = side
     names = [f"x{j}" for j in range(X.shape[1])]
@@ -119,7 +119,7 @@ _IV_BOUNDS = {"x0": (-6.0, 6.0), "x1": (-1.0, 1.0), "z0": (-4.0, 4.0), "z1": (-1
 
 
 def _dpiv(side, config, source):
-    from .. import DPIVRegression
+    from ..models import DPIVRegression
 
     X, y, Z = side
     estimator = DPIVRegression(rho=config["rho"], bounds=_IV_BOUNDS, y_bounds=(-8.0, 8.0))
@@ -130,7 +130,7 @@ def _dpiv(side, config, source):
 def _iv(side, config, source):
     import pandas as pd
 
-    from .. import iv
+    from ..models import iv
 
     X, y, Z = side
     frame = pd.DataFrame({"y": y, "x0": X[:, 0], "x1": X[:, 1], "z0": Z[:, 0], "z1": Z[:, 1]})
@@ -163,7 +163,7 @@ def _loss(lipschitz: float = 1.0):
 
 def _minimize(method: str, **options):
     def fit(side, config, source):
-        from .. import minimize
+        from ..optimize import minimize
 
         return _traj(
             minimize(

@@ -89,8 +89,8 @@ def _least_squares_gradients(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.
 
 
 def _fit_noisy_gd(X, y, config, n_public, source):
-    from .. import minimize
     from ..losses import FunctionLoss
+    from ..optimize import minimize
 
     loss = FunctionLoss(grads=_least_squares_gradients, lipschitz=config["clip"])
     return minimize(

@@ -1,6 +1,7 @@
 """Reference estimators that private fits are measured against.
 
-Non-private references (they read the raw data; their ledgers are empty): :func:`ols`,
+Non-private references (they read the raw data; their ledgers are empty): :func:`nonprivate_ols`
+(formerly ``ols``, a name it shared with the private :func:`dpfit.ols`),
 :func:`two_sls`, :func:`glm_mle` (the GLM's MLE with HC0 standard errors) and
 :func:`onepass_sgd` (DP-AMBSSGD's schedule without clipping or noise).
 Private baselines (zCDP, charged to a ledger like every algorithm): :func:`ssp`,
@@ -13,7 +14,7 @@ from .adassp import adassp
 from .fixed_clip_sgd import fixed_clip_sgd
 from .friendlycore import friendlycore_2sls
 from .glm_mle import glm_mle
-from .ols import OLSResult, ols
+from .ols import OLSResult, nonprivate_ols, ols
 from .onepass_sgd import onepass_sgd
 from .private_grid_search import GridSearchResult, private_grid_search
 from .ssp import ssp
@@ -27,6 +28,7 @@ __all__ = [
     "fixed_clip_sgd",
     "friendlycore_2sls",
     "glm_mle",
+    "nonprivate_ols",
     "ols",
     "onepass_sgd",
     "private_grid_search",

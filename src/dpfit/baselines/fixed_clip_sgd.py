@@ -40,7 +40,7 @@ from ..mechanisms import (
     noise_std_within,
     row_norms,
 )
-from ..privacy import Relation, split, sum_sensitivity
+from ..privacy import Relation, public_n, split, sum_sensitivity
 from ..privacy.ledger import prepare_ledger
 
 __all__ = ["fixed_clip_sgd"]
@@ -57,6 +57,7 @@ def fixed_clip_sgd(
     step_size: float,
     sampling_rate: float,
     relation: Relation | str = "replace-one",
+    n_public: int | None = None,
     ledger: Any = None,
     rng: Any = None,
 ) -> Trajectory:
@@ -80,6 +81,9 @@ def fixed_clip_sgd(
         q in (0, 1]: each record's independent probability of joining a step's batch.
     relation : {"replace-one"}, default="replace-one"
         Only replace-one (the mean divides by the public q n).
+    n_public : int, optional
+        The public number of records; if given, it must equal the number of rows (n is
+        public under replace-one, :func:`dpfit.privacy.public_n`).
     ledger, rng
         As for :func:`dpfit.algorithms.dp_ambssgd`.
 
@@ -108,7 +112,7 @@ def fixed_clip_sgd(
     eta = check_positive(step_size, "step_size")
     q = check_real(sampling_rate, "sampling_rate", low=0.0, high=1.0, high_open=False)
     X, y = check_X_y(X, y)
-    n, d = X.shape
+    n, d = public_n(X.shape[0], n_public, relation), X.shape[1]
     multiplier = noise_std_for_rho(1.0, rho / steps)  # noise std / sensitivity, every step
     per_step = split(rho, steps)[0]  # each step charged at most this: steps of it fit in rho
     if not math.isfinite(multiplier * sum_sensitivity(clip, relation, n=n)):  # largest batch

@@ -68,8 +68,8 @@ from ..mechanisms import (
     release_peaks,
     rho_within,
 )
-from ..privacy import PrivacyLedger, Query, Relation, mean_sensitivity, split
-from ..privacy.ledger import prepare_ledger
+from ..privacy import PrivacyLedger, Query, Relation, mean_sensitivity, public_n, split
+from ..privacy.ledger import prepare_ledger, require_replace_one
 
 __all__ = ["FILTER_SHARE", "friendlycore_2sls", "statistic_bound", "sufficient_statistics"]
 
@@ -135,6 +135,8 @@ def friendlycore_2sls(
     radius: float,
     bound: float,
     eig_floor: float | None = None,
+    relation: Relation | str = "replace-one",
+    n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
 ) -> Trajectory:
@@ -161,6 +163,11 @@ def friendlycore_2sls(
         centre's noise depends on it. Must be >= ``radius``.
     eig_floor : float, optional
         Public floor on the eigenvalues of the noisy Sigma_zz; default 2 sigma_2 sqrt(q).
+    relation : {"replace-one"}, default="replace-one"
+        Only replace-one: the record count divides both sums.
+    n_public : int, optional
+        The public number of records; if given, it must equal the number of rows (n is
+        public under replace-one, :func:`dpfit.privacy.public_n`).
     ledger : PrivacyLedger, optional
         Replace-one ledger to charge; defaults to a new one with budget ``rho``.
     rng : None, int, numpy.random.Generator or NoiseSource, optional
@@ -196,10 +203,15 @@ def friendlycore_2sls(
         raise ValueError(f"radius ({radius:g}) must not exceed bound ({bound:g})")
     if eig_floor is not None:
         eig_floor = check_positive(eig_floor, "eig_floor")
-    ledger = prepare_ledger(ledger, Relation.REPLACE_ONE, rho, name="friendlycore_2sls")
+    relation = require_replace_one(
+        relation,
+        "friendlycore_2sls supports relation='replace-one' only: the record count "
+        "divides both sums",
+    )
+    ledger = prepare_ledger(ledger, relation, rho, name="friendlycore_2sls")
     source = make_noise_source(rng)
     X, y, Z = check_iv_data(X, y, Z)
-    n, p = X.shape
+    n, p = public_n(X.shape[0], n_public, relation), X.shape[1]
     q = Z.shape[1]
 
     rho_filter, rho_moments = split(rho, [FILTER_SHARE, 1.0 - FILTER_SHARE])  # exact shares

@@ -16,16 +16,12 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from .._arrays import readonly
+from .._deprecation import renamed_function, warn_renamed
 from .._validation import check_X_y
 from ..inference.intervals import t_interval_from_stderr
 
-__all__ = ["OLSResult", "ols"]
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.flags.writeable = False
-    return a
+__all__ = ["OLSResult", "nonprivate_ols", "ols"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +32,7 @@ class OLSResult:
     ----------
     params : ndarray of shape (p,)
         theta_hat.
-    std_errors : ndarray of shape (p,)
+    bse : ndarray of shape (p,)
         Classical (homoskedastic) standard errors s * sqrt([(X^T X)^{-1}]_jj).
     sigma2 : float
         s^2 = RSS / (n - p).
@@ -45,13 +41,19 @@ class OLSResult:
     """
 
     params: np.ndarray
-    std_errors: np.ndarray
+    bse: np.ndarray
     sigma2: float
     nobs: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "params", _readonly(self.params))
-        object.__setattr__(self, "std_errors", _readonly(self.std_errors))
+        object.__setattr__(self, "params", readonly(self.params))
+        object.__setattr__(self, "bse", readonly(self.bse))
+
+    @property
+    def std_errors(self) -> np.ndarray:
+        """Deprecated name of :attr:`bse` (dpfit's one name for standard errors)."""
+        warn_renamed("std_errors", "bse")
+        return self.bse
 
     @property
     def df_resid(self) -> int:
@@ -61,12 +63,12 @@ class OLSResult:
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
         """Classical t(n - p) intervals of level 1 - alpha for theta*, shape (p, 2)."""
         _, lower, upper = t_interval_from_stderr(
-            self.params, self.std_errors, dof=self.df_resid, alpha=alpha
+            self.params, self.bse, dof=self.df_resid, alpha=alpha
         )
         return np.column_stack([lower, upper])
 
 
-def ols(X: Any, y: Any) -> OLSResult:
+def nonprivate_ols(X: Any, y: Any) -> OLSResult:
     """Fit y = X theta + e by least squares (non-private).
 
     Parameters
@@ -89,7 +91,7 @@ def ols(X: Any, y: Any) -> OLSResult:
     --------
     >>> import numpy as np
     >>> X = np.column_stack([np.ones(4), [0.0, 1.0, 2.0, 3.0]])
-    >>> fit = ols(X, [1.0, 3.0, 5.0, 7.5])
+    >>> fit = nonprivate_ols(X, [1.0, 3.0, 5.0, 7.5])
     >>> np.round(fit.params, 3).tolist()
     [0.9, 2.15]
     """
@@ -105,5 +107,9 @@ def ols(X: Any, y: Any) -> OLSResult:
     resid = y - X @ params
     sigma2 = float(resid @ resid) / (n - p)
     r_inv = scipy.linalg.solve_triangular(R, np.eye(p))  # (X^T X)^{-1} = R^{-1} R^{-T}
-    std_errors = np.sqrt(sigma2 * np.einsum("ij,ij->i", r_inv, r_inv))
-    return OLSResult(params=params, std_errors=std_errors, sigma2=sigma2, nobs=n)
+    bse = np.sqrt(sigma2 * np.einsum("ij,ij->i", r_inv, r_inv))
+    return OLSResult(params=params, bse=bse, sigma2=sigma2, nobs=n)
+
+
+#: Deprecated name of :func:`nonprivate_ols` (it read like the private :func:`dpfit.ols`).
+ols = renamed_function(nonprivate_ols, "dpfit.baselines.ols", "dpfit.baselines.nonprivate_ols")

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import renamed_keyword
 from .._validation import check_positive
 from ..algorithms.onepass import one_pass_data, tail_average
 from ..algorithms.trajectory import Trajectory
@@ -37,14 +38,16 @@ def onepass_sgd(
     steps_factor: float = 1.0,
     stat_fraction: float = 1.0 / 11.0,
     step_size: float | None = None,
-    n: int | None = None,
+    n_public: int | None = None,
     shuffle: bool | None = None,
     rng: Any = None,
+    n: int | None = None,
 ) -> Trajectory:
     """One pass of plain mini-batch SGD on squared loss with DP-AMBSSGD's schedule (NOT private).
 
     Parameters are those of :func:`dpfit.algorithms.dp_ambssgd` that set the schedule and
-    the data (see there); ``rng`` only draws the permutation.
+    the data (see there, ``n_public`` included: the number of records of a stream);
+    ``rng`` only draws the permutation. ``n`` is the deprecated name of ``n_public``.
 
     Returns
     -------
@@ -64,7 +67,8 @@ def onepass_sgd(
     (array([ 1.,  2., -1.]), 0.0)
     """
     check_positive(feature_scale, "feature_scale")
-    data = one_pass_data(X, y, n=n, shuffle=shuffle)
+    n_public = renamed_keyword(n_public, n, new="n_public", old="n")
+    data = one_pass_data(X, y, n=n_public, shuffle=shuffle)
     sched = ambssgd_schedule(
         data.n,
         feature_scale=feature_scale,

@@ -24,17 +24,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from .._arrays import readonly
+from .._deprecation import warn_renamed
 from .._validation import check_alpha, check_iv_data, check_option
 
 __all__ = ["TwoSLSResult", "two_sls"]
 
 _COV_TYPES = ("unadjusted", "robust")
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.flags.writeable = False
-    return a
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +43,7 @@ class TwoSLSResult:
         beta_hat.
     cov : ndarray of shape (p, p)
         Estimated covariance of ``params`` (``cov_type``, ``debiased``).
-    std_errors : ndarray of shape (p,)
+    bse : ndarray of shape (p,)
         Square roots of the diagonal of ``cov``.
     first_stage : ndarray of shape (q, p)
         Theta_hat, the least-squares regression of X on Z.
@@ -61,15 +57,21 @@ class TwoSLSResult:
 
     params: np.ndarray
     cov: np.ndarray
-    std_errors: np.ndarray
+    bse: np.ndarray
     first_stage: np.ndarray
     cov_type: str
     debiased: bool
     nobs: int
 
     def __post_init__(self) -> None:
-        for name in ("params", "cov", "std_errors", "first_stage"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+        for name in ("params", "cov", "bse", "first_stage"):
+            object.__setattr__(self, name, readonly(getattr(self, name)))
+
+    @property
+    def std_errors(self) -> np.ndarray:
+        """Deprecated name of :attr:`bse` (dpfit's one name for standard errors)."""
+        warn_renamed("std_errors", "bse")
+        return self.bse
 
     @property
     def df_resid(self) -> int:
@@ -83,7 +85,7 @@ class TwoSLSResult:
         """
         alpha = check_alpha(alpha)
         dist = stats.t(self.df_resid) if self.debiased else stats.norm()
-        half = dist.ppf(1.0 - alpha / 2.0) * self.std_errors
+        half = dist.ppf(1.0 - alpha / 2.0) * self.bse
         return np.column_stack([self.params - half, self.params + half])
 
 
@@ -161,7 +163,7 @@ def two_sls(
     return TwoSLSResult(
         params=beta,
         cov=cov,
-        std_errors=np.sqrt(np.diag(cov)),
+        bse=np.sqrt(np.diag(cov)),
         first_stage=theta,
         cov_type=cov_type,
         debiased=debiased,

@@ -1,6 +1,7 @@
 """Errors in user input as one line that names the culprit and says what to do.
 
-dpfit's own messages name the parameter and never quote data (STYLE 2.11), so they are shown
+dpfit's own messages name the parameter and never quote data (docs/threat-model.md, "The
+guarantee"), so they are shown
 as they are. Errors raised by other libraries are translated where dpfit knows them
 (formulaic's syntax and evaluation errors, file-system errors) and otherwise named with
 their text withheld: a third-party message may quote a data value ("could not convert string

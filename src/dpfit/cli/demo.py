@@ -28,15 +28,6 @@ from ._iv_demo import iv_demo
 
 __all__ = ["DEMO_PARTS", "add_parser", "run"]
 
-WAGE_FORMULA = "lwage ~ educ + exper + black + smsa + south"
-
-#: Public bounds, from the codebook and the survey design (never from the data):
-#: schooling is top-coded at 18 years; the cohort was 14-24 in 1966, so 24-34 in 1976, and
-#: exper = age - educ - 6 <= 28; the dummies are 0/1; hourly wages from $1 to $30 in 1976
-#: give log-cents in [ln 100, ln 3000] ~ [4.6, 8.0].
-WAGE_BOUNDS = {"educ": (0, 18), "exper": (0, 28), "black": (0, 1), "smsa": (0, 1), "south": (0, 1)}
-WAGE_Y_BOUNDS = (4.6, 8.0)
-
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(
@@ -72,8 +63,8 @@ def wage_equation(args: argparse.Namespace, out: Path) -> None:
     import pandas as pd
 
     from .._validation import check_int, check_rho
-    from ..baselines import ols as nonprivate_ols
-    from ..datasets import load_card
+    from ..baselines import nonprivate_ols
+    from ..datasets.real import WAGE_BOUNDS, WAGE_FORMULA, WAGE_Y_BOUNDS, load_card
     from ..models import design_matrices, ols
     from ..models.plotting import coefficient_frame, plot_coefficients
 

@@ -174,14 +174,11 @@ def _iv_parameters(args: argparse.Namespace, bounds: dict | None) -> dict:
 
 
 def _check_iv_parameters(rho: float, params: dict) -> None:
-    import warnings
-
-    from ..exceptions import LargeBudgetWarning
     from ..models import DPIVRegression
 
-    with warnings.catch_warnings():  # the fit itself warns about a large rho
-        warnings.simplefilter("ignore", LargeBudgetWarning)
-        DPIVRegression(rho=rho, **params)._config()
+    # the fit itself warns about a large rho: a flag, not warnings.catch_warnings() (which
+    # changes the filters of every thread)
+    DPIVRegression(rho=rho, **params)._config(warn_large_rho=False)
 
 
 def nonprivate_2sls_text(formula: str, data, names: list[str], alpha: float = 0.05) -> str:

@@ -18,19 +18,13 @@ explicit ones.) Data generation uses the numpy Generator it is given, never priv
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from .._arrays import readonly
 from .._validation import check_int
 
 __all__ = ["IVDesign", "draw_iv_design"]
-
-
-def _readonly(a: Any) -> np.ndarray:
-    arr = np.array(a, dtype=np.float64, copy=True)
-    arr.flags.writeable = False
-    return arr
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,7 +50,7 @@ class IVDesign:
 
     def __post_init__(self) -> None:
         for name in ("beta", "theta", "confounding_x", "confounding_y"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+            object.__setattr__(self, name, readonly(getattr(self, name)))
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -20,17 +20,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from .._arrays import readonly
 from .._validation import check_int, check_option, check_positive, check_real
 
 __all__ = ["DESIGNS", "LinearDesign", "draw_linear_design"]
 
 DESIGNS = ("isotropic", "anisotropic")
-
-
-def _readonly(a: Any) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.flags.writeable = False
-    return a
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +49,7 @@ class LinearDesign:
 
     def __post_init__(self) -> None:
         for name in ("X", "y", "theta_star", "covariance"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+            object.__setattr__(self, name, readonly(getattr(self, name)))
 
 
 def draw_linear_design(

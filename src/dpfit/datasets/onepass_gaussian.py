@@ -19,15 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from .._arrays import readonly
 from .._validation import check_int, check_positive
 
 __all__ = ["OnePassDesign", "draw_onepass_design"]
-
-
-def _readonly(a: Any) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.flags.writeable = False
-    return a
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,8 +34,8 @@ class OnePassDesign:
     noise_std: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "eigenvalues", _readonly(self.eigenvalues))
-        object.__setattr__(self, "w_star", _readonly(self.w_star))
+        object.__setattr__(self, "eigenvalues", readonly(self.eigenvalues))
+        object.__setattr__(self, "w_star", readonly(self.w_star))
 
     @property
     def dimension(self) -> int:

@@ -33,7 +33,27 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-__all__ = ["DATASETS", "load_card", "load_dataset", "load_diabetes", "load_labsup", "load_mroz"]
+__all__ = [
+    "DATASETS",
+    "WAGE_BOUNDS",
+    "WAGE_FORMULA",
+    "WAGE_Y_BOUNDS",
+    "load_card",
+    "load_dataset",
+    "load_diabetes",
+    "load_labsup",
+    "load_mroz",
+]
+
+#: The wage equation of the demo (``dpfit demo``) and the coverage studies on Card's data.
+WAGE_FORMULA = "lwage ~ educ + exper + black + smsa + south"
+
+#: Public bounds, from the codebook and the survey design (never from the data):
+#: schooling is top-coded at 18 years; the cohort was 14-24 in 1966, so 24-34 in 1976, and
+#: exper = age - educ - 6 <= 28; the dummies are 0/1; hourly wages from $1 to $30 in 1976
+#: give log-cents in [ln 100, ln 3000] ~ [4.6, 8.0].
+WAGE_BOUNDS = {"educ": (0, 18), "exper": (0, 28), "black": (0, 1), "smsa": (0, 1), "south": (0, 1)}
+WAGE_Y_BOUNDS = (4.6, 8.0)
 
 #: Columns whose complete cases give Liang et al.'s n = 2191 Card sample (App. G.5).
 CARD_LIANG2025_COLUMNS = ("nearc2", "nearc4", "fatheduc", "motheduc", "educ", "lwage", "KWW")

@@ -26,8 +26,9 @@ without workers) ends the fit with :class:`~dpfit.distributed.WorkersLostError`
 persisted blocks would wait for it too.
 
 A holder can also keep, per row block, what a block function computes once per data set and
-reuses at every step (:class:`BlockState`, :func:`register_block_state`): DP-GD's
-least-squares sums then run the in-memory kernel
+reuses at every step (:class:`BlockState`, registered with :func:`register_block_state` by
+the module that defines the block function, so this package imports nothing above it):
+DP-GD's least-squares sums then run the in-memory kernel
 (:func:`dpfit.algorithms._kernels.least_squares_sums`: row norms computed once, cache-sized
 passes) on each row block instead of
 :func:`~dpfit.algorithms._kernels.least_squares_block` from scratch at every step. The sums
@@ -80,31 +81,6 @@ def register_block_state(block_fn: str | Callable[..., np.ndarray], state: Block
     ``state`` (:class:`BlockState`): the in-memory kernel of an algorithm, with what it
     computes once per data set kept per row block."""
     _BLOCK_STATES[block_fn if isinstance(block_fn, str) else _name(block_fn)] = state
-
-
-# DP-GD's least-squares sums: the in-memory kernel on every row block (module docstring). By
-# name, as the kernels import this package; the kernel module is imported when they run.
-def _least_squares_clip(args: tuple) -> Any:
-    """The static part of ``least_squares_block``'s arguments ``(theta, clip)``: the clip."""
-    return args[1]
-
-
-def _least_squares_state(X: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: Any) -> Any:
-    from ..algorithms._kernels import least_squares_sums
-
-    return least_squares_sums(X, y, clip)
-
-
-def _least_squares_call(sums: Any, theta: np.ndarray, clip: Any) -> np.ndarray:
-    total, clipped = sums(theta)
-    return np.append(total, clipped)
-
-
-LEAST_SQUARES_BLOCK = "dpfit.algorithms._kernels.least_squares_block"
-register_block_state(
-    LEAST_SQUARES_BLOCK,
-    BlockState(static=_least_squares_clip, make=_least_squares_state, call=_least_squares_call),
-)
 
 
 class RowBlockHolder:

@@ -34,7 +34,8 @@ import pandas as pd
 from ..exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
 from ..inference.whitened import NOISY_MEAT, inverse_sqrt
 from ..models import DPLinearRegression
-from .inference_coverage import DESIGNS, Z95, _draw, _robust_ols, _scaled
+from ._nss_interval import robust_ols, scaled
+from .inference_coverage import DESIGNS, Z95, _draw
 
 __all__ = ["adassp_coverage", "clip_check"]
 
@@ -57,7 +58,7 @@ def _trial(design: str, n: int, rho: float, seed: int, widen: float) -> dict[str
         ).fit(data["X"], data["y"])
     ci = model.conf_int().to_numpy()
     theta = data["theta"]
-    _, ols_se = _robust_ols(np.column_stack([np.ones(n), data["X"]]), data["y"])
+    _, ols_se = robust_ols(np.column_stack([np.ones(n), data["X"]]), data["y"])
     return {
         "covers": float(np.mean((ci[:, 0] <= theta) & (theta <= ci[:, 1]))),
         "width_ratio": float(np.mean((ci[:, 1] - ci[:, 0]) / (2 * Z95 * ols_se))),
@@ -112,7 +113,7 @@ def clip_check(designs: tuple[str, ...], n: int = 200_000) -> pd.DataFrame:
     """
     rows = []
     for design in designs:
-        D, ys, _, _ = _scaled(_draw(design, n, np.random.default_rng(0)))
+        D, ys, _, _ = scaled(_draw(design, n, np.random.default_rng(0)))
         k = D.shape[1]
         e = ys - D @ np.linalg.lstsq(D, ys, rcond=None)[0]
         H = D.T @ D / n

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ._brown2024_trials import BURN_IN, M
-from ._stats import Estimate, bootstrap, loglog_fitted, loglog_slope, point, series_slope
+from ._stats import Estimate, bootstrap, loglog_fitted, loglog_slope, point
 from .registry import ClaimResult
 
 __all__: list[str] = []
@@ -21,11 +21,6 @@ __all__: list[str] = []
 #: a few autocorrelation times, independent runs T = total / m > burn-in.
 VALID_TOTAL = {"bm": 500, "cp": 200, "ir": 500, "cp_formal": 200, "ir_formal": 500}
 Z_COVERAGE = 3.0
-
-
-def _loglog(table: pd.Series) -> tuple[float, float]:
-    fit = series_slope(table)
-    return fit.value, fit.se
 
 
 # ---------------------------------------------------------------- Figs. 1/9: error vs p

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import dp_gd
-from ..baselines import adassp, ols
+from ..baselines import adassp, nonprivate_ols
 from ..datasets import LinearDesign, draw_linear_design
 from ..exceptions import LargeBudgetWarning, NonPrivateWarning
 from ..inference import confidence_interval
@@ -65,7 +65,7 @@ def fixed_dataset(n: int, p: int, design: str, data_seed: int) -> LinearDesign:
 @functools.lru_cache(maxsize=8)
 def _targets(n: int, p: int, design: str, data_seed: int, clip: float) -> tuple:
     data = fixed_dataset(n, p, design, data_seed)
-    return ols(data.X, data.y), huber_target(data.X, data.y, clip=clip)
+    return nonprivate_ols(data.X, data.y), huber_target(data.X, data.y, clip=clip)
 
 
 def _clip(params: Mapping[str, Any]) -> float:
@@ -107,7 +107,7 @@ def error_vs_dimension(params: Mapping[str, Any], seed: int) -> dict[str, float]
     with warnings.catch_warnings():  # the same GD without noise: its error is the bias alone
         warnings.simplefilter("ignore", LargeBudgetWarning)
         noiseless = _run(data, {**params, "rho": NOISELESS_RHO}, noise_seed)
-    theta_hat = ols(data.X, data.y).params
+    theta_hat = nonprivate_ols(data.X, data.y).params
     rho = float(params["rho"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NonPrivateWarning)
@@ -140,7 +140,7 @@ def cost_of_privacy(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     gen, noise_seed = _streams(seed)
     data = draw_linear_design(int(params["n"]), int(params["p"]), rng=gen)
     traj = _run(data, params, noise_seed)
-    theta_hat = ols(data.X, data.y).params
+    theta_hat = nonprivate_ols(data.X, data.y).params
     privacy = float(np.linalg.norm(traj.estimate - theta_hat))
     sampling = float(np.linalg.norm(theta_hat - data.theta_star))
     predicted = final_iterate_error(

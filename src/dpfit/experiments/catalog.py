@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     choquettechoo2024,
     choquettechoo2024_tables,
     cluster_coverage,
+    glm_bootstrap,
     glm_coverage,
     inference_coverage,
     inference_coverage_diagnostics,

@@ -226,7 +226,7 @@ CORRS = (0.0, 0.4, 0.8)
 EXPERIMENT = register(
     Experiment(
         name="cluster-coverage",
-        paper="dpfit issue 29 (beyond the papers: privacy units and clustered intervals)",
+        paper="beyond the papers: privacy units and clustered intervals (docs/privacy-units.md)",
         figure="Cluster-robust coverage, warnings, width over linearmodels (docs/privacy-units.md)",
         description=(
             "Coverage of theta* by the unit-level fit's cluster-robust 95% intervals "

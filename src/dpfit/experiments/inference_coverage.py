@@ -1,4 +1,6 @@
-"""Coverage of the population parameter by DPLinearRegression's default intervals (issue 14).
+"""Coverage of the population parameter by DPLinearRegression's default intervals.
+
+See docs/inference.md, "Measured coverage".
 
 Each trial draws a **fresh dataset** from a design with known population coefficients
 theta*, fits the default :class:`~dpfit.DPLinearRegression` (or :func:`dpfit.ols`) with
@@ -35,10 +37,9 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import CoverageWarning, LargeBudgetWarning
-from ..inference.population import release_second_moment
-from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho
 from ..models import DPLinearRegression, ols
-from ..privacy import PrivacyLedger, mean_sensitivity
+from ._coverage_table import grid, mc_se, per_cell
+from ._nss_interval import nss_interval, robust_ols
 from .registry import Claim, ClaimResult, Experiment, register
 
 __all__ = ["EXPERIMENT", "REVIEW", "coverage_experiment", "coverage_table", "nss_interval"]
@@ -116,78 +117,6 @@ def _review_draw(design: str, n: int, rng: np.random.Generator) -> dict[str, Any
     return {"X": X, "y": y, "theta": theta, "bounds": [(-4.0, 4.0)] * 3, "y_bounds": y_bounds}
 
 
-def _robust_ols(D: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Non-private OLS and its HC0 standard errors (the reference interval)."""
-    theta, *_ = np.linalg.lstsq(D, y, rcond=None)
-    e = y - D @ theta
-    Hinv = np.linalg.inv(D.T @ D / len(y))
-    meat = (D * e[:, None] ** 2).T @ D / len(y)
-    return theta, np.sqrt(np.diag(Hinv @ meat @ Hinv) / len(y))
-
-
-def _scaled(data: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Design [1, x'] and y' mapped to [-1, 1] by the public bounds, and the map back J, c."""
-    b = np.asarray(
-        list(data["bounds"].values()) if isinstance(data["bounds"], dict) else data["bounds"],
-        dtype=float,
-    )
-    c, h = b.mean(axis=1), (b[:, 1] - b[:, 0]) / 2
-    yl, yh = data["y_bounds"]
-    cy, hy = (yl + yh) / 2, (yh - yl) / 2
-    Xs = (np.clip(data["X"], b[:, 0], b[:, 1]) - c) / h
-    D = np.column_stack([np.ones(len(Xs)), Xs])
-    ys = (np.clip(data["y"], yl, yh) - cy) / hy
-    k = D.shape[1]
-    J = np.zeros((k, k))  # theta_original = J theta' + offset
-    J[0, 0] = hy
-    J[0, 1:] = -hy * c / h
-    J[1:, 1:] = np.diag(hy / h)
-    return D, ys, J, np.r_[cy, np.zeros(k - 1)]
-
-
-def nss_interval(data: Mapping[str, Any], rho: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Noisy-sufficient-statistics OLS with a population interval, at zCDP ``rho``.
-
-    Releases X'X/n (40% of rho), X'y/n (40%) and Omega = mean of e_i^2 d_i d_i' at the NSS
-    estimate with |e| clipped to 2 (20%); theta = Hp^-1 b~. Covariance: the sandwich
-    Hp^-1 Omega~ Hp^-1 / n plus the NSS noise law Hp^-1 (s_b^2 I + s_H^2 (|theta|^2 I +
-    theta theta')) Hp^-1 (first order in the noise). Returns (estimate, s.e.) in original units.
-    """
-    D, ys, J, offset = _scaled(data)
-    n, k = D.shape
-    ledger = PrivacyLedger()
-    with warnings.catch_warnings():  # seeded on purpose: a reproducible study
-        warnings.simplefilter("ignore")
-        source = make_noise_source(seed)
-    bound = math.sqrt(k)
-    H = release_second_moment(
-        D, bound=bound, rho=0.4 * rho, n=n, ledger=ledger, rng=source, label="nss/xtx"
-    )
-    sens_b = mean_sensitivity(bound, n, ledger.relation)
-    s_b = noise_std_for_rho(sens_b, 0.4 * rho)
-    b = gaussian(
-        D.T @ ys / n, sensitivity=sens_b, noise_std=s_b, ledger=ledger, rng=source, label="nss/xty"
-    )
-    Hp = H.psd()
-    theta = np.linalg.solve(Hp, b)
-    e = np.clip(ys - D @ theta, -2.0, 2.0)
-    Omega = release_second_moment(
-        D * e[:, None],
-        bound=2.0 * bound,
-        rho=0.2 * rho,
-        n=n,
-        ledger=ledger,
-        rng=source,
-        label="nss/omega",
-    )
-    Hinv = np.linalg.inv(Hp)
-    noise = s_b**2 * np.eye(k) + H.noise_std**2 * (
-        theta @ theta * np.eye(k) + np.outer(theta, theta)
-    )
-    cov = Hinv @ (Omega.psd() / n + noise) @ Hinv
-    return J @ theta + offset, np.sqrt(np.diag(J @ cov @ J.T))
-
-
 def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     design, n, rho = str(params["design"]), int(params["n"]), float(params["rho"])
     data = _draw(design, n, np.random.default_rng([seed, 1]))
@@ -215,7 +144,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     warned = any(issubclass(w.category, CoverageWarning) for w in caught)
     ci = res.conf_int(0.05).to_numpy()
     D = np.column_stack([np.ones(n), data["X"]])
-    _, ols_se = _robust_ols(D, data["y"])
+    _, ols_se = robust_ols(D, data["y"])
     nss_est, nss_se = nss_interval(data, rho, seed + 7)
     width = ci[:, 1] - ci[:, 0]
     ref = 2 * Z95 * ols_se
@@ -234,22 +163,19 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
 
 def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per cell: coverage (and its MC s.e.), width ratios, NSS side by side, warning share."""
-    g = results.groupby(["design", "n", "rho"])
-    table = g.agg(
+    table, g = per_cell(
+        results,
+        reps="covers",
         coverage=("covers", "mean"),
         width_ratio=("width_ratio", "mean"),
         nss_coverage=("nss_covers", "mean"),
         nss_width_ratio=("nss_width_ratio", "mean"),
         warned=("warned", "mean"),
-        reps=("covers", "size"),
     )
     # the s.e. of the mean over replicates of each fit's pooled coverage (its spread across
     # replicates carries the correlation between coefficients), floored at the binomial s.e.
     # of 0.95 over 4 independent coefficients a replicate
-    spread = g["covers"].std(ddof=1).to_numpy()
-    reps = table["reps"].to_numpy()
-    floor = math.sqrt(0.95 * 0.05 / 4.0) / np.sqrt(reps)
-    table["mc_se"] = np.maximum(np.nan_to_num(spread) / np.sqrt(reps), floor)
+    table["mc_se"] = mc_se(g["covers"].std(ddof=1).to_numpy(), table["reps"].to_numpy(), 4)
     return table.reset_index()
 
 
@@ -338,7 +264,7 @@ WIDTH_CLAIM = Claim(
 
 
 def _grid(ns: list[int], rhos: list[float], designs: tuple[str, ...] = DESIGNS) -> list[dict]:
-    return [{"design": d, "n": n, "rho": r} for d in designs for n in ns for r in rhos]
+    return grid(designs, ns, rhos)
 
 
 def _plot(results: pd.DataFrame) -> list:
@@ -374,7 +300,7 @@ def coverage_experiment(
     return register(
         Experiment(
             name=name,
-            paper="dpfit issue 14 (beyond the papers: population intervals)",
+            paper="dpfit, beyond the papers: population intervals (docs/inference.md)",
             figure=figure,
             description=description,
             grid=grid,

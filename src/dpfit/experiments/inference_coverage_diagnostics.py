@@ -1,4 +1,6 @@
-"""When the population interval says it cannot be trusted: its two checks, measured (issue 14).
+"""When the population interval says it cannot be trusted: its two checks, measured.
+
+See docs/inference.md, "When the interval says it cannot be trusted".
 
 The default linear fit (:mod:`dpfit.models._linear_population`) warns (``CoverageWarning``)
 when (a) the released iterates still drift between the two halves of the run
@@ -53,8 +55,7 @@ def _fit(params: Mapping[str, Any], seed: int) -> tuple[Any, np.ndarray | None]:
     kw = {k: params[k] for k in ("steps", "step_size") if params.get(k) is not None}
     rho = float(params["rho"])
     if params["data"] == "card":
-        from ..cli.demo import WAGE_BOUNDS, WAGE_FORMULA, WAGE_Y_BOUNDS
-        from ..datasets import load_card
+        from ..datasets.real import WAGE_BOUNDS, WAGE_FORMULA, WAGE_Y_BOUNDS, load_card
 
         res = ols(
             WAGE_FORMULA,
@@ -195,7 +196,7 @@ def _settings() -> list[dict]:
 EXPERIMENT = register(
     Experiment(
         name="inference-coverage-diagnostics",
-        paper="dpfit issue 14 (beyond the papers: when population intervals warn)",
+        paper="dpfit, beyond the papers: when population intervals warn (docs/inference.md)",
         figure="diagnostics table (docs/inference.md)",
         description=(
             "Warning rates of the population interval's convergence (drift) and "

@@ -1,4 +1,4 @@
-"""The smallest and largest n of the linear coverage grid (issue 14): n = 300 and n = 2e5.
+"""The smallest and largest n of the linear coverage grid (docs/inference.md): n = 300 and n = 2e5.
 
 The same trial, designs and table as :mod:`dpfit.experiments.inference_coverage` (fresh data
 per replicate, the default :class:`~dpfit.DPLinearRegression` / :func:`dpfit.ols` with public
@@ -8,7 +8,8 @@ outside the valid regime (the library should warn in most fits); n = 2e5 is wher
 target (1.3 x the non-private robust interval) applies. Run it with ``dpfit reproduce
 inference-coverage-extremes --out DIR`` (docs/inference.md). ``inference-coverage-rho-ends``
 runs the same two n at the other two rho of the grid, 0.05 and 5, so that with the quick
-scale of ``inference-coverage`` every (n, rho) cell of issue 14's grid is measured.
+scale of ``inference-coverage`` every (n, rho) cell of the grid is measured
+(docs/inference.md, "The ends of the n grid").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Coverage of the population beta by DPIVRegression's default intervals (issue 14, IV grid).
+"""Coverage of the population beta by DPIVRegression's default intervals (docs/inference.md, IV).
 
 Each trial draws a **fresh dataset** with known structural coefficients beta* and fits the
 default :func:`dpfit.iv` (noisy-moment 2SLS with a population interval; public bounds at the
@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
 from ..models import DPIVRegression
+from ._coverage_table import mc_se, per_cell
 from .registry import Claim, ClaimResult, Experiment, register
 
 __all__ = ["EXPERIMENT", "coverage_table", "robust_2sls"]
@@ -127,8 +128,9 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
 
 def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per cell: coverage of beta*_x and of all terms with MC s.e., widths, DP-2S-GD beside."""
-    g = results.groupby(["design", "n", "rho"])
-    table = g.agg(
+    table, g = per_cell(
+        results,
+        reps="covers_x",
         coverage_x=("covers_x", "mean"),
         coverage_all=("covers_all", "mean"),
         width_ratio_x=("width_ratio_x", "median"),
@@ -138,14 +140,11 @@ def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
         gd_bias_x=("gd_error_x", "mean"),
         se_2sls=("se_2sls_x", "mean"),
         warned=("warned", "mean"),
-        reps=("covers_x", "size"),
     )
     table["bias_x_se"] = table["bias_x_se"] / table["se_2sls"]  # in 2SLS s.e. units
-    root_r = np.sqrt(table["reps"])
-    binomial = np.sqrt(table["coverage_x"] * (1 - table["coverage_x"])) / root_r
-    table["mc_se_x"] = np.maximum(binomial, math.sqrt(0.95 * 0.05) / root_r)
-    spread = np.nan_to_num(g["covers_all"].std(ddof=1)) / root_r
-    table["mc_se_all"] = np.maximum(spread, math.sqrt(0.95 * 0.05 / len(TERMS)) / root_r)
+    binomial = np.sqrt(table["coverage_x"] * (1 - table["coverage_x"]))
+    table["mc_se_x"] = mc_se(binomial, table["reps"])
+    table["mc_se_all"] = mc_se(g["covers_all"].std(ddof=1), table["reps"], len(TERMS))
     return table.drop(columns="se_2sls").reset_index()
 
 
@@ -186,7 +185,7 @@ def _grid(ns: list[int], rhos: list[float], designs: tuple[str, ...] = DESIGNS) 
 EXPERIMENT = register(
     Experiment(
         name="inference-coverage-iv",
-        paper="dpfit issue 14 (beyond the papers: population intervals for IV)",
+        paper="dpfit, beyond the papers: population intervals for IV (docs/inference.md)",
         figure="IV coverage table (docs/inference.md)",
         description=(
             "Coverage of the population coefficients by DPIVRegression's default 95% "

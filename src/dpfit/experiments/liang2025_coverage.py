@@ -34,6 +34,7 @@ from ..datasets import load_card
 from ..exceptions import LargeBudgetWarning
 from ..models.iv import EXPERIMENTAL_INTERVALS, DPIVRegression
 from . import _liang2025_analysis as an
+from ._coverage_table import per_cell
 from ._liang2025_trials import design
 from .liang2025 import PAPER
 from .registry import Claim, ClaimResult, Experiment, register
@@ -128,14 +129,16 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
 
 def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
     """Coverage of 2SLS (and of beta), its SE, mean width and bias per design/construction/rho."""
-    g = results.groupby(["design", "construction", "rho"])
-    table = g.agg(
+    table, _ = per_cell(
+        results,
+        by=("design", "construction", "rho"),
+        reps="covers_2sls",
         coverage=("covers_2sls", "mean"),
         coverage_beta=("covers_truth", "mean"),
         width=("width", "mean"),
         bias=("bias", "mean"),
-        runs=("covers_2sls", "size"),
     )
+    table = table.rename(columns={"reps": "runs"})
     table["se"] = np.sqrt(table["coverage"] * (1 - table["coverage"]) / table["runs"])
     table["below_nominal_3se"] = table["coverage"] < NOMINAL - 3 * np.sqrt(
         NOMINAL * (1 - NOMINAL) / table["runs"]

@@ -41,8 +41,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ._coverage_table import grid
 from ._silent_coverage import coefficient_rows
-from .realdata_coverage import DESIGNS, EXPERIMENT, _grid, _trial
+from .realdata_coverage import DESIGNS, EXPERIMENT, _trial
 from .registry import Experiment
 from .runner import run
 
@@ -189,7 +190,7 @@ CANDIDATES = Experiment(
     grid={
         scale: [
             {**cell, "target": target}
-            for cell in _grid(CANDIDATE_DESIGNS, [20_000, 200_000], [0.1, 1.0])
+            for cell in grid(CANDIDATE_DESIGNS, [20_000, 200_000], [0.1, 1.0])
             for target in ("least-squares", "huber")
         ]
         for scale in ("smoke", "quick", "paper")

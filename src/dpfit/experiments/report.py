@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import __version__
+from .._version import __version__
 from . import _html
 from .runner import RunResult
 from .verdicts import Verdict, count, evaluate_claims, format_number

@@ -75,7 +75,7 @@ def canonical_params(params: Mapping[str, Any]) -> str:
 @cache
 def code_version() -> str:
     """``"<dpfit version>+<12 hex digits>"``: a digest of the source of the dpfit package."""
-    from .. import __version__
+    from .._version import __version__
 
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()

@@ -46,6 +46,7 @@ import pandas as pd
 from ..exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
 from ..inference.anderson_rubin import ar_set
 from ..models import DPIVRegression
+from ._coverage_table import per_cell
 from .registry import Claim, ClaimResult, Experiment, register
 
 __all__ = ["DESIGNS", "EXPERIMENT", "coverage_table"]
@@ -116,8 +117,9 @@ def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per cell: coverage of the Wald interval, the AR set and the AR set without the noise
     term, the share of fits warned (weak instruments; any reason), of unbounded AR sets, the
     median first-stage F and the replicates."""
-    g = results.groupby(["design", "n", "rho"])
-    return g.agg(
+    table, _ = per_cell(
+        results,
+        reps="ar_covers",
         wald=("wald_covers", "mean"),
         ar=("ar_covers", "mean"),
         naive_ar=("naive_ar_covers", "mean"),
@@ -125,8 +127,8 @@ def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
         warned=("warned", "mean"),
         unbounded=("ar_unbounded", "mean"),
         median_f=("first_stage_f", "median"),
-        reps=("ar_covers", "size"),
-    ).reset_index()
+    )
+    return table.reset_index()
 
 
 def _cells(results: pd.DataFrame) -> dict[tuple[str, int, float], pd.Series]:
@@ -228,7 +230,10 @@ def _grid(cells: tuple[tuple[str, int, float], ...]) -> list[dict]:
 EXPERIMENT = register(
     Experiment(
         name="weak-iv-coverage",
-        paper="dpfit issue 31 (beyond the papers: identification diagnostics for private IV)",
+        paper=(
+            "dpfit, beyond the papers: identification diagnostics for private IV "
+            "(docs/inference.md)"
+        ),
         figure="weak-instrument coverage: Wald vs Anderson-Rubin (docs/inference.md)",
         description=(
             "Coverage of beta* by the default IV fit's Wald interval and its Anderson-Rubin "

@@ -29,6 +29,8 @@ from .doubts import Doubt
 from .population import NoisyMoment
 
 __all__ = [
+    "GD_CLIP_MULTIPLIER",
+    "MEAT_CLIP_MULTIPLIER",
     "NOISY_MEAT",
     "NoisySandwich",
     "gradient_clip",
@@ -39,6 +41,15 @@ __all__ = [
 
 #: Smallest residual scale the clip is built from, so that noise-free data still get C > 0.
 SCALE_FLOOR = 1e-6
+
+#: M of :func:`gradient_clip` for the preconditioned DP-GD's whitened gradients: the clip is
+#: this many residual scales times sqrt(k) (a typical whitened ||z||). It bounds the descent,
+#: so it trades clipping bias against noise.
+GD_CLIP_MULTIPLIER = 3.0
+
+#: M of :func:`gradient_clip` for AdaSSP's meat (Omega) only: the estimate itself is not
+#: clipped, so a wider clip costs only the meat's noise and keeps its clipping bias small.
+MEAT_CLIP_MULTIPLIER = 6.0
 
 #: Fewest degrees of freedom the meat's noise may leave a coefficient's sampling variance
 #: (:meth:`NoisySandwich.noisy_meat`).

@@ -4,6 +4,13 @@ The record/replay hooks (``recording``, ``replaying``) are importable from here 
 library's own checks; their documented home is :mod:`dpfit.testing`.
 """
 
+from .calibration import (
+    noise_multiplier_for_rho,
+    noise_std_for_rho,
+    noise_std_within,
+    rho_for_noise_std,
+    rho_within,
+)
 from .clipping import (
     clip_factors,
     clip_residuals,
@@ -19,15 +26,7 @@ from .counts import (
     private_count,
 )
 from .counts import literal_threshold as literal_threshold  # paper-only: dpfit.paper_only
-from .gaussian import (
-    GaussianReleases,
-    gaussian,
-    gaussian_releases,
-    noise_std_for_rho,
-    noise_std_within,
-    rho_for_noise_std,
-    rho_within,
-)
+from .gaussian import GaussianReleases, gaussian, gaussian_releases
 from .limits import (
     check_descent_scale,
     check_noisy_sum_scale,
@@ -59,6 +58,7 @@ __all__ = [
     "gaussian_rows",
     "make_noise_source",
     "margin_threshold",
+    "noise_multiplier_for_rho",
     "noise_std_for_rho",
     "noise_std_within",
     "private_count",

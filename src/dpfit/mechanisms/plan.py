@@ -25,7 +25,7 @@ from ..privacy import Query, Relation, query_sensitivity
 from ..privacy._plan_charge import PlanCharge
 from ..privacy.entries import ComposedEntry, GaussianEntry, LedgerEntry, ReservedEntry
 from ..privacy.ledger import PrivacyLedger
-from .gaussian import noise_std_for_rho, rho_within
+from .calibration import noise_std_for_rho, rho_within
 
 __all__ = ["PlannedRelease", "ReleasePlan", "charge_plan", "planned_release"]
 

@@ -40,7 +40,7 @@ class NoiseSource:
     such as shuffling (which must never depend on the data).
     """
 
-    __slots__ = ("_backend", "_children", "_generator", "_pid", "_seed_seq", "_seeded")
+    __slots__ = ("_backend", "_generator", "_pid", "_seed_seq", "_seeded")
 
     def __init__(self, seed_seq: np.random.SeedSequence, *, seeded: bool, backend: str = "fast"):
         if backend not in _BACKENDS:
@@ -50,7 +50,6 @@ class NoiseSource:
         self._backend = backend
         self._pid = os.getpid()
         self._generator = np.random.Generator(np.random.PCG64(seed_seq))
-        self._children = 0
 
     @property
     def seeded(self) -> bool:
@@ -75,7 +74,6 @@ class NoiseSource:
         """``k`` statistically independent child sources with the same provenance."""
         self.generator  # noqa: B018 - trigger the fork check before spawning
         children = self._seed_seq.spawn(k)
-        self._children += k
         return [NoiseSource(c, seeded=self._seeded, backend=self._backend) for c in children]
 
     def keyed_generator(self, key: int) -> np.random.Generator:

@@ -90,6 +90,7 @@ from ..inference.population import (
     sandwich,
     welch_dof,
 )
+from ..inference.whitened import MEAT_CLIP_MULTIPLIER as CLIP_MULTIPLIER
 from ..inference.whitened import (
     NOISY_MEAT,
     NoisySandwich,
@@ -116,8 +117,6 @@ CLIPPED_Y_PART = 1.0 / 16.0
 #: under-cover (f = 0.35% and 0.9% at n = 2e5) have f sqrt(n) = 1.6 and 4.0; the covering
 #: cells 0.5 or less, except t(3) errors at n = 2e4 (1.3, a false alarm).
 CLIPPED_Y_LIMIT = 1.0
-#: The whitened-gradient clip is this many residual scales times sqrt(k).
-CLIP_MULTIPLIER = 6.0
 #: Residuals enter the residual scale as min(e^2, RESIDUAL_CAP) (|y| <= 1 after rescaling).
 RESIDUAL_CAP = 1.0
 #: The ridge's bias counts as not negligible above this share of the released eigenvalue.

@@ -33,7 +33,6 @@ one record can never change how another record is read.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -113,8 +112,7 @@ def design_spec(side: str, meta: pd.DataFrame, declared: Collection[str] = ()) -
         meta[name] = numeric_values(meta[name])
     for name in declared_columns:
         meta[name] = meta[name].astype(object)
-    with warnings.catch_warnings():  # formulaic warns about empty or undeclared data
-        warnings.simplefilter("ignore")
+    with np.errstate(all="ignore"):  # no data: nothing to warn about (a flag, thread-local)
         spec = model_matrix(side, meta, na_action="ignore").model_spec
     for expr, state in spec.transform_state.items():  # a backstop behind check_terms
         # formulaic implements Q("col") as a stateful transform that learns nothing (state
@@ -270,14 +268,19 @@ def materialise(design: Design, frame: pd.DataFrame, *, refuse_missing: bool) ->
     if refuse_missing:
         _check_raw(design, frame, read)
     frame = read
-    with warnings.catch_warnings(), np.errstate(all="ignore"):  # handled by the zero records
-        warnings.simplefilter("ignore")
+    outside = outside_levels(design, frame) if design.categoricals else None
+    # A value outside the declared levels would make formulaic warn, quoting it: such a
+    # record is a zero record anyway, so it is given a declared level first (no warning to
+    # silence, so no warnings.catch_warnings(), which changes every thread's filters).
+    for column, levels in design.categoricals if outside is not None and outside.any() else ():
+        frame = frame.assign(**{column: frame[column].astype(object).where(~outside, levels[0])})
+    with np.errstate(all="ignore"):  # non-finite rows: handled by the zero records
         matrix = pd.DataFrame(design.spec.get_model_matrix(frame, na_action="ignore"))
     matrix = matrix.astype(np.float64).reindex(columns=list(design.columns))
     values = matrix.to_numpy()
     null = ~np.isfinite(values).all(axis=1) if values.shape[1] else np.zeros(len(matrix), bool)
-    if design.categoricals:
-        null |= outside_levels(design, frame)
+    if outside is not None:
+        null |= outside
     if null.any():
         matrix.loc[null] = np.nan
     return matrix

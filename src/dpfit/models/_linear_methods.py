@@ -231,7 +231,7 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
         "clip": clip,
         "steps": steps,
         "step_size": step_size,
-        "interval": interval or "none",
+        "interval": interval,  # None: no interval, as in the API
         "m": m if interval else None,
         "burn_in": burn_in if interval else None,
         "interval_variant": config.interval_variant if interval else None,
@@ -291,7 +291,7 @@ def _run_gd(
     interval = settings["interval"]
     public = _shown(settings, traj)
     diagnostics = {"fraction_clipped": traj.diagnostics["fraction_clipped"]}
-    if interval == "none":
+    if interval is None:
         return LinearFit(
             estimate=traj.estimate,
             interval_estimates=None,

@@ -79,6 +79,7 @@ from ..inference.preconditioner import (
     triangle,
     whiten,
 )
+from ..inference.whitened import GD_CLIP_MULTIPLIER as CLIP_MULTIPLIER
 from ..inference.whitened import gradient_clip, noisy_sandwich, release_mean
 from ..mechanisms import (
     NoiseSource,
@@ -315,10 +316,6 @@ def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
 
 #: Share of rho for each of the two releases behind the private clip (X'y/n, residual scale).
 SCALE_SHARE = 0.025
-
-
-#: The clip is this many residual scales times sqrt(k) (a typical whitened ||z||).
-CLIP_MULTIPLIER = 3.0
 
 
 def _private_clip(

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import readonly
+from .._deprecation import warn_renamed
 from .._validation import check_delta, check_interval_alpha, check_option, user_stacklevel
 from .._version import __version__
 from ..exceptions import LargeBudgetWarning
@@ -39,12 +41,6 @@ from ._result_tests import TestsMixin
 from .summary import Summary
 
 __all__ = ["Result", "snapshot_ledger"]
-
-
-def _readonly(a: Any) -> np.ndarray:
-    arr = np.array(a, dtype=np.float64, copy=True)
-    arr.flags.writeable = False
-    return arr
 
 
 def snapshot_ledger(ledger: PrivacyLedger) -> PrivacyLedger:
@@ -141,13 +137,13 @@ class Result(PredictMixin, TestsMixin, IVTestsMixin):
 
     def __post_init__(self) -> None:
         names = tuple(str(n) for n in self.names)
-        estimate = _readonly(self.estimate)
+        estimate = readonly(self.estimate)
         if estimate.shape != (len(names),):
             raise ValueError(f"estimate must have shape ({len(names)},), got {estimate.shape}")
         object.__setattr__(self, "names", names)
         object.__setattr__(self, "estimate", estimate)
         if self.interval_estimates is not None:
-            est = _readonly(self.interval_estimates)
+            est = readonly(self.interval_estimates)
             if est.ndim != 2 or est.shape[1] != len(names) or est.shape[0] < 2:
                 raise ValueError(
                     f"interval_estimates must have shape (m >= 2, {len(names)}), got {est.shape}"
@@ -255,7 +251,7 @@ class Result(PredictMixin, TestsMixin, IVTestsMixin):
 
     @property
     def bse(self) -> pd.Series:
-        """Standard errors around the population parameter (``std_errors`` is an alias).
+        """Standard errors around the population parameter.
 
         For the privacy-only standard errors use ``covariance("sample").bse``.
         """
@@ -263,7 +259,8 @@ class Result(PredictMixin, TestsMixin, IVTestsMixin):
 
     @property
     def std_errors(self) -> pd.Series:
-        """Alias of :attr:`bse` (linearmodels' name)."""
+        """Deprecated name of :attr:`bse` (linearmodels' name; dpfit's is statsmodels')."""
+        warn_renamed("Result.std_errors", "Result.bse")
         return self.bse
 
     @property

@@ -296,7 +296,7 @@ def correlated_noise(
             reason="exact: requested mode",
         )
     sensitivity = requested
-    # By identity, not name: a mechanism may carry the substitute's name (issue 16).
+    # By identity, not name: a mechanism may carry the substitute's name.
     if mechanism is not original:
         sensitivity = release_sensitivity(
             mechanism, clip=clip, batch_size=batch_size, relation=ledger.relation, **pattern

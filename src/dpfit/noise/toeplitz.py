@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import linalg, signal
 
+from .._arrays import readonly
 from .._validation import check_int, check_real
 from .base import DENSE_LIMIT, CorrelatedMechanism, RowSource
 from .sensitivity import monotone_toeplitz_sensitivity_squared
@@ -54,12 +55,6 @@ __all__ = [
     "optimal_mean_estimation",
     "toeplitz",
 ]
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.flags.writeable = False
-    return a
 
 
 def _half_binomial_series(steps: int, ratio: float, shift: float) -> np.ndarray:
@@ -155,8 +150,8 @@ class ToeplitzMechanism(CorrelatedMechanism):
         if inverse.shape != beta.shape or not np.isfinite(inverse).all():
             raise ValueError("inverse must be finite with the shape of beta")
         check_reciprocal(beta, inverse)
-        object.__setattr__(self, "beta", _readonly(beta))
-        object.__setattr__(self, "inverse", _readonly(inverse))
+        object.__setattr__(self, "beta", readonly(beta))
+        object.__setattr__(self, "inverse", readonly(inverse))
 
     @property
     def steps(self) -> int:

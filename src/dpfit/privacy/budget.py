@@ -2,8 +2,9 @@
 
 A :class:`Budget` is a resource, not a value: it refuses to be copied or pickled, so that
 ``sklearn.clone`` or ``GridSearchCV`` cannot fork it silently into copies that each spend in
-full (STYLE 2.7). Pass it at call time, e.g. ``fit(X, y, budget=b)``. Nothing spent is ever
-given back, except releases charged together and never drawn because their fit failed
+full (docs/privacy.md, "Ledgers, budgets and statements"). Pass it at call time, e.g.
+``fit(X, y, budget=b)``. Nothing spent is ever given back, except releases charged together
+and never drawn because their fit failed
 (:meth:`dpfit.mechanisms.GaussianReleases.__exit__`, ``docs/threat-model.md``).
 
 The limit is exact: a spend succeeds only when the exact sum of the charges, a Python

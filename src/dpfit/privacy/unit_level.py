@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .._validation import check_int
 
@@ -89,6 +88,8 @@ def unit_codes(groups: Any, n_rows: int) -> tuple[np.ndarray, int]:
         raise ValueError(  # no row count: under a unit it is not public
             "groups must be one-dimensional with one unit label per row of X"
         )
+    import pandas as pd  # lazy: the privacy layer (and `dpfit privacy`) does not need it
+
     codes, uniques = pd.factorize(labels, sort=False)
     if (codes < 0).any():
         raise ValueError(

@@ -7,6 +7,7 @@
     client.dry_run("y ~ x1 + x2", dataset="survey", rho=0.1)   # cost, nothing charged
     result = client.ols("y ~ x1 + x2", dataset="survey", rho=0.1)
     print(result.summary())                      # the same Result a local dpfit.ols returns
+    odds = client.logit("works ~ age + kids", dataset="survey", rho=0.1).params_exp()
 
 The client needs only the standard library (``urllib``) and dpfit itself. Results travel as
 JSON (:mod:`dpfit.remote.codec`), never as pickles, and each is checked against the SHA-256
@@ -30,6 +31,7 @@ from typing import Any
 from .. import exceptions
 from .._validation import user_stacklevel
 from ..exceptions import BudgetExceededError, PrivacyWarning
+from ..models.glm.results import GLMResult
 from ..models.results import Result
 from .codec import decode_result, result_sha256
 
@@ -221,6 +223,30 @@ class Client:
     ) -> Result:
         """``dpfit.iv`` (``y ~ exog + [endog ~ instruments]``) on the service's dataset."""
         return self._fit("iv", formula, dataset=dataset, rho=rho, bounds=bounds, y_bounds=y_bounds)
+
+    def logit(self, formula: str, *, dataset: str, rho: float, bounds: Any = None) -> GLMResult:
+        """``dpfit.logit`` (a 0/1 response) on the service's dataset: the same
+        :class:`~dpfit.models.glm.GLMResult` (odds ratios, marginal effects)."""
+        return self._glm("logit", formula, dataset=dataset, rho=rho, bounds=bounds)
+
+    def probit(self, formula: str, *, dataset: str, rho: float, bounds: Any = None) -> GLMResult:
+        """``dpfit.probit`` (a 0/1 response) on the service's dataset."""
+        return self._glm("probit", formula, dataset=dataset, rho=rho, bounds=bounds)
+
+    def poisson(
+        self, formula: str, *, dataset: str, rho: float, bounds: Any = None, y_bounds: Any = None
+    ) -> GLMResult:
+        """``dpfit.poisson`` on the service's dataset; ``y_bounds=(0, K)`` only for a count
+        that is not a declared column."""
+        return self._glm(
+            "poisson", formula, dataset=dataset, rho=rho, bounds=bounds, y_bounds=y_bounds
+        )
+
+    def _glm(self, model: str, formula: str, **kwargs: Any) -> GLMResult:
+        result = self._fit(model, formula, **kwargs)
+        if not isinstance(result, GLMResult):
+            raise RuntimeError(f"dpfit serve: a {model} fit did not return a GLM result")
+        return result
 
     def release(self, release_id: str) -> Release:
         """A past request and its result, fetched again (no new charge)."""

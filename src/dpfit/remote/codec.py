@@ -30,6 +30,7 @@ from ..inference.diagnostics import Drift
 from ..inference.iv_identification import FirstStage, ReleasedMoments
 from ..inference.population import CovarianceEstimate
 from ..models._result_iv import IVReleases
+from ..models.glm.results import GLMMargins, GLMResult
 from ..models.results import Result
 from ..privacy import GaussianEntry, ParallelEntry, PrivacyLedger, Relation
 from ..privacy.entries import ComposedEntry, LedgerEntry, ReservedEntry
@@ -39,6 +40,8 @@ __all__ = ["TYPES", "canonical_json", "decode_result", "encode_result", "result_
 #: The dataclasses a result is made of, by the tag name they are encoded under.
 TYPES: dict[str, type] = {
     "Result": Result,
+    "GLMResult": GLMResult,
+    "GLMMargins": GLMMargins,
     "CovarianceEstimate": CovarianceEstimate,
     "ClippingGap": ClippingGap,
     "Drift": Drift,

@@ -5,8 +5,8 @@ tokens and shares of it, and audits every release. Analysts read the public sche
 and submit fits through web pages, a JSON API or :class:`dpfit.remote.Client`, and get back
 the same :class:`~dpfit.models.results.Result` a local fit returns. The service holds no
 statistics of its own: it checks a request against the public schema, charges its rho to
-the analyst's and the dataset's budgets in the database, then calls ``dpfit.ols`` or
-``dpfit.iv`` as a local user would.
+the analyst's and the dataset's budgets in the database, then calls ``dpfit.ols``,
+``dpfit.iv``, ``dpfit.logit``, ``dpfit.probit`` or ``dpfit.poisson`` as a local user would.
 
 Needs the ``serve`` extra: ``pip install -e ".[serve]"``.
 """

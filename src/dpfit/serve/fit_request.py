@@ -27,6 +27,7 @@ from .formula_guard import FormulaRefusedError, check_sides
 from .schema import PublicSchema
 
 __all__ = [
+    "BINARY",
     "MODELS",
     "FitDesign",
     "FitRequest",
@@ -37,7 +38,9 @@ __all__ = [
 ]
 
 #: The models a request may name, each the dpfit function of that name.
-MODELS = ("ols", "iv")
+MODELS = ("ols", "iv", "logit", "probit", "poisson")
+#: The models whose response is 0/1 (its bounds are [0, 1]; y_bounds does not apply).
+BINARY = ("logit", "probit")
 _FIELDS = frozenset({"dataset", "model", "formula", "rho", "bounds", "y_bounds"})
 _DECORATION = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
 _INTERCEPT = "Intercept"
@@ -221,6 +224,43 @@ def _bounds(
     return bounds
 
 
+def _response_bounds(
+    model: str, response: str, given: tuple[float, float] | None, schema: PublicSchema
+) -> tuple[float, float]:
+    """The response's public bounds: declared or given; (0, 1) for a 0/1 response; (0, K)
+    for Poisson counts."""
+    spec = schema.column(response)
+    declared = None if spec is None else spec.bounds
+    if model in BINARY:
+        if given is not None:
+            raise _bad("bounds", f"y_bounds does not apply to {model}: its response is 0/1")
+        if declared is not None and not (0.0 <= declared[0] and declared[1] <= 1.0):
+            raise _bad(
+                "bounds",
+                f"{model} needs a 0/1 response: {response!r} is declared on "
+                f"{list(declared)} (use e.g. 'I({response} > c) ~ ...')",
+            )
+        return (0.0, 1.0)
+    if declared is not None:
+        if given is not None:
+            raise _bad("bounds", f"the response {response!r} has declared bounds")
+        bounds = declared
+    elif given is not None:
+        bounds = given
+    else:
+        raise _bad(
+            "bounds",
+            f"the response {response!r} is not a declared numeric column: give y_bounds",
+        )
+    if model == "poisson" and bounds[0] != 0.0:
+        raise _bad(
+            "bounds",
+            f"poisson needs counts bounded by [0, K]: the response {response!r} has bounds "
+            f"{list(bounds)}",
+        )
+    return bounds
+
+
 def design_for(request: FitRequest, schema: PublicSchema, limits: Limits) -> FitDesign:
     """Check ``request`` against ``schema``; :class:`RequestError` (422) says what to fix.
 
@@ -252,18 +292,7 @@ def _design(
         raise _bad("formula_refused", f"the formula has more than {limits.max_terms} terms")
     indicators = {c for d in designs.values() for c in d.indicators}
     bounds = _bounds(dict(given), schema, columns, indicators)
-    spec = schema.column(response[0])
-    if spec is not None and spec.bounds is not None:
-        if given_y is not None:
-            raise _bad("bounds", f"the response {response[0]!r} has declared bounds")
-        y_bounds = spec.bounds
-    elif given_y is not None:
-        y_bounds = given_y
-    else:
-        raise _bad(
-            "bounds",
-            f"the response {response[0]!r} is not a declared numeric column: give y_bounds",
-        )
+    y_bounds = _response_bounds(model, response[0], given_y, schema)
     coefficients = [designs[k] for k in ("regressors", "exog", "endog") if k in designs]
     terms = [c for d in coefficients for c in d.columns]  # the Result's names, in its order
     return FitDesign(

@@ -1,10 +1,12 @@
-"""Running a charged fit: the same ``dpfit.ols`` / ``dpfit.iv`` call a local user makes.
+"""Running a charged fit: the same ``dpfit.ols``, ``dpfit.iv``, ``dpfit.logit``,
+``dpfit.probit`` or ``dpfit.poisson`` call a local user makes.
 
 The service holds no statistics of its own. A request whose rho is already charged in the
 database runs as ``dpfit.ols(formula, data, rho=r, budget=dpfit.Budget(rho=r), bounds=...,
-y_bounds=...)`` with the schema's public bounds, where r is the largest float not above the
-decimal rho charged (:func:`~dpfit.serve.units.fit_rho`): the in-memory budget of exactly that
-amount is a second, independent guard that the fit cannot spend more.
+y_bounds=...)`` with the schema's public bounds (a logit or probit fit has no ``y_bounds``:
+its response is 0/1; a Poisson fit's are the counts' public (0, K)), where r is the largest
+float not above the decimal rho charged (:func:`~dpfit.serve.units.fit_rho`): the in-memory
+budget of exactly that amount is a second, independent guard that the fit cannot spend more.
 
 Fits run one at a time per process (:data:`LIBRARY_LOCK`, also held while a stored result is
 rendered): they are CPU-bound, so threads would gain little, and dpfit's warnings are caught
@@ -23,7 +25,7 @@ from typing import Any
 from ..exceptions import PrivacyWarning
 from ..models.results import Result
 from ..privacy import Budget
-from .fit_request import FitDesign, FitRequest
+from .fit_request import BINARY, FitDesign, FitRequest
 from .units import fit_rho
 
 __all__ = ["LIBRARY_LOCK", "run_fit"]
@@ -40,9 +42,12 @@ def run_fit(
     import pandas as pd
 
     from ..models import iv, ols
+    from ..models.glm import logit, poisson, probit
 
-    fit = {"ols": ols, "iv": iv}[request.model]
-    extra = {} if random_state is None else {"random_state": random_state}
+    fit = {"ols": ols, "iv": iv, "logit": logit, "probit": probit, "poisson": poisson}
+    extra: dict[str, Any] = {} if random_state is None else {"random_state": random_state}
+    if request.model not in BINARY:  # a 0/1 response has no y_bounds
+        extra["y_bounds"] = design.y_bounds
     # The categorical columns were read as the steward's declared levels (serve/data.py).
     declared = {
         name: {"type": "category", "levels": list(frame[name].cat.categories)}
@@ -51,13 +56,12 @@ def run_fit(
     }
     with LIBRARY_LOCK, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = fit(
+        result = fit[request.model](
             request.formula,
             frame,
             rho=fit_rho(request.rho),
             budget=Budget(rho=fit_rho(request.rho)),
             bounds=dict(design.bounds),
-            y_bounds=design.y_bounds,
             codebook=declared,
             **extra,
         )

@@ -2,9 +2,9 @@
 
 Parameter settings of Theorem 3.7, the computable risk bound of Lemma 3.11,
 the side condition of Lemma 3.11 (with a warning when it fails), the noise multiplier for a
-target (epsilon, delta) (Thm. 3.6 and spec section 2.4) and helpers for the public constants
-of Gaussian designs. DP-SSGD's (Thm. 3.2, Lemma 3.5) are in :mod:`dpfit.theory.ssgd`.
-Everything here is a function of public inputs only.
+target (epsilon, delta) (Thm. 3.6; docs/varshney2022.md, "Privacy") and helpers for the
+public constants of Gaussian designs. DP-SSGD's (Thm. 3.2, Lemma 3.5) are in
+:mod:`dpfit.theory.ssgd`. Everything here is a function of public inputs only.
 
 Notation (data model y = <x, w*> + z, H = E[x x^T], z independent of x, Sigma = sigma^2 H):
 
@@ -63,15 +63,17 @@ __all__ = [
     "rho_for_epsilon",
 ]
 
-#: Rules for alpha at a target (epsilon, delta) with rho = 1/alpha^2 (spec D10).
+#: Rules for alpha at a target (epsilon, delta) with rho = 1/alpha^2 (docs/varshney2022.md,
+#: Departures, D10).
 ALPHA_RULES = ("exact", "2sqrt", "sqrt8")
 
 
 def noise_multiplier_for_epsilon(epsilon: float, delta: float, *, rule: str = "exact") -> float:
-    """alpha such that ``1/alpha^2``-zCDP gives (epsilon, delta)-DP (Thm. 3.6, spec 2.4).
+    """alpha such that ``1/alpha^2``-zCDP gives (epsilon, delta)-DP (Thm. 3.6).
 
     ``"exact"``: alpha = (sqrt(L + eps) + sqrt(L)) / eps, the exact inversion of the
-    Bun-Steinke conversion eps = rho + 2 sqrt(rho L), L = ln(1/delta) (default, spec D10);
+    Bun-Steinke conversion eps = rho + 2 sqrt(rho L), L = ln(1/delta) (default;
+    docs/varshney2022.md, D10);
     ``"2sqrt"``: 2 sqrt(L + eps) / eps; ``"sqrt8"``: sqrt(8 L) / eps (Thm. 3.7's value,
     sufficient when eps <= L). All three are valid; the last two are looser.
 
@@ -94,14 +96,16 @@ def rho_for_epsilon(epsilon: float, delta: float, *, rule: str = "exact") -> flo
     """The rho to give DP-AMBSSGD for a target (epsilon, delta): 1 / alpha^2.
 
     It is the same in both accounting modes: ``"paper"`` (rho = 1/alpha^2) uses this alpha;
-    ``"parallel"`` (rho = 1/(2 alpha'^2)) uses alpha' = alpha / sqrt(2) (spec D13).
+    ``"parallel"`` (rho = 1/(2 alpha'^2)) uses alpha' = alpha / sqrt(2) (docs/varshney2022.md,
+    D13).
     """
     return 1.0 / noise_multiplier_for_epsilon(epsilon, delta, rule=rule) ** 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AmbssgdSchedule:
-    """The one-pass block schedule of DP-AMBSSGD (Thm. 3.7 settings with spec D6-D8, D15).
+    """The one-pass block schedule of DP-AMBSSGD (Thm. 3.7 settings; docs/varshney2022.md,
+    Departures D6-D8 and D15).
 
     Block t holds the shuffled records ``[t (s+b), (t+1)(s+b))``: its first ``stat_size``
     feed DP-STAT, the next ``batch_size`` the gradient; ``leftover`` records are unused.
@@ -135,7 +139,7 @@ def ambssgd_schedule(
     stat_fraction: float = 1.0 / 11.0,
     step_size: float | None = None,
 ) -> AmbssgdSchedule:
-    """T, s, b and eta of DP-AMBSSGD from public inputs (Thm. 3.7; spec D6, D7, D8).
+    """T, s, b and eta of DP-AMBSSGD from public inputs (Thm. 3.7; docs/varshney2022.md, D6-D8).
 
     T = max(2, 2 ceil(c1 kappa ln N / 2)) (even, so the tail average has T/2 iterates) unless
     ``steps`` is given; blk = floor(N / T), s = floor(blk * stat_fraction) (1/11: s = b/10),
@@ -217,11 +221,12 @@ def residual_bound(
 def gaussian_norm_bound(
     trace: float, hessian_norm: float, n: int, *, failure_prob: float = 1.0
 ) -> float:
-    """A public high-probability bound on ||x|| for x ~ N(0, H): the D14 clip multiplier.
+    """A public high-probability bound on ||x|| for x ~ N(0, H): the clip multiplier of
+    docs/varshney2022.md, D14.
 
     sqrt(Tr H) + sqrt(2 ||H|| ln(N / beta)) bounds all N norms with probability >= 1 - beta
     (Gaussian concentration of the 1-Lipschitz map x -> ||H^{1/2} g||). With the default
-    beta = 1 it is the spec's "practical" multiplier sqrt(d) + sqrt(2 ln N) for H = I.
+    beta = 1 it is the "practical" multiplier sqrt(d) + sqrt(2 ln N) for H = I.
     """
     tr = check_positive(trace, "trace")
     h_norm = check_positive(hessian_norm, "hessian_norm")

@@ -97,6 +97,14 @@ class _GLMEstimator(BaseEstimator):
         return self.result_.summary(alpha, **kwargs)
 
 
+#: What a classifier with other than two classes is told (no label and no count of labels).
+_BINARY_ONLY = (
+    "DPLogisticRegression is a binary classifier (multinomial logistic regression is not "
+    "implemented). Declare the event publicly with classes=[non-event, event] (every other "
+    "label is then a non-event), or fit one classifier per event (one-vs-rest)"
+)
+
+
 def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
     """The two public labels: ``declared``; (0, 1) for numbers (or bools); else the labels of
     y, read off the data with an UndeclaredLevelsWarning (which labels occur is then released
@@ -104,17 +112,20 @@ def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
     if declared is not None:
         classes = np.asarray(declared)
         if classes.shape != (2,) or classes[0] == classes[1]:
-            raise ValueError(f"classes must be two distinct labels, got {declared!r}")
+            raise ValueError(
+                f"classes must be two distinct labels [non-event, event], got {declared!r}: "
+                f"{_BINARY_ONLY}"
+            )
         return classes
     if labels.dtype == bool:
         return np.array([False, True])
     if np.issubdtype(labels.dtype, np.number):  # 0/1 coding (clipped into [0, 1] at fit)
         return np.array([0, 1])
     classes = np.unique(labels)
-    if classes.size != 2:
+    if classes.size != 2:  # how many labels occur is not shown: it depends on the records
         raise ValueError(
-            f"Only binary classification is supported by DPLogisticRegression: y needs exactly "
-            f"two labels (classes), got {classes.size} class(es)"
+            "DPLogisticRegression: y holds text labels that were not declared, and they are "
+            f"not exactly two; {_BINARY_ONLY}"
         )
     warnings.warn(
         "DPLogisticRegression: the two class labels were read off the private y (which labels "
@@ -124,6 +135,22 @@ def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
         stacklevel=user_stacklevel(),
     )
     return classes
+
+
+def _dask_classes(declared: Any, y: Any) -> np.ndarray:
+    """The two public labels of a Dask y, from its dtype (schema) or ``declared`` only: text
+    labels on Dask must be declared (reading them would compute the private column)."""
+    if getattr(y, "ndim", 1) != 1:
+        raise ValueError(f"y must be 1-dimensional, got {y.ndim} dimensions (use y.ravel())")
+    kind = pd.api.types
+    if kind.is_bool_dtype(y.dtype):
+        return _classes(declared, np.empty(0, dtype=bool))
+    if declared is None and not kind.is_numeric_dtype(y.dtype):
+        raise TypeError(
+            "DPLogisticRegression on Dask: y holds text labels; declare them publicly with "
+            "classes=[non-event, event] (numeric labels are 0/1 and need nothing)"
+        )
+    return _classes(declared, np.empty(0))
 
 
 def check_labels(y: Any) -> np.ndarray:
@@ -211,16 +238,22 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
                              "is None")  # fmt: skip
         if not is_dask(X):
             check_array(X, "X", ndim=2)  # X's own errors (sparse, 1-D, ...) before y's
-        labels = check_labels(y)
-        self.classes_ = _classes(self.classes, labels)
-        if self.classes is None and np.issubdtype(labels.dtype, np.number):
+        if is_dask(y):  # lazily: the labels are never read here
+            self.classes_ = _dask_classes(self.classes, y)
+            labels = y
+        else:
+            labels = check_labels(y)
+            self.classes_ = _classes(self.classes, labels)
+        kind = pd.api.types
+        numeric = kind.is_numeric_dtype(labels) and not kind.is_bool_dtype(labels)
+        if self.classes is None and numeric:
             # 0/1 coding, clipped into [0, 1] as dpfit.logit's response is: a 1/2 coding
             # reads as all events, which the fit's warning then names
-            event = np.clip(labels.astype(np.float64), 0.0, 1.0)
+            event = labels.clip(0.0, 1.0).astype(np.float64)
         else:
             event = (labels == self.classes_[1]).astype(np.float64)  # other labels: non-events
         if isinstance(y, pd.Series):
-            event = pd.Series(event, index=y.index, name=y.name)
+            event = pd.Series(np.asarray(event), index=y.index, name=y.name)
         result = self._fit(X, event, offset=None, budget=budget, link=self.link, y_bounds=None)
         k = int(self.fit_intercept)
         self.intercept_ = np.array([result.estimate[0] if k else 0.0])

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..._floats import quiet_floats
 from ..._validation import check_rho
@@ -61,6 +62,27 @@ def _column(value: Any, data: Any, name: str) -> Any:
             raise ValueError(f"{name}={value!r} is not a column of data")
         value = data[value]
     return np.asarray(value, dtype=np.float64)
+
+
+def _check_text_response(formula: Any, data: Any, family: str) -> None:
+    """A binomial response held as text (a CSV's "yes"/"no") gets the GLM's own fix: declare
+    its two labels in the formula. Read off the column's dtype (public schema), never a value.
+    """
+    lhs = formula.split("~", 1)[0].strip() if isinstance(formula, str) else ""
+    dtypes = getattr(data, "dtypes", None)
+    if family != "binomial" or not lhs.isidentifier() or dtypes is None or lhs not in dtypes:
+        return
+    dtype = dtypes[lhs]
+    if isinstance(dtype, pd.CategoricalDtype) or not (
+        pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
+    ):
+        return
+    raise TypeError(
+        f"the response {lhs!r} holds text (dtype {dtype}); a binomial response is 0/1 with 1 "
+        f"the event. Declare its two labels publicly in the formula: "
+        f"'C({lhs}, levels=[non-event, event]) ~ ...' (the event last; a record with any "
+        "other label is then the zero record), or convert it to 0/1 before the fit"
+    )
 
 
 def _offsets(offset: Any, exposure: Any, data: Any) -> Any:
@@ -143,6 +165,7 @@ def glm(
     share = check_bounds_check(bounds_check)
     check_budget(budget)
     codebook, data, declared = with_codebook(codebook, data)
+    _check_text_response(formula, data, family)
     with formula_errors(data, formula if isinstance(formula, str) else ""):
         y, X, has_intercept, design, zero_terms = _formula_design(formula, data, declared)
     indicators = design.indicators
