@@ -52,6 +52,7 @@ def linear_result(
     response: str,
     label: str,
     notes: tuple = (),
+    predictors: tuple[Any, ...] = (),
 ) -> Result:
     """The release in original units: the public rescaling undone exactly (post-processing),
     covariances as J V J', and the bounds and scaling shown in the summary."""
@@ -87,6 +88,7 @@ def linear_result(
         experimental=fit.experimental,
         diagnostics=fit.diagnostics,
         population=population,
+        predictors=predictors,
     )
 
 

@@ -54,6 +54,7 @@ def linear_fit(
     zero_terms: tuple[tuple[str, str], ...] = (),
     groups: Any = None,
     dry_run: bool = False,
+    predictors: tuple[Any, ...] = (),
     **params: Any,
 ) -> Result | ReleasePlan:
     """:class:`~dpfit.DPLinearRegression` on (X, y) with the checks of ``_fit_checks``.
@@ -61,7 +62,8 @@ def linear_fit(
     Every public parameter is checked before anything is charged; a stored budget
     (:mod:`dpfit.privacy.store`) reserves the whole ``rho`` in one transaction. With
     ``dry_run`` the plan is returned instead (a :class:`~dpfit.mechanisms.plan.ReleasePlan`).
-    ``zero_terms`` names the formula's factors that can make a record the zero record.
+    ``zero_terms`` names the formula's factors that can make a record the zero record, and
+    ``predictors`` the formula's designs (the result's ``predict`` on new public x).
     ``groups`` (a privacy unit's labels) goes to the estimator; the bounds check counts rows,
     so it is off with a privacy unit (:mod:`dpfit.models._unit_fit`), whose fit charges
     release by release (no plan yet).
@@ -107,7 +109,7 @@ def linear_fit(
             fit = model._run(prepared, ledger)
             note_fit(type(model).__name__, fit_rho, X, y, n=prepared.n_data, budget=budget)
             if groups is not None:
-                return model._result(prepared, fit, ledger, rho=rho)
+                return model._result(prepared, fit, ledger, rho=rho, predictors=predictors)
             plain_gd = getattr(config, "precondition", False) is False  # a preconditioned
             warn_public_settings(  # fit chooses its own steps and step size
                 p=len(prepared.terms),
@@ -129,7 +131,7 @@ def linear_fit(
                 with checked:
                     notes = (_check(X, y, prepared, spent, check_rho_, ledger, source,
                                     indicators, {**params, "zero_terms": zero_terms}),)  # fmt: skip
-        return model._result(prepared, fit, ledger, notes, rho=rho)
+        return model._result(prepared, fit, ledger, notes, rho=rho, predictors=predictors)
 
 
 def _whole_plan(

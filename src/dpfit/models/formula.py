@@ -19,7 +19,6 @@ matrices (the exogenous regressors, intercept included, serve as their own instr
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -223,9 +222,8 @@ def ols(
     budget : Budget, optional
         Shared budget to spend ``rho`` from.
     dry_run : bool, default=False
-        Return the fit's :class:`~dpfit.mechanisms.plan.ReleasePlan` instead of fitting:
-        every release, its share of rho and its noise std (``print(plan)``), charged to
-        nothing and computed from public inputs only (the plan of ``method="gd"``).
+        Return the :class:`~dpfit.mechanisms.plan.ReleasePlan` (every release, its share of
+        rho and noise std: ``print(plan)``) instead of fitting; nothing is charged.
     **params
         Any other parameter of :class:`~dpfit.DPLinearRegression` (``clip``, ``steps``,
         ``interval``, ``random_state``, ...). ``bounds`` is a mapping from design-column name
@@ -244,8 +242,7 @@ def ols(
     Returns
     -------
     Result or ReleasePlan
-        Indexed by the formula's term names; ``summary()`` prints the table. With
-        ``dry_run=True``, the plan.
+        Indexed by the formula's term names; ``summary()`` prints the table.
 
     Examples
     --------
@@ -275,13 +272,10 @@ def ols(
         params = fill_bounds(codebook, params, list(X.columns), indicators, str(y.name))
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
-    result = linear_fit(  # plan -> run on one ledger (models/_ols_fit.py)
+    return linear_fit(  # plan -> run on one ledger (models/_ols_fit.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
-        zero_terms=zero_terms, groups=groups, dry_run=dry_run, **params,
+        zero_terms=zero_terms, groups=groups, dry_run=dry_run, predictors=(design,), **params,
     )  # fmt: skip
-    if isinstance(result, ReleasePlan):
-        return result
-    return dataclasses.replace(result, predictors=(design,))  # for predict(new public x)
 
 
 # -- IV grammar -------------------------------------------------------------------------------

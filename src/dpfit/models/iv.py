@@ -38,7 +38,7 @@ from .._validation import check_iv_data
 from ..codebook import fill_bounds
 from ..mechanisms import NoiseSource, make_noise_source
 from ..mechanisms.plan import ReleasePlan, charge_plan
-from ..privacy import Budget, PrivacyLedger, Relation, split
+from ..privacy import Budget, PrivacyLedger, Relation
 from ..privacy.ledger import prepare_ledger
 from ._constraints import check_bounds_check, check_budget
 from ._design import take_null_records
@@ -58,7 +58,7 @@ from ._iv_config import TWO_STAGE_SETTINGS as TWO_STAGE_SETTINGS
 from ._iv_methods import IV_METHOD_TABLE, IVData
 from ._iv_plan import formula_plan, iv_plan
 from ._iv_release import Back
-from ._iv_scaling import Standardization, check_scales, release_moments
+from ._iv_scaling import check_scales, standardise
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import bounds_in_order, check_bounds
@@ -314,7 +314,7 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
                 y_name: y_arr,
             }
             V = np.column_stack([values[c] for c in columns])
-            V, std, rho_fit = _scale(V, bounds, null, cfg=cfg, ledger=ledger, source=source)
+            V, std, rho_fit = standardise(V, bounds, null, cfg=cfg, ledger=ledger, source=source)
             lead = [0] if cfg.fit_intercept else []
             index = {c: j + len(lead) for j, c in enumerate(columns)}
             data = IVData(
@@ -371,37 +371,6 @@ def _names(data: Any, prefix: str, k: int) -> list[str]:
     if isinstance(data, pd.DataFrame):
         return [str(c) for c in data.columns]
     return [f"{prefix}{j}" for j in range(k)]
-
-
-def _scale(
-    V: np.ndarray,
-    bounds: np.ndarray | None,
-    null: np.ndarray | None,
-    *,
-    cfg: IVConfig,
-    ledger: PrivacyLedger,
-    source: NoiseSource,
-) -> tuple[np.ndarray, Standardization | None, float]:
-    """The rows the method sees, their standardisation and the budget left for the method.
-
-    With ``bounds``: ``scale_fraction * rho`` releases the clipped columns' means and mean
-    squares (:mod:`._iv_scaling`) and every column is standardised with them. Then the ones
-    column is prepended, and every zero record's row is set to 0 (it adds nothing to any
-    clipped sum).
-    """
-    std, rho_fit = None, cfg.rho
-    if bounds is not None:
-        # exact shares (dpfit.privacy.split): the two never sum above rho
-        rho_scale, rho_fit = split(cfg.rho, [cfg.scale_fraction, 1.0 - cfg.scale_fraction])
-        if null is not None:  # the zero record: u = 0, it adds nothing to the moments
-            V[null] = bounds.mean(axis=1)
-        std = release_moments(V, bounds, rho=rho_scale, ledger=ledger, rng=source)
-        V = std.apply(V)
-    if cfg.fit_intercept:
-        V = np.column_stack([np.ones(V.shape[0]), V])
-    if null is not None:
-        V[null] = 0.0
-    return V, std, rho_fit
 
 
 @quiet_floats()

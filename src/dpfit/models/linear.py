@@ -397,9 +397,11 @@ default="batched-means"
         notes: tuple[str, ...] = (),
         *,
         rho: float | None = None,
+        predictors: tuple[Any, ...] = (),
     ) -> Result:
         """The released :class:`Result` of ``fit`` (plus ``notes``), in original units;
-        ``rho`` is what the whole ledger may hold (default: the fit's rho)."""
+        ``rho`` is what the whole ledger may hold (default: the fit's rho), ``predictors``
+        the formula's designs."""
         config = prepared.config
         rho = config.rho if rho is None else rho
         if not ledger.rho <= rho:  # internal invariant (budgets are exact)
@@ -414,4 +416,5 @@ default="batched-means"
             response=prepared.response,
             label=fit.label or prepared.method.label,
             notes=notes,
+            predictors=predictors,
         )
