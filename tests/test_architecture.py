@@ -308,10 +308,9 @@ MAX_LINES = 400
 #: Temporary: modules over the limit today that the release-plan work (issue "Release plans")
 #: is rewriting, at their current length so that they cannot grow. Removed at that merge.
 OVER_TODAY = {
-    "models/linear.py": 428,
-    "models/_fit_checks.py": 421,
+    "models/linear.py": 420,
     "models/_adassp_population.py": 414,
-    "models/iv.py": 471,
+    "models/iv.py": 460,
 }
 
 

@@ -48,16 +48,18 @@ def test_the_ledger_holds_the_plan_and_spends_at_most_rho(family, link, K, margi
     with recording() as rec:
         traj = dp_glm(D, y, rho=0.3, family=family, link=link, count_bound=K, margins=margins,
                       rng=1)  # fmt: skip
-    labels = [e.label for e in traj.ledger.entries]
+    (composed,) = traj.ledger.entries  # the plan, charged as one entry before any draw
+    assert composed.label == "dp_glm" and composed.releases() == traj.ledger.releases
+    labels = [e.label for e in traj.ledger.releases]
     assert labels == [r.label for r in plan.releases]
     assert traj.rho <= 0.3 and traj.rho == pytest.approx(0.3, rel=1e-12)
-    for entry, planned in zip(traj.ledger.entries, plan.releases, strict=True):
+    for entry, planned in zip(traj.ledger.releases, plan.releases, strict=True):
         assert entry.rho <= planned.rho * (1 + 1e-15)
         if planned.sensitivity is not None:  # bounds known before the data: as planned
             assert (entry.sensitivity, entry.noise_std) == (planned.sensitivity, planned.noise_std)
-    xtx = traj.ledger.entries[0]
+    xtx = traj.ledger.releases[0]
     assert xtx.sensitivity == query_sensitivity(Query.SECOND_MOMENT, bound=2.0, n=600)
-    gradient = next(e for e in traj.ledger.entries if e.label == "glm/gradient")
+    gradient = next(e for e in traj.ledger.releases if e.label == "glm/gradient")
     assert gradient.count == 200 and len(rec) == len(plan.releases) - 1 + 200
 
 
@@ -226,7 +228,7 @@ def test_a_long_tail_of_counts_is_caught_by_the_released_gap():
 
     def reasons(counts):
         traj = dp_glm(X, counts, rho=1.0, family="poisson", count_bound=20.0, rng=10)
-        assert "glm/gap" in [e.label for e in traj.ledger.entries]
+        assert "glm/gap" in [e.label for e in traj.ledger.releases]
         return " ".join(d.reason for d in glm_doubts(glm_population(traj), traj))
 
     assert "Clipping moves the estimate" in reasons(tail)

@@ -159,3 +159,22 @@ def test_steps_default_is_the_librarys(capsys):
         bounds_check=0.02,
     )
     assert f"{lib.params['educ']:.4f}" in out
+
+
+@pytest.mark.parametrize("family", [[], ["--family", "binomial"]])
+def test_dry_run_prints_the_plan_and_charges_nothing(tmp_path, frame, capsys, family):
+    import dpfit
+
+    path = tmp_path / "d.csv"
+    frame.assign(b=frame["z"]).to_csv(path, index=False)
+    formula = "b ~ x" if family else "y ~ x + z"
+    bounds = ["--bound", "x=0,10"] if family else BOUNDS
+    args = ["fit", str(path), "--formula", formula, "--rho", "0.5", *bounds, *family]
+    assert main([*args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    kw = {"bounds": {"x": (0, 10)}} if family else {"bounds": {"x": (0, 10), "z": (0, 1)},
+                                                    "y_bounds": (-5, 10)}  # fmt: skip
+    call = dpfit.logit if family else dpfit.ols
+    plan = call(formula, pd.read_csv(path), rho=0.5, dry_run=True, **kw)
+    assert out == f"{plan}\nDry run: nothing was charged or drawn.\n"
+    assert "noise std" in out and "bounds-check" in out

@@ -48,7 +48,7 @@ def test_the_formula_on_a_dask_frame_releases_the_in_memory_fit(family):
     lazy = _quiet(dpfit.glm, formula, dd.from_pandas(FRAME, npartitions=3), n_public=N, **kwargs)
     np.testing.assert_allclose(lazy.params, mem.params, rtol=1e-10)
     np.testing.assert_allclose(lazy.cov_params(), mem.cov_params(), rtol=1e-10)
-    assert [e.label for e in lazy.ledger.entries] == [e.label for e in mem.ledger.entries]
+    assert [e.label for e in lazy.ledger.releases] == [e.label for e in mem.ledger.releases]
     assert lazy.rho == pytest.approx(mem.rho, rel=1e-12)
 
 

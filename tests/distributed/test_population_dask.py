@@ -66,9 +66,9 @@ def _assert_same_release(lazy, mem):
         )
     lazy_cov, mem_cov = lazy.result_.covariance(), mem.result_.covariance()
     np.testing.assert_allclose(lazy_cov.cov, mem_cov.cov, rtol=RTOL)
-    assert [e.label for e in lazy.privacy_.entries] == [e.label for e in mem.privacy_.entries]
+    assert [e.label for e in lazy.privacy_.releases] == [e.label for e in mem.privacy_.releases]
     assert lazy.privacy_.rho == mem.privacy_.rho
-    for a, b in zip(lazy.privacy_.entries, mem.privacy_.entries, strict=True):
+    for a, b in zip(lazy.privacy_.releases, mem.privacy_.releases, strict=True):
         # Omega's noise scales with the private clip, itself a release of a reduced sum
         assert a.rho == b.rho and a.noise_std == pytest.approx(b.noise_std, rel=RTOL)
 
@@ -82,7 +82,7 @@ def test_dask_default_fit_releases_the_in_memory_population_interval(scheduler, 
     config = {} if scheduler == "distributed" else {"scheduler": "synchronous"}
     with dask.config.set(config):
         lazy = _fit(*_dask(X, Y), clip=clip, n_public=N)
-    labels = [e.label for e in lazy.privacy_.entries]
+    labels = [e.label for e in lazy.privacy_.releases]
     assert labels == (LABELS if clip is None else [*LABELS[:2], *LABELS[4:]])
     assert lazy.result_.targets == ("population", "sample")
     _assert_same_release(lazy, mem)
@@ -155,6 +155,6 @@ def test_precondition_false_still_runs_plain_dp_gd_on_dask():
     kw = {"precondition": False, "steps": 50, "clip": 3.0}
     mem = _fit(X, Y, **kw)
     lazy = _fit(*_dask(X, Y), n_public=N, **kw)
-    assert [e.label for e in lazy.privacy_.entries] == ["dp_gd/gradient"]
+    assert [e.label for e in lazy.privacy_.releases] == ["dp_gd/gradient"]
     assert lazy.result_.targets == ("sample",)
     np.testing.assert_allclose(lazy.coef_, mem.coef_, rtol=RTOL)

@@ -44,9 +44,9 @@ def test_default_steps_that_cannot_converge_warn():
 def test_bounds_check_is_charged_on_the_ledger_and_shown():
     budget = dpfit.Budget(rho=3.0)
     res = dpfit.ols("y ~ x + z", FRAME, budget=budget, **KW)
-    labels = [e.label for e in res.ledger]
+    labels = [e.label for e in res.ledger.releases]
     assert labels[-1] == "bounds-check/outside-counts" and labels.count(labels[-1]) == 1
-    check = res.ledger.entries[-1]
+    check = res.ledger.releases[-1]
     assert check.rho == pytest.approx(0.02 * KW["rho"], rel=1e-12)
     assert check.sensitivity == pytest.approx(math.sqrt(4))  # x, z, y and the zero records
     assert res.rho == pytest.approx(KW["rho"], rel=1e-12)

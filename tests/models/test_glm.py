@@ -142,7 +142,7 @@ def test_a_budget_pays_for_the_fit_and_its_bounds_check():
     budget = Budget(rho=1.0)
     res = dpfit.logit("y ~ x + z", DF, rho=0.6, bounds=BOUNDS, budget=budget, random_state=4)
     assert budget.spent == pytest.approx(0.6) and res.rho == pytest.approx(0.6)
-    assert res.ledger.entries[-1].label == "bounds-check/outside-counts"
+    assert res.ledger.releases[-1].label == "bounds-check/outside-counts"
     with recording() as rec, pytest.raises(BudgetExceededError):
         dpfit.logit("y ~ x + z", DF, rho=0.6, bounds=BOUNDS, budget=budget, random_state=4)
     assert len(rec) == 0 and budget.spent == pytest.approx(0.6)

@@ -56,7 +56,7 @@ def test_fit_is_close_to_2sls_and_spends_exactly_rho(frame):
     # is ~0.01 (run-to-run sd over seeds); 0.06 is > 5 sd while the 2SLS-vs-OLS gap is 0.2.
     np.testing.assert_allclose(model.coef_, target[1:], atol=0.06)
     assert model.privacy_.rho == pytest.approx(2.0, rel=1e-12)
-    labels = [e.label for e in model.privacy_.entries]
+    labels = [e.label for e in model.privacy_.releases]
     assert labels.count("iv/column-moments") == 1
     assert labels.count("two_stage/theta-gradient") == 10 * 20  # m runs x steps
     assert model.result_.names == ("Intercept", "w", "x")
@@ -113,7 +113,7 @@ def test_batched_means_and_no_interval(frame):
 def test_without_bounds_the_data_are_used_as_given(frame):
     std = (frame - frame.mean()) / frame.std()
     model = DPIVRegression(rho=1.0, random_state=0).fit(std[["x"]], std["y"], Z=std[["z"]])
-    labels = {e.label for e in model.privacy_.entries}
+    labels = {e.label for e in model.privacy_.releases}
     assert "iv/column-moments" not in labels
     assert model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
     assert "No bounds were given" in " ".join(model.summary().as_text().split())
@@ -318,5 +318,5 @@ def test_dpfit_iv_counts_the_records_outside_its_bounds(frame):
         res = dpfit.iv(
             "y ~ w + [x ~ z]", frame, rho=2.0, bounds=bounds, y_bounds=Y_BOUNDS, random_state=0
         )
-    assert "bounds-check/outside-counts" in [e.label for e in res.ledger]
+    assert "bounds-check/outside-counts" in [e.label for e in res.ledger.releases]
     assert res.rho == pytest.approx(2.0, rel=1e-12)

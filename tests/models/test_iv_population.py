@@ -48,7 +48,7 @@ def _robust(frame):
 
 def test_default_releases_moments_and_spends_exactly_rho(frame):
     model = _fit(frame)
-    labels = [e.label for e in model.privacy_.entries]
+    labels = [e.label for e in model.privacy_.releases]
     assert labels == ["iv/column-moments", "iv/moments", "iv/omega", "iv/far-rows"]
     assert model.privacy_.rho <= 2.0 and model.privacy_.rho == pytest.approx(2.0, rel=1e-12)
     res = model.result_

@@ -42,7 +42,7 @@ def test_fit_recovers_ols_and_charges_rho(data):
     np.testing.assert_allclose(model.coef_, target[1:], atol=0.08)
     assert model.privacy_.rho == pytest.approx(1.0, rel=1e-12)
     assert model.n_features_in_ == P
-    assert sum(e.count for e in model.privacy_.entries) == 600  # releases (charged at once)
+    assert sum(e.count for e in model.privacy_.releases) == 600  # releases (charged at once)
 
 
 def test_conf_int_frame_names_and_order(data):
@@ -159,7 +159,7 @@ def test_adassp_method_matches_the_baseline_on_the_rescaled_data(data):
         random_state=0,
     ).fit(X, y)
     assert model.privacy_.rho == pytest.approx(1.0)
-    assert {e.label for e in model.privacy_.entries} == {
+    assert {e.label for e in model.privacy_.releases} == {
         "adassp/lambda_min",
         "adassp/xtx",
         "adassp/xty",
@@ -179,7 +179,7 @@ def test_adassp_method_matches_the_baseline_on_the_rescaled_data(data):
 def test_add_remove_uses_the_public_count(data):
     X, y = data
     model = _model(relation="add-remove", n_public=2500).fit(X, y)
-    entry = model.privacy_.entries[0]
+    entry = model.privacy_.releases[0]
     assert str(entry.relation) == "add-remove"
     assert entry.sensitivity == pytest.approx(20.0 / 2500)  # clip / n_public
     assert model.result_.n == 2500 and "2500 (public)" in model.summary().as_text()

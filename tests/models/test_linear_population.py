@@ -29,7 +29,7 @@ def test_default_releases_population_interval_and_charges_rho_exactly():
     X, y = _data(0)
     with recording() as rec:
         model = _fit(X, y)
-    labels = [e.label for e in model.privacy_.entries]
+    labels = [e.label for e in model.privacy_.releases]
     assert labels == [
         "gd/xtx",
         "gd/whitened-xtx",

@@ -71,7 +71,7 @@ def test_total_charge_is_the_sum_of_the_entries():
     (X, y), _ = _neighbours()
     model = dpfit.DPLinearRegression(rho=0.7, clip=5.0, step_size=0.005, steps=200, random_state=1)
     model.fit(X, y)
-    entries = model.privacy_.entries
+    entries = model.privacy_.releases
     assert sum(e.count * e.sensitivity**2 / (2 * e.noise_std**2) for e in entries) == pytest.approx(
         0.7
     )

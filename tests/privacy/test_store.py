@@ -78,7 +78,7 @@ def test_history_lists_every_release_with_mechanism_and_rho(store, frame):
     (charge,) = budget.history()
     assert charge.rho == 0.5 and charge.mechanism == "dpfit.ols y ~ x"
     by_label = {label: (count, rho) for label, count, rho in charge.releases}
-    for entry in res.ledger:
+    for entry in res.ledger.releases:
         assert entry.label in by_label
     assert sum(rho for _, rho in by_label.values()) == pytest.approx(res.rho, rel=1e-9)
     assert budget.spent == pytest.approx(res.rho, rel=1e-9)

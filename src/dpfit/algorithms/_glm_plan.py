@@ -7,7 +7,8 @@ sum never exceeds rho), its query kind and per-record bound, and from those its 
 (:func:`dpfit.privacy.query_sensitivity`) and noise std
 (:func:`dpfit.mechanisms.noise_std_for_rho`). None of it reads the data, so a user can
 print the plan (``str(plan)``) before spending any budget; :func:`dpfit.algorithms.glm.dp_glm`
-builds the same plan and then runs it. The Poisson fit's clips are set from its earlier
+builds the same plan and then runs it, charged up front as one ledger entry
+(:func:`dpfit.mechanisms.plan.charge_plan`). The Poisson fit's clips are set from its earlier
 releases (the mean count and a residual scale) and are shown as "run time"; their releases'
 shares are fixed here.
 """
@@ -24,8 +25,9 @@ from .._validation import check_int, check_positive, check_real, check_rho
 from ..inference.intervals import DEFAULT_BURN_IN, DEFAULT_M
 from ..inference.population import NoisyMoment
 from ..inference.preconditioner import ROW_CLIP
-from ..mechanisms import check_public_scale, noise_std_for_rho, release_peaks, rho_within
-from ..privacy import Query, Relation, parse_relation, query_sensitivity, split
+from ..mechanisms import check_public_scale, release_peaks
+from ..mechanisms.plan import PlannedRelease, ReleasePlan, planned_release
+from ..privacy import Query, Relation, parse_relation, split
 from .glm_family import Family
 
 __all__ = ["GLM_SHARES", "GLMPlan", "PlannedRelease", "plan_glm", "run_config"]
@@ -66,36 +68,17 @@ _PURPOSE = {
 
 
 @dataclass(frozen=True, kw_only=True)
-class PlannedRelease:
-    """One named release of the plan: ``count`` Gaussian releases of one query.
-
-    ``bound`` is the public bound on one record's term (None: set at run time from an earlier
-    release, see :class:`GLMPlan`), and with it ``sensitivity`` and ``noise_std``.
-    """
-
-    name: str
-    label: str
-    query: Query
-    rho: float
-    count: int
-    bound: float | None
-    sensitivity: float | None
-    noise_std: float | None
-    purpose: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class GLMPlan:
+class GLMPlan(ReleasePlan):
     """The public, data-independent part of one private GLM fit (from :func:`plan_glm`).
+
+    A :class:`~dpfit.mechanisms.plan.ReleasePlan` (label, rho, relation, the public n and
+    the releases in the order the fit makes them) with the GLM's public settings:
 
     Attributes
     ----------
     family : Family
-    n, k : int
-        Public record count and number of coefficients (ones column included).
-    rho : float
-        zCDP cost of the whole fit; the releases' shares sum to at most it exactly.
-    relation : Relation
+    k : int
+        Number of coefficients (ones column included).
     row_bound, row_clip : float
         Public bound on ||d_i|| (sqrt(k) after rescaling into [-1, 1]) and the norm whitened
         rows are clipped to in the moment releases (``ROW_CLIP`` sqrt(k)).
@@ -107,15 +90,10 @@ class GLMPlan:
         scale).
     steps, step_size, m, burn_in : int, float, int, int
         The descent and the batch means of its iterates.
-    releases : tuple of PlannedRelease
-        In the order the fit makes them.
     """
 
     family: Family
-    n: int
     k: int
-    rho: float
-    relation: Relation
     row_bound: float
     row_clip: float
     count_bound: float | None
@@ -124,60 +102,21 @@ class GLMPlan:
     step_size: float
     m: int
     burn_in: int
-    releases: tuple[PlannedRelease, ...]
 
-    def release(self, name: str) -> PlannedRelease:
-        """The planned release called ``name``."""
-        for planned in self.releases:
-            if planned.name == name:
-                return planned
-        raise KeyError(name)
-
-    def bound(self, name: str, bound: float) -> PlannedRelease:
-        """The release ``name`` with its per-record bound set at run time (from earlier
-        releases), and with it its sensitivity and noise std, as :func:`plan_glm` computes
-        them for a bound known in advance."""
-        planned = self.release(name)
-        return _planned(
-            name, planned.rho, planned.query, bound, n=self.n, relation=self.relation,
-            count=planned.count,
-        )  # fmt: skip
-
-    def share(self, name: str) -> float:
-        """The rho of the release called ``name`` (all its ``count`` releases)."""
-        return self.release(name).rho
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(r.name for r in self.releases)
-
-    def __str__(self) -> str:
-        lines = [
-            f"Private GLM plan: {self.family}, n = {self.n} (public), k = {self.k} coefficients, "
-            f"rho = {self.rho:.6g} ({self.relation})",
-            f"{'release':<10} {'share':>7} {'count':>6} {'bound':>10} {'noise std':>11}  purpose",
-        ]
-        for r in self.releases:
-            bound = "run time" if r.bound is None else f"{r.bound:.4g}"
-            noise = "run time" if r.noise_std is None else f"{r.noise_std:.4g}"
-            lines.append(
-                f"{r.name:<10} {100 * r.rho / self.rho:>6.2f}% {r.count:>6} {bound:>10} "
-                f"{noise:>11}  {r.purpose}"
-            )
-        return "\n".join(lines)
+    def title(self) -> str:
+        return (
+            f"Private GLM plan: {self.family}, n = {self.n} (public), k = {self.k} "
+            f"coefficients, rho = {self.rho:.6g} ({self.relation})"
+        )
 
 
 def _planned(
     name: str, rho: float, query: Query, bound: float | None, *, n: int, relation: Relation,
     count: int = 1,
 ) -> PlannedRelease:  # fmt: skip
-    sensitivity = noise_std = None
-    if bound is not None:
-        sensitivity = query_sensitivity(query, bound=bound, n=n, relation=relation)
-        noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho, count=count))
-    return PlannedRelease(
-        name=name, label=f"glm/{name}", query=query, rho=rho, count=count, bound=bound,
-        sensitivity=sensitivity, noise_std=noise_std, purpose=_PURPOSE[name],
+    return planned_release(
+        name, rho, query, bound, n=n, relation=relation, count=count, label=f"glm/{name}",
+        purpose=_PURPOSE[name],
     )  # fmt: skip
 
 
@@ -275,8 +214,8 @@ def plan_glm(
         bound = math.hypot(first, first, second * row_bound)  # margin_sums' per-record terms
         releases.append(_planned("margins", shares["margins"], Query.MEAN, bound, **common))
     return GLMPlan(
-        family=family, n=n, k=k, rho=rho, relation=relation, row_bound=row_bound,
-        row_clip=row_clip, count_bound=count_bound, clip=clip, steps=steps,
+        label="dp_glm", family=family, n=n, k=k, rho=rho, relation=relation,
+        row_bound=row_bound, row_clip=row_clip, count_bound=count_bound, clip=clip, steps=steps,
         step_size=step_size, m=m, burn_in=burn_in, releases=tuple(releases),
     )  # fmt: skip
 

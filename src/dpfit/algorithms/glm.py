@@ -47,6 +47,7 @@ from ..inference.preconditioner import record_sum, release_whitener, triangle
 from ..inference.whitened import release_mean
 from ..mechanisms import NoiseSource, clip_rows, gaussian, gaussian_releases, make_noise_source
 from ..mechanisms.clipping import clip_factors, row_norms
+from ..mechanisms.plan import charge_plan
 from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
@@ -185,13 +186,22 @@ def run_glm_plan(
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
 ) -> Trajectory:
-    """Run ``plan`` on checked data (module docstring); every release is charged to ``ledger``
-    (by default a new one with a budget of the plan's rho).
+    """Run ``plan`` on checked data (module docstring), charged to ``ledger`` (by default a
+    new one with a budget of the plan's rho) as one entry at its first release
+    (:func:`~dpfit.mechanisms.plan.charge_plan`).
 
     ``offset`` is aligned with ``y``; on Dask the arrays are row-aligned and persisted.
     """
     ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_glm")
     source = make_noise_source(rng)
+    with charge_plan(plan, ledger):
+        return _run(plan, X, y, offset, intercept=intercept, ledger=ledger, source=source)
+
+
+def _run(
+    plan: GLMPlan, X: Any, y: Any, offset: Any, *, intercept: bool, ledger: PrivacyLedger,
+    source: Any,
+) -> Trajectory:  # fmt: skip
     family, n, k = plan.family, plan.n, plan.k
     D, y, o = _records(plan, X, y, offset)
     moment = {"n": n, "ledger": ledger, "rng": source}

@@ -102,7 +102,7 @@ def _run(config: Mapping[str, Any], runs: int, source: NoiseSource, data_rng) ->
             )
             out[i] = traj.releases["noisy_gradients"][:, data.column] * batch
             if sigma is None:
-                (sigma,) = [e.noise_std for e in traj.ledger.entries if e.label == _LABEL]
+                (sigma,) = [e.noise_std for e in traj.ledger.releases if e.label == _LABEL]
         sums[alt] = out
     C = mech.encoder_matrix()
     a0 = _slot_means(C, k, b, clip, sigma)

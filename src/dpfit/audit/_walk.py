@@ -40,7 +40,7 @@ def canary_response(clip: float, null_sd: float, drift: float) -> float:
 def declared_noise(ledger, label: str) -> np.ndarray:
     """The noise std of every release labelled ``label``, as declared in ``ledger``."""
     return np.array(
-        [e.noise_std for e in ledger.entries if e.label == label for _ in range(e.count)]
+        [e.noise_std for e in ledger.releases if e.label == label for _ in range(e.count)]
     )
 
 

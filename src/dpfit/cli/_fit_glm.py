@@ -64,6 +64,7 @@ def run_glm(args: argparse.Namespace, show: Callable[[Any, argparse.Namespace], 
         m=args.m,
         relation=args.relation,
         secure=args.secure,
+        dry_run=args.dry_run,
         **{k: v for k, v in params.items() if v is not None},
         **({} if codebook is None else {"codebook": codebook}),
     )

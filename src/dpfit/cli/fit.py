@@ -109,6 +109,12 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     )
     p.add_argument("--relation", default="replace-one", help="replace-one or add-remove")
     p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the release plan (every release, its share of rho and noise std) and "
+        "exit: nothing is charged or drawn",
+    )
+    p.add_argument(
         "--privacy-unit",
         metavar="COLUMN",
         help="protect all rows with the same COLUMN value (e.g. a person id), not one row; "
@@ -217,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
                 relation=args.relation,
                 random_state=args.seed,
                 secure=args.secure,
+                dry_run=args.dry_run,
                 **({"precondition": False} if args.no_precondition else {}),
                 **({} if codebook is None else {"codebook": codebook}),
                 **_unit_options(args),
@@ -269,7 +276,12 @@ def _unit_options(args: argparse.Namespace) -> dict:
 
 
 def _print_result(result, args: argparse.Namespace) -> int:
-    """Print the summary in the requested format (and write the plot); the exit code."""
+    """Print the summary in the requested format (and write the plot), or the plan of a
+    dry run; the exit code."""
+    if getattr(args, "dry_run", False):
+        print(result)
+        print("Dry run: nothing was charged or drawn.")
+        return 0
     summary = result.summary(args.alpha, delta=args.delta)
     print(
         {"text": summary.as_text, "html": summary.as_html, "latex": summary.as_latex}[args.format]()

@@ -1,7 +1,7 @@
 """Fits that would run but silently mislead: warnings from public inputs and charged releases.
 
-:func:`checked_linear_fit` runs :class:`~dpfit.DPLinearRegression` for :func:`dpfit.ols` (and
-so for ``dpfit fit``) and adds the checks below. The first runs for every fit of
+:func:`dpfit.ols` (``models/_ols_fit.py``, and so ``dpfit fit``) adds the checks below to
+:class:`~dpfit.DPLinearRegression`. The first runs for every fit of
 :class:`~dpfit.DPLinearRegression`, called from its method table (``_linear_methods.py``):
 
 * **too few records per coefficient** (public n and p): with n < 10 p the private fit's
@@ -34,7 +34,7 @@ import numpy as np
 
 from .._validation import check_real, check_rho, user_stacklevel
 from ..distributed import is_dask
-from ..exceptions import LargeBudgetWarning, SideConditionWarning
+from ..exceptions import SideConditionWarning
 from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho, rho_within
 from ..privacy import Budget, PrivacyLedger, Query, query_sensitivity, split
 from ._design import zero_record_causes
@@ -45,10 +45,12 @@ __all__ = [
     "DEFAULT_BOUNDS_CHECK",
     "ZERO_RECORDS",
     "add_bounds_check",
+    "bounds_check",
     "bounds_check_shares",
     "checked_iv_fit",
-    "checked_linear_fit",
     "clipped_limit",
+    "outside_queries",
+    "refuse_response_bounds",
     "release_outside_counts",
     "reservation",
     "warn_few_records",
@@ -210,91 +212,13 @@ def _zero_record_count(X: Any, y: Any) -> Any:
     return (null | (y.isna() if hasattr(y, "isna") else np.isnan(y))).sum()
 
 
-def _refuse_response_bounds(bounds: Any, X: Any, y: Any) -> None:
+def refuse_response_bounds(bounds: Any, X: Any, y: Any) -> None:
     response = getattr(y, "name", None)
     if isinstance(bounds, Mapping) and response in bounds and response not in X.columns:
         raise ValueError(
             f"bounds has the response {response!r}: give its bounds as y_bounds=(low, high) "
             "(dpfit's one convention: bounds for the design, y_bounds for the response)"
         )
-
-
-def _combined(fit_ledger: PrivacyLedger, check_ledger: PrivacyLedger) -> PrivacyLedger:
-    combined = snapshot_ledger(fit_ledger)
-    for entry in check_ledger.entries:
-        combined.charge(entry)
-    return combined
-
-
-def checked_linear_fit(
-    X: Any,
-    y: Any,
-    *,
-    rho: float,
-    budget: Budget | None,
-    fit_intercept: bool,
-    bounds_check: float = DEFAULT_BOUNDS_CHECK,
-    indicators: tuple[str, ...] = (),
-    zero_terms: tuple[tuple[str, str], ...] = (),
-    groups: Any = None,
-    **params: Any,
-) -> Result:
-    """:class:`~dpfit.DPLinearRegression` on (X, y) with the checks of this module.
-
-    With public bounds and ``bounds_check > 0``, the fit gets ``(1 - bounds_check) * rho``
-    and the count of records outside the bounds the rest; the result's ledger holds both.
-    Every public parameter is checked before anything is charged; a stored budget
-    (:mod:`dpfit.privacy.store`) reserves the whole ``rho`` in one transaction.
-    ``zero_terms`` names the formula's factors that can make a record the zero record, for
-    the warning about many of them (:attr:`dpfit.models._design.Design.zero_terms`).
-    ``groups`` (a privacy unit's labels) goes to ``fit``; the bounds check counts rows, so it
-    is off with a privacy unit (:mod:`dpfit.models._unit_fit`).
-    """
-    from .linear import DPLinearRegression
-
-    rho = check_rho(rho)
-    share = check_real(bounds_check, "bounds_check", low=0.0, high=1.0, low_open=False)
-    if budget is not None and not isinstance(budget, Budget):
-        raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
-    bounds, y_bounds = params.get("bounds"), params.get("y_bounds")
-    _refuse_response_bounds(bounds, X, y)
-    share = share if (bounds is not None or y_bounds is not None) else 0.0
-    if groups is not None:
-        share = 0.0  # a row count: its sensitivity is not one unit's
-    source = make_noise_source(
-        params.pop("random_state", None), secure=params.get("secure", False), name="random_state"
-    )
-    fit_rho, check_rho_ = bounds_check_shares(rho, share)
-    model = DPLinearRegression(
-        rho=fit_rho, fit_intercept=fit_intercept, random_state=source, **params
-    )
-    with warnings.catch_warnings():  # rho was checked (and warned about) above
-        warnings.simplefilter("ignore", LargeBudgetWarning)
-        config = model._config()  # every public parameter, before anything is charged
-    if budget is not None and not budget.can_afford(rho):
-        budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
-    terms = " + ".join(str(c) for c in getattr(X, "columns", [])) or "X"
-    with reservation(budget, rho, f"dpfit.ols {getattr(y, 'name', None) or 'y'} ~ {terms}"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", LargeBudgetWarning)
-            result = model.fit(X, y, budget=budget, groups=groups).result_
-        if groups is not None:
-            return result
-        plain_gd = getattr(config, "precondition", False) is False  # a preconditioned fit
-        warn_public_settings(  # chooses its own steps and step size
-            p=len(result.names),
-            method=config.method if plain_gd else "preconditioned gd",
-            steps=_DEFAULT_GD_STEPS if config.steps is None else config.steps,
-            step_size=config.step_size,
-            m=config.m,
-            interval=config.interval,
-            rescaled=bounds is not None,
-            default_steps=config.steps is None,
-        )
-        if share == 0:
-            return result
-        check = {**params, "zero_terms": zero_terms}
-        return add_bounds_check(X, y, result, check_rho_, budget, source, indicators, check)
 
 
 def bounds_check_shares(rho: float, share: float) -> tuple[float, float]:
@@ -374,8 +298,39 @@ def add_bounds_check(
     indicators: tuple[str, ...],
     params: Mapping[str, Any],
 ) -> Result:
-    """Release the outside counts with ``rho``, warn when one is large, add them to ``result``."""
+    """Release the outside counts with ``rho`` on a ledger of their own, warn when one is
+    large, and add them to ``result`` (the IV fits, which are not planned yet)."""
     ledger = PrivacyLedger(relation=result.ledger.relation, budget=budget)
+    note = bounds_check(
+        X, y, n=result.n, fit_rho=result.ledger.rho, rho=rho, ledger=ledger, source=source,
+        indicators=indicators, params=params,
+    )  # fmt: skip
+    combined = snapshot_ledger(result.ledger)
+    for entry in ledger.entries:
+        combined.charge(entry)
+    return dataclasses.replace(result, ledger=combined, notes=(*result.notes, note))
+
+
+def outside_queries(X: Any, bounds: Any, y_bounds: Any, indicators: tuple[str, ...]) -> int:
+    """How many counts :func:`release_outside_counts` releases (public: the bounded columns,
+    the response when bounded, and the zero records)."""
+    return len(_bounded_columns(X, bounds, indicators)) + (y_bounds is not None) + 1
+
+
+def bounds_check(
+    X: Any,
+    y: Any,
+    *,
+    n: int,
+    fit_rho: float,
+    rho: float,
+    ledger: PrivacyLedger,
+    source: Any,
+    indicators: tuple[str, ...],
+    params: Mapping[str, Any],
+) -> str:
+    """Release the outside counts with ``rho``, warn when one is large; returns the note for
+    the summary (``fit_rho``: what the fit itself was charged)."""
     counts, noise_std = release_outside_counts(
         X,
         y,
@@ -389,17 +344,17 @@ def add_bounds_check(
     zero = counts.pop(ZERO_RECORDS)
     # Post-processing of the noisy counts: a count below 0 is shown as 0.
     shown = ", ".join(f"{name} {max(0.0, value):.0f}" for name, value in counts.items())
-    share = rho / (result.ledger.rho + rho)
+    share = rho / (fit_rho + rho)
     note = (
         f"Bounds check: a private count of the records outside each column's public bounds "
         f"(clipped by the fit), noise std {noise_std:.3g}, rho = {rho:.3g} "
         f"({100 * share:.3g}% of the budget; noisy counts clamped at 0): {shown}; "
         f"zero records {max(0.0, zero):.0f}."
     )
-    limit = clipped_limit(result.n, noise_std)
+    limit = clipped_limit(n, noise_std)
     if zero > limit:
         warnings.warn(
-            f"about {zero:.0f} of n = {result.n} records are zero records (noise std "
+            f"about {zero:.0f} of n = {n} records are zero records (noise std "
             f"{noise_std:.3g}): a record whose row of the formula cannot be built counts as "
             f"all zeros; {zero_record_causes(params.get('zero_terms', ()), dask=is_dask(X))} "
             "(docs/user-guide.md)",
@@ -410,12 +365,10 @@ def add_bounds_check(
     if large:
         warnings.warn(
             f"the public bounds of {large} clip many records (noisy counts "
-            f"{', '.join(f'{counts[c]:.0f}' for c in large)} of n = {result.n}, noise std "
+            f"{', '.join(f'{counts[c]:.0f}' for c in large)} of n = {n}, noise std "
             f"{noise_std:.3g}): the fit and its intervals describe the clipped data, not the "
             "population coefficient; widen those bounds if public knowledge allows",
             SideConditionWarning,
             stacklevel=user_stacklevel(),
         )
-    return dataclasses.replace(
-        result, ledger=_combined(result.ledger, ledger), notes=(*result.notes, note)
-    )
+    return note

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,10 +44,20 @@ from ..mechanisms import (
     rho_within,
 )
 from ..mechanisms.limits import NOISE_SIGMAS
-from ..privacy import PrivacyLedger, Query, Relation, joint_sensitivity, query_sensitivity
+from ..privacy import (
+    PrivacyLedger,
+    Query,
+    Relation,
+    joint_sensitivity,
+    query_sensitivity,
+    split,
+)
 from ._scaling import check_widths
 
-__all__: list[str] = []
+if TYPE_CHECKING:
+    from ._iv_config import IVConfig
+
+__all__ = ["scaling_sensitivity", "standardise"]
 
 LABEL = "iv/column-moments"
 _VAR_FLOOR = 1e-4
@@ -65,7 +76,7 @@ class Standardization:
         return (np.clip(V, self.bounds[:, 0], self.bounds[:, 1]) - self.mean) / self.sd
 
 
-def _sensitivity(n: int, k: int, relation: Relation) -> float:
+def scaling_sensitivity(n: int, k: int, relation: Relation) -> float:
     """k means of values in [-1, 1] and k means of their squares in [0, 1], released together."""
     common = {"bound": 1.0, "n": n, "relation": relation, "columns": k}
     return joint_sensitivity(
@@ -88,7 +99,7 @@ def check_scales(
     half = (bounds[:, 1] - bounds[:, 0]) / 2.0
     if not (half > 0).all():
         raise ValueError("bounds: every (high - low) / 2 must be > 0 in float64")
-    sigma = _sensitivity(n, bounds.shape[0], Relation.REPLACE_ONE) / math.sqrt(2.0 * rho)
+    sigma = scaling_sensitivity(n, bounds.shape[0], Relation.REPLACE_ONE) / math.sqrt(2.0 * rho)
     spread = math.sqrt(1.0 + NOISE_SIGMAS * sigma)  # largest released sd / h
     sd_x = math.sqrt(_VAR_FLOOR) * half[x_rows]  # smallest released sd of each regressor
     reach_x = np.abs(centre[x_rows]) + half[x_rows]  # largest |released mean|
@@ -128,7 +139,7 @@ def release_moments(
     half = (bounds[:, 1] - bounds[:, 0]) / 2.0
     # |u| <= 1 exactly: the map can round a value at a bound to 1 + 2^-52, so clip again
     U = np.clip((np.clip(V, bounds[:, 0], bounds[:, 1]) - centre) / half, -1.0, 1.0)
-    sensitivity = _sensitivity(n, k, ledger.relation)
+    sensitivity = scaling_sensitivity(n, k, ledger.relation)
     value = np.concatenate([U.mean(axis=0), (U**2).mean(axis=0)])
     noisy = gaussian(
         value,
@@ -141,3 +152,34 @@ def release_moments(
     m1 = np.clip(noisy[:k], -1.0, 1.0)
     var = np.maximum(noisy[k:] - m1**2, _VAR_FLOOR)
     return Standardization(bounds=bounds, mean=centre + half * m1, sd=half * np.sqrt(var))
+
+
+def standardise(
+    V: np.ndarray,
+    bounds: np.ndarray | None,
+    null: np.ndarray | None,
+    *,
+    cfg: IVConfig,
+    ledger: PrivacyLedger,
+    source: NoiseSource,
+) -> tuple[np.ndarray, Standardization | None, float]:
+    """The rows the method sees, their standardisation and the budget left for the method.
+
+    With ``bounds``: ``scale_fraction * rho`` releases the clipped columns' means and mean
+    squares (:mod:`._iv_scaling`) and every column is standardised with them. Then the ones
+    column is prepended, and every zero record's row is set to 0 (it adds nothing to any
+    clipped sum).
+    """
+    std, rho_fit = None, cfg.rho
+    if bounds is not None:
+        # exact shares (dpfit.privacy.split): the two never sum above rho
+        rho_scale, rho_fit = split(cfg.rho, [cfg.scale_fraction, 1.0 - cfg.scale_fraction])
+        if null is not None:  # the zero record: u = 0, it adds nothing to the moments
+            V[null] = bounds.mean(axis=1)
+        std = release_moments(V, bounds, rho=rho_scale, ledger=ledger, rng=source)
+        V = std.apply(V)
+    if cfg.fit_intercept:
+        V = np.column_stack([np.ones(V.shape[0]), V])
+    if null is not None:
+        V[null] = 0.0
+    return V, std, rho_fit

@@ -9,6 +9,10 @@ data is read:
 ``run(X, y, settings, ledger, source)``
     Runs the algorithm on the design the method sees (public rescaling and ones column
     already applied) and returns a :class:`LinearFit` in those units.
+``plan(settings, k, label=...)``
+    Public only: the :class:`~dpfit.mechanisms.plan.ReleasePlan` of ``run`` (every release,
+    its share of rho and noise), charged as one ledger entry before ``run`` draws anything;
+    None for a method that charges release by release.
 
 A new method (e.g. DP-AMBSSGD) is one new entry in :data:`LINEAR_METHODS`.
 """
@@ -27,10 +31,12 @@ from ..inference import interval_estimates
 from ..inference.intervals import DEFAULT_BURN_IN
 from ..inference.population import CovarianceEstimate
 from ..mechanisms import NoiseSource
+from ..mechanisms.plan import ReleasePlan
 from ..privacy import PrivacyLedger, Relation
 from ._adassp_population import ADASSP_LABEL, resolve_adassp, run_adassp
 from ._ambssgd_method import resolve_ambssgd, run_ambssgd
 from ._fit_checks import warn_few_records
+from ._linear_plan import linear_plan
 from ._linear_population import (
     DEFAULT_MOMENT_SHARE,
     PRECONDITIONED_STEP_SIZE,
@@ -86,13 +92,15 @@ class LinearFit:
 
 @dataclass(frozen=True)
 class LinearMethod:
-    """One private linear-regression algorithm: its label and its resolve/run steps."""
+    """One private linear-regression algorithm: its label, its resolve/run steps, and its
+    release plan from the public settings (None: it charges release by release)."""
 
     label: str
     resolve: Callable[[LinearConfig, PublicScaling, int, int], dict[str, Any]]
     run: Callable[
         [np.ndarray, np.ndarray, Mapping[str, Any], PrivacyLedger, NoiseSource], LinearFit
     ]
+    plan: Callable[..., ReleasePlan] | None = None
 
 
 def _warned(resolve: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
@@ -363,7 +371,9 @@ def _run_adassp(
 
 #: Method name -> implementation. One entry per algorithm; add new methods here.
 LINEAR_METHODS: dict[str, LinearMethod] = {
-    "gd": LinearMethod("DP-GD (Brown et al. 2024, Alg. 1)", _warned(_resolve_gd), _run_gd),
+    "gd": LinearMethod(
+        "DP-GD (Brown et al. 2024, Alg. 1)", _warned(_resolve_gd), _run_gd, linear_plan
+    ),
     "adassp": LinearMethod(ADASSP_LABEL, _warned(resolve_adassp), _run_adassp),
     "ambssgd": LinearMethod(
         "DP-AMBSSGD (Varshney et al. 2022, Alg. 2), one pass",

@@ -2,7 +2,7 @@
 
 With public feature bounds every row of the design the algorithm sees has ||d_i|| <= B =
 sqrt(k) (k coefficients, ones column included). The fit makes these releases, in this order
-(docs/inference.md; every share of rho from :func:`_shares`, whose exact sum is at most rho):
+(docs/inference.md; every share of rho from :func:`release_shares`, whose exact sum is at most rho):
 
 1. **H~** = (1/n) D'D + noise (:func:`~dpfit.inference.population.release_moment_sum`) and
    **G~** = (1/n) sum z1_i z1_i' + noise of the rows whitened by P1 = H~^-1/2 and clipped to
@@ -98,6 +98,7 @@ __all__ = [
     "DEFAULT_MOMENT_SHARE",
     "LINEAR_TARGETS",
     "PRECONDITIONED_STEPS",
+    "release_shares",
     "run_preconditioned_gd",
 ]
 
@@ -125,7 +126,7 @@ _COVERS = {
 }
 
 
-def _shares(rho: float, moment_share: float, private_clip: bool) -> dict[str, float]:
+def release_shares(rho: float, moment_share: float, private_clip: bool) -> dict[str, float]:
     """Every release's share of rho, their exact sum at most rho (:func:`split_rho`)."""
     fractions = {
         "xtx": moment_share / 5.0,
@@ -188,7 +189,7 @@ def run_preconditioned_gd(
     m, burn_in, target = settings["m"], settings["burn_in"], settings["target"]
     D, y = _rows(D, y, settings)
     k = D.shape[1]
-    rhos = _shares(rho, share, private_clip=clip is None)
+    rhos = release_shares(rho, share, private_clip=clip is None)
     sums = record_sum(gram_sums, [D, y], (bound,), width=triangle(k) + k)
     H = release_moment_sum(
         sums[: triangle(k)], bound=bound, rho=rhos["xtx"], n=n, ledger=ledger, rng=source,
@@ -294,7 +295,7 @@ def check_preconditioned_scales(settings: Mapping[str, Any], k: int) -> None:
     """
     n, clip = settings["n"], settings["clip"]
     common = {"n": n, "relation": settings["relation"]}
-    shares = _shares(settings["rho"], settings["moment_share"], private_clip=clip is None)
+    shares = release_shares(settings["rho"], settings["moment_share"], private_clip=clip is None)
     if clip is None:
         _, q_peak = release_peaks(Query.BOUNDED_MEAN, bound=4.0, rho=shares["scale"], **common)
         clip = gradient_clip(CLIP_MULTIPLIER, k, q_peak, q_peak)

@@ -19,7 +19,6 @@ matrices (the exogenous regressors, intercept included, serve as their own instr
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,12 +30,13 @@ from .._floats import quiet_floats
 from .._validation import shown
 from ..codebook import Codebook, apply_levels, fill_bounds, load_codebook
 from ..distributed import is_dask
+from ..mechanisms.plan import ReleasePlan
 from ..privacy import Budget
 from ._constraints import check_bounds_check
 from ._dask import dask_model_matrix
 from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
-from ._fit_checks import checked_linear_fit
 from ._formula_errors import formula_errors
+from ._ols_fit import linear_fit
 from ._unit_hook import unit_formula
 from .results import Result
 
@@ -200,8 +200,9 @@ def ols(
     *,
     rho: float,
     budget: Budget | None = None,
+    dry_run: bool = False,
     **params: Any,
-) -> Result:
+) -> Result | ReleasePlan:
     """Fit a private linear regression from a formula and a data frame.
 
     Parameters
@@ -220,6 +221,9 @@ def ols(
         zCDP budget of the fit.
     budget : Budget, optional
         Shared budget to spend ``rho`` from.
+    dry_run : bool, default=False
+        Return the :class:`~dpfit.mechanisms.plan.ReleasePlan` (every release, its share of
+        rho and noise std: ``print(plan)``) instead of fitting; nothing is charged.
     **params
         Any other parameter of :class:`~dpfit.DPLinearRegression` (``clip``, ``steps``,
         ``interval``, ``random_state``, ...). ``bounds`` is a mapping from design-column name
@@ -237,7 +241,7 @@ def ols(
 
     Returns
     -------
-    Result
+    Result or ReleasePlan
         Indexed by the formula's term names; ``summary()`` prints the table.
 
     Examples
@@ -268,11 +272,10 @@ def ols(
         params = fill_bounds(codebook, params, list(X.columns), indicators, str(y.name))
     if "bounds" in params:
         params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
-    result = checked_linear_fit(  # DPLinearRegression plus warnings (models/_fit_checks.py)
+    return linear_fit(  # plan -> run on one ledger (models/_ols_fit.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
-        zero_terms=zero_terms, groups=groups, **params,
+        zero_terms=zero_terms, groups=groups, dry_run=dry_run, predictors=(design,), **params,
     )  # fmt: skip
-    return dataclasses.replace(result, predictors=(design,))  # for predict(new public x)
 
 
 # -- IV grammar -------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,8 @@ from .._floats import quiet_floats
 from .._validation import check_iv_data
 from ..codebook import fill_bounds
 from ..mechanisms import NoiseSource, make_noise_source
-from ..privacy import Budget, PrivacyLedger, Relation, split
+from ..mechanisms.plan import ReleasePlan, charge_plan
+from ..privacy import Budget, PrivacyLedger, Relation
 from ..privacy.ledger import prepare_ledger
 from ._constraints import check_bounds_check, check_budget
 from ._design import take_null_records
@@ -54,8 +56,9 @@ from ._iv_config import (
 from ._iv_config import IV_METHODS as IV_METHODS
 from ._iv_config import TWO_STAGE_SETTINGS as TWO_STAGE_SETTINGS
 from ._iv_methods import IV_METHOD_TABLE, IVData
+from ._iv_plan import formula_plan, iv_plan
 from ._iv_release import Back
-from ._iv_scaling import Standardization, check_scales, release_moments
+from ._iv_scaling import check_scales, standardise
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
 from ._scaling import bounds_in_order, check_bounds
@@ -295,27 +298,32 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         if cfg.method == "2s-gd":
             check_interval(cfg, settings, p1)  # before any charge
             check_two_stage_scales(cfg, settings, n)
-        # Checked now; each release is then spent from the budget as it is charged, so a fit
-        # that fails part-way keeps only what it drew.
+        # Checked now; the default's plan (noisy-moment 2SLS) is then spent at its first
+        # release, as one entry, and a fit that fails part-way keeps only what it drew.
         ledger = prepare_ledger(
             PrivacyLedger(budget=budget), Relation.REPLACE_ONE, cfg.rho, name="DPIVRegression"
         )
-        values = {
-            **dict(zip(x_names, X_arr.T, strict=True)),
-            **dict(zip(z_names, Z_arr.T, strict=True)),
-            y_name: y_arr,
-        }
-        V = np.column_stack([values[c] for c in columns])
-        V, std, rho_fit = _scale(V, bounds, null, cfg=cfg, ledger=ledger, source=source)
-        lead = [0] if cfg.fit_intercept else []
-        index = {c: j + len(lead) for j, c in enumerate(columns)}
-        data = IVData(
-            V=V, rho_fit=rho_fit, x_idx=lead + [index[c] for c in x_names],
-            z_idx=lead + [index[c] for c in z_names], y_idx=index[y_name], n=n,
-            names=["Intercept"] * len(lead) + x_names, response=y_name, columns=columns,
-            bounds=bounds, std=std, back=Back(std, columns, x_names, y_name, cfg.fit_intercept),
-        )  # fmt: skip
-        result = IV_METHOD_TABLE[cfg.method](data, cfg, settings, ledger, source)
+        plan = None
+        if cfg.method == "moments":
+            plan = iv_plan(cfg, n=n, columns=len(columns), bounded=bounds is not None,
+                           label=type(self).__name__)  # fmt: skip
+        with nullcontext() if plan is None else charge_plan(plan, ledger):
+            values = {
+                **dict(zip(x_names, X_arr.T, strict=True)),
+                **dict(zip(z_names, Z_arr.T, strict=True)),
+                y_name: y_arr,
+            }
+            V = np.column_stack([values[c] for c in columns])
+            V, std, rho_fit = standardise(V, bounds, null, cfg=cfg, ledger=ledger, source=source)
+            lead = [0] if cfg.fit_intercept else []
+            index = {c: j + len(lead) for j, c in enumerate(columns)}
+            data = IVData(
+                V=V, rho_fit=rho_fit, x_idx=lead + [index[c] for c in x_names],
+                z_idx=lead + [index[c] for c in z_names], y_idx=index[y_name], n=n,
+                names=["Intercept"] * len(lead) + x_names, response=y_name, columns=columns,
+                bounds=bounds, std=std, back=Back(std, columns, x_names, y_name, cfg.fit_intercept),
+            )  # fmt: skip
+            result = IV_METHOD_TABLE[cfg.method](data, cfg, settings, ledger, source)
         if exogenous:
             result = dataclasses.replace(result, notes=(*result.notes, _NO_INSTRUMENTS))
         self._keep(result, cfg.fit_intercept)
@@ -365,41 +373,16 @@ def _names(data: Any, prefix: str, k: int) -> list[str]:
     return [f"{prefix}{j}" for j in range(k)]
 
 
-def _scale(
-    V: np.ndarray,
-    bounds: np.ndarray | None,
-    null: np.ndarray | None,
-    *,
-    cfg: IVConfig,
-    ledger: PrivacyLedger,
-    source: NoiseSource,
-) -> tuple[np.ndarray, Standardization | None, float]:
-    """The rows the method sees, their standardisation and the budget left for the method.
-
-    With ``bounds``: ``scale_fraction * rho`` releases the clipped columns' means and mean
-    squares (:mod:`._iv_scaling`) and every column is standardised with them. Then the ones
-    column is prepended, and every zero record's row is set to 0 (it adds nothing to any
-    clipped sum).
-    """
-    std, rho_fit = None, cfg.rho
-    if bounds is not None:
-        # exact shares (dpfit.privacy.split): the two never sum above rho
-        rho_scale, rho_fit = split(cfg.rho, [cfg.scale_fraction, 1.0 - cfg.scale_fraction])
-        if null is not None:  # the zero record: u = 0, it adds nothing to the moments
-            V[null] = bounds.mean(axis=1)
-        std = release_moments(V, bounds, rho=rho_scale, ledger=ledger, rng=source)
-        V = std.apply(V)
-    if cfg.fit_intercept:
-        V = np.column_stack([np.ones(V.shape[0]), V])
-    if null is not None:
-        V[null] = 0.0
-    return V, std, rho_fit
-
-
 @quiet_floats()
 def iv(
-    formula: str, data: pd.DataFrame, *, rho: float, budget: Budget | None = None, **params: Any
-) -> Result:
+    formula: str,
+    data: pd.DataFrame,
+    *,
+    rho: float,
+    budget: Budget | None = None,
+    dry_run: bool = False,
+    **params: Any,
+) -> Result | ReleasePlan:
     """Private IV regression from a formula ``y ~ exog + [endog ~ instruments]``.
 
     Parameters
@@ -413,6 +396,10 @@ def iv(
         zCDP budget of the fit.
     budget : Budget, optional
         Shared budget to spend ``rho`` from.
+    dry_run : bool, default=False
+        Return the fit's :class:`~dpfit.mechanisms.plan.ReleasePlan` (every release, its
+        share of rho and noise std; ``print(plan)``) instead of fitting: nothing is charged
+        (the default method, ``"moments"``).
     **params
         Any other parameter of :class:`DPIVRegression`; ``bounds`` is keyed by design-column
         name (e.g. ``"I(exper ** 2)"``) and ``y_bounds`` bounds the response. With bounds,
@@ -422,7 +409,7 @@ def iv(
 
     Returns
     -------
-    Result
+    Result or ReleasePlan
     """
     if "fit_intercept" in params:
         raise TypeError("iv: the intercept is set by the formula ('0 +' removes it)")
@@ -445,6 +432,8 @@ def iv(
     X = pd.concat([exog, mats.endog], axis=1)
     Z = pd.concat([exog, mats.instruments], axis=1)
     intercept = "Intercept" in mats.exog.columns
+    if dry_run:
+        return formula_plan(X, Z, mats, rho, bounds_check, intercept, params)
 
     def fit(rho_fit: float, source: NoiseSource) -> Result:
         model = DPIVRegression(rho=rho_fit, fit_intercept=intercept, random_state=source, **params)

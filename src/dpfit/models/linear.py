@@ -9,9 +9,9 @@ method table and copies the result into ``_`` attributes). The fitted model keep
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
-import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import validate_data
 
@@ -19,8 +19,8 @@ from .._floats import quiet_floats
 from .._validation import check_positive
 from ..distributed import map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
-from ..inference.population import transform
 from ..mechanisms import make_noise_source
+from ..mechanisms.plan import ReleasePlan, charge_plan
 from ..privacy import Budget, PrivacyLedger, parse_relation
 from ..privacy.ledger import prepare_ledger
 from ._constraints import (
@@ -37,9 +37,10 @@ from ._constraints import (
 from ._dask import fit_data, frame_columns, response_name
 from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit
 from ._linear_population import LINEAR_TARGETS
+from ._linear_result import PreparedFit, linear_result
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
-from ._scaling import PublicScaling, bounds_in_order, bounds_text
+from ._scaling import PublicScaling, bounds_in_order
 from ._unit_hook import unit_hook
 from ._upstream import warn_fitted_upstream
 from .results import Result
@@ -314,6 +315,31 @@ default="batched-means"
         config = self._config()
         check_budget(budget)
         warn_fitted_upstream(self)
+        prepared = self._prepare(X, y, config, groups)
+        # Checked now, before anything is drawn; the ledger then spends from the budget what
+        # it charges (one composed entry for a planned method), so a fit that fails part-way
+        # keeps only what it drew.
+        ledger = prepare_ledger(
+            PrivacyLedger(
+                relation=config.relation, budget=budget, unit=prepared.settings.get("unit")
+            ),
+            config.relation,
+            config.rho,
+            name=type(self).__name__,
+        )
+        plan = self._plan(prepared)
+        with nullcontext() if plan is None else charge_plan(plan, ledger):
+            fit = self._run(prepared, ledger)
+        self._keep(self._result(prepared, fit, ledger), prepared.scaling.fit_intercept)
+        note_fit(  # tuning spends privacy
+            type(self).__name__, config.rho, X, y, n=prepared.n_data, budget=budget
+        )
+        return self
+
+    def _prepare(self, X: Any, y: Any, config: LinearConfig, groups: Any = None) -> PreparedFit:
+        """Everything public about a fit of (X, y), before anything is charged: the data
+        checked, the public rescaling, the method and its settings (which warn about too
+        few records per coefficient); ``groups``: a privacy unit's labels (:meth:`fit`)."""
         source = make_noise_source(self.random_state, secure=config.secure, name="random_state")
         if y is None:
             raise ValueError(
@@ -339,90 +365,56 @@ default="batched-means"
         if units is None:
             method = LINEAR_METHODS[config.method]
             settings = {**method.resolve(config, scaling, n, p), "terms": terms}
-        else:
+        else:  # a privacy unit (models/_unit_fit.py): charged release by release
             method, settings = units, {**units.settings, "terms": terms}
             n = settings["n"]  # the public number of units
-        # Checked now, before anything is drawn; the ledger then spends from the budget what
-        # it charges, so a fit that fails part-way keeps only what it charged.
-        ledger = prepare_ledger(
-            PrivacyLedger(relation=config.relation, budget=budget, unit=settings.get("unit")),
-            config.relation,
-            config.rho,
-            name=type(self).__name__,
+        return PreparedFit(
+            config=config, source=source, X=X_arr, y=y_arr, n_data=n, names=names,
+            terms=terms, scaling=scaling, method=method, settings=settings,
+            response=response_name(y),
+        )  # fmt: skip
+
+    def _plan(self, prepared: PreparedFit) -> ReleasePlan | None:
+        """The fit's release plan (None for a method that charges release by release)."""
+        if getattr(prepared.method, "plan", None) is None:
+            return None
+        k = len(prepared.terms)
+        return prepared.method.plan(prepared.settings, k, label=type(self).__name__)
+
+    def _run(self, prepared: PreparedFit, ledger: PrivacyLedger) -> LinearFit:
+        """Run the method on the publicly rescaled data; every release charged to ``ledger``."""
+        scaling = prepared.scaling
+        p = prepared.X.shape[1]
+        design = map_rows(scaling.design, prepared.X, columns=p + int(scaling.fit_intercept))
+        response = map_rows(scaling.response, prepared.y, columns=None)
+        return prepared.method.run(design, response, prepared.settings, ledger, prepared.source)
+
+    def _result(
+        self,
+        prepared: PreparedFit,
+        fit: LinearFit,
+        ledger: PrivacyLedger,
+        notes: tuple[str, ...] = (),
+        *,
+        rho: float | None = None,
+        predictors: tuple[Any, ...] = (),
+    ) -> Result:
+        """The released :class:`Result` of ``fit`` (plus ``notes``), in original units;
+        ``rho`` is what the whole ledger may hold (default: the fit's rho), ``predictors``
+        the formula's designs."""
+        config = prepared.config
+        rho = config.rho if rho is None else rho
+        if not ledger.rho <= rho:  # internal invariant (budgets are exact)
+            raise RuntimeError(f"{prepared.method.label} spent rho={ledger.rho!r} > {rho!r}")
+        return linear_result(
+            fit,
+            prepared.scaling,
+            ledger,
+            names=prepared.terms,
+            x_names=prepared.names,
+            n=prepared.n_data if config.n_public is None else config.n_public,  # public n
+            response=prepared.response,
+            label=fit.label or prepared.method.label,
+            notes=notes,
+            predictors=predictors,
         )
-        design = map_rows(scaling.design, X_arr, columns=p + int(scaling.fit_intercept))
-        response = map_rows(scaling.response, y_arr, columns=None)
-        fit = method.run(design, response, settings, ledger, source)
-        if not ledger.rho <= config.rho:  # internal invariant (budgets are exact)
-            raise RuntimeError(f"{method.label} spent rho={ledger.rho!r} > {config.rho!r}")
-        self._keep(
-            _result(
-                fit,
-                scaling,
-                ledger,
-                names=terms,
-                x_names=names,
-                n=n if config.n_public is None else config.n_public,  # never the private n
-                response=response_name(y),
-                label=fit.label or method.label,
-            ),
-            scaling.fit_intercept,
-        )
-        note_fit(type(self).__name__, config.rho, X, y, n=n, budget=budget)  # tuning spends privacy
-        return self
-
-
-def _result(
-    fit: LinearFit,
-    scaling: PublicScaling,
-    ledger: PrivacyLedger,
-    *,
-    names: list[str],
-    x_names: list[str],
-    n: int,
-    response: str,
-    label: str,
-) -> Result:
-    """The release in original units: the public rescaling undone exactly (post-processing),
-    covariances as J V J', and the bounds and scaling shown in the summary."""
-    estimate = scaling.to_original(fit.estimate)
-    interval_est = (
-        None if fit.interval_estimates is None else scaling.to_original(fit.interval_estimates)
-    )
-    population = None
-    if fit.population is not None:  # the affine map back is exact: J V J'
-        k = estimate.shape[0]
-        J = (scaling.to_original(np.eye(k)) - scaling.to_original(np.zeros(k))).T
-        population = transform(fit.population, J)
-    config_shown = dict(fit.settings)
-    notes = list(fit.notes)
-    if (scaling_note := scaling.describe()) is not None:
-        notes.append(scaling_note)
-        config_shown.update(_bounds_text(x_names, scaling))
-    return Result(
-        names=names,
-        estimate=estimate,
-        interval_estimates=interval_est,
-        interval_method=fit.interval_method,
-        n=n,
-        ledger=ledger,
-        model="DP linear regression",
-        method=label,
-        response=response,
-        noise_backend=fit.noise_backend,
-        seeded=fit.seeded,
-        config=config_shown,
-        notes=notes,
-        experimental=fit.experimental,
-        diagnostics=fit.diagnostics,
-        population=population,
-    )
-
-
-def _bounds_text(names: list[str], scaling: PublicScaling) -> dict[str, str]:
-    shown = {}
-    if scaling.x_bounds is not None:
-        shown["bounds"] = bounds_text(names, scaling.x_bounds)
-    if scaling.y_bounds is not None:
-        shown["y_bounds"] = f"[{scaling.y_bounds[0]:g}, {scaling.y_bounds[1]:g}]"
-    return shown

@@ -32,7 +32,7 @@ from .._version import __version__
 from ..exceptions import LargeBudgetWarning
 from ..inference import t_interval, t_interval_from_stderr
 from ..inference.population import TARGETS, CovarianceEstimate, sample_covariance
-from ..privacy import GaussianEntry, PrivacyLedger
+from ..privacy import PrivacyLedger
 from ._hypothesis import two_sided_pvalues
 from ._result_iv import IVReleases, IVTestsMixin
 from ._result_predict import PredictMixin
@@ -51,10 +51,7 @@ def snapshot_ledger(ledger: PrivacyLedger) -> PrivacyLedger:
     """
     copy = PrivacyLedger(relation=ledger.relation)
     for entry in ledger.entries:
-        if isinstance(entry, GaussianEntry):
-            copy.charge(entry)
-        else:  # a parallel composition or a privacy filter: recorded as it is
-            copy._record_reserved(entry)
+        copy.charge(entry)  # no budget: recorded as it is
     return copy
 
 

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._validation import check_positive
-from ._units import entry_units, exact_units
+from ._units import entry_units, exact_units, format_rho
 from .budget import Budget
+from .entries import LedgerEntry
 from .relations import Relation, parse_relation
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ __all__ = ["FilterEntry", "PrivacyFilter", "privacy_filter"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FilterEntry:
+class FilterEntry(LedgerEntry):
     """Releases budgeted by a fully adaptive zCDP filter: ``rho`` is the filter's bound.
 
     Parameters
@@ -112,6 +113,25 @@ class FilterEntry:
     def is_plain_gaussian(self) -> bool:
         """True when every release inside is an un-subsampled Gaussian (GDP filter applies)."""
         return all(e.is_plain_gaussian for e in self.entries)
+
+    @property
+    def filtered(self) -> bool:
+        """A privacy filter: the exact Gaussian-DP epsilon holds by the GDP filter."""
+        return True
+
+    def statement_lines(self) -> tuple[str, ...]:
+        """One line: the bound is the guarantee, the spend is not."""
+        counts = ", ".join(f"{n} x {label}" for label, n in self.counts.items())
+        stds = [e.noise_std for e in self.entries]
+        noise = f"; noise std {min(stds):.4g} to {max(stds):.4g}" if stds else ""
+        return (
+            f"  - {self.label}: privacy filter of bound rho = {format_rho(self.rho)}, fixed "
+            "before the "
+            f"first release (fully adaptive composition): {self.count} Gaussian release(s) "
+            f"({counts or 'none'}){noise}. The guarantee is the bound. Realised spend "
+            f"{self.rho_spent:.6g} (data-dependent, not a guarantee; a function of the "
+            "released values)",
+        )
 
 
 class PrivacyFilter:

@@ -14,18 +14,19 @@ import math
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .._validation import check_int, check_positive
+from .._validation import check_int
 from ..exceptions import BudgetExceededError, BudgetProcessError
-from ._units import entry_units
 from .budget import Budget, exact_units, units_to_float
 from .conversions import gaussian_epsilon, zcdp_to_approx_dp
+from .entries import ComposedEntry, GaussianEntry, LedgerEntry
 from .relations import Relation, parse_relation
 from .unit_level import PrivacyUnit
 
 if TYPE_CHECKING:
+    from ._plan_charge import PlanCharge
     from .parallel import ParallelComposition, ParallelEntry
 
 __all__ = [
@@ -37,91 +38,6 @@ __all__ = [
     "require_replace_one",
 ]
 
-_INF = math.inf
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GaussianEntry:
-    """``count`` releases of a query with L2 sensitivity ``sensitivity`` plus N(0, noise_std^2 I).
-
-    Parameters
-    ----------
-    label : str
-        What was released, e.g. ``"dp_gd/gradient"``.
-    sensitivity : float
-        L2 sensitivity of the query under ``relation`` (finite, > 0).
-    noise_std : float
-        Absolute standard deviation of each noise coordinate (finite, > 0).
-    count : int, default=1
-        Number of adaptive releases with these parameters.
-    relation : Relation, default=Relation.REPLACE_ONE
-        Neighbouring relation under which ``sensitivity`` holds.
-    subsampled : bool, default=False
-        Whether the query runs on a random subsample. dpfit never claims zCDP amplification
-        by subsampling (``docs/privacy.md``), so this only switches off the exact GDP epsilon.
-
-    Notes
-    -----
-    The Gaussian mechanism is rho = Delta^2 / (2 sigma^2)-zCDP (Bun & Steinke 2016, Prop. 1.6),
-    and zCDP composes additively, so the entry's rho is ``count`` times that: one entry with
-    ``count = T`` costs exactly what T entries with ``count = 1`` cost, in the ledger and in
-    its budget (both keep exact sums), hence gives the same statement and epsilon.
-    """
-
-    label: str
-    sensitivity: float
-    noise_std: float
-    count: int = 1
-    relation: Relation = Relation.REPLACE_ONE
-    subsampled: bool = False
-    #: rho of one release, Delta^2 / (2 sigma^2) in float64 (derived, not compared).
-    rho_each: float = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if type(self.label) is not str or not self.label:
-            raise TypeError("label must be a non-empty string")
-        sens, std = self.sensitivity, self.noise_std
-        # Fast path for plain finite positive floats; anything else goes through the checks.
-        if not (type(sens) is float and 0.0 < sens < _INF):
-            sens = check_positive(sens, "sensitivity")
-            object.__setattr__(self, "sensitivity", sens)
-        if not (type(std) is float and 0.0 < std < _INF):
-            std = check_positive(std, "noise_std")
-            object.__setattr__(self, "noise_std", std)
-        if type(self.count) is not int or self.count < 1:
-            object.__setattr__(self, "count", check_int(self.count, "count", low=1))
-        if type(self.relation) is not Relation:
-            object.__setattr__(self, "relation", parse_relation(self.relation))
-        if type(self.subsampled) is not bool:
-            raise TypeError("subsampled must be a bool")
-        ratio = sens / std  # divide first: no overflow of the squares
-        rho_each = ratio * ratio / 2.0
-        if not rho_each * self.count < _INF:
-            raise ValueError("noise scale not finite: sensitivity / noise_std overflows")
-        object.__setattr__(self, "rho_each", rho_each)
-
-    @property
-    def noise_multiplier(self) -> float:
-        """noise_std / sensitivity (dimensionless)."""
-        return self.noise_std / self.sensitivity
-
-    @property
-    def rho(self) -> float:
-        """zCDP cost of all ``count`` releases: count * Delta^2 / (2 sigma^2), the exact
-        product of ``count`` and :attr:`rho_each` rounded once."""
-        if self.count == 1:
-            return self.rho_each
-        return units_to_float(self.rho_units)
-
-    @property
-    def rho_units(self) -> int:
-        """:attr:`rho` exactly, in units of 2^-1074 (what the ledger and budget add up)."""
-        return exact_units(self.rho_each) * self.count
-
-    @property
-    def is_plain_gaussian(self) -> bool:
-        """True when exact Gaussian-DP accounting applies (un-subsampled Gaussian)."""
-        return not self.subsampled
 
 
 class PrivacyLedger:
@@ -173,7 +89,8 @@ class PrivacyLedger:
         if budget is not None and not isinstance(budget, Budget):
             raise TypeError(f"budget must be a dpfit.privacy.Budget, got {type(budget).__name__}")
         self._budget = budget
-        self._entries: list[GaussianEntry | ParallelEntry] = []
+        self._entries: list[LedgerEntry] = []
+        self._plan: PlanCharge | None = None  # the plan being drawn (charge_plan)
         self._units = 0  # exact running sum of the entries' rho, in units of 2^-1074
         self._lock = threading.Lock()  # a charge's spend, entry and total are one step
         self._pid = os.getpid()  # the owning process; a forked child's copy refuses to charge
@@ -181,10 +98,12 @@ class PrivacyLedger:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_lock"]  # a lock cannot be pickled; the copy gets its own
+        state["_plan"] = None  # an open plan belongs to the run drawing it
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({"_pid": os.getpid(), "_unit": None, **state})  # older pickles
+        defaults = {"_pid": os.getpid(), "_plan": None, "_unit": None}  # older pickles
+        self.__dict__.update({**defaults, **state})
         self._lock = threading.Lock()
 
     def _owned(self) -> None:
@@ -214,33 +133,82 @@ class PrivacyLedger:
         return self._budget
 
     @property
-    def entries(self) -> tuple[GaussianEntry | ParallelEntry, ...]:
+    def entries(self) -> tuple[LedgerEntry, ...]:
         """The charged entries, in order."""
         return tuple(self._entries)
 
-    def __iter__(self) -> Iterator[GaussianEntry | ParallelEntry]:
+    def __iter__(self) -> Iterator[LedgerEntry]:
         return iter(tuple(self._entries))
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def charge(self, entry: GaussianEntry) -> None:
-        """Record ``entry`` (and spend its rho from the budget) or raise and change nothing."""
-        if not isinstance(entry, GaussianEntry):  # amplified entries go to privacy.pld
+    def charge(self, entry: LedgerEntry) -> None:
+        """Record ``entry`` (and spend its rho from the budget) or raise and change nothing.
+
+        While a plan is open (:meth:`charge_plan`), a Gaussian release is not charged again:
+        it is matched to the plan's next release, or refused before it is drawn.
+        """
+        if not isinstance(entry, LedgerEntry):  # amplified entries go to privacy.pld
             raise TypeError(
-                f"a PrivacyLedger charges GaussianEntry entries, got {type(entry).__name__}; "
-                "amplified releases are accounted by dpfit.privacy.PLDLedger"
+                f"a PrivacyLedger charges ledger entries (GaussianEntry, ...), got "
+                f"{type(entry).__name__}; amplified releases are accounted by "
+                "dpfit.privacy.PLDLedger"
             )
         if entry.relation is not self._relation:
             raise ValueError(
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
             )
+        if self._plan is not None:
+            self._plan.settle(entry)  # type: ignore[arg-type]
+            return
+        self._record(entry)
+
+    def _record(self, entry: LedgerEntry) -> None:
+        """Spend ``entry`` from the budget and append it, as one step (or raise)."""
         self._owned()  # before the lock: a forked child may inherit it held
         with self._lock:
             if self._budget is not None:
-                self._budget.spend(entry.rho_each, count=entry.count)
+                entry._spend(self._budget)
             self._entries.append(entry)
             self._units += entry.rho_units
+
+    def charge_plan(self, entry: ComposedEntry) -> PlanCharge:
+        """Open a release plan: the whole plan is charged, as one entry, when its first
+        release is drawn; every later release must be the plan's next.
+
+        Use the returned :class:`~dpfit.privacy._plan_charge.PlanCharge` as a context manager
+        around the run. The run's data are read and checked before the charge (an input that
+        cannot be read is refused with nothing charged); the first release then spends every
+        component from the budget at once (or raises
+        :class:`~dpfit.BudgetExceededError` and draws nothing). Build ``entry`` with
+        :func:`dpfit.mechanisms.plan.charge_plan` from a
+        :class:`~dpfit.mechanisms.plan.ReleasePlan`.
+        """
+        from ._plan_charge import PlanCharge
+
+        if not isinstance(entry, ComposedEntry):
+            raise TypeError(f"charge_plan takes a ComposedEntry, got {type(entry).__name__}")
+        if entry.relation is not self._relation:
+            raise ValueError(
+                f"entry relation {entry.relation} does not match the ledger's {self._relation}"
+            )
+        if self._plan is not None:
+            raise RuntimeError("a plan is already open on this ledger; plans do not nest")
+        self._owned()
+        self._plan = PlanCharge(self, entry)
+        return self._plan
+
+    @property
+    def releases(self) -> tuple[Any, ...]:
+        """Every Gaussian release entry, in order, a composed plan listed by its releases
+        (parallel compositions and filters list none: they state themselves)."""
+        return tuple(release for entry in self._entries for release in entry.releases())
+
+    def _affords(self, rho: float) -> bool:
+        """Whether a run of cost ``rho`` may start: its budget can pay it, or an open plan
+        has paid for it (its releases are then matched against the plan)."""
+        return self._plan is not None or self._budget is None or self._budget.can_afford(rho)
 
     def parallel(self, label: str, *, rho_per_block: float) -> ParallelComposition:
         """Open a parallel composition over disjoint blocks of records.
@@ -252,6 +220,7 @@ class PrivacyLedger:
         """
         from .parallel import ParallelComposition
 
+        self._no_plan(label)
         self._owned()
         return ParallelComposition(self, label=label, rho_per_block=rho_per_block)
 
@@ -265,6 +234,8 @@ class PrivacyLedger:
         """
         undrawn = entry.count - check_int(drawn, "drawn", low=0, high=entry.count - 1)
         self._owned()
+        if self._plan is not None and self._plan.return_undrawn(entry, drawn=drawn):
+            return
         with self._lock:
             entries = self._entries
             index = next(i for i in reversed(range(len(entries))) if entries[i] is entry)
@@ -276,8 +247,15 @@ class PrivacyLedger:
                 del entries[index]
             self._units -= exact_units(entry.rho_each) * undrawn
 
+    def _no_plan(self, label: str) -> None:
+        if self._plan is not None:
+            raise RuntimeError(
+                f"{label}: a parallel composition or filter cannot run inside an open plan"
+            )
+
     def _record_reserved(self, entry: ParallelEntry) -> None:
         """Append an entry whose rho was already spent from the budget (parallel composition)."""
+        self._no_plan(entry.label)
         if entry.relation is not self._relation:
             raise ValueError(
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
@@ -285,7 +263,7 @@ class PrivacyLedger:
         self._owned()
         with self._lock:
             self._entries.append(entry)
-            self._units += entry_units(entry)
+            self._units += entry.rho_units
 
     @property
     def rho(self) -> float:
@@ -348,7 +326,7 @@ def check_affordable(ledger: PrivacyLedger, rho: float, *, name: str) -> None:
     A budget that runs out part-way through a run would leave some releases drawn and the
     rest not; checking the whole run's cost first means a refused run draws nothing.
     """
-    if ledger.budget is not None and not ledger.budget.can_afford(rho):
+    if not ledger._affords(rho):
         raise BudgetExceededError(
             f"{name} needs rho={rho:.6g} but the ledger's budget has "
             f"{ledger.budget.remaining:.6g} left; nothing was charged or drawn"

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._validation import check_int, check_positive
-from ._units import entry_units, exact_units, units_to_float
+from ._units import entry_units, exact_units, format_rho, units_to_float
 from .budget import Budget
+from .entries import LedgerEntry
 from .relations import Relation, parse_relation
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def _block_units(entries: tuple[Any, ...]) -> int:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ParallelEntry:
+class ParallelEntry(LedgerEntry):
     """Releases on disjoint blocks of records, composed in parallel: rho = max over blocks.
 
     Parameters
@@ -121,6 +122,15 @@ class ParallelEntry:
             for e in entries:
                 out[e.label] = out.get(e.label, 0) + k * getattr(e, "count", 1)
         return out
+
+    def statement_lines(self) -> tuple[str, ...]:
+        """One line: the cost is the largest block's, not the sum."""
+        counts = ", ".join(f"{n} x {label}" for label, n in self.counts.items())
+        return (
+            f"  - {self.label}: parallel composition over {self.n_blocks} disjoint blocks of "
+            f"records ({counts} Gaussian releases in all); each record is read by one block "
+            f"only, so it costs the largest block's rho, {format_rho(self.rho)}, not the sum",
+        )
 
 
 class ParallelComposition:

@@ -292,8 +292,9 @@ def joint_epsilon(delta: float, pld: PLDLedger, zcdp: PrivacyLedger) -> float:
         )
     if not len(zcdp):
         return pld.epsilon(delta)
-    if all(isinstance(e, GaussianEntry) for e in zcdp) and zcdp.is_gaussian_only:
-        events = [*pld._events, *(_gaussian_event(e) for e in zcdp)]
+    releases = zcdp.releases  # composed plans listed by their releases
+    if zcdp.is_gaussian_only and sum(e.rho_units for e in releases) == zcdp._units:
+        events = [*pld._events, *(_gaussian_event(e) for e in releases)]
         return float(_accountant(pld.relation, events).get_epsilon(delta))
     return pld.epsilon(delta / 2) + zcdp.epsilon(delta / 2)
 

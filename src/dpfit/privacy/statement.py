@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING
 
 from .._validation import check_delta
 from ._units import format_rho
-from .filter import FilterEntry
-from .parallel import ParallelEntry
 
 if TYPE_CHECKING:
     from .ledger import PrivacyLedger
@@ -39,15 +37,11 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
     if not len(ledger):
         return "No private release was made (the ledger is empty)."
     groups: dict[tuple, int] = defaultdict(int)
-    parallel_lines = []
+    own_lines = []
     for e in ledger:
-        if isinstance(e, ParallelEntry):
-            parallel_lines.append(_parallel_line(e))
-            continue
-        if isinstance(e, FilterEntry):
-            parallel_lines.append(_filter_line(e))
-            continue
-        groups[(e.label, e.sensitivity, e.noise_std, e.subsampled)] += e.count
+        own_lines.extend(e.statement_lines())
+        for g in e.releases():
+            groups[(g.label, g.sensitivity, g.noise_std, g.subsampled)] += g.count
     relation = _RELATION_TEXT[ledger.relation.value]
     if ledger.unit is not None:
         relation = f"{_UNIT_TEXT[ledger.relation.value]}; {ledger.unit.describe()}"
@@ -61,14 +55,14 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
             f"  - {label}: {count} Gaussian release(s), L2 sensitivity {sens:.4g}, "
             f"noise std {std:.4g}{extra}"
         )
-    lines.extend(parallel_lines)
+    lines.extend(own_lines)
     lines.append(
         f"Implies ({ledger.epsilon(delta):.4g}, {delta:.3g})-DP by the optimal zCDP conversion "
         "of Canonne, Kamath and Steinke (2020)."
     )
     exact = ledger.gaussian_epsilon(delta)
     if exact is not None:
-        filtered = any(isinstance(e, FilterEntry) for e in ledger)
+        filtered = any(e.filtered for e in ledger)
         lines.append(
             f"All releases are un-subsampled Gaussians, so the exact Gaussian-DP curve gives "
             f"({exact:.4g}, {delta:.3g})-DP"
@@ -83,28 +77,3 @@ def privacy_statement(ledger: PrivacyLedger, delta: float = 1e-5) -> str:
         "hyperparameters are assumed public and not chosen on this data."
     )
     return "\n".join(lines)
-
-
-def _parallel_line(entry: ParallelEntry) -> str:
-    """One statement line for a parallel composition (cost = its largest block's)."""
-    counts = ", ".join(f"{n} x {label}" for label, n in entry.counts.items())
-    return (
-        f"  - {entry.label}: parallel composition over {entry.n_blocks} disjoint blocks of "
-        f"records ({counts} Gaussian releases in all); each record is read by one block only, "
-        f"so it costs the largest block's rho, {format_rho(entry.rho)}, not the sum"
-    )
-
-
-def _filter_line(entry: FilterEntry) -> str:
-    """One statement line for a privacy filter: the bound is the guarantee, the spend is not."""
-    counts = ", ".join(f"{n} x {label}" for label, n in entry.counts.items())
-    stds = [e.noise_std for e in entry.entries]
-    noise = f"; noise std {min(stds):.4g} to {max(stds):.4g}" if stds else ""
-    return (
-        f"  - {entry.label}: privacy filter of bound rho = {format_rho(entry.rho)}, fixed "
-        "before the "
-        f"first release (fully adaptive composition): {entry.count} Gaussian release(s) "
-        f"({counts or 'none'}){noise}. The guarantee is the bound. Realised spend "
-        f"{entry.rho_spent:.6g} (data-dependent, not a guarantee; a function of the released "
-        "values)"
-    )

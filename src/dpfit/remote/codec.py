@@ -33,6 +33,7 @@ from ..models._result_iv import IVReleases
 from ..models.glm.results import GLMMargins, GLMResult
 from ..models.results import Result
 from ..privacy import GaussianEntry, ParallelEntry, PrivacyLedger, Relation
+from ..privacy.entries import ComposedEntry, LedgerEntry, ReservedEntry
 
 __all__ = ["TYPES", "canonical_json", "decode_result", "encode_result", "result_sha256"]
 
@@ -49,6 +50,8 @@ TYPES: dict[str, type] = {
     "FirstStage": FirstStage,
     "GaussianEntry": GaussianEntry,
     "ParallelEntry": ParallelEntry,
+    "ComposedEntry": ComposedEntry,
+    "ReservedEntry": ReservedEntry,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -110,12 +113,9 @@ def _ledger(document: Mapping[str, Any]) -> PrivacyLedger:
     ledger = PrivacyLedger(relation=document["relation"])
     for item in document["entries"]:
         entry = _decode(item)
-        if isinstance(entry, GaussianEntry):
-            ledger.charge(entry)
-        elif isinstance(entry, ParallelEntry):
-            ledger._record_reserved(entry)  # as Result's own snapshot of a ledger does
-        else:
-            raise ValueError("a ledger entry must be a GaussianEntry or a ParallelEntry")
+        if not isinstance(entry, LedgerEntry):
+            raise ValueError("a ledger entry must be one of dpfit's ledger entry types")
+        ledger.charge(entry)  # no budget: recorded as it is, as Result's own snapshot does
     return ledger
 
 

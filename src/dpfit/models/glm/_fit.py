@@ -19,14 +19,15 @@ from typing import Any
 import numpy as np
 
 from ..._validation import check_positive, check_real
-from ...algorithms.glm import dp_glm
+from ...algorithms._glm_plan import GLMPlan
+from ...algorithms.glm import dp_glm, plan_glm
 from ...algorithms.glm_family import get_family
 from ...distributed import map_rows
 from ...inference.doubts import warn_doubts
 from ...inference.population import transform
 from ...inference.population_glm import glm_doubts, glm_population
 from ...mechanisms import NoiseSource
-from ...privacy import Budget, PrivacyLedger, Relation, parse_relation
+from ...privacy import Budget, PrivacyLedger, Relation, parse_relation, public_n
 from ...privacy.ledger import prepare_ledger
 from .._constraints import Check, check_bool, integer, optional, rho_check, validated
 from .._dask import fit_data
@@ -131,6 +132,18 @@ def _bounds(bounds: Any, names: list[str] | None, p: int) -> Any:
     if np.ndim(bounds) == 1 and p > 1:
         return [tuple(bounds)] * p
     return bounds
+
+
+def glm_plan(config: GLMConfig, *, rows: int, p: int) -> GLMPlan:
+    """The plan :func:`fit_glm` runs on ``rows`` records of ``p`` features (public inputs
+    only; :func:`~dpfit.algorithms.glm.plan_glm`)."""
+    return plan_glm(
+        get_family(config.family, config.link), n=public_n(rows, config.n_public,
+        config.relation), k=p + int(config.fit_intercept), rho=config.rho,
+        count_bound=config.count_bound, steps=config.steps, step_size=config.step_size,
+        m=config.m, burn_in=config.burn_in, margins=config.margins, relation=config.relation,
+        warn_large_rho=False,
+    )  # fmt: skip
 
 
 def fit_glm(
@@ -255,6 +268,6 @@ def _plan_note(traj: Any) -> str:
     parts = [
         f"{e.label} {100 * e.rho / total:.3g}% (noise std {e.noise_std:.3g}"
         + (f", {e.count} releases)" if e.count > 1 else ")")
-        for e in traj.ledger.entries
+        for e in traj.ledger.releases
     ]
     return "Releases (share of rho): " + ", ".join(parts) + "."

@@ -21,17 +21,20 @@ from ..._floats import quiet_floats
 from ..._validation import check_rho
 from ...codebook import fill_bounds
 from ...mechanisms import make_noise_source
+from ...mechanisms.plan import ReleasePlan
 from ...privacy import Budget
 from .._constraints import check_bounds_check, check_budget
 from .._fit_checks import (
     DEFAULT_BOUNDS_CHECK,
     add_bounds_check,
     bounds_check_shares,
+    outside_queries,
     reservation,
 )
 from .._formula_errors import formula_errors
+from .._linear_plan import bounds_check_release
 from ..formula import _formula_design, with_codebook, with_indicator_bounds
-from ._fit import fit_glm, glm_config
+from ._fit import fit_glm, glm_config, glm_plan
 from .results import GLMResult
 
 __all__ = ["glm", "logit", "poisson", "probit"]
@@ -109,8 +112,9 @@ def glm(
     bounds_check: float = DEFAULT_BOUNDS_CHECK,
     random_state: Any = None,
     codebook: Any = None,
+    dry_run: bool = False,
     **params: Any,
-) -> GLMResult:
+) -> GLMResult | ReleasePlan:
     """Fit a private generalised linear model from a formula and a data frame.
 
     Parameters
@@ -138,15 +142,18 @@ def glm(
     random_state : None, int or numpy.random.Generator, optional
     codebook : path or Codebook, optional
         Declared levels and bounds (:mod:`dpfit.codebook`).
+    dry_run : bool, default=False
+        Return the fit's :class:`~dpfit.mechanisms.plan.ReleasePlan` (every release, its
+        share of rho and noise std; ``print(plan)``) instead of fitting: nothing is charged.
     **params
         ``steps``, ``step_size``, ``m``, ``burn_in``, ``margins``, ``relation``,
         ``n_public``, ``secure`` (as for :class:`~dpfit.models.glm.DPLogisticRegression`).
 
     Returns
     -------
-    GLMResult
+    GLMResult or ReleasePlan
         Indexed by the formula's term names; ``summary()``, ``params_exp()``,
-        ``get_margeff()``, ``predict()``.
+        ``get_margeff()``, ``predict()``. With ``dry_run=True``, the plan.
     """
     if "fit_intercept" in params:
         raise TypeError("glm: the intercept is set by the formula ('- 1' removes it)")
@@ -175,6 +182,14 @@ def glm(
     config = glm_config(owner, family=family, link=link, y_bounds=y_bounds, warn_large_rho=False)
     source = make_noise_source(random_state, secure=config.secure, name="random_state")
     offsets = _offsets(offset, exposure, data)
+    if dry_run:
+        check = None
+        if share > 0:
+            queries = outside_queries(X, bounds, y_bounds, indicators)
+            check = bounds_check_release(check_share, queries=queries, n=len(X),
+                                         relation=config.relation)  # fmt: skip
+        plan = glm_plan(config, rows=len(X), p=X.shape[1])
+        return plan.then(*([check] if check else []), label="dpfit.glm", rho=rho)
     if budget is not None and not budget.can_afford(rho):
         budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
     label = f"dpfit.glm {config.family} {y.name} ~ {' + '.join(map(str, X.columns)) or '1'}"
@@ -191,7 +206,7 @@ def glm(
     return dataclasses.replace(result, predictors=(design,))
 
 
-def logit(formula: str, data: Any, *, rho: float, **params: Any) -> GLMResult:
+def logit(formula: str, data: Any, *, rho: float, **params: Any) -> GLMResult | ReleasePlan:
     """Private logistic regression: :func:`glm` with ``family="binomial"``, logit link.
 
     Examples
@@ -210,7 +225,7 @@ def logit(formula: str, data: Any, *, rho: float, **params: Any) -> GLMResult:
     return glm(formula, data, family="binomial", link="logit", rho=rho, **params)
 
 
-def probit(formula: str, data: Any, *, rho: float, **params: Any) -> GLMResult:
+def probit(formula: str, data: Any, *, rho: float, **params: Any) -> GLMResult | ReleasePlan:
     """Private probit regression: :func:`glm` with ``family="binomial"``, probit link."""
     return glm(formula, data, family="binomial", link="probit", rho=rho, **params)
 

@@ -1,0 +1,206 @@
+"""Release plans: every release of a fit, its share of rho and its noise, before any data.
+
+A :class:`ReleasePlan` is the public, data-independent part of one private fit: the named
+releases in the order the fit makes them, each a :class:`PlannedRelease` with its share of
+rho (exact shares from :func:`dpfit.privacy.split`), its query kind and per-record bound,
+and from those its sensitivity (:func:`dpfit.privacy.query_sensitivity`) and noise std
+(:func:`noise_std_for_rho`). A release whose bound is set at run time from earlier releases
+(a clip from a released residual scale) has a fixed share and shows "run time" for its
+noise. ``str(plan)`` prints the plan: what ``dry_run=True`` shows.
+
+:func:`charge_plan` is the runner: it opens the plan on a ledger and returns it, a context
+manager around the run. The run's first release charges the whole plan as one
+:class:`~dpfit.privacy.entries.ComposedEntry` before its noise is drawn (the run reads and
+checks its inputs first, so an unreadable input is refused with nothing charged), and every
+release it then makes through this package is matched against the plan's next one
+(:mod:`dpfit.privacy._plan_charge`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..privacy import Query, Relation, query_sensitivity
+from ..privacy._plan_charge import PlanCharge
+from ..privacy.entries import ComposedEntry, GaussianEntry, LedgerEntry, ReservedEntry
+from ..privacy.ledger import PrivacyLedger
+from .calibration import noise_std_for_rho, rho_within
+
+__all__ = ["PlannedRelease", "ReleasePlan", "charge_plan", "planned_release"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedRelease:
+    """One named release of a plan: ``count`` Gaussian releases of one query.
+
+    ``bound`` is the public bound on one record's term (None: set at run time from an earlier
+    release), and with it ``sensitivity`` and ``noise_std``; ``label`` names the release in
+    the ledger and ``rho`` is its share (all ``count`` releases).
+    """
+
+    name: str
+    label: str
+    query: Query
+    rho: float
+    count: int
+    bound: float | None
+    sensitivity: float | None
+    noise_std: float | None
+    purpose: str
+
+    def entry(self, relation: Relation) -> LedgerEntry:
+        """What the plan charges for this release: its Gaussian entry, or its share reserved
+        when the sensitivity is set at run time."""
+        if self.sensitivity is None or self.noise_std is None:
+            return ReservedEntry(label=self.label, share=self.rho, count=self.count,
+                                 relation=relation)  # fmt: skip
+        return GaussianEntry(
+            label=self.label, sensitivity=self.sensitivity, noise_std=self.noise_std,
+            count=self.count, relation=relation,
+        )  # fmt: skip
+
+
+def planned_release(
+    name: str,
+    rho: float,
+    query: Query,
+    bound: float | None,
+    *,
+    n: int | None,
+    relation: Relation,
+    label: str,
+    purpose: str,
+    count: int = 1,
+    columns: int = 1,
+    sensitivity: float | None = None,
+) -> PlannedRelease:
+    """A :class:`PlannedRelease` of share ``rho``: with a public ``bound`` its sensitivity
+    (:func:`~dpfit.privacy.query_sensitivity`, or ``sensitivity`` where the caller's query
+    declares its own) and the noise std whose ``count`` releases cost at most ``rho``
+    (:func:`rho_within`)."""
+    noise_std = None
+    if bound is not None or sensitivity is not None:
+        if sensitivity is None:
+            sensitivity = query_sensitivity(
+                query, bound=bound, n=n, relation=relation, columns=columns
+            )
+        noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho, count=count))
+    return PlannedRelease(
+        name=name, label=label, query=query, rho=rho, count=count, bound=bound,
+        sensitivity=sensitivity, noise_std=noise_std, purpose=purpose,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleasePlan:
+    """The releases of one private fit, in order (module docstring).
+
+    Attributes
+    ----------
+    label : str
+        What the plan fits; the label of its composed ledger entry.
+    rho : float
+        zCDP cost of the whole fit; the releases' shares sum to at most it exactly.
+    relation : Relation
+    n : int
+        The public record count the sensitivities are computed for.
+    releases : tuple of PlannedRelease
+        In the order the fit makes them.
+    """
+
+    label: str
+    rho: float
+    relation: Relation
+    n: int
+    releases: tuple[PlannedRelease, ...]
+
+    def release(self, name: str) -> PlannedRelease:
+        """The planned release called ``name``."""
+        for planned in self.releases:
+            if planned.name == name:
+                return planned
+        raise KeyError(name)
+
+    def share(self, name: str) -> float:
+        """The rho of the release called ``name`` (all its ``count`` releases)."""
+        return self.release(name).rho
+
+    def bound(self, name: str, bound: float) -> PlannedRelease:
+        """The release ``name`` with its per-record bound set at run time (from earlier
+        releases), and with it its sensitivity and noise std, as computed for a bound known
+        in advance."""
+        planned = self.release(name)
+        return planned_release(
+            name, planned.rho, planned.query, bound, n=self.n, relation=self.relation,
+            label=planned.label, purpose=planned.purpose, count=planned.count,
+        )  # fmt: skip
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.releases)
+
+    def then(self, *more: PlannedRelease, label: str | None = None, rho: float) -> ReleasePlan:
+        """This plan followed by the releases ``more`` (e.g. a check made after the fit),
+        under ``label`` and a total ``rho`` covering both."""
+        return ReleasePlan(
+            label=label or self.label, rho=rho, relation=self.relation, n=self.n,
+            releases=(*self.releases, *more),
+        )  # fmt: skip
+
+    def composed(self) -> ComposedEntry:
+        """The one ledger entry that charges the whole plan."""
+        parts = tuple(r.entry(self.relation) for r in self.releases)
+        return ComposedEntry(label=self.label, components=parts, relation=self.relation)
+
+    def title(self) -> str:
+        """The first line of :meth:`__str__`."""
+        return (
+            f"Release plan of {self.label}: n = {self.n} (public), rho = {self.rho:.6g} "
+            f"({self.relation})"
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One mapping per release (name, label, share, count, bound, sensitivity, noise
+        std, purpose), for JSON and tables."""
+        return [
+            {
+                "name": r.name, "label": r.label, "rho": r.rho, "share": r.rho / self.rho,
+                "count": r.count, "bound": r.bound, "sensitivity": r.sensitivity,
+                "noise_std": r.noise_std, "purpose": r.purpose,
+            }
+            for r in self.releases
+        ]  # fmt: skip
+
+    def __str__(self) -> str:
+        width = max([10, *(len(r.name) for r in self.releases)])
+        lines = [
+            self.title(),
+            f"{'release':<{width}} {'share':>7} {'count':>6} {'bound':>10} {'noise std':>11}  "
+            "purpose",
+        ]
+        for r in self.releases:
+            bound = "run time" if r.bound is None else f"{r.bound:.4g}"
+            noise = "run time" if r.noise_std is None else f"{r.noise_std:.4g}"
+            lines.append(
+                f"{r.name:<{width}} {100 * r.rho / self.rho:>6.2f}% {r.count:>6} {bound:>10} "
+                f"{noise:>11}  {r.purpose}"
+            )
+        return "\n".join(lines)
+
+
+def charge_plan(plan: ReleasePlan, ledger: PrivacyLedger) -> PlanCharge:
+    """Open ``plan`` on ``ledger``: charged as one composed entry at its first release.
+
+    Returns the open plan; run the fit inside ``with charge_plan(plan, ledger):`` so that
+    the whole plan is spent before the first draw, its releases are matched against the plan
+    in order and, if the fit fails, the releases never drawn are returned
+    (:meth:`dpfit.privacy.PrivacyLedger.charge_plan`). Check that the budget can pay the
+    plan first (:func:`dpfit.privacy.ledger.prepare_ledger`); a budget that cannot is
+    refused at the first release with :class:`~dpfit.BudgetExceededError`, nothing drawn.
+    """
+    if plan.relation is not ledger.relation:
+        raise ValueError(
+            f"plan relation {plan.relation} does not match the ledger's {ledger.relation}"
+        )
+    return ledger.charge_plan(plan.composed())

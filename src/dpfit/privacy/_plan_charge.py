@@ -1,0 +1,139 @@
+"""A release plan charged as one ledger entry before its first draw, then drawn in order.
+
+:meth:`dpfit.privacy.PrivacyLedger.charge_plan` opens a plan; when the run charges its first
+release, the whole plan is spent from the budget at once (one
+:class:`~dpfit.privacy.entries.ComposedEntry`), so a plan the budget cannot pay is refused
+before any noise is drawn, and an input that cannot be read (checked by the run before its
+first release) is refused with nothing charged. From then on, every release the run charges
+through :mod:`dpfit.mechanisms` is matched against the plan's next component instead of
+being charged again: same label and count, and a cost no larger than planned.
+A release that is not the plan's next one is refused before its noise is drawn, so a fit
+cannot spend more, or differently, than its plan says. A component reserved for a release
+whose sensitivity is set at run time (:class:`~dpfit.privacy.entries.ReservedEntry`) is
+replaced by the release drawn, and the budget gets back the difference, exactly.
+
+When the run fails, the components never drawn are returned to the budget and dropped, as
+the releases of a fit that fails part-way were never charged before plans existed
+(:meth:`dpfit.mechanisms.GaussianReleases.__exit__` gives the argument).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .entries import ComposedEntry, LedgerEntry
+
+if TYPE_CHECKING:
+    from .ledger import GaussianEntry, PrivacyLedger
+
+__all__ = ["PlanCharge"]
+
+
+class PlanCharge:
+    """An open plan on one ledger (built by :meth:`PrivacyLedger.charge_plan`)."""
+
+    __slots__ = ("_index", "_ledger", "_next", "_planned")
+
+    def __init__(self, ledger: PrivacyLedger, entry: ComposedEntry) -> None:
+        self._ledger = ledger
+        self._planned = entry
+        self._index: int | None = None  # where the composed entry sits, once charged
+        self._next = 0  # the next component to be drawn
+
+    @property
+    def entry(self) -> ComposedEntry:
+        """The composed entry as it stands (drawn components replace their reservations);
+        the plan as planned before its first release."""
+        if self._index is None:
+            return self._planned
+        return self._ledger._entries[self._index]  # type: ignore[return-value]
+
+    @property
+    def charged(self) -> bool:
+        """Whether the plan has been charged (at its first release)."""
+        return self._index is not None
+
+    @property
+    def drawn(self) -> int:
+        """How many of the plan's releases have been drawn (or begun)."""
+        return self._next
+
+    def _set(self, position: int, part: LedgerEntry | None, units: int) -> None:
+        """Replace component ``position`` (None drops it); ``units`` is the change of rho."""
+        ledger = self._ledger
+        ledger._entries[self._index] = self.entry.replace_component(position, part)
+        ledger._units += units
+
+    def settle(self, entry: GaussianEntry) -> None:
+        """Match ``entry``, about to be drawn, to the plan's next release, or raise."""
+        composed = self.entry
+        if self._next >= len(composed.components):
+            raise RuntimeError(
+                f"{entry.label}: a release outside the plan of {composed.label!r} (all "
+                f"{len(composed.components)} planned releases were made); nothing was drawn"
+            )
+        planned = composed.components[self._next]
+        if (
+            entry.label != planned.label
+            or entry.count != getattr(planned, "count", 1)
+            or entry.relation is not planned.relation
+            or entry.rho_units > planned.rho_units
+        ):
+            raise RuntimeError(
+                f"{entry.label}: not the next release of the plan of {composed.label!r} "
+                f"(planned: {planned.label}, rho {planned.rho!r}); nothing was drawn"
+            )
+        ledger = self._ledger
+        if self._index is None:  # the first release: the whole plan, before its draw
+            ledger._record(composed)
+            self._index = len(ledger._entries) - 1
+        ledger._owned()
+        with ledger._lock:
+            change = entry.rho_units - planned.rho_units
+            if change and ledger.budget is not None:
+                planned._refund(ledger.budget)
+                entry._spend(ledger.budget)
+            self._set(self._next, entry, change)
+            self._next += 1
+
+    def return_undrawn(self, entry: GaussianEntry, *, drawn: int) -> bool:
+        """Keep ``drawn`` of a drawn component's releases (the rest were never drawn);
+        False when ``entry`` is not one of this plan's components."""
+        if self._index is None:
+            return False
+        parts = self.entry.components
+        position = next((i for i in range(self._next) if parts[i] is entry), None)
+        if position is None:
+            return False
+        ledger = self._ledger
+        undrawn = entry.count - drawn
+        with ledger._lock:
+            if ledger.budget is not None:
+                ledger.budget._refund(entry.rho_each, count=undrawn, label=entry.label)
+            kept = replace(entry, count=drawn) if drawn else None
+            self._set(position, kept, (kept.rho_units if kept else 0) - entry.rho_units)
+            if kept is None:
+                self._next -= 1
+        return True
+
+    def close(self, *, failed: bool) -> None:
+        """End the plan; after a failure, return the releases never drawn to the budget."""
+        ledger = self._ledger
+        ledger._plan = None
+        if not failed or self._index is None:
+            return
+        with ledger._lock:
+            while len(self.entry.components) > self._next:
+                part = self.entry.components[-1]
+                if ledger.budget is not None:
+                    part._refund(ledger.budget)
+                self._set(len(self.entry.components) - 1, None, -part.rho_units)
+            if not self.entry.components:
+                del ledger._entries[self._index]
+
+    def __enter__(self) -> PlanCharge:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.close(failed=exc_type is not None)

@@ -1,0 +1,151 @@
+"""Release plans of dpfit.ols: the dry run shows what a fit charges, and a fit charges its plan
+as one composed ledger entry."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpfit
+from dpfit.mechanisms.plan import ReleasePlan
+from dpfit.privacy import GaussianEntry
+from dpfit.privacy.entries import ComposedEntry
+from dpfit.testing import recording
+
+N = 2000
+BOUNDS = {"x": (0, 10), "w": (-1, 1)}
+Y_BOUNDS = (-8, 16)
+
+
+@pytest.fixture(scope="module")
+def frame():
+    gen = np.random.default_rng(0)  # synthetic data, not privacy noise
+    df = pd.DataFrame({"x": gen.uniform(0, 10, N), "w": gen.uniform(-1, 1, N)})
+    df["y"] = 1.0 + 0.5 * df.x - 0.7 * df.w + gen.normal(0, 1, N)
+    return df
+
+
+#: Every planned path of dpfit.ols: the preconditioned default (private clip for both
+#: targets, a given clip, another moment share, no bounds check, add/remove), plain DP-GD
+#: with bounds (every interval construction) and without.
+CASES = {
+    "default": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS},
+    "huber": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "target": "huber"},
+    "given-clip": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "clip": 2.0},
+    "moment-share": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "moment_share": 0.4},
+    "no-check": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "bounds_check": 0},
+    "add-remove": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "relation": "add-remove",
+                   "n_public": N},
+    "plain": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "precondition": False},
+    "plain-runs": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "precondition": False,
+                   "interval": "independent-runs"},
+    "plain-none": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "precondition": False,
+                   "interval": None},
+    "no-bounds": {"clip": 5.0, "step_size": 0.01},
+    "y-bounds-only": {"clip": 5.0, "step_size": 0.01, "y_bounds": Y_BOUNDS},
+}  # fmt: skip
+
+
+def _fit(frame, dry_run=False, **kw):
+    return dpfit.ols("y ~ x + w", frame, rho=0.8, random_state=3, dry_run=dry_run, **kw)
+
+
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_dry_run_shows_what_the_fit_charges(frame, case):
+    plan = _fit(frame, dry_run=True, **CASES[case])
+    assert isinstance(plan, ReleasePlan) and plan.label == "dpfit.ols" and plan.rho == 0.8
+    result = _fit(frame, **CASES[case])
+    (entry,) = result.ledger.entries  # the whole fit: one entry, charged before any draw
+    assert isinstance(entry, ComposedEntry) and entry.label == "dpfit.ols"
+    assert len(entry.components) == len(plan.releases)
+    for drawn, planned in zip(entry.components, plan.releases, strict=True):
+        assert isinstance(drawn, GaussianEntry)  # every planned release was drawn
+        assert (drawn.label, drawn.count) == (planned.label, planned.count)
+        assert drawn.rho <= planned.rho
+        if planned.noise_std is not None:  # known before the data: charged as planned
+            assert (drawn.sensitivity, drawn.noise_std) == (planned.sensitivity,
+                                                            planned.noise_std)  # fmt: skip
+            assert drawn.rho == planned.entry(plan.relation).rho
+        else:  # set at run time from earlier releases: its noise spends the share
+            assert drawn.rho == pytest.approx(planned.rho, rel=1e-12)
+    assert result.ledger.rho <= 0.8 and result.ledger.rho == pytest.approx(0.8, rel=1e-12)
+    assert sum(r.rho for r in plan.releases) == pytest.approx(0.8, rel=1e-12)
+
+
+def test_the_dry_run_reads_no_value_charges_nothing_and_prints_the_plan(frame):
+    budget = dpfit.Budget(rho=1.0)
+    with recording() as rec:
+        plan = _fit(frame, dry_run=True, budget=budget, **CASES["default"])
+    assert len(rec) == 0 and budget.spent == 0.0
+    text = str(plan)
+    for release in plan.releases:
+        assert release.name in text
+    assert "run time" in text  # the private clip's releases: set from earlier releases
+    assert text.splitlines()[0].startswith("Release plan of dpfit.ols: n = 2000")
+
+
+def test_a_fit_charges_its_plan_before_reading_the_data(frame):
+    """The plan is spent from the budget at once: a budget that cannot pay it all refuses
+    before the first release is drawn."""
+    budget = dpfit.Budget(rho=1.0)
+    _fit(frame, budget=budget, **CASES["default"])
+    assert budget.remaining < 0.8
+    with recording() as rec, pytest.raises(dpfit.BudgetExceededError):
+        _fit(frame, budget=budget, **CASES["default"])
+    assert len(rec) == 0
+
+
+@pytest.mark.parametrize(
+    "method, kw", [("adassp", {}), ("ambssgd", {"interval": None, "steps": 2})]
+)
+def test_a_method_without_a_plan_says_so_on_a_dry_run(frame, method, kw):
+    with pytest.raises(ValueError, match="has no release plan yet"):
+        _fit(frame, dry_run=True, method=method, bounds=BOUNDS, y_bounds=Y_BOUNDS, **kw)
+
+
+@pytest.mark.parametrize(
+    "call, kw",
+    [(dpfit.logit, {}), (dpfit.probit, {"bounds_check": 0}), (dpfit.logit, {"margins": True}),
+     (dpfit.poisson, {"y_bounds": (0, 30)})],
+)  # fmt: skip
+def test_the_glm_dry_run_shows_what_the_fit_charges(frame, call, kw):
+    data = frame.assign(b=(frame.y > 3.5).astype(int), c=np.round(np.abs(frame.y)))
+    formula = "c ~ x + w" if call is dpfit.poisson else "b ~ x + w"
+    fit = {"rho": 1.5, "bounds": BOUNDS, "random_state": 2, **kw}
+    with recording() as rec:
+        plan = call(formula, data, dry_run=True, **fit)
+    assert len(rec) == 0 and plan.label == "dpfit.glm"
+    drawn = call(formula, data, **fit).ledger.releases
+    assert [e.label for e in drawn] == [r.label for r in plan.releases]
+    for entry, planned in zip(drawn, plan.releases, strict=True):
+        assert entry.count == planned.count and entry.rho <= planned.rho
+        if planned.noise_std is not None:
+            assert (entry.sensitivity, entry.noise_std) == (planned.sensitivity,
+                                                            planned.noise_std)  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject
+@pytest.mark.parametrize(
+    "formula, kw",
+    [("y ~ w + [x ~ z]", {}), ("y ~ w + [x ~ z]", {"bounds_check": 0}),
+     ("y ~ 0 + w + [x ~ z]", {}), ("y ~ w + [x ~ z]", {"bounds": None, "y_bounds": None})],
+)  # fmt: skip
+def test_the_iv_dry_run_shows_what_the_fit_charges(iv_frame, formula, kw):
+    data = iv_frame(2000)
+    fit = {"rho": 2.0, "bounds": {"x": (-8, 11), "w": (-4, 4), "z": (0, 1)},
+           "y_bounds": (-10, 14), "random_state": 0, **kw}  # fmt: skip
+    with recording() as rec:
+        plan = dpfit.iv(formula, data, dry_run=True, **fit)
+    assert len(rec) == 0 and plan.label == "dpfit.iv"
+    ledger = dpfit.iv(formula, data, **fit).ledger
+    assert ledger.entries[0].label == "DPIVRegression"  # the 2SLS fit: one entry
+    drawn = ledger.releases
+    assert [e.label for e in drawn] == [r.label for r in plan.releases]
+    for entry, planned in zip(drawn, plan.releases, strict=True):
+        assert (entry.sensitivity, entry.noise_std) == (planned.sensitivity, planned.noise_std)
+        assert entry.rho == planned.entry(plan.relation).rho
+
+
+def test_the_iv_dry_run_of_a_method_without_a_plan_says_so(iv_frame):
+    with pytest.raises(ValueError, match="has no release plan yet"):
+        dpfit.iv("y ~ w + [x ~ z]", iv_frame(500), rho=1.0, method="2s-gd", dry_run=True)
