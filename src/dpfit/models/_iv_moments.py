@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..inference.clipping_bias import FAR, GAP_SE, far_records
-from ..inference.doubts import Doubt, warn_doubts
+from ..inference.doubts import IDENTIFICATION, Doubt, warn_doubts
 from ..inference.identification import describe_directions
 from ..inference.iv_identification import FirstStage, ReleasedMoments, first_stage
 from ..inference.population import (
@@ -247,6 +247,7 @@ def _identification_doubts(
                     "stronger instruments",
                     "fewer or less collinear terms",
                 ),
+                IDENTIFICATION,
             )
         )
     bias = np.abs(fit.attenuation_bias(M.noise_std)) / np.maximum(bse, 1e-300)
