@@ -239,8 +239,8 @@ def _identification_doubts(
                 "The data do not identify every direction of the coefficients at this n and "
                 f"rho: {terms} (the released 2SLS curvature Q'WQ has an eigenvalue within two "
                 "noise s.d. of zero along it: collinear terms, or for an endogenous term "
-                "alone, instruments too weak for the noise), where the interval's first-order "
-                "law of the noise fails.",
+                "alone, instruments too weak for the noise), so the estimate along it is mostly "
+                "noise and the intervals of those terms are wide.",
                 (
                     "more records",
                     "a larger rho",
