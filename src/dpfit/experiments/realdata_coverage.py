@@ -57,8 +57,9 @@ Z95 = 1.959963984540054
 REAL_FILES = POPULATIONS[:8]
 #: Designs: every population, and AdaSSP on the wealth file.
 DESIGNS = (*POPULATIONS, "adassp-k401ksubs")
-#: A phrase of each reason a fit can give, in a CoverageWarning or a note -> its kind (the
-#: calibration rows); every reason of an IdentificationWarning is of the kind "unidentified".
+#: A phrase of each reason a fit can give in a CoverageWarning -> its kind (the calibration
+#: rows); every reason of an IdentificationWarning is of the kind "unidentified", and the notes
+#: that are no warning have the kinds of :data:`_NOTE_KINDS`.
 _KINDS = {
     "iterates have not converged": "drift",
     "the noise swamps the data": "swamped",
@@ -66,23 +67,23 @@ _KINDS = {
     "(the sandwich's meat)": "meat",
     "Clipping moves the estimate": "clipping",
     "Rows far beyond the row clip": "clipping",
-    "AdaSSP's ridge": "ridge",
     "lie at the public y bounds": "clipped-y",
     "first stage is weak": "weak-first-stage",
     "instruments are weak": "weak-instruments",
 }
+_NOTE_KINDS = {"(the sandwich's meat)": "meat-note", "AdaSSP's ridge": "ridge"}
 
 
 def warning_kinds(
     coverage: list[str], identification: Sequence[str] = (), notes: Sequence[str] = ()
 ) -> set[str]:
-    """The kinds (:data:`_KINDS`) of the reasons one fit gave: in its CoverageWarning
-    messages (``coverage``; "other" when none is known), its IdentificationWarning messages
-    (kind "unidentified") and the rest of its summary's notes (``notes``, which repeat the
-    warnings)."""
+    """The kinds of the reasons one fit gave: in its CoverageWarning messages (``coverage``,
+    :data:`_KINDS`; "other" when none is known), its IdentificationWarning messages (kind
+    "unidentified") and the rest of its summary's notes (``notes``, which repeat the
+    warnings; :data:`_NOTE_KINDS`)."""
     told = [n for n in notes if n not in coverage and n not in identification]
     found = {kind for text in coverage for phrase, kind in _KINDS.items() if phrase in text}
-    found |= {kind for text in told for phrase, kind in _KINDS.items() if phrase in text}
+    found |= {kind for text in told for phrase, kind in _NOTE_KINDS.items() if phrase in text}
     if coverage and not any(phrase in text for text in coverage for phrase in _KINDS):
         found.add("other")
     return found | ({"unidentified"} if identification else set())

@@ -7,7 +7,8 @@ realdata-coverage --out DIR`` (``DIR/results.sqlite``; missing trials are run fi
 for each kind of reason a fit gives (:func:`~.realdata_coverage.warning_kinds`; in its
 ``CoverageWarning``, its ``IdentificationWarning`` or a note, :data:`KIND_SHOWN`), the fits
 that gave it, their intervals, and the share of those intervals that cover theta* anyway
-(**false alarms**, for the reasons of a ``CoverageWarning``); and for the fits without a
+(**false alarms**, for the reasons of a ``CoverageWarning``), also over those of its fits that
+gave no ``CoverageWarning`` (where it is the only signal); and for the fits without a
 ``CoverageWarning``, the share of their intervals that miss theta* (**misses**). A fit can
 give several reasons, so it counts in each of their rows. Coverage is per interval (one per
 coefficient and fit).
@@ -76,9 +77,12 @@ def calibration_table(results: pd.DataFrame) -> pd.DataFrame:
         part = long[long["fit"].isin(fits)]
         label = "false alarms (cover)" if _shown(kind) == "CoverageWarning" else "cover"
         rows.append(_row(kind, len(fits), part, label, part["covers"].mean()))
+        quiet = part[part["warned"] == 0]["covers"]  # where it is the only signal
+        rows[-1]["coverage, no CoverageWarning"] = quiet.mean() if len(quiet) else float("nan")
     silent = long[long["warned"] == 0]
     fits = int((results["warned"] == 0).sum())
     rows.append(_row("no warning", fits, silent, "misses (miss)", 1.0 - silent["covers"].mean()))
+    rows[-1]["coverage, no CoverageWarning"] = silent["covers"].mean()
     return pd.DataFrame(rows)
 
 
@@ -108,8 +112,9 @@ KIND_METHODS = {
     "clipped-y": ("adassp",),
     "weak-first-stage": ("iv",),
     "weak-instruments": ("iv",),
+    "meat": ("gd",),
     "unidentified": ("gd", "adassp", "iv"),
-    "meat": ("gd", "adassp"),
+    "meat-note": ("gd", "adassp"),
     "ridge": ("adassp",),
 }
 #: How each kind is shown: in the fit's CoverageWarning (a forecast that the interval may
@@ -119,7 +124,7 @@ KIND_METHODS = {
 KIND_SHOWN = {
     **{kind: "CoverageWarning" for kind in KIND_METHODS},
     "unidentified": "IdentificationWarning",
-    "meat": "note",
+    "meat-note": "note",
     "ridge": "note",
 }
 #: The most false alarms each kind of CoverageWarning reason may give (share of the fits in

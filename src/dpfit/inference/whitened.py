@@ -45,9 +45,10 @@ SCALE_FLOOR = 1e-6
 MEAT_DOF = 4.0
 #: The note when the released meat's noise leaves some coefficient's sampling variance
 #: fewer than MEAT_DOF degrees of freedom (:meth:`NoisySandwich.noisy_meat`). A note, not a
-#: warning: the Student-t quantile at those degrees of freedom already widens the interval,
-#: and the fits that give only this reason cover (0.96 on the real files at n = 2000,
-#: docs/inference.md, "Warning triage").
+#: warning, where everything is noisy (small n: the bread too, or AdaSSP's intervals): the
+#: Student-t quantile at those degrees of freedom widens the interval, and such fits cover
+#: (docs/inference.md, "Warning triage"). The DP-GD default warns instead where its bread
+#: identifies every direction (``dpfit.models._linear_doubts.HEAVY_TAILED_MEAT``).
 NOISY_MEAT = Doubt(
     "The released second moment of the clipped gradients (the sandwich's meat) is so noisy "
     "that some coefficient's sampling variance has fewer than 4 degrees of freedom (the "
