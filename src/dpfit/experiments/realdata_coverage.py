@@ -63,7 +63,6 @@ DESIGNS = (*POPULATIONS, "adassp-k401ksubs")
 _KINDS = {
     "iterates have not converged": "drift",
     "the noise swamps the data": "swamped",
-    "do not identify every direction": "unidentified",
     "(the sandwich's meat)": "meat",
     "Clipping moves the estimate": "clipping",
     "Rows far beyond the row clip": "clipping",
