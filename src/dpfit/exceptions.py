@@ -15,6 +15,7 @@ __all__ = [
     "CoverageWarning",
     "DPFitError",
     "DataError",
+    "IdentificationWarning",
     "InsecureRandomnessWarning",
     "LargeBudgetWarning",
     "NonPrivateWarning",
@@ -77,7 +78,17 @@ class NonPrivateWarning(PrivacyWarning):
 
 
 class CoverageWarning(PrivacyWarning):
-    """An interval is built outside the regime where its coverage is supported (e.g. m < 10)."""
+    """An interval may not cover: it is built outside the regime where its coverage is
+    supported (e.g. m < 10), or the releases show a reason it can miss (the iterates still
+    drift, clipping moves the estimate, weak instruments, noise that swamps the data)."""
+
+
+class IdentificationWarning(PrivacyWarning):
+    """The released moments cannot identify some direction of the coefficients at this n and
+    rho: the terms named in the message are (nearly) collinear, so the estimate along that
+    direction is mostly noise and the intervals of those terms are wide. Unlike a
+    :class:`CoverageWarning` it does not forecast that the intervals miss (docs/inference.md,
+    "Warning triage"); it says which terms to drop, combine or collect more records for."""
 
 
 class SideConditionWarning(PrivacyWarning):

@@ -1,8 +1,9 @@
 """Naming the terms behind a direction a released second moment cannot identify.
 
 Unit tests of :mod:`dpfit.inference.identification` (post-processing of a release), and the
-fits that use it: the default DP-GD fit and AdaSSP warn naming the collinear terms, and a
-well-identified design stays quiet.
+fits that use it: the default DP-GD fit and AdaSSP warn naming the collinear terms (an
+``IdentificationWarning``, not a ``CoverageWarning``), and a well-identified design stays quiet;
+noise in most directions is a ``CoverageWarning`` of the DP-GD fit.
 """
 
 import warnings
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 
 import dpfit
-from dpfit.exceptions import CoverageWarning, SideConditionWarning
+from dpfit.exceptions import CoverageWarning, IdentificationWarning, SideConditionWarning
 from dpfit.inference.identification import (
     collinear_terms,
     column_scale,
@@ -71,11 +72,12 @@ def _frame(n=3000, seed=0):
 BOUNDS = {"a": (0, 10), "a12": (0, 120), "c": (0, 1)}
 
 
-def _warnings(fit):
+def _warnings(fit, category=CoverageWarning):
+    """The messages of ``category`` and of SideConditionWarning that ``fit`` gives."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit()
-    return [str(w.message) for w in caught if issubclass(w.category, CoverageWarning)], [
+    return [str(w.message) for w in caught if issubclass(w.category, category)], [
         str(w.message) for w in caught if issubclass(w.category, SideConditionWarning)
     ]
 
@@ -84,27 +86,42 @@ def _warnings(fit):
 def test_a_collinear_design_warns_naming_both_terms(method):
     # a12 = 12 a exactly: X'X/n is singular along (a, a12) in every release
     df = _frame()
-    coverage, _ = _warnings(
-        lambda: dpfit.ols(
-            "y ~ a + a12 + c", df, rho=1.0, method=method, bounds=BOUNDS, y_bounds=(-6, 10),
+
+    def fit():
+        return dpfit.ols(
+            "y ~ a + a12 + c",
+            df,
+            rho=1.0,
+            method=method,
+            bounds=BOUNDS,
+            y_bounds=(-6, 10),
             random_state=3,
         )
-    )  # fmt: skip
-    assert len(coverage) == 1
-    assert "a and a12 are nearly collinear" in coverage[0]
-    assert "fewer or less collinear terms" in coverage[0]
+
+    named, _ = _warnings(fit, IdentificationWarning)
+    assert len(named) == 1
+    assert "a and a12 are nearly collinear" in named[0]
+    assert "fewer or less collinear terms" in named[0]
+    assert not issubclass(IdentificationWarning, CoverageWarning)
+    coverage, _ = _warnings(fit)  # whatever else it says, not the collinearity
+    assert not any("collinear" in m.split("What would help")[0] for m in coverage)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        notes = fit().notes
+    assert any("a and a12 are nearly collinear" in note for note in notes)
 
 
 def test_a_constant_column_is_named_with_the_intercept():
     df = _frame().assign(k=3.0)
-    coverage, _ = _warnings(
+    named, _ = _warnings(
         lambda: dpfit.ols(
             "y ~ a + c + k", df, rho=1.0, bounds={"a": (0, 10), "c": (0, 1), "k": (0, 10)},
             y_bounds=(-6, 10),
             random_state=3,
-        )
+        ),
+        IdentificationWarning,
     )  # fmt: skip
-    assert len(coverage) == 1 and "Intercept and k are nearly collinear" in coverage[0]
+    assert len(named) == 1 and "Intercept and k are nearly collinear" in named[0]
 
 
 def test_adassp_without_an_interval_names_the_terms_too():
@@ -128,7 +145,8 @@ def test_a_well_identified_design_names_nothing():
             bounds={"a": (0, 10), "c": (0, 1)},
             y_bounds=(-6, 10),
             random_state=3,
-        )
+        ),
+        (CoverageWarning, IdentificationWarning),
     )
     assert not any("collinear" in m or "barely varies" in m for m in coverage + side)
 

@@ -5,6 +5,7 @@ moment, plus the first-order law of AdaSSP's noise and its ridge's estimated bia
 (src/dpfit/models/_adassp_population.py; docs/inference.md, "AdaSSP: population intervals").
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -174,7 +175,7 @@ def test_sampling_part_is_the_hc0_sandwich_when_privacy_is_cheap():
     np.testing.assert_allclose(np.mean(ratios, axis=0), hc0, rtol=0.03)
 
 
-def test_a_binding_ridge_is_added_to_the_interval_and_warned_about():
+def test_a_binding_ridge_is_added_to_the_interval_and_noted():
     # n = 80 at rho = 1: X'X's smallest eigenvalue (about n / 3 = 27) is above two noise s.d.
     # of the released X'X (s_XX = 5.8: identified) but below AdaSSP's ridge threshold
     # (4.2 s_XX plus the lower bound's shift of 2 s_XX), so the ridge binds (about 0.35 of
@@ -183,8 +184,9 @@ def test_a_binding_ridge_is_added_to_the_interval_and_warned_about():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = _fit(X, y).result_
-    ridge = [w for w in caught if "ridge" in str(w.message)]
-    assert ridge and issubclass(ridge[0].category, CoverageWarning)
+    # a note, not a warning: the bias, added as a square, makes the interval conservative
+    assert not any("ridge" in str(w.message) for w in caught)
+    assert any("AdaSSP's ridge" in note and "conservative" in note for note in res.notes)
     assert np.diag(res.population.parts["ridge bias"]).max() > 0.0
     assert not any("do not identify every direction" in str(w.message) for w in caught)
 
@@ -220,7 +222,7 @@ def test_coverage_on_a_simple_design():
     assert 0.90 <= np.mean(covers) <= 0.99
 
 
-def test_a_meat_that_is_mostly_noise_is_warned_about():
+def test_a_meat_that_is_mostly_noise_is_noted():
     # The whitened gradients' second moment is about q I and its noise s.d. about
     # sqrt(2) C^2 / n / sqrt(2 rho_Omega) with C^2 = 36 k q and rho_Omega = 13 / 16 x 0.2 rho:
     # 0.95 q at n = 400, rho = 0.5 (k = 3), so a coefficient's sampling variance has fewer
@@ -229,13 +231,20 @@ def test_a_meat_that_is_mostly_noise_is_warned_about():
     # check compared the noise with the diagonal of the meat projected onto its noise floor
     # 2 s sqrt(k), a ratio of at most 1 / (2 sqrt(k)) < its threshold 0.5, so it could never
     # fire.
+    # A note, not a warning: the Student-t quantile at those degrees of freedom widens the
+    # interval, and such fits cover (docs/inference.md, "Warning triage").
+    meat = r"\(the sandwich's meat\) is so noisy"
     X, y = _data(400, 4)
-    with pytest.warns(CoverageWarning, match=r"\(the sandwich's meat\) is so noisy"):
-        _fit(X, y, rho=0.5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = _fit(X, y, rho=0.5).result_
+    assert any(re.search(meat, note) for note in res.notes)
+    assert not any(re.search(meat, str(w.message)) for w in caught)
     X, y = _data(20000, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CoverageWarning)
-        _fit(X, y, rho=0.5)
+        res = _fit(X, y, rho=0.5).result_
+    assert not any(re.search(meat, note) for note in res.notes)
 
 
 def test_the_meat_keeps_the_sampling_standard_errors_where_its_noise_is_large():

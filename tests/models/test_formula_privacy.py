@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import dpfit
-from dpfit.exceptions import CoverageWarning, UndeclaredLevelsWarning
+from dpfit.exceptions import CoverageWarning, IdentificationWarning, UndeclaredLevelsWarning
 from dpfit.mechanisms import recording
 from dpfit.models import design_matrices
 
@@ -143,6 +143,7 @@ def test_indicator_columns_get_bounds_zero_one(frame):
     assert f"{G}[T.c] [0, 1]" in res.config["bounds"]
     with warnings.catch_warnings():  # a small frame: the instrument is weak against the noise
         warnings.simplefilter("ignore", CoverageWarning)
+        warnings.simplefilter("ignore", IdentificationWarning)
         ivres = dpfit.iv(
             f"y ~ {G} + [w ~ z]",
             frame,

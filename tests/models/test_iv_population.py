@@ -10,7 +10,12 @@ import pytest
 
 import dpfit
 from dpfit import Budget, DPIVRegression
-from dpfit.exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
+from dpfit.exceptions import (
+    CoverageWarning,
+    IdentificationWarning,
+    InsecureRandomnessWarning,
+    LargeBudgetWarning,
+)
 from dpfit.experiments import inference_coverage_iv as coverage_iv
 from dpfit.experiments.inference_coverage_iv import robust_2sls
 from dpfit.inference.population_iv import moment_noise_covariance
@@ -216,6 +221,7 @@ def test_a_first_stage_within_its_noise_warns(monkeypatch, design, rho):
         zcols = [c for c in frame.columns if c.startswith("z")]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CoverageWarning)
+            warnings.simplefilter("always", IdentificationWarning)
             DPIVRegression(rho=rho, random_state=seed, **public).fit(
                 frame[["w", "x"]], frame["y"], Z=frame[["w", *zcols]]
             )

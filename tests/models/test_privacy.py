@@ -43,6 +43,7 @@ PARAMS = [
 @pytest.mark.filterwarnings(  # a small test design: the released meat is mostly noise (public)
     "ignore:The population interval may not cover:dpfit.exceptions.CoverageWarning"
 )
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.IdentificationWarning")  # ... and X'X too
 @pytest.mark.parametrize("params", PARAMS, ids=["gd", "gd-bounds", "gd-runs", "adassp"])
 def test_replay_on_a_neighbour_changes_no_output(params):
     (X, y), (X2, y2) = _neighbours()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dpfit
-from dpfit.exceptions import CoverageWarning, RepeatedFitWarning
+from dpfit.exceptions import CoverageWarning, IdentificationWarning, RepeatedFitWarning
 from dpfit.models._refits import REFITS
 
 RNG = np.random.default_rng(21)
@@ -47,5 +47,6 @@ def test_grid_search_style_refits_of_the_iv_estimator_warn():
     y = 0.5 * x[:, 0] + RNG.standard_normal(n)
     with pytest.warns(RepeatedFitWarning, match="DPIVRegression"), warnings.catch_warnings():
         warnings.simplefilter("ignore", CoverageWarning)  # a small design; not the point here
+        warnings.simplefilter("ignore", IdentificationWarning)
         for _ in range(REFITS):
             dpfit.DPIVRegression(rho=0.5, random_state=0).fit(x, y, Z=z)

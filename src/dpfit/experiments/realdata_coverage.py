@@ -6,11 +6,13 @@ heavy-tailed tables, and an IV model on the wealth file), whose full-table least
 2SLS) coefficient is theta*. It fits the library's default, as a careful analyst would, with
 public bounds that contain every value of the table, and records per coefficient whether the
 95% interval covers theta* and its width over the non-private HC1 interval on the same data
-(robust 2SLS with the HC1 factor for IV), which ``CoverageWarning``s the fit emitted (by
-kind, :func:`warning_kinds`), and, side by side, the interval debiased by the released gap to
-least squares (estimate + gap, the gap's noise added to the variance; post-processing of the
-same fit, the candidate "debias" of docs/inference.md) and whether that gap is material
-(the warning of the least-squares target, recorded for either target).
+(robust 2SLS with the HC1 factor for IV), whether the fit emitted a ``CoverageWarning``
+(``warned``), the reasons it gave by kind (:func:`warning_kinds`: in that warning, in an
+``IdentificationWarning`` or in a note of its summary), and, side by side, the interval
+debiased by the released gap to least squares (estimate + gap, the gap's noise added to the
+variance; post-processing of the same fit, the candidate "debias" of docs/inference.md) and
+whether that gap is material (the warning of the least-squares target, recorded for either
+target).
 
 Fits: ``dpfit``'s default ``DPLinearRegression`` (preconditioned DP-GD, target
 least squares) on every population but two; ``adassp-k401ksubs`` is ``method="adassp"`` on
@@ -30,14 +32,19 @@ The claims (each with a negative control in tests/experiments/test_realdata_cove
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..exceptions import CoverageWarning, LargeBudgetWarning, SideConditionWarning
+from ..exceptions import (
+    CoverageWarning,
+    IdentificationWarning,
+    LargeBudgetWarning,
+    SideConditionWarning,
+)
 from ..models import DPIVRegression, DPLinearRegression
 from ._coverage_table import grid
 from ._realdata_populations import POPULATIONS, population
@@ -51,26 +58,35 @@ Z95 = 1.959963984540054
 REAL_FILES = POPULATIONS[:8]
 #: Designs: every population, and AdaSSP on the wealth file.
 DESIGNS = (*POPULATIONS, "adassp-k401ksubs")
-#: A phrase of each reason a CoverageWarning can give -> its kind (the calibration rows).
+#: A phrase of each reason a fit can give in a CoverageWarning -> its kind (the calibration
+#: rows); every reason of an IdentificationWarning is of the kind "unidentified", and the notes
+#: that are no warning have the kinds of :data:`_NOTE_KINDS`.
 _KINDS = {
     "iterates have not converged": "drift",
-    "Huber Hessian": "bread",
-    "AdaSSP's released X'X/n": "bread",
-    "2SLS curvature": "bread",
+    "the noise swamps the data": "swamped",
     "(the sandwich's meat)": "meat",
     "Clipping moves the estimate": "clipping",
     "Rows far beyond the row clip": "clipping",
-    "AdaSSP's ridge": "ridge",
     "lie at the public y bounds": "clipped-y",
     "first stage is weak": "weak-first-stage",
     "instruments are weak": "weak-instruments",
 }
+_NOTE_KINDS = {"(the sandwich's meat)": "meat-note", "AdaSSP's ridge": "ridge"}
 
 
-def warning_kinds(messages: list[str]) -> set[str]:
-    """The kinds (:data:`_KINDS`) of the reasons in one fit's CoverageWarning messages."""
-    found = {kind for text in messages for phrase, kind in _KINDS.items() if phrase in text}
-    return found or ({"other"} if messages else set())
+def warning_kinds(
+    coverage: list[str], identification: Sequence[str] = (), notes: Sequence[str] = ()
+) -> set[str]:
+    """The kinds of the reasons one fit gave: in its CoverageWarning messages (``coverage``,
+    :data:`_KINDS`; "other" when none is known), its IdentificationWarning messages (kind
+    "unidentified") and the rest of its summary's notes (``notes``, which repeat the
+    warnings; :data:`_NOTE_KINDS`)."""
+    told = [n for n in notes if n not in coverage and n not in identification]
+    found = {kind for text in coverage for phrase, kind in _KINDS.items() if phrase in text}
+    found |= {kind for text in told for phrase, kind in _NOTE_KINDS.items() if phrase in text}
+    if coverage and not any(phrase in text for text in coverage for phrase in _KINDS):
+        found.add("other")
+    return found | ({"unidentified"} if identification else set())
 
 
 def _hc1(D: np.ndarray, y: np.ndarray, Z: np.ndarray | None) -> np.ndarray:
@@ -86,13 +102,15 @@ def _hc1(D: np.ndarray, y: np.ndarray, Z: np.ndarray | None) -> np.ndarray:
 
 def _fit(
     design: str, sample: pd.DataFrame, pop: Any, params: Mapping[str, Any], seed: int
-) -> tuple[Any, list]:
+) -> tuple[Any, list[str], list[str]]:
+    """The fit of one trial, its CoverageWarning and its IdentificationWarning messages."""
     x, z = list(pop.x), list(pop.z)
     public = {"rho": float(params["rho"]), "y_bounds": pop.y_bounds, "random_state": seed}
     if "target" in params:  # the candidates of realdata_tables; the default otherwise
         public["target"] = params["target"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CoverageWarning)
+        warnings.simplefilter("always", IdentificationWarning)
         warnings.simplefilter("ignore", LargeBudgetWarning)
         warnings.simplefilter("ignore", SideConditionWarning)
         if z:
@@ -104,8 +122,10 @@ def _fit(
             bounds = [pop.bounds[c] for c in x]
             model = DPLinearRegression(method=method, bounds=bounds, **public)
             res = model.fit(sample[x].to_numpy(), sample[pop.response].to_numpy()).result_
-    messages = [str(w.message) for w in caught if issubclass(w.category, CoverageWarning)]
-    return res, messages
+    return res, *(
+        [str(w.message) for w in caught if issubclass(w.category, category)]
+        for category in (CoverageWarning, IdentificationWarning)
+    )
 
 
 def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
@@ -113,7 +133,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     pop = population(design.removeprefix("adassp-"))
     rows = np.random.default_rng([seed, 26]).integers(0, len(pop.frame), n)
     sample = pop.frame.iloc[rows].reset_index(drop=True)
-    res, messages = _fit(design, sample, pop, params, seed)
+    res, messages, named = _fit(design, sample, pop, params, seed)
     cov = res.covariance("population")
     lower, upper = res.conf_int(0.05).to_numpy().T
     theta = pop.theta
@@ -122,7 +142,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     if pop.z:
         Z = np.column_stack([np.ones(n), sample[[*pop.z, *pop.x[1:]]].to_numpy()])
     ref = 2 * Z95 * _hc1(D, sample[pop.response].to_numpy(), Z)
-    kinds = warning_kinds(messages)
+    kinds = warning_kinds(messages, named, res.notes)
     out = {"warned": float(bool(messages)), "k": float(theta.size)}
     out.update({f"warn_{kind}": 1.0 for kind in kinds})
     debiased = _debiased(res.estimate, cov)

@@ -4,11 +4,14 @@
 [--code-version V]`` prints the warning calibration table of the registered
 ``realdata-coverage`` study from a result store filled by ``dpfit reproduce
 realdata-coverage --out DIR`` (``DIR/results.sqlite``; missing trials are run first):
-for each kind of reason a ``CoverageWarning`` gives (:func:`~.realdata_coverage.warning_kinds`),
-the fits that gave it, their intervals, and the share of those intervals that cover theta*
-anyway (**false alarms**, for coverage); and for the fits without a warning, the share of
-their intervals that miss theta* (**misses**). A fit can give several reasons, so it counts
-in each of their rows. Coverage is per interval (one per coefficient and fit).
+for each kind of reason a fit gives (:func:`~.realdata_coverage.warning_kinds`; in its
+``CoverageWarning``, its ``IdentificationWarning`` or a note, :data:`KIND_SHOWN`), the fits
+that gave it, their intervals, and the share of those intervals that cover theta* anyway
+(**false alarms**, for the reasons of a ``CoverageWarning``), also over those of its fits that
+gave no ``CoverageWarning`` (where it is the only signal); and for the fits without a
+``CoverageWarning``, the share of their intervals that miss theta* (**misses**). A fit can
+give several reasons, so it counts in each of their rows. Coverage is per interval (one per
+coefficient and fit).
 
 ``python -m dpfit.experiments.realdata_tables triage --store STORE [--write CSV]`` prints
 the warning triage: a cell (design, n, rho) **covers** when no coefficient's coverage of
@@ -16,7 +19,8 @@ theta* is significantly below 0.95 (one-sided binomial test at level 0.01) and i
 coverage is at least 0.93; per kind of reason, the **false-alarm rate** is the share of the
 fits in covering cells that give it and the **hit rate** the share of the fits in cells that
 do not cover, both among the fits of the methods that can give that reason
-(:data:`KIND_METHODS`), beside the kind's stated target (:data:`FALSE_ALARM_TARGETS`).
+(:data:`KIND_METHODS`), beside how it is shown and, for a ``CoverageWarning`` reason, its
+target (:data:`FALSE_ALARM_TARGETS`); "any" is any ``CoverageWarning``.
 ``--write`` saves the per-cell summary it is computed from (:func:`warning_cells`), the
 small file tests/experiments/data/realdata_warning_cells.csv that the test of the targets
 reads.
@@ -51,6 +55,7 @@ __all__ = [
     "CANDIDATES",
     "FALSE_ALARM_TARGETS",
     "KIND_METHODS",
+    "KIND_SHOWN",
     "calibration_table",
     "candidates_pooled",
     "candidates_table",
@@ -71,16 +76,25 @@ def calibration_table(results: pd.DataFrame) -> pd.DataFrame:
     for kind in kinds:
         fits = results.index[results[f"warn_{kind}"].fillna(0.0) > 0]
         part = long[long["fit"].isin(fits)]
-        rows.append(_row(kind, len(fits), part, "false alarms (cover)", part["covers"].mean()))
+        label = "false alarms (cover)" if _shown(kind) == "CoverageWarning" else "cover"
+        rows.append(_row(kind, len(fits), part, label, part["covers"].mean()))
+        quiet = part[part["warned"] == 0]["covers"]  # where it is the only signal
+        rows[-1]["coverage, no CoverageWarning"] = quiet.mean() if len(quiet) else float("nan")
     silent = long[long["warned"] == 0]
     fits = int((results["warned"] == 0).sum())
     rows.append(_row("no warning", fits, silent, "misses (miss)", 1.0 - silent["covers"].mean()))
+    rows[-1]["coverage, no CoverageWarning"] = silent["covers"].mean()
     return pd.DataFrame(rows)
+
+
+def _shown(kind: str) -> str:
+    return KIND_SHOWN.get(kind, "CoverageWarning")
 
 
 def _row(kind: str, fits: int, part: pd.DataFrame, label: str, share: float) -> dict:
     return {
         "warning": kind,
+        "shown as": "--" if kind == "no warning" else _shown(kind),
         "fits": fits,
         "intervals": len(part),
         "share": share,
@@ -94,21 +108,29 @@ def _row(kind: str, fits: int, part: pd.DataFrame, label: str, share: float) -> 
 #: the IV default ("iv"). A kind's rates count the fits of these methods only.
 KIND_METHODS = {
     "drift": ("gd",),
-    "bread": ("gd", "adassp", "iv"),
-    "meat": ("gd", "adassp"),
+    "swamped": ("gd",),
     "clipping": ("gd", "iv"),
-    "ridge": ("adassp",),
     "clipped-y": ("adassp",),
     "weak-first-stage": ("iv",),
     "weak-instruments": ("iv",),
+    "meat": ("gd",),
+    "unidentified": ("gd", "adassp", "iv"),
+    "meat-note": ("gd", "adassp"),
+    "ridge": ("adassp",),
 }
-#: The most false alarms each kind may give (share of the fits in covering cells): 5%, except
-#: where docs/inference.md ("Warning triage") says why that is not reached.
-FALSE_ALARM_TARGETS = {kind: 0.05 for kind in KIND_METHODS} | {
-    "bread": 0.25,
-    "meat": 0.25,
-    "ridge": 1.0,
+#: How each kind is shown: in the fit's CoverageWarning (a forecast that the interval may
+#: miss), in its IdentificationWarning (collinear terms named; the interval is wide), or in a
+#: note of its summary (nothing to act on) (:mod:`dpfit.inference.doubts`). AdaSSP's
+#: "noise swamps the data" is an IdentificationWarning, of kind "unidentified".
+KIND_SHOWN = {
+    **{kind: "CoverageWarning" for kind in KIND_METHODS},
+    "unidentified": "IdentificationWarning",
+    "meat-note": "note",
+    "ridge": "note",
 }
+#: The most false alarms each kind of CoverageWarning reason may give (share of the fits in
+#: covering cells); the other kinds forecast nothing about coverage and have no target.
+FALSE_ALARM_TARGETS = {k: 0.05 for k, shown in KIND_SHOWN.items() if shown == "CoverageWarning"}
 #: A cell covers when no coefficient's coverage is below 0.95 at this one-sided binomial
 #: level and its pooled coverage is at least COVERS_POOLED.
 COVERS_LEVEL = 0.01
@@ -156,13 +178,14 @@ def triage_table(cells: pd.DataFrame) -> pd.DataFrame:
     them that give it (false alarms), the fits in cells that do not cover, the share that
     give it (hits), and the kind's target (module docstring)."""
     rows = []
-    for kind in [*sorted(KIND_METHODS), "warned"]:
+    for kind in [*KIND_METHODS, "warned"]:
         methods = KIND_METHODS.get(kind, ("gd", "adassp", "iv"))
         part = cells[cells["method"].isin(methods)]
         good, bad = part[part["covers"]], part[~part["covers"]]
         rows.append(
             {
                 "warning": "any" if kind == "warned" else kind,
+                "shown as": _shown(kind),
                 "fits in covering cells": int(good["fits"].sum()),
                 "false alarms": good[kind].sum() / max(good["fits"].sum(), 1),
                 "target": FALSE_ALARM_TARGETS.get(kind, float("nan")),
@@ -174,8 +197,9 @@ def triage_table(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def over_target(table: pd.DataFrame) -> list[str]:
-    """The kinds whose false-alarm rate exceeds their target."""
-    kinds = table[table["warning"] != "any"]
+    """The kinds with a target (those of the CoverageWarning) whose false-alarm rate exceeds
+    it."""
+    kinds = table[(table["warning"] != "any") & table["target"].notna()]
     return [r["warning"] for _, r in kinds.iterrows() if not r["false alarms"] <= r["target"]]
 
 

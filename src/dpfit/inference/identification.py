@@ -111,7 +111,7 @@ def unidentified_reason(
         "The data do not identify every direction of the coefficients at this n and rho: "
         f"{describe_directions(directions, scale, names)} ({release} has an eigenvalue within "
         f"{sds} noise s.d. of zero along it), so the estimate along it is mostly noise and the "
-        "interval may understate its error."
+        "intervals of those terms are wide."
     )
 
 

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 
 from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
 from ..privacy import PrivacyLedger, Query, query_sensitivity
-from .doubts import Doubt
+from .doubts import NOTE, Doubt
 from .population import NoisyMoment
 
 __all__ = [
@@ -54,14 +54,19 @@ MEAT_CLIP_MULTIPLIER = 6.0
 #: Fewest degrees of freedom the meat's noise may leave a coefficient's sampling variance
 #: (:meth:`NoisySandwich.noisy_meat`).
 MEAT_DOF = 4.0
-#: The doubt when the released meat's noise leaves some coefficient's sampling variance
-#: fewer than MEAT_DOF degrees of freedom (:meth:`NoisySandwich.noisy_meat`).
+#: The note when the released meat's noise leaves some coefficient's sampling variance
+#: fewer than MEAT_DOF degrees of freedom (:meth:`NoisySandwich.noisy_meat`). A note, not a
+#: warning, where everything is noisy (small n: the bread too, or AdaSSP's intervals): the
+#: Student-t quantile at those degrees of freedom widens the interval, and such fits cover
+#: (docs/inference.md, "Warning triage"). The DP-GD default warns instead where its bread
+#: identifies every direction (``dpfit.models._linear_doubts.HEAVY_TAILED_MEAT``).
 NOISY_MEAT = Doubt(
     "The released second moment of the clipped gradients (the sandwich's meat) is so noisy "
     "that some coefficient's sampling variance has fewer than 4 degrees of freedom (the "
     "clip, set from a private residual scale, is large against the residuals): the "
-    "interval's width is itself uncertain.",
+    "interval's width is itself uncertain, and its Student-t quantile allows for that.",
     ("a larger rho", "tighter y bounds"),
+    NOTE,
 )
 
 

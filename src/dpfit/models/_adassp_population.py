@@ -57,10 +57,10 @@ normal interval keeps its level when the ridge binds (a root-mean-squared-error 
 Student-t quantiles, with Satterthwaite degrees of freedom from the noise of the released
 bread and meat (:func:`~dpfit.inference.whitened.noisy_sandwich`; the privacy part and the
 ridge's bias are treated as known). Everything after the releases is post-processing, including the
-``CoverageWarning`` checks: the ridge is not negligible against the released smallest
-eigenvalue, the bread is not identified, the released Omega has an eigenvalue within two
-noise s.d. of zero (:meth:`NoisyMoment.unidentified`: its noise dominates the meat there),
-or many responses were clipped to the y bounds.
+checks (:mod:`dpfit.inference.doubts`): the ridge is not negligible against the released
+smallest eigenvalue (a note), the bread is not identified (an ``IdentificationWarning``),
+the released Omega's noise leaves fewer than four degrees of freedom (a note), or many
+responses were clipped to the y bounds (a ``CoverageWarning``).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ from .._validation import user_stacklevel
 from ..baselines import adassp
 from ..exceptions import SideConditionWarning
 from ..inference.clipping_bias import MEAT_NOISE, second_moment_clip
-from ..inference.doubts import Doubt, warn_doubts
+from ..inference.doubts import IDENTIFICATION, NOTE, Doubt, warn_doubts
 from ..inference.identification import (
     column_scale,
     describe_directions,
@@ -391,9 +391,10 @@ def _doubts(
             Doubt(
                 f"AdaSSP's ridge ({ridge:.3g} on X'X/n in the bounds' units) is not "
                 "negligible against the released smallest eigenvalue of X'X/n "
-                f"({smallest:.3g}): the estimate is shrunk towards zero, and the interval's "
-                "allowance for that bias is itself an estimate.",
+                f"({smallest:.3g}): the estimate is shrunk towards zero, and the interval adds "
+                "that bias as a square, which makes it wide and conservative.",
                 ("more records", "a larger rho"),
+                NOTE,
             )
         )
     if H.unidentified():
@@ -407,6 +408,7 @@ def _doubts(
                     "two",
                 ),
                 ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
+                IDENTIFICATION,
             )
         )
     if sampling.noisy_meat():

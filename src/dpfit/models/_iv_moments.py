@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..inference.clipping_bias import FAR, GAP_SE, far_records
-from ..inference.doubts import Doubt, warn_doubts
+from ..inference.doubts import IDENTIFICATION, Doubt, warn_doubts
 from ..inference.identification import describe_directions
 from ..inference.iv_identification import FirstStage, ReleasedMoments, first_stage
 from ..inference.population import (
@@ -239,14 +239,15 @@ def _identification_doubts(
                 "The data do not identify every direction of the coefficients at this n and "
                 f"rho: {terms} (the released 2SLS curvature Q'WQ has an eigenvalue within two "
                 "noise s.d. of zero along it: collinear terms, or for an endogenous term "
-                "alone, instruments too weak for the noise), where the interval's first-order "
-                "law of the noise fails.",
+                "alone, instruments too weak for the noise), so the estimate along it is mostly "
+                "noise and the intervals of those terms are wide.",
                 (
                     "more records",
                     "a larger rho",
                     "stronger instruments",
                     "fewer or less collinear terms",
                 ),
+                IDENTIFICATION,
             )
         )
     bias = np.abs(fit.attenuation_bias(M.noise_std)) / np.maximum(bse, 1e-300)
