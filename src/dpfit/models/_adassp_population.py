@@ -400,13 +400,8 @@ def _doubts(
     if H.unidentified():
         doubts.append(
             Doubt(
-                unidentified_reason(
-                    unidentified_directions(H, 1.0),
-                    column_scale(H),
-                    names,
-                    "AdaSSP's released X'X/n",
-                    "two",
-                ),
+                unidentified_reason(unidentified_directions(H, 1.0), column_scale(H), names,
+                                    "AdaSSP's released X'X/n", "two"),
                 ("more records", "a larger rho", "fewer or less collinear terms", "tighter bounds"),
                 IDENTIFICATION,
             )
