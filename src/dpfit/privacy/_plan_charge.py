@@ -93,7 +93,13 @@ class PlanCharge:
             change = entry.rho_units - planned.rho_units
             if change and ledger.budget is not None:
                 planned._refund(ledger.budget)
-                entry._spend(ledger.budget)
+                try:
+                    entry._spend(ledger.budget)
+                except BaseException:
+                    # the reserved share is back in the budget and nothing is drawn: drop the
+                    # component, so that closing the plan does not return it a second time
+                    self._set(self._next, None, -planned.rho_units)
+                    raise
             self._set(self._next, entry, change)
             self._next += 1
 
