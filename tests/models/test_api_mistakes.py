@@ -117,3 +117,25 @@ def test_an_iv_fit_on_too_few_records_warns_as_ols_does():
                  random_state=0)  # fmt: skip
     few = [w for w in caught if issubclass(w.category, SideConditionWarning)]
     assert any("p = 3 coefficients with n = 20 records" in str(w.message) for w in few)
+
+
+@pytest.mark.parametrize("cell", ["lots", "12,5"])
+@pytest.mark.parametrize("where", ["formula", "estimator"])
+def test_a_text_cell_in_exposure_is_refused_without_quoting_it(cell, where):
+    """numpy's own conversion error quotes the cell (a record's value); the refusal is the
+    same whatever the cell holds, and nothing is charged."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.uniform(0, 1, 40), "visits": rng.integers(0, 5, 40)})
+    frame["days"] = rng.uniform(1, 10, 40).astype(object)
+    frame.loc[5, "days"] = cell
+    budget = dpfit.Budget(rho=1.0)
+    with pytest.raises(ValueError) as info:
+        if where == "formula":
+            dpfit.poisson("visits ~ x", frame, rho=0.5, bounds={"x": (0, 1)}, y_bounds=(0, 5),
+                          exposure="days", budget=budget, random_state=0)  # fmt: skip
+        else:
+            dpfit.DPPoissonRegressor(rho=0.5, bounds=(0, 1), y_bounds=(0, 5), random_state=0).fit(
+                frame[["x"]], frame["visits"], exposure=frame["days"], budget=budget
+            )
+    assert cell not in str(info.value) and "exposure" in str(info.value)
+    assert budget.spent == 0

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._records import read_records
 from ..._validation import check_positive, check_real
 from ...algorithms._glm_plan import GLMPlan
 from ...algorithms.glm import dp_glm, plan_glm
@@ -36,7 +37,7 @@ from .._scaling import PublicScaling, bounds_in_order, bounds_text
 from ._margins import glm_margins
 from .results import GLMResult
 
-__all__ = ["GLMConfig", "fit_glm", "glm_config"]
+__all__ = ["GLMConfig", "fit_glm", "glm_config", "per_record_numbers"]
 
 #: The model names of the summary's title.
 _MODELS = {
@@ -271,3 +272,12 @@ def _plan_note(traj: Any) -> str:
         for e in traj.ledger.releases
     ]
     return "Releases (share of rho): " + ", ".join(parts) + "."
+
+
+def per_record_numbers(value: Any, name: str) -> np.ndarray:
+    """A per-record ``exposure`` or ``offset`` as float64. A cell that is not a number is
+    refused with a fixed message (numpy's own would quote the cell, a record's value)."""
+    return read_records(
+        np.asarray, value, dtype=np.float64, what=f"reading {name} as numbers",
+        hint=f"{name} must hold numbers: convert or remove its text cells first",
+    )  # fmt: skip

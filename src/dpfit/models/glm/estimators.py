@@ -29,7 +29,7 @@ from .._dask import frame_columns, response_name
 from .._refits import note_fit
 from .._upstream import warn_fitted_upstream
 from ..summary import Summary
-from ._fit import fit_glm, glm_config
+from ._fit import fit_glm, glm_config, per_record_numbers
 from .results import GLMResult
 
 __all__ = ["DPLogisticRegression", "DPPoissonRegressor"]
@@ -343,10 +343,10 @@ class DPPoissonRegressor(RegressorMixin, _GLMEstimator):
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
                              "is None")  # fmt: skip
-        total = None if offset is None else np.asarray(offset, dtype=np.float64)
+        total = None if offset is None else per_record_numbers(offset, "offset")
         if exposure is not None:
             with np.errstate(all="ignore"):
-                logged = np.log(np.asarray(exposure, dtype=np.float64))
+                logged = np.log(per_record_numbers(exposure, "exposure"))
             total = logged if total is None else total + logged
         result = self._fit(X, y, offset=total, budget=budget, link=None, y_bounds=self.y_bounds)
         k = int(self.fit_intercept)

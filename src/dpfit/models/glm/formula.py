@@ -34,7 +34,7 @@ from .._fit_checks import (
 from .._formula_errors import formula_errors
 from .._linear_plan import bounds_check_release
 from ..formula import _formula_design, with_codebook, with_indicator_bounds
-from ._fit import fit_glm, glm_config, glm_plan
+from ._fit import fit_glm, glm_config, glm_plan, per_record_numbers
 from .results import GLMResult
 
 __all__ = ["glm", "logit", "poisson", "probit"]
@@ -61,7 +61,7 @@ def _column(value: Any, data: Any, name: str) -> Any:
         if value not in getattr(data, "columns", ()):
             raise ValueError(f"{name}={value!r} is not a column of data")
         value = data[value]
-    return np.asarray(value, dtype=np.float64)
+    return per_record_numbers(value, name)
 
 
 def _check_text_response(formula: Any, data: Any, family: str) -> None:
