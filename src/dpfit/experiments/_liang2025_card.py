@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..datasets import load_card
-from ..exceptions import CoverageWarning, LargeBudgetWarning
+from ..exceptions import CoverageWarning, IdentificationWarning, LargeBudgetWarning
 from ..models import DPIVRegression
 from ._liang2025_trials import real_setup, real_trial
 
@@ -59,6 +59,7 @@ def library_trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LargeBudgetWarning)
         warnings.simplefilter("ignore", CoverageWarning)  # only beta is used, not its interval
+        warnings.simplefilter("ignore", IdentificationWarning)  # nor its width
         model.fit(df[["educ"]], df["lwage"], Z=df[["nearc2", "nearc4", "fatheduc", "motheduc"]])
     return {
         "beta_T": float(np.asarray(model.coef_)[0]),

@@ -37,6 +37,7 @@ from ..baselines import friendlycore_2sls, two_sls
 from ..baselines.friendlycore import sufficient_statistics
 from ..exceptions import (
     CoverageWarning,
+    IdentificationWarning,
     InsecureRandomnessWarning,
     LargeBudgetWarning,
     RepeatedFitWarning,
@@ -82,6 +83,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
         warnings.simplefilter("ignore", LargeBudgetWarning)  # rho = 10: the paper's weak end
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # seeded on purpose
         warnings.simplefilter("ignore", CoverageWarning)  # no intervals are used here
+        warnings.simplefilter("ignore", IdentificationWarning)  # nor their widths
         warnings.simplefilter("ignore", RepeatedFitWarning)  # fresh data in every trial
         fc = friendlycore_2sls(
             X,
