@@ -31,7 +31,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
+from ..exceptions import (
+    CoverageWarning,
+    IdentificationWarning,
+    InsecureRandomnessWarning,
+    LargeBudgetWarning,
+)
 from ..inference.whitened import NOISY_MEAT, inverse_sqrt
 from ..models import DPLinearRegression
 from ._nss_interval import robust_ols, scaled
@@ -51,6 +56,7 @@ def _trial(design: str, n: int, rho: float, seed: int, widen: float) -> dict[str
         bounds = list(bounds.values())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CoverageWarning)
+        warnings.simplefilter("always", IdentificationWarning)  # recorded, not raised
         warnings.simplefilter("ignore", LargeBudgetWarning)
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # seeded: reproducible
         model = DPLinearRegression(

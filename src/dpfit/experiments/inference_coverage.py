@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import CoverageWarning, LargeBudgetWarning
+from ..exceptions import CoverageWarning, IdentificationWarning, LargeBudgetWarning
 from ..models import DPLinearRegression, ols
 from ._coverage_table import grid, mc_se, per_cell
 from ._nss_interval import nss_interval, robust_ols
@@ -123,6 +123,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     theta = data["theta"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CoverageWarning)
+        warnings.simplefilter("always", IdentificationWarning)  # recorded, not raised
         warnings.simplefilter("ignore", LargeBudgetWarning)
         if design == "formula":
             res = ols(

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import CoverageWarning, LargeBudgetWarning
+from ..exceptions import CoverageWarning, IdentificationWarning, LargeBudgetWarning
 from ..inference.population import NoisyMoment, sandwich
 from ..inference.whitened import inverse_sqrt
 from ..mechanisms import recording
@@ -77,6 +77,7 @@ def _fit(params: Mapping[str, Any], seed: int) -> tuple[Any, np.ndarray | None]:
 def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     with recording() as rec, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CoverageWarning)
+        warnings.simplefilter("always", IdentificationWarning)  # recorded, not raised
         warnings.simplefilter("ignore", LargeBudgetWarning)
         res, theta = _fit(params, seed)
     messages = [str(w.message) for w in caught if issubclass(w.category, CoverageWarning)]

@@ -32,7 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
+from ..exceptions import (
+    CoverageWarning,
+    IdentificationWarning,
+    InsecureRandomnessWarning,
+    LargeBudgetWarning,
+)
 from ..models import DPIVRegression
 from ._coverage_table import mc_se, per_cell
 from .registry import Claim, ClaimResult, Experiment, register
@@ -87,6 +92,7 @@ def _fit(df, public, rho, seed, **params):
     zcols = [c for c in df.columns if c.startswith("z")]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CoverageWarning)
+        warnings.simplefilter("always", IdentificationWarning)  # recorded, not raised
         warnings.simplefilter("ignore", LargeBudgetWarning)
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # seeded on purpose
         model = DPIVRegression(rho=rho, random_state=seed, **public, **params)

@@ -43,7 +43,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import CoverageWarning, InsecureRandomnessWarning, LargeBudgetWarning
+from ..exceptions import (
+    CoverageWarning,
+    IdentificationWarning,
+    InsecureRandomnessWarning,
+    LargeBudgetWarning,
+)
 from ..inference.anderson_rubin import ar_set
 from ..models import DPIVRegression
 from ._coverage_table import per_cell
@@ -91,6 +96,7 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     instruments = [c for c in frame.columns if c.startswith("z")]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CoverageWarning)
+        warnings.simplefilter("always", IdentificationWarning)  # recorded, not a coverage doubt
         warnings.simplefilter("ignore", LargeBudgetWarning)  # rho = 20: a simulation
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # seeded on purpose
         model = DPIVRegression(rho=rho, random_state=seed, **public)
