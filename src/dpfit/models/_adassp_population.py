@@ -100,18 +100,16 @@ from ..inference.whitened import (
     release_mean,
 )
 from ..mechanisms import NoiseSource, clip_rows
-from ..privacy import PrivacyLedger
-from ._shares import split_rho
+from ..privacy import PrivacyLedger, portions, split_rest
 
 __all__ = ["ADASSP_LABEL", "ADASSP_MOMENT_SHARE", "resolve_adassp", "run_adassp"]
 
 ADASSP_LABEL = "AdaSSP (Wang 2018, Alg. 2), zCDP"
 #: Default share of rho for the population interval's own releases (residual scale, Omega).
 ADASSP_MOMENT_SHARE = 0.2
-#: Parts of that share for the residual scale behind the clip and the share of responses
-#: at the y bounds; Omega gets the rest.
-SCALE_PART = 1.0 / 8.0
-CLIPPED_Y_PART = 1.0 / 16.0
+#: How that share is divided: an eighth for the residual scale behind the clip, a sixteenth
+#: for the share of responses at the y bounds, the rest (13/16) for Omega.
+PARTS = {"scale": 2, "clipped_y": 1, "omega": 13}
 #: Warn when the released share f~ of clipped responses has f~ sqrt(n) above this. Chosen on
 #: the designs of docs/inference.md ("AdaSSP: population intervals"): the two cells that
 #: under-cover (f = 0.35% and 0.9% at n = 2e5) have f sqrt(n) = 1.6 and 4.0; the covering
@@ -279,15 +277,7 @@ def _with_population(
     :class:`CovarianceEstimate`), ``clip`` and the public ``checks``.
     """
     rho, share, n = settings["rho"], settings["moment_share"], settings["n"]
-    rhos = split_rho(
-        rho,
-        {
-            "scale": share * SCALE_PART,
-            "clipped_y": share * CLIPPED_Y_PART,
-            "omega": share * (1.0 - SCALE_PART - CLIPPED_Y_PART),
-        },
-        rest="adassp",
-    )
+    rhos = split_rest(rho, portions(share, PARTS), rest="adassp")
     traj = _adassp(D, y, settings, rhos["adassp"], ledger, source)
     theta = traj.estimate
     H = _released_xtx(traj, n)

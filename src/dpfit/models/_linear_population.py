@@ -89,10 +89,9 @@ from ..mechanisms import (
     release_peaks,
     rho_within,
 )
-from ..privacy import PrivacyLedger, Query, mean_sensitivity
+from ..privacy import PrivacyLedger, Query, mean_sensitivity, portions, split_rest
 from ._linear_doubts import Terms, linear_doubts, released_gap
 from ._linear_moments import gram_sums, residual_scale_sum, sandwich_sums
-from ._shares import split_rho
 
 __all__ = [
     "DEFAULT_MOMENT_SHARE",
@@ -102,9 +101,10 @@ __all__ = [
     "run_preconditioned_gd",
 ]
 
-#: Share of rho for the four moment releases (H~ and the whitened H~ a fifth each, Hh~ and
-#: Omega~ 3/10 each).
+#: Share of rho for the four moment releases, divided among them by MOMENT_WEIGHTS (H~ and
+#: the whitened H~ a fifth each, Hh~ and Omega~ 3/10 each).
 DEFAULT_MOMENT_SHARE = 0.25
+MOMENT_WEIGHTS = {"xtx": 2, "whiten": 2, "hessian": 3, "omega": 3}
 #: Default steps and step size in whitened coordinates.
 PRECONDITIONED_STEPS = 200
 PRECONDITIONED_STEP_SIZE = 0.5
@@ -127,18 +127,12 @@ _COVERS = {
 
 
 def release_shares(rho: float, moment_share: float, private_clip: bool) -> dict[str, float]:
-    """Every release's share of rho, their exact sum at most rho (:func:`split_rho`)."""
-    fractions = {
-        "xtx": moment_share / 5.0,
-        "whiten": moment_share / 5.0,
-        "hessian": moment_share * 3.0 / 10.0,
-        "omega": moment_share * 3.0 / 10.0,
-        "gap": GAP_SHARE,
-        "far": FAR_SHARE,
-    }
+    """Every release's share of rho, their exact sum at most rho, DP-GD's the rest
+    (:func:`dpfit.privacy.split_rest`)."""
+    fractions = {**portions(moment_share, MOMENT_WEIGHTS), "gap": GAP_SHARE, "far": FAR_SHARE}
     if private_clip:
         fractions.update(pilot=SCALE_SHARE, scale=SCALE_SHARE)
-    return split_rho(rho, fractions, rest="gd")
+    return split_rest(rho, fractions, rest="gd")
 
 
 def _description(m: int, burn_in: int, share: float, clip: float, target: str) -> str:
