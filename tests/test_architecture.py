@@ -412,7 +412,8 @@ class Signature:
 
 
 def trajectory_functions(root: Path) -> list[Signature]:
-    """Every public function of a public module under ``root`` annotated ``-> Trajectory``."""
+    """Every public function of a public module under ``root`` annotated ``-> Trajectory``
+    (or a subclass named ``...Trajectory``, such as ``PreconditionedTrajectory``)."""
     found = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root)
@@ -423,7 +424,7 @@ def trajectory_functions(root: Path) -> list[Signature]:
                 isinstance(node, ast.FunctionDef)
                 and not node.name.startswith("_")
                 and node.returns is not None
-                and ast.unparse(node.returns).strip("'\"") == "Trajectory"
+                and ast.unparse(node.returns).strip("'\"").endswith("Trajectory")
             ):
                 a = node.args
                 defaults = [None] * (len(a.kwonlyargs) - len(a.kw_defaults))

@@ -1,6 +1,6 @@
 """The steps shared by the two whitened population sandwiches of ``DPLinearRegression``.
 
-The DP-GD default (src/dpfit/models/_linear_population.py) and AdaSSP
+The DP-GD default (src/dpfit/algorithms/preconditioned_gd.py) and AdaSSP
 (src/dpfit/models/_adassp_population.py) build the sampling part of their population interval
 the same way (docs/inference.md): whiten each row by P = Hp^-1/2, the inverse square root of a
 released X'X/n projected onto its noise floor (:func:`inverse_sqrt`); clip the whitened
@@ -95,7 +95,7 @@ def release_mean(
 
     Used for the residual scale q~ = (1/n) sum min(e_i^2, cap) behind the gradient clip and
     for AdaSSP's share of responses at the y bounds. The caller guarantees the terms' range
-    (the sum may come from a Dask reduction, :mod:`dpfit.models._linear_moments`). One
+    (the sum may come from a Dask reduction, :mod:`dpfit.algorithms._linear_moments`). One
     record's term moves the mean over the public n by at most cap / n under either relation
     (:func:`~dpfit.privacy.query_sensitivity`, ``"bounded-mean"``, with its float rounding
     allowance): Gaussian mechanism,
