@@ -2,7 +2,7 @@
 
 The interval is the HC0 sandwich of AdaSSP's released X'X and a released gradient second
 moment, plus the first-order law of AdaSSP's noise and its ridge's estimated bias
-(src/dpfit/models/_adassp_population.py; docs/inference.md, "AdaSSP: population intervals").
+(src/dpfit/baselines/adassp_population.py; docs/inference.md, "AdaSSP: population intervals").
 """
 
 import re

@@ -43,6 +43,7 @@ from dpfit import algorithms as alg
 from dpfit import baselines, paper_only
 from dpfit.algorithms.glm import dp_glm
 from dpfit.algorithms.preconditioned_gd import preconditioned_gd
+from dpfit.baselines.adassp_population import adassp_population
 from dpfit.losses import LogisticLoss, SquaredLoss
 from dpfit.noise import dpsgd, nu_dpftrl, select_nu, tree_aggregation
 from dpfit.testing import default_views
@@ -398,6 +399,15 @@ TRAJECTORIES: dict[str, EntryPoint] = {
     "adassp": EntryPoint(algorithm(baselines.adassp, **SSP)),
     "adassp add-remove": EntryPoint(
         algorithm(baselines.adassp, **SSP, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
+    ),
+    "adassp_population": EntryPoint(
+        algorithm(adassp_population, rho=RHO, x_bound=2.0),
+        skip=("AdasspTrajectory.diagnostics",),
+    ),
+    "adassp_population add-remove": EntryPoint(
+        algorithm(adassp_population, rho=RHO, x_bound=2.0, **ADD_REMOVE),
+        kinds=ADD_REMOVE_KINDS,
+        skip=("AdasspTrajectory.diagnostics",),
     ),
     "adassp_paper (refused: data-derived bounds)": EntryPoint(
         algorithm(paper_only.adassp_paper, rho=RHO), releases=False

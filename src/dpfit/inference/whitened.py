@@ -1,7 +1,7 @@
 """The steps shared by the two whitened population sandwiches of ``DPLinearRegression``.
 
 The DP-GD default (src/dpfit/algorithms/preconditioned_gd.py) and AdaSSP
-(src/dpfit/models/_adassp_population.py) build the sampling part of their population interval
+(src/dpfit/baselines/adassp_population.py) build the sampling part of their population interval
 the same way (docs/inference.md): whiten each row by P = Hp^-1/2, the inverse square root of a
 released X'X/n projected onto its noise floor (:func:`inverse_sqrt`); clip the whitened
 gradients P d_i e_i at a multiple of a private residual scale (:func:`release_mean`,

@@ -26,7 +26,7 @@ theta = H~^-1 b~ with H~ = X'X~ / G de-spread and raised to one noise s.d.
 around the population coefficient: the cluster-robust sandwich (sampling, with the
 small-cluster correction of :func:`~dpfit.inference._cluster.cluster_correction`) plus the
 first-order law of the noise in X'X and X'y at theta (privacy), as for AdaSSP
-(:mod:`dpfit.models._adassp_population`). Everything after the releases is post-processing.
+(:mod:`dpfit.baselines.adassp_population`). Everything after the releases is post-processing.
 """
 
 from __future__ import annotations
