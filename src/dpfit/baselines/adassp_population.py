@@ -112,6 +112,7 @@ __all__ = [
     "ADASSP_MOMENT_SHARE",
     "AdasspTrajectory",
     "adassp_population",
+    "adassp_shares",
     "warn_unidentified",
 ]
 
@@ -132,6 +133,12 @@ RESIDUAL_CAP = 1.0
 RIDGE_TOLERANCE = 0.1
 #: A released smallest eigenvalue within this many noise s.d. of zero draws a warning.
 UNIDENTIFIED_SDS = 3.0
+
+
+def adassp_shares(rho: float, moment_share: float) -> dict[str, float]:
+    """Every release's share of rho (``scale``, ``clipped_y``, ``omega``; AdaSSP the rest),
+    their exact sum at most rho (:func:`dpfit.privacy.split_rest`)."""
+    return split_rest(rho, portions(moment_share, PARTS), rest="adassp")
 
 
 def warn_unidentified(traj: Trajectory, n: int, names: Sequence[str]) -> None:
@@ -216,7 +223,7 @@ def adassp_population(
     n = public_n(D.shape[0], n_public, relation)
     names = terms or [f"x{j}" for j in range(D.shape[1])]
     share = moment_share
-    rhos = split_rest(rho, portions(share, PARTS), rest="adassp")
+    rhos = adassp_shares(rho, share)
     traj = adassp(
         D,
         y,

@@ -14,16 +14,33 @@ from typing import Any
 import numpy as np
 
 from ..baselines import adassp
+from ..baselines._sufficient_statistics import sensitivities
 from ..baselines.adassp_population import (
     ADASSP_LABEL,
     ADASSP_MOMENT_SHARE,
+    RESIDUAL_CAP,
     adassp_population,
+    adassp_shares,
     warn_unidentified,
 )
 from ..mechanisms import NoiseSource
-from ..privacy import PrivacyLedger
+from ..mechanisms.plan import ReleasePlan, planned_release
+from ..privacy import PrivacyLedger, Query, split
 
-__all__ = ["ADASSP_LABEL", "ADASSP_MOMENT_SHARE", "resolve_adassp", "run_adassp"]
+__all__ = ["ADASSP_LABEL", "ADASSP_MOMENT_SHARE", "adassp_plan", "resolve_adassp", "run_adassp"]
+
+#: AdaSSP's releases and those of its population interval, in the order they are made:
+#: label -> (query, what it is for).
+_RELEASES = {
+    "adassp/lambda_min": (Query.EIGENVALUE, "smallest eigenvalue of X'X: AdaSSP's ridge"),
+    "adassp/xtx": (Query.SECOND_MOMENT_SUM, "X'X: AdaSSP's normal equations"),
+    "adassp/xty": (Query.SUM, "X'y: AdaSSP's normal equations"),
+    "adassp/residual-scale": (Query.BOUNDED_MEAN, "mean squared residual, capped: the meat's clip"),
+    "adassp/clipped-y": (Query.BOUNDED_MEAN, "share of responses at the y bounds"),
+    "adassp/omega": (Query.SECOND_MOMENT, "second moment of the whitened clipped gradients: "
+                     "the sandwich's meat"),
+}  # fmt: skip
+
 
 
 def resolve_adassp(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]:
@@ -128,3 +145,28 @@ def run_adassp(
         names = settings.get("terms") or [f"x{j}" for j in range(D.shape[1])]
         warn_unidentified(traj, settings["n"], names)
     return {**out, "shown": shown, "label": label, "text": text}
+
+
+def adassp_plan(settings: Mapping[str, Any], k: int, *, label: str) -> ReleasePlan:
+    """The plan of one AdaSSP fit with the public ``settings`` of :func:`resolve_adassp` on a
+    design of ``k`` columns: AdaSSP's three releases (a third of its share each, with its
+    sensitivities), then, with the interval, the residual scale, the share of responses at
+    the y bounds and the meat (its clip set at run time from the residual scale)."""
+    n, relation, rho = settings["n"], settings["relation"], settings["rho"]
+    rhos = adassp_shares(rho, settings["moment_share"]) if settings["interval"] else {}
+    third = split(rhos.get("adassp", rho), 3)[0]
+    sens = sensitivities(settings["x_bound"], 1.0, relation, n=n, p=k)
+    shares = {"lambda_min": third, "xtx": third, "xty": third}
+    bounds: dict[str, float | None] = {"lambda_min": None, "xtx": None, "xty": None}
+    if settings["interval"]:
+        shares.update({"residual-scale": rhos["scale"], "clipped-y": rhos["clipped_y"],
+                       "omega": rhos["omega"]})  # fmt: skip
+        bounds.update({"residual-scale": RESIDUAL_CAP, "clipped-y": 1.0, "omega": None})
+    releases = []
+    for name, share in shares.items():
+        query, purpose = _RELEASES[f"adassp/{name}"]
+        releases.append(planned_release(
+            name, share, query, bounds[name], n=n, relation=relation, label=f"adassp/{name}",
+            purpose=purpose, sensitivity=sens.get(name),
+        ))  # fmt: skip
+    return ReleasePlan(label=label, rho=rho, relation=relation, n=n, releases=tuple(releases))

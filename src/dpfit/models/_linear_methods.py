@@ -40,7 +40,7 @@ from ..inference.population import CovarianceEstimate
 from ..mechanisms import NoiseSource
 from ..mechanisms.plan import ReleasePlan
 from ..privacy import PrivacyLedger, Relation
-from ._adassp_population import ADASSP_LABEL, resolve_adassp, run_adassp
+from ._adassp_population import ADASSP_LABEL, adassp_plan, resolve_adassp, run_adassp
 from ._ambssgd_method import resolve_ambssgd, run_ambssgd
 from ._fit_checks import warn_few_records
 from ._linear_plan import linear_plan
@@ -390,7 +390,7 @@ LINEAR_METHODS: dict[str, LinearMethod] = {
     "gd": LinearMethod(
         "DP-GD (Brown et al. 2024, Alg. 1)", _warned(_resolve_gd), _run_gd, linear_plan
     ),
-    "adassp": LinearMethod(ADASSP_LABEL, _warned(resolve_adassp), _run_adassp),
+    "adassp": LinearMethod(ADASSP_LABEL, _warned(resolve_adassp), _run_adassp, adassp_plan),
     "ambssgd": LinearMethod(
         "DP-AMBSSGD (Varshney et al. 2022, Alg. 2), one pass",
         _warned(resolve_ambssgd),
