@@ -59,7 +59,7 @@ MEAT_DOF = 4.0
 #: warning, where everything is noisy (small n: the bread too, or AdaSSP's intervals): the
 #: Student-t quantile at those degrees of freedom widens the interval, and such fits cover
 #: (docs/inference.md, "Warning triage"). The DP-GD default warns instead where its bread
-#: identifies every direction (``dpfit.models._linear_doubts.HEAVY_TAILED_MEAT``).
+#: identifies every direction (``dpfit.algorithms._linear_doubts.HEAVY_TAILED_MEAT``).
 NOISY_MEAT = Doubt(
     "The released second moment of the clipped gradients (the sandwich's meat) is so noisy "
     "that some coefficient's sampling variance has fewer than 4 degrees of freedom (the "
