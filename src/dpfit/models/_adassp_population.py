@@ -155,7 +155,9 @@ def adassp_plan(settings: Mapping[str, Any], k: int, *, label: str) -> ReleasePl
     n, relation, rho = settings["n"], settings["relation"], settings["rho"]
     rhos = adassp_shares(rho, settings["moment_share"]) if settings["interval"] else {}
     third = split(rhos.get("adassp", rho), 3)[0]
-    sens = sensitivities(settings["x_bound"], 1.0, relation, n=n, p=k)
+    # AdaSSP's own sensitivities (its helper); the interval's follow from their bounds
+    sens = {**sensitivities(settings["x_bound"], 1.0, relation, n=n, p=k),
+            "residual-scale": None, "clipped-y": None, "omega": None}  # fmt: skip
     shares = {"lambda_min": third, "xtx": third, "xty": third}
     bounds: dict[str, float | None] = {"lambda_min": None, "xtx": None, "xty": None}
     if settings["interval"]:
@@ -167,6 +169,6 @@ def adassp_plan(settings: Mapping[str, Any], k: int, *, label: str) -> ReleasePl
         query, purpose = _RELEASES[f"adassp/{name}"]
         releases.append(planned_release(
             name, share, query, bounds[name], n=n, relation=relation, label=f"adassp/{name}",
-            purpose=purpose, sensitivity=sens.get(name),
+            purpose=purpose, sensitivity=sens[name],
         ))  # fmt: skip
     return ReleasePlan(label=label, rho=rho, relation=relation, n=n, releases=tuple(releases))
