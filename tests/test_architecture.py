@@ -309,7 +309,6 @@ MAX_LINES = 400
 #: is rewriting, at their current length so that they cannot grow. Removed at that merge.
 OVER_TODAY = {
     "models/linear.py": 420,
-    "models/_adassp_population.py": 414,
     "models/iv.py": 460,
 }
 
@@ -412,7 +411,8 @@ class Signature:
 
 
 def trajectory_functions(root: Path) -> list[Signature]:
-    """Every public function of a public module under ``root`` annotated ``-> Trajectory``."""
+    """Every public function of a public module under ``root`` annotated ``-> Trajectory``
+    (or a subclass named ``...Trajectory``, such as ``PreconditionedTrajectory``)."""
     found = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root)
@@ -423,7 +423,7 @@ def trajectory_functions(root: Path) -> list[Signature]:
                 isinstance(node, ast.FunctionDef)
                 and not node.name.startswith("_")
                 and node.returns is not None
-                and ast.unparse(node.returns).strip("'\"") == "Trajectory"
+                and ast.unparse(node.returns).strip("'\"").endswith("Trajectory")
             ):
                 a = node.args
                 defaults = [None] * (len(a.kwonlyargs) - len(a.kw_defaults))

@@ -1,7 +1,7 @@
 """The default preconditioned DPLinearRegression with its population interval on Dask (issue 14).
 
 The Dask fit computes the same sums as the in-memory fit (one shared block function per
-pass, models/_linear_moments.py and inference/preconditioner.py), only added in another
+pass, algorithms/_linear_moments.py and inference/preconditioner.py), only added in another
 order, and draws the same noise from the same seed; so its releases equal the in-memory ones
 to rounding. The tolerance 1e-12 relative is about 1e4 times the measured gap (4e-16 on these
 data): any difference in a release, a noise draw or the ledger moves the estimate by at least

@@ -221,8 +221,8 @@ def test_a_fit_at_a_huge_rho_prints_its_summary_and_statement(rho):
 
 
 def test_cli_failure_after_noise_was_drawn_is_one_line(tmp_path, monkeypatch, capsys):
+    from dpfit.algorithms import preconditioned_gd
     from dpfit.cli import main
-    from dpfit.models import _linear_population
 
     X, y = _xy(200, 1)
     path = tmp_path / "d.csv"
@@ -233,7 +233,7 @@ def test_cli_failure_after_noise_was_drawn_is_one_line(tmp_path, monkeypatch, ca
     def broken(*args, **kwargs):  # an internal failure after the first releases
         raise OverflowError(34, "Numerical result out of range: 1.2345e300")
 
-    monkeypatch.setattr(_linear_population, "noisy_sandwich", broken)
+    monkeypatch.setattr(preconditioned_gd, "noisy_sandwich", broken)
     argv = ["fit", str(path), "--formula", "y ~ x", "--rho", "0.5", "--seed", "0"]
     argv += ["--bound", "x=-1,1", "--y-bounds=-4,4", "--budget-store", str(store)]
     assert main(argv) == 1  # a raw traceback before

@@ -2,7 +2,7 @@
 
 The interval is the HC0 sandwich of AdaSSP's released X'X and a released gradient second
 moment, plus the first-order law of AdaSSP's noise and its ridge's estimated bias
-(src/dpfit/models/_adassp_population.py; docs/inference.md, "AdaSSP: population intervals").
+(src/dpfit/baselines/adassp_population.py; docs/inference.md, "AdaSSP: population intervals").
 """
 
 import re
@@ -37,7 +37,9 @@ def test_the_default_releases_a_population_interval_within_rho():
     model = _fit(X, y, rho=0.7)
     res = model.result_
     assert res.targets == ("population",)
-    labels = [e.label for e in model.privacy_.entries]
+    (entry,) = model.privacy_.entries  # the fit's plan, charged as one composed entry
+    assert entry.label == "DPLinearRegression"
+    labels = [e.label for e in model.privacy_.releases]
     assert labels == [
         "adassp/lambda_min",
         "adassp/xtx",
@@ -46,7 +48,7 @@ def test_the_default_releases_a_population_interval_within_rho():
         "adassp/clipped-y",
         "adassp/omega",
     ]
-    charged = [e.count * e.sensitivity**2 / (2 * e.noise_std**2) for e in model.privacy_.entries]
+    charged = [e.count * e.sensitivity**2 / (2 * e.noise_std**2) for e in model.privacy_.releases]
     assert sum(charged) == pytest.approx(0.7, rel=1e-12)
     assert sum(charged[:3]) == pytest.approx(0.8 * 0.7, rel=1e-12)  # moment_share 0.2
     ci = model.conf_int()
@@ -60,7 +62,7 @@ def test_the_default_releases_a_population_interval_within_rho():
 
 def test_moment_share_sets_the_interval_s_part_of_rho():
     X, y = _data(4000, 0)
-    entries = _fit(X, y, moment_share=0.4).privacy_.entries
+    entries = _fit(X, y, moment_share=0.4).privacy_.releases
     charged = [e.count * e.sensitivity**2 / (2 * e.noise_std**2) for e in entries]
     assert sum(charged[3:]) == pytest.approx(0.4, rel=1e-12)
     assert sum(charged) == pytest.approx(1.0, rel=1e-12)
@@ -69,7 +71,7 @@ def test_moment_share_sets_the_interval_s_part_of_rho():
 def test_interval_none_spends_nothing_extra_and_has_no_interval():
     X, y = _data(4000, 0)
     model = _fit(X, y, interval=None)
-    assert [e.label for e in model.privacy_.entries] == [
+    assert [e.label for e in model.privacy_.releases] == [
         "adassp/lambda_min",
         "adassp/xtx",
         "adassp/xty",

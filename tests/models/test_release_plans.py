@@ -26,7 +26,8 @@ def frame():
 
 #: Every planned path of dpfit.ols: the preconditioned default (private clip for both
 #: targets, a given clip, another moment share, no bounds check, add/remove), plain DP-GD
-#: with bounds (every interval construction) and without.
+#: with bounds (every interval construction) and without, AdaSSP with and without its
+#: population interval.
 CASES = {
     "default": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS},
     "huber": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "target": "huber"},
@@ -42,6 +43,11 @@ CASES = {
                    "interval": None},
     "no-bounds": {"clip": 5.0, "step_size": 0.01},
     "y-bounds-only": {"clip": 5.0, "step_size": 0.01, "y_bounds": Y_BOUNDS},
+    "adassp": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "method": "adassp"},
+    "adassp-point": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "method": "adassp",
+                     "interval": None},
+    "adassp-add-remove": {"bounds": BOUNDS, "y_bounds": Y_BOUNDS, "method": "adassp",
+                          "relation": "add-remove", "n_public": N, "moment_share": 0.3},
 }  # fmt: skip
 
 
@@ -96,7 +102,7 @@ def test_a_fit_charges_its_plan_before_reading_the_data(frame):
 
 
 @pytest.mark.parametrize(
-    "method, kw", [("adassp", {}), ("ambssgd", {"interval": None, "steps": 2})]
+    "method, kw", [("ambssgd", {"interval": None, "steps": 2})]
 )
 def test_a_method_without_a_plan_says_so_on_a_dry_run(frame, method, kw):
     with pytest.raises(ValueError, match="has no release plan yet"):

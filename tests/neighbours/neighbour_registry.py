@@ -42,6 +42,8 @@ import dpfit
 from dpfit import algorithms as alg
 from dpfit import baselines, paper_only
 from dpfit.algorithms.glm import dp_glm
+from dpfit.algorithms.preconditioned_gd import preconditioned_gd
+from dpfit.baselines.adassp_population import adassp_population
 from dpfit.losses import LogisticLoss, SquaredLoss
 from dpfit.noise import dpsgd, nu_dpftrl, select_nu, tree_aggregation
 from dpfit.testing import default_views
@@ -299,11 +301,25 @@ def _one_pass_data(seed: int) -> pd.DataFrame:
     return linear(seed, n=300)
 
 
+#: The documented non-private field of the preconditioned fit's Trajectory (a subclass).
+PRECONDITIONED_SKIP = ("PreconditionedTrajectory.diagnostics",)
+
 #: Functional API (algorithms, baselines, dpfit.minimize): each returns a Trajectory.
 TRAJECTORIES: dict[str, EntryPoint] = {
     "dp_gd": EntryPoint(algorithm(alg.dp_gd, rho=RHO, clip=1.0, steps=10, runs=2)),
     "dp_gd add-remove": EntryPoint(
         algorithm(alg.dp_gd, rho=RHO, clip=1.0, steps=10, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
+    ),
+    "preconditioned_gd": EntryPoint(
+        algorithm(
+            preconditioned_gd, rho=RHO, row_bound=2.0, steps=20, m=4, interval_variant="formal"
+        ),
+        skip=PRECONDITIONED_SKIP,
+    ),
+    "preconditioned_gd add-remove": EntryPoint(
+        algorithm(preconditioned_gd, rho=RHO, row_bound=2.0, clip=1.0, steps=20, m=4, **ADD_REMOVE),
+        kinds=ADD_REMOVE_KINDS,
+        skip=PRECONDITIONED_SKIP,
     ),
     "dp_ambssgd": EntryPoint(
         algorithm(alg.dp_ambssgd, rho=RHO, feature_scale=2.0, residual_bound=10.0, steps=4),
@@ -383,6 +399,15 @@ TRAJECTORIES: dict[str, EntryPoint] = {
     "adassp": EntryPoint(algorithm(baselines.adassp, **SSP)),
     "adassp add-remove": EntryPoint(
         algorithm(baselines.adassp, **SSP, **ADD_REMOVE), kinds=ADD_REMOVE_KINDS
+    ),
+    "adassp_population": EntryPoint(
+        algorithm(adassp_population, rho=RHO, x_bound=2.0),
+        skip=("AdasspTrajectory.diagnostics",),
+    ),
+    "adassp_population add-remove": EntryPoint(
+        algorithm(adassp_population, rho=RHO, x_bound=2.0, **ADD_REMOVE),
+        kinds=ADD_REMOVE_KINDS,
+        skip=("AdasspTrajectory.diagnostics",),
     ),
     "adassp_paper (refused: data-derived bounds)": EntryPoint(
         algorithm(paper_only.adassp_paper, rho=RHO), releases=False

@@ -18,7 +18,9 @@ from dpfit.privacy import (
     format_rho,
     mean_sensitivity,
     parse_relation,
+    portions,
     split,
+    split_rest,
     sum_sensitivity,
 )
 from dpfit.privacy.budget import exact_units, units_to_float
@@ -92,6 +94,48 @@ def test_split_refuses_what_cannot_be_shared():
         split(1.0, [1.0, 0.0])
     with pytest.raises(TypeError, match="k"):
         split(1.0, True)
+
+
+@pytest.mark.parametrize(
+    "rho, fractions",
+    [(0.3, {"a": 0.1, "b": 0.1}), (1.0, {"a": 0.25}), (0.7, {"a": 0.02, "b": 0.08, "c": 0.05}),
+     (1e-300, {"a": 1 / 3, "b": 1 / 3}), (2.9, {})],
+)  # fmt: skip
+def test_split_rest_names_plain_products_and_leaves_the_rest_within_rho(rho, fractions):
+    shares = split_rest(rho, fractions, rest="rest")
+    assert list(shares) == [*fractions, "rest"]
+    assert all(shares[name] == rho * f for name, f in fractions.items())  # plain products
+    assert sum(map(Fraction, shares.values())) <= Fraction(rho)
+    # the rest is the largest float that keeps the exact sum within rho
+    above = math.nextafter(shares["rest"], math.inf)
+    named = sum(Fraction(shares[name]) for name in fractions)
+    assert named + Fraction(above) > Fraction(rho) or above > rho - math.fsum(
+        shares[name] for name in fractions
+    )
+
+
+def test_split_rest_refuses_fractions_that_leave_nothing():
+    with pytest.raises(ValueError, match="less than 1"):
+        split_rest(1.0, {"a": 0.5, "b": 0.5}, rest="c")
+    with pytest.raises(ValueError, match=">= 0"):
+        split_rest(1.0, {"a": -0.1}, rest="c")
+    with pytest.raises(ValueError, match="also a named part"):
+        split_rest(1.0, {"a": 0.1}, rest="a")
+
+
+def test_portions_multiply_before_dividing():
+    # s * 2 / 10 is s / 5 bit for bit, and s * 3 / 10 the float a reader writes by hand;
+    # a power-of-two total divides exactly.
+    for s in (0.25, 0.2, 0.1, 1 / 3, 0.123456789):
+        parts = portions(s, {"xtx": 2, "whiten": 2, "hessian": 3, "omega": 3})
+        assert parts == {"xtx": s / 5.0, "whiten": s / 5.0, "hessian": s * 3.0 / 10.0,
+                         "omega": s * 3.0 / 10.0}  # fmt: skip
+        eighths = portions(s, {"scale": 2, "clipped_y": 1, "omega": 13})
+        assert eighths == {"scale": s / 8, "clipped_y": s / 16, "omega": s * (13 / 16)}
+    with pytest.raises(ValueError, match="weight"):
+        portions(0.2, {"a": 0.0})
+    with pytest.raises(ValueError, match="at least one"):
+        portions(0.2, {})
 
 
 @pytest.mark.parametrize("k", [1, 3, 7, 10, 1000])

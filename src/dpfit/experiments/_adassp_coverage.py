@@ -114,7 +114,7 @@ def adassp_coverage(
 def clip_check(designs: tuple[str, ...], n: int = 200_000) -> pd.DataFrame:
     """Smallest ratio over coefficients of clipped to unclipped HC0 s.e., no noise.
 
-    The clip is the one of :mod:`dpfit.models._adassp_population` (M sqrt(k) times the root
+    The clip is the one of :mod:`dpfit.baselines.adassp_population` (M sqrt(k) times the root
     mean of min(e^2, 1)) on the whitened gradients at the OLS fit of the rescaled data.
     """
     rows = []

@@ -2,7 +2,7 @@
 
 See docs/inference.md, "When the interval says it cannot be trusted".
 
-The default linear fit (:mod:`dpfit.models._linear_population`) warns (``CoverageWarning``)
+The default linear fit (:mod:`dpfit.algorithms.preconditioned_gd`) warns (``CoverageWarning``)
 when (a) the released iterates still drift between the two halves of the run
 (:mod:`dpfit.inference.diagnostics`) or (b) the released Huber Hessian's smallest eigenvalue
 cannot be told from zero (:meth:`~dpfit.inference.population.NoisyMoment.unidentified`; the

@@ -275,7 +275,7 @@ def release_moment_sum(
     """Release (1/n) x an upper-triangle sum of w_i a_i a_i' with ||a_i|| <= ``bound``.
 
     The step :func:`release_second_moment` ends with, for sums reduced elsewhere (e.g. over a
-    Dask array's blocks, :mod:`dpfit.models._linear_moments`): the Gaussian mechanism on the
+    Dask array's blocks, :mod:`dpfit.algorithms._linear_moments`): the Gaussian mechanism on the
     k (k + 1) / 2 entries with :func:`second_moment_sensitivity` (rho-zCDP; the charge is at
     most ``rho`` exactly, :func:`dpfit.mechanisms.rho_within`), charged to ``ledger`` before
     the draw. The caller guarantees the bound (rows clipped to it, weights

@@ -1,6 +1,6 @@
 """The private whitener and the per-record sums behind every moment release of the default fits.
 
-The preconditioned linear default (src/dpfit/models/_linear_population.py) and the GLM default
+The preconditioned linear default (src/dpfit/algorithms/preconditioned_gd.py) and the GLM default
 (src/dpfit/algorithms/glm.py) both run gradient descent in coordinates whitened by a private
 second moment of the design, and release the bread and meat of their sandwich in those
 coordinates (docs/inference.md, "Why preconditioning, in two stages"). The steps they share

@@ -1,7 +1,7 @@
 """The steps shared by the two whitened population sandwiches of ``DPLinearRegression``.
 
-The DP-GD default (src/dpfit/models/_linear_population.py) and AdaSSP
-(src/dpfit/models/_adassp_population.py) build the sampling part of their population interval
+The DP-GD default (src/dpfit/algorithms/preconditioned_gd.py) and AdaSSP
+(src/dpfit/baselines/adassp_population.py) build the sampling part of their population interval
 the same way (docs/inference.md): whiten each row by P = Hp^-1/2, the inverse square root of a
 released X'X/n projected onto its noise floor (:func:`inverse_sqrt`); clip the whitened
 gradients P d_i e_i at a multiple of a private residual scale (:func:`release_mean`,
@@ -59,7 +59,7 @@ MEAT_DOF = 4.0
 #: warning, where everything is noisy (small n: the bread too, or AdaSSP's intervals): the
 #: Student-t quantile at those degrees of freedom widens the interval, and such fits cover
 #: (docs/inference.md, "Warning triage"). The DP-GD default warns instead where its bread
-#: identifies every direction (``dpfit.models._linear_doubts.HEAVY_TAILED_MEAT``).
+#: identifies every direction (``dpfit.algorithms._linear_doubts.HEAVY_TAILED_MEAT``).
 NOISY_MEAT = Doubt(
     "The released second moment of the clipped gradients (the sandwich's meat) is so noisy "
     "that some coefficient's sampling variance has fewer than 4 degrees of freedom (the "
@@ -95,7 +95,7 @@ def release_mean(
 
     Used for the residual scale q~ = (1/n) sum min(e_i^2, cap) behind the gradient clip and
     for AdaSSP's share of responses at the y bounds. The caller guarantees the terms' range
-    (the sum may come from a Dask reduction, :mod:`dpfit.models._linear_moments`). One
+    (the sum may come from a Dask reduction, :mod:`dpfit.algorithms._linear_moments`). One
     record's term moves the mean over the public n by at most cap / n under either relation
     (:func:`~dpfit.privacy.query_sensitivity`, ``"bounded-mean"``, with its float rounding
     allowance): Gaussian mechanism,

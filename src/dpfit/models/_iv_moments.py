@@ -48,8 +48,7 @@ from ..inference.population_iv import (
 )
 from ..inference.whitened import release_mean
 from ..mechanisms import NoiseSource, clip_rows, rho_within
-from ..privacy import PrivacyLedger
-from ._shares import split_rho
+from ..privacy import PrivacyLedger, split_rest
 
 __all__: list[str] = []
 
@@ -69,7 +68,7 @@ WEAK_F = 10.0
 
 def moment_shares(rho: float) -> dict[str, float]:
     """The fit's shares of rho: M~, Omega~ and the far-row count, exact sum at most rho."""
-    return split_rho(rho, {"omega": OMEGA_SHARE, "far": FAR_SHARE}, rest="moments")
+    return split_rest(rho, {"omega": OMEGA_SHARE, "far": FAR_SHARE}, rest="moments")
 
 
 def row_clip(k: int, row_bound: float | None) -> float:

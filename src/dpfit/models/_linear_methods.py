@@ -26,24 +26,24 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import dp_gd
+from ..algorithms._preconditioned_plan import (
+    DEFAULT_MOMENT_SHARE,
+    PRECONDITIONED_STEP_SIZE,
+    PRECONDITIONED_STEPS,
+    check_preconditioned_scales,
+)
 from ..algorithms.dp_gd import check_dp_gd_scales
+from ..algorithms.preconditioned_gd import preconditioned_gd
 from ..inference import interval_estimates
 from ..inference.intervals import DEFAULT_BURN_IN
 from ..inference.population import CovarianceEstimate
 from ..mechanisms import NoiseSource
 from ..mechanisms.plan import ReleasePlan
 from ..privacy import PrivacyLedger, Relation
-from ._adassp_population import ADASSP_LABEL, resolve_adassp, run_adassp
+from ._adassp_population import ADASSP_LABEL, adassp_plan, resolve_adassp, run_adassp
 from ._ambssgd_method import resolve_ambssgd, run_ambssgd
 from ._fit_checks import warn_few_records
 from ._linear_plan import linear_plan
-from ._linear_population import (
-    DEFAULT_MOMENT_SHARE,
-    PRECONDITIONED_STEP_SIZE,
-    PRECONDITIONED_STEPS,
-    check_preconditioned_scales,
-    run_preconditioned_gd,
-)
 from ._scaling import PublicScaling
 
 __all__ = ["LINEAR_METHODS", "LinearConfig", "LinearFit", "LinearMethod"]
@@ -187,7 +187,7 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
                 "clip is required for method='gd' (a public bound on the per-example gradient "
                 "norm |y_i - x_i.theta| * ||x_i||), unless both bounds and y_bounds are given"
             )
-        # preconditioned: None = from a private residual scale (_linear_population);
+        # preconditioned: None = from a private residual scale (preconditioned_gd);
         # otherwise |r'| <= 1 at theta = 0 and ||x'|| <= sqrt(p): no clipping at start
         clip = None if precondition else row_bound
     step_size = config.step_size
@@ -249,11 +249,17 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
     return settings
 
 
+#: The public settings the preconditioned fit's scale check and run share by name.
+_SCALE_KEYS = ("rho", "moment_share", "clip", "step_size", "steps", "n", "relation")
+
+
 def _check_gd_scales(settings: Mapping[str, Any], k: int) -> None:
     """Every release's scale checked before the fit charges anything (a fit run through the
     formula API or with a shared budget may have charged something before DP-GD's own check)."""
     if settings["precondition"]:
-        check_preconditioned_scales(settings, k)
+        check_preconditioned_scales(
+            k, **{key: settings[key] for key in _SCALE_KEYS}, target=settings["target"]
+        )
     else:
         check_dp_gd_scales(
             settings["clip"],
@@ -323,25 +329,35 @@ def _run_preconditioned(
     ledger: PrivacyLedger,
     source: NoiseSource,
 ) -> LinearFit:
-    out = run_preconditioned_gd(X, y, settings, ledger, source)  # NumPy or Dask
-    traj = out["trajectory"]
+    keys = ("runs", "interval", "m", "burn_in", "interval_variant")
+    traj = preconditioned_gd(  # NumPy or Dask
+        X,
+        y,
+        **{key: settings[key] for key in keys + _SCALE_KEYS if key != "n"},
+        row_bound=settings["row_bound"],
+        target=settings["target"],
+        terms=settings.get("terms"),
+        n_public=settings["n_public"],
+        ledger=ledger,
+        rng=source,
+    )
     public = _shown(settings, traj, extra=("moment_share", "target"))
-    public["clip"] = f"{out['clip']:.6g} (on whitened gradients |r_i| * ||P x_i||" + (
+    public["clip"] = f"{traj.clip:.6g} (on whitened gradients |r_i| * ||P x_i||" + (
         ")" if settings["clip"] is not None else
         "; 3 sqrt(k) x a private residual scale)" if settings["target"] == "huber" else
         "; 3 sqrt(k) x a private residual scale, grown with n so that clipping moves the "
         "estimate little: docs/inference.md)"
     )  # fmt: skip
     return LinearFit(
-        estimate=out["estimate"],
-        interval_estimates=out["estimates"],
+        estimate=traj.estimate,
+        interval_estimates=traj.estimates,
         interval_method=f"{_interval_text(settings)} {_TARGET}",
         settings=public,
         noise_backend=traj.noise_backend,
         seeded=traj.seeded,
-        notes=tuple(out["checks"]),
-        diagnostics={"fraction_clipped": out["clipped"]},
-        population=out["population"],
+        notes=traj.checks,
+        diagnostics={"fraction_clipped": traj.diagnostics["fraction_clipped"]},
+        population=traj.population,
         label="DP-GD (Brown et al. 2024, Alg. 1), preconditioned by a private X'X/n",
     )
 
@@ -374,7 +390,7 @@ LINEAR_METHODS: dict[str, LinearMethod] = {
     "gd": LinearMethod(
         "DP-GD (Brown et al. 2024, Alg. 1)", _warned(_resolve_gd), _run_gd, linear_plan
     ),
-    "adassp": LinearMethod(ADASSP_LABEL, _warned(resolve_adassp), _run_adassp),
+    "adassp": LinearMethod(ADASSP_LABEL, _warned(resolve_adassp), _run_adassp, adassp_plan),
     "ambssgd": LinearMethod(
         "DP-AMBSSGD (Varshney et al. 2022, Alg. 2), one pass",
         _warned(resolve_ambssgd),

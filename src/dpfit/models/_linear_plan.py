@@ -2,7 +2,7 @@
 
 :func:`linear_plan` lists, from the public settings of a fit (``_linear_methods.py``), every
 release DP-GD makes in the order it makes them, with the share of rho each gets
-(:func:`dpfit.models._linear_population.release_shares` for the preconditioned default), its
+(:func:`dpfit.algorithms._preconditioned_plan.release_shares` for the preconditioned default), its
 query and per-record bound and so its sensitivity and noise
 (:func:`dpfit.mechanisms.plan.planned_release`). Releases whose bound comes from earlier
 releases (the private clip, the meat's clip, the window of the gap) are "run time": their
@@ -16,11 +16,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..algorithms._preconditioned_plan import release_shares
 from ..algorithms.dp_gd import LABEL as GRADIENT_LABEL
 from ..inference.preconditioner import ROW_CLIP
 from ..mechanisms.plan import PlannedRelease, ReleasePlan, planned_release
 from ..privacy import Query, query_sensitivity
-from ._linear_population import release_shares
 
 __all__ = ["bounds_check_release", "linear_plan"]
 

@@ -26,7 +26,7 @@ theta = H~^-1 b~ with H~ = X'X~ / G de-spread and raised to one noise s.d.
 around the population coefficient: the cluster-robust sandwich (sampling, with the
 small-cluster correction of :func:`~dpfit.inference._cluster.cluster_correction`) plus the
 first-order law of the noise in X'X and X'y at theta (privacy), as for AdaSSP
-(:mod:`dpfit.models._adassp_population`). Everything after the releases is post-processing.
+(:mod:`dpfit.baselines.adassp_population`). Everything after the releases is post-processing.
 """
 
 from __future__ import annotations
@@ -49,11 +49,10 @@ from ..inference.identification import (
 from ..inference.population import CovarianceEstimate, NoisyMoment, sandwich, welch_dof
 from ..inference.whitened import NOISY_MEAT, inverse_sqrt, noisy_sandwich
 from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
-from ..privacy import PrivacyLedger, Query, Relation, query_sensitivity
+from ..privacy import PrivacyLedger, Query, Relation, query_sensitivity, split_rest
 from ..privacy.unit_level import PrivacyUnit
 from ._linear_methods import LinearFit
 from ._panel import bound_units, within
-from ._shares import split_rho
 
 __all__ = ["UNIT_LABEL", "resolve_units", "run_units"]
 
@@ -133,7 +132,7 @@ def run_units(
         D, y = within(D, y, codes, kept.n_units)
     D, y = bound_units(D, y, codes, kept.n_units, max_rows=K, x_bound=B)
     parts = {**SHARES, "count": COUNT_SHARE} if add_remove else dict(SHARES)
-    rhos = split_rho(settings["rho"], parts, rest="meat")
+    rhos = split_rest(settings["rho"], parts, rest="meat")
     common = {"ledger": ledger, "rng": source}
     units = n
     if add_remove:

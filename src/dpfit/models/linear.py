@@ -17,6 +17,7 @@ from sklearn.utils.validation import validate_data
 
 from .._floats import quiet_floats
 from .._validation import check_positive
+from ..algorithms._preconditioned_plan import LINEAR_TARGETS
 from ..distributed import map_rows
 from ..inference import CONSTRUCTIONS, VARIANTS
 from ..mechanisms import make_noise_source
@@ -36,7 +37,6 @@ from ._constraints import (
 )
 from ._dask import fit_data, frame_columns, response_name
 from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit
-from ._linear_population import LINEAR_TARGETS
 from ._linear_result import PreparedFit, linear_result
 from ._refits import note_fit
 from ._release import ReleasedLinearModel

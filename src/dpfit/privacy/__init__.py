@@ -33,7 +33,7 @@ from .queries import (
     sum_sensitivity,
 )
 from .relations import Relation, parse_relation, public_n
-from .shares import split
+from .shares import portions, split, split_rest
 from .statement import format_rho, privacy_statement
 from .store import StoredBudget, open_budget
 from .unit_level import PrivacyUnit
@@ -69,11 +69,13 @@ __all__ = [
     "mean_sensitivity",
     "open_budget",
     "parse_relation",
+    "portions",
     "privacy_filter",
     "privacy_statement",
     "public_n",
     "query_sensitivity",
     "split",
+    "split_rest",
     "subsampled_gaussian_epsilon",
     "subsampled_gaussian_noise_multiplier",
     "sum_sensitivity",

@@ -2,7 +2,7 @@
 
 :func:`released_gap` makes the two releases behind the gap between the clipped fit and least
 squares (:mod:`dpfit.inference.clipping_bias`); :func:`linear_doubts` turns the releases of
-:func:`~dpfit.models._linear_population.run_preconditioned_gd` into the reasons its one
+:func:`~dpfit.algorithms.preconditioned_gd.preconditioned_gd` into the reasons its one
 ``CoverageWarning`` gives (:mod:`dpfit.inference.doubts`). Both are used by that fit only;
 they live here to keep its module about the releases themselves.
 """

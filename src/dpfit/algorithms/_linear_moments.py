@@ -1,6 +1,6 @@
 """The sums behind the preconditioned fit's releases, one code path for NumPy and Dask.
 
-Every release of :func:`~dpfit.models._linear_population.run_preconditioned_gd` apart from
+Every release of :func:`~dpfit.algorithms.preconditioned_gd.preconditioned_gd` apart from
 the DP-GD steps is a sum over records of a per-record quantity computed from public
 arguments (the bounds, the released preconditioner P, the released estimate, the clip):
 
@@ -35,11 +35,12 @@ __all__ = ["excess_sums", "gram_sums", "residual_scale_sum", "sandwich_sums"]
 
 def gram_sums(D: np.ndarray, y: np.ndarray, bound: float) -> np.ndarray:
     """[upper(sum clip_B(d_i) clip_B(d_i)'), sum_i clip_B(d_i) y_i] over the rows of a block
-    (the rows clipped with :func:`dpfit.mechanisms.clip_rows`' margin, so that the bound the
-    releases' sensitivities assume holds for the computed rows too)."""
+    (the rows clipped with :func:`dpfit.mechanisms.clip_rows`' margin, and y to [-1, 1], so
+    that the bounds the releases' sensitivities assume hold for the computed rows too; the
+    estimator's rescaled response is already within them)."""
     with np.errstate(all="ignore"):
         rows = clip_rows(D, bound)
-        return np.concatenate([upper_gram(rows), rows.T @ y])
+        return np.concatenate([upper_gram(rows), rows.T @ np.clip(y, -1.0, 1.0)])
 
 
 def residual_scale_sum(D: np.ndarray, y: np.ndarray, pilot: np.ndarray) -> np.ndarray:

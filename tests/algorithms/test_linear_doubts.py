@@ -1,4 +1,4 @@
-"""What each reason of the DP-GD default's checks forecasts (:mod:`dpfit.models._linear_doubts`).
+"""What each reason of the DP-GD default's checks forecasts (dpfit.algorithms._linear_doubts).
 
 Post-processing of releases, so the releases are built by hand: a whitened bread that
 identifies every direction or not, and a meat whose noise leaves fewer than four degrees of
@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from dpfit.algorithms._linear_doubts import HEAVY_TAILED_MEAT, Terms, linear_doubts
 from dpfit.inference.doubts import COVERAGE, IDENTIFICATION, NOTE
 from dpfit.inference.population import NoisyMoment
 from dpfit.inference.whitened import NOISY_MEAT, NoisySandwich
-from dpfit.models._linear_doubts import HEAVY_TAILED_MEAT, Terms, linear_doubts
 
 K = 4
 NAMES = ["Intercept", "a", "b", "c"]
