@@ -18,6 +18,7 @@ from .registry import Claim, ClaimResult
 __all__ = [
     "BAND",
     "SILENT_COVERAGE",
+    "cell_coverage",
     "clustered_coverage",
     "coefficient_rows",
     "in_band",
@@ -58,6 +59,26 @@ def clustered_coverage(rows: pd.DataFrame) -> tuple[float, float, int]:
 def in_band(coverage: float, se: float) -> bool:
     """``coverage`` within 2 s.e. of :data:`BAND`."""
     return BAND[0] - 2 * se <= coverage <= BAND[1] + 2 * se
+
+
+def cell_coverage(table: pd.DataFrame, size: str, label: str) -> ClaimResult:
+    """The claim over a per-cell ``table`` (columns design, rho, warned, silent_coverage, mc_se
+    and the cell's size column ``size``, shown as ``label``): every cell warns in more than
+    half its fits or its silent fits cover within 2 s.e. of :data:`BAND`."""
+    bad = table[
+        (table["warned"] <= 0.5)
+        & ~table.apply(lambda r: in_band(r["silent_coverage"], r["mc_se"]), axis=1)
+    ]
+    detail = ", ".join(
+        f"{r['design']} {label}={r[size]} rho={r['rho']:g}: "
+        f"{r['silent_coverage']:.3f} +/- {r['mc_se']:.3f}"
+        for _, r in bad.iterrows()
+    )
+    numbers = {"cells": float(len(table)), "failing": float(len(bad))}
+    numbers["warned cells"] = float((table["warned"] > 0.5).sum())
+    return ClaimResult(
+        passed=bad.empty and len(table) > 0, numbers=numbers, detail=detail or "none failing"
+    )
 
 
 def silent_coverage(results: pd.DataFrame) -> ClaimResult:

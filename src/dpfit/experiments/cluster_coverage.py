@@ -39,7 +39,12 @@ from ..exceptions import (
     SideConditionWarning,
 )
 from ..models import DPLinearRegression, ols
-from ._silent_coverage import clustered_coverage, coefficient_rows, in_band, silent_coverage
+from ._silent_coverage import (
+    cell_coverage,
+    clustered_coverage,
+    coefficient_rows,
+    silent_coverage,
+)
 from .registry import Claim, ClaimResult, Experiment, register
 
 __all__ = ["EXPERIMENT", "cell_table", "panel_sample"]
@@ -147,21 +152,7 @@ def _keyed(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cell_coverage(results: pd.DataFrame) -> ClaimResult:
-    """Every cell warns in more than half its fits or covers within the band (silent fits)."""
-    table = cell_table(results)
-    bad = table[
-        (table["warned"] <= 0.5)
-        & ~table.apply(lambda r: in_band(r["silent_coverage"], r["mc_se"]), axis=1)
-    ]
-    detail = ", ".join(
-        f"{r.design} G={r.n_units} rho={r.rho:g}: {r.silent_coverage:.3f} +/- {r.mc_se:.3f}"
-        for r in bad.itertuples()
-    )
-    numbers = {"cells": float(len(table)), "failing": float(len(bad))}
-    numbers["warned cells"] = float((table["warned"] > 0.5).sum())
-    return ClaimResult(
-        passed=bad.empty and len(table) > 0, numbers=numbers, detail=detail or "none failing"
-    )
+    return cell_coverage(cell_table(results), "n_units", "G")
 
 
 def _silent(results: pd.DataFrame) -> ClaimResult:
