@@ -87,7 +87,11 @@ class PlanCharge:
         ledger = self._ledger
         if self._index is None:  # the first release: the whole plan, before its draw
             ledger._record(composed)
-            self._index = len(ledger._entries) - 1
+            with ledger._lock:  # by identity: another thread may have appended since
+                entries = ledger._entries
+                self._index = next(
+                    i for i in reversed(range(len(entries))) if entries[i] is composed
+                )
         ledger._owned()
         with ledger._lock:
             change = entry.rho_units - planned.rho_units
