@@ -32,7 +32,9 @@ from ._constraints import (
     integer,
     one_of,
     optional,
+    require_y,
     rho_check,
+    store_params,
     validated,
 )
 from ._dask import fit_data, frame_columns, response_name
@@ -238,27 +240,7 @@ default="batched-means"
         max_rows_per_unit: int | None = None,
         entity_effects: bool = False,
     ) -> None:
-        self.rho = rho
-        self.method = method
-        self.clip = clip
-        self.steps = steps
-        self.step_size = step_size
-        self.fit_intercept = fit_intercept
-        self.interval = interval
-        self.m = m
-        self.burn_in = burn_in
-        self.interval_variant = interval_variant
-        self.bounds = bounds
-        self.y_bounds = y_bounds
-        self.relation = relation
-        self.n_public = n_public
-        self.random_state = random_state
-        self.secure = secure
-        self.precondition = precondition
-        self.moment_share = moment_share
-        self.target = target
-        self.max_rows_per_unit = max_rows_per_unit
-        self.entity_effects = entity_effects
+        store_params(self, locals())
 
     def _config(self, *, warn_large_rho: bool = True) -> LinearConfig:
         """Validate every scalar parameter (constraint table) into a frozen config.
@@ -341,10 +323,7 @@ default="batched-means"
         checked, the public rescaling, the method and its settings (which warn about too
         few records per coefficient); ``groups``: a privacy unit's labels (:meth:`fit`)."""
         source = make_noise_source(self.random_state, secure=config.secure, name="random_state")
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
+        require_y(self, y)
         X_arr, y_arr, n = fit_data(
             X, y, method=config.method, n_public=config.n_public, relation=config.relation
         )
