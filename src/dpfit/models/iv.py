@@ -41,7 +41,12 @@ from ..privacy import Budget, PrivacyLedger, Relation
 from ..privacy.ledger import prepare_ledger
 from ._constraints import check_bounds_check, check_budget, require_y, store_params
 from ._design import complete_bounds, take_null_records
-from ._fit_checks import DEFAULT_BOUNDS_CHECK, checked_iv_fit, warn_few_records
+from ._fit_checks import (
+    DEFAULT_BOUNDS_CHECK,
+    checked_iv_fit,
+    reservation,
+    warn_few_records,
+)
 from ._formula_errors import formula_errors
 from ._iv_columns import NO_INSTRUMENTS, column_names, iv_bounds
 from ._iv_config import EXPERIMENTAL_INTERVALS as EXPERIMENTAL_INTERVALS  # public names
@@ -279,15 +284,15 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
             check_interval(cfg, settings, p1)  # before any charge
             check_two_stage_scales(cfg, settings, n)
         # Checked now; the default's plan (noisy-moment 2SLS) is then spent at its first
-        # release, as one entry, and a fit that fails part-way keeps only what it drew.
+        # release, as one entry (a stored budget: one reservation), and a fit that fails
+        # part-way keeps only what it drew.
         ledger = prepare_ledger(
             PrivacyLedger(budget=budget), Relation.REPLACE_ONE, cfg.rho, name="DPIVRegression"
         )
-        plan = None
-        if cfg.method == "moments":
-            plan = iv_plan(cfg, n=n, columns=len(columns), bounded=bounds is not None,
-                           label=type(self).__name__)  # fmt: skip
-        with nullcontext() if plan is None else charge_plan(plan, ledger):
+        plan = iv_plan(cfg, n=n, columns=len(columns), bounded=bounds is not None,
+                       label=type(self).__name__) if cfg.method == "moments" else None  # fmt: skip
+        charged = nullcontext() if plan is None else charge_plan(plan, ledger)
+        with reservation(budget, cfg.rho, type(self).__name__), charged:
             values = {
                 **dict(zip(x_names, X_arr.T, strict=True)),
                 **dict(zip(z_names, Z_arr.T, strict=True)),

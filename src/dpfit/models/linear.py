@@ -38,6 +38,7 @@ from ._constraints import (
     validated,
 )
 from ._dask import fit_data, frame_columns, response_name
+from ._fit_checks import reservation
 from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit
 from ._linear_result import PreparedFit, linear_result
 from ._refits import note_fit
@@ -299,19 +300,16 @@ default="batched-means"
         warn_fitted_upstream(self)
         prepared = self._prepare(X, y, config, groups)
         # Checked now, before anything is drawn; the ledger then spends from the budget what
-        # it charges (one composed entry for a planned method), so a fit that fails part-way
-        # keeps only what it drew.
-        ledger = prepare_ledger(
-            PrivacyLedger(
-                relation=config.relation, budget=budget, unit=prepared.settings.get("unit")
-            ),
-            config.relation,
-            config.rho,
-            name=type(self).__name__,
-        )
-        plan = self._plan(prepared)
-        with nullcontext() if plan is None else charge_plan(plan, ledger):
-            fit = self._run(prepared, ledger)
+        # it charges (one composed entry for a planned method; a stored budget reserves the
+        # fit as one transaction), so a fit that fails part-way keeps only what it drew.
+        name = type(self).__name__
+        with reservation(budget, config.rho, name):
+            unit = prepared.settings.get("unit")
+            ledger = PrivacyLedger(relation=config.relation, budget=budget, unit=unit)
+            ledger = prepare_ledger(ledger, config.relation, config.rho, name=name)
+            plan = self._plan(prepared)
+            with nullcontext() if plan is None else charge_plan(plan, ledger):
+                fit = self._run(prepared, ledger)
         self._keep(self._result(prepared, fit, ledger), prepared.scaling.fit_intercept)
         note_fit(  # tuning spends privacy
             type(self).__name__, config.rho, X, y, n=prepared.n_data, budget=budget
