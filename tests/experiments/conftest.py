@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -46,3 +47,32 @@ def catalog_names():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
     )
     return json.loads(done.stdout)
+
+
+def study_claim(study: str, name: str):
+    """The claim ``name`` of the registered experiment ``study``."""
+    from dpfit.experiments import get
+
+    (claim,) = [c for c in get(study).claims if c.name == name]
+    return claim
+
+
+def coverage_trials(cells, coverage, *, seed, warned=0.0, reps=40, k=4, width=1.1, row=None):
+    """A table of ``reps`` made-up trials per cell of a coverage study, for its negative
+    controls: each of the k intervals covers with probability ``coverage`` and has width
+    ``width``, a fit warned with probability ``warned``, and (with ``row``) the row-level
+    control interval of a clustered study covers with probability ``row``."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for cell in cells:
+        for _ in range(reps):
+            covers = rng.random(k) < coverage
+            out = {**cell, "warned": float(rng.random() < warned), "k": float(k)}
+            out.update({f"covers_{j}": float(c) for j, c in enumerate(covers)})
+            out.update({f"width_{j}": width for j in range(k)})
+            if row is not None:
+                out["row_covers_slope"] = float(rng.random() < row)
+            rows.append(out)
+    return pd.DataFrame(rows)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
+from functools import partial
+
 import pandas as pd
 import pytest
 
@@ -10,12 +11,12 @@ from dpfit.experiments import get, run
 from dpfit.experiments.cluster_coverage import cell_table, panel_sample
 from dpfit.experiments.verdicts import evaluate_claims
 
+from .conftest import coverage_trials, study_claim
+
 NAME = "cluster-coverage"
 
 
-def _claim(name):
-    (claim,) = [c for c in get(NAME).claims if c.name == name]
-    return claim
+_claim = partial(study_claim, NAME)
 
 
 def test_panels_have_the_declared_sizes_and_correlation():
@@ -39,18 +40,8 @@ def test_smoke_trial_reports_every_coefficient_and_the_row_level_control():
         assert metrics[f"covers_{j}"] in (0.0, 1.0) and metrics[f"width_{j}"] > 0
 
 
-def _table(cells, coverage, warned=0.0, reps=40, k=2, row=0.95):
-    rng = np.random.default_rng(29)
-    rows = []
-    for cell in cells:
-        for _ in range(reps):
-            covers = rng.random(k) < coverage
-            out = {**cell, "warned": float(rng.random() < warned), "k": float(k)}
-            out.update({f"covers_{j}": float(c) for j, c in enumerate(covers)})
-            out.update({f"width_{j}": 1.5 for j in range(k)})
-            out["row_covers_slope"] = float(rng.random() < row)
-            rows.append(out)
-    return pd.DataFrame(rows)
+#: Made-up trials for the negative controls.
+_table = partial(coverage_trials, seed=29, k=2, width=1.5, row=0.95)
 
 
 CELLS = [

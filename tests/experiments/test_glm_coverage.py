@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,12 +15,12 @@ from dpfit.experiments._glm_populations import GLM_POPULATIONS, SIMULATED_GLM, g
 from dpfit.experiments.glm_coverage import cell_table, glm_kinds
 from dpfit.experiments.verdicts import evaluate_claims
 
+from .conftest import coverage_trials, study_claim
+
 NAME = "glm-coverage"
 
 
-def _claim(name):
-    (claim,) = [c for c in get(NAME).claims if c.name == name]
-    return claim
+_claim = partial(study_claim, NAME)
 
 
 @pytest.mark.parametrize(
@@ -78,18 +80,8 @@ def test_smoke_trial_reports_every_coefficient():
         assert metrics[f"covers_{j}"] in (0.0, 1.0) and metrics[f"width_{j}"] > 0
 
 
-def _table(cells, coverage, warned=0.0, reps=40, k=4, width=1.1):
-    """Trials of ``cells`` whose k intervals each cover with probability ``coverage``."""
-    rng = np.random.default_rng(28)
-    rows = []
-    for cell in cells:
-        for _ in range(reps):
-            covers = rng.random(k) < coverage
-            row = {**cell, "warned": float(rng.random() < warned), "k": float(k)}
-            row.update({f"covers_{j}": float(c) for j, c in enumerate(covers)})
-            row.update({f"width_{j}": width for j in range(k)})
-            rows.append(row)
-    return pd.DataFrame(rows)
+#: Made-up trials for the negative controls.
+_table = partial(coverage_trials, seed=28)
 
 
 CELLS = [{"design": d, "n": 20000, "rho": 0.5} for d in SIMULATED_GLM]

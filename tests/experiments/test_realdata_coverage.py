@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
-import pandas as pd
 import pytest
 
 from dpfit.experiments import get, run
@@ -12,12 +13,12 @@ from dpfit.experiments.realdata_coverage import REAL_FILES, warning_kinds
 from dpfit.experiments.realdata_tables import calibration_table, markdown
 from dpfit.experiments.verdicts import evaluate_claims
 
+from .conftest import coverage_trials, study_claim
+
 NAME = "realdata-coverage"
 
 
-def _claim(name):
-    (claim,) = [c for c in get(NAME).claims if c.name == name]
-    return claim
+_claim = partial(study_claim, NAME)
 
 
 @pytest.mark.parametrize("name", POPULATIONS)
@@ -68,18 +69,8 @@ def test_smoke_trial_reports_every_coefficient(design):
     assert metrics["warned"] in (0.0, 1.0)
 
 
-def _table(cells: list[dict], coverage: float, warned: float = 0.0, reps: int = 40, k: int = 4):
-    """Trials of ``cells`` whose k intervals each cover with probability ``coverage``."""
-    rng = np.random.default_rng(26)
-    rows = []
-    for cell in cells:
-        for _ in range(reps):
-            covers = rng.random(k) < coverage
-            row = {**cell, "warned": float(rng.random() < warned), "k": float(k)}
-            row.update({f"covers_{j}": float(c) for j, c in enumerate(covers)})
-            row.update({f"width_{j}": 1.1 for j in range(k)})
-            rows.append(row)
-    return pd.DataFrame(rows)
+#: Made-up trials for the negative controls.
+_table = partial(coverage_trials, seed=26)
 
 
 SCALE_CELLS = [{"design": d, "n": 20000, "rho": 1.0} for d in REAL_FILES]

@@ -155,3 +155,30 @@ def test_the_iv_dry_run_shows_what_the_fit_charges(iv_frame, formula, kw):
 def test_the_iv_dry_run_of_a_method_without_a_plan_says_so(iv_frame):
     with pytest.raises(ValueError, match="has no release plan yet"):
         dpfit.iv("y ~ w + [x ~ z]", iv_frame(500), rho=1.0, method="2s-gd", dry_run=True)
+
+
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject
+@pytest.mark.parametrize("estimator", ["linear", "iv"])
+def test_an_estimator_fit_on_a_stored_budget_is_one_reservation_with_its_releases(
+    tmp_path, frame, iv_frame, estimator
+):
+    # fit(budget=stored) used to write each planned release as its own "direct spend" row
+    # (and a reserved share's exchange as a "the fit failed" refund): now one row, as ols
+    store = dpfit.Budget.open(tmp_path / "b.db", dataset="d", rho=2.0)
+    if estimator == "linear":
+        model = dpfit.DPLinearRegression(rho=0.5, bounds=[BOUNDS["x"], BOUNDS["w"]],
+                                         y_bounds=Y_BOUNDS, random_state=1)  # fmt: skip
+        model.fit(frame[["x", "w"]].to_numpy(), frame["y"].to_numpy(), budget=store)
+        name = "DPLinearRegression"
+    else:
+        data = iv_frame(2000)
+        model = dpfit.DPIVRegression(rho=0.5, bounds={"x0": (-8, 11), "z0": (0, 1)},
+                                     y_bounds=(-10, 14), random_state=0)  # fmt: skip
+        model.fit(data[["x"]].to_numpy(), data["y"].to_numpy(), Z=data[["z"]].to_numpy(),
+                  budget=store)  # fmt: skip
+        name = "DPIVRegression"
+    rows = [c for c in store.history() if c.rho > 0]
+    assert [c.mechanism for c in rows] == [name]
+    released = [label for label, _count, _rho in rows[0].releases]
+    assert released == [e.label for e in model.privacy_.releases]
+    assert store.spent == pytest.approx(model.privacy_.rho, rel=1e-12)

@@ -42,6 +42,21 @@ def test_overspend_is_atomic():
     assert isinstance(BudgetExceededError("x"), ValueError)
 
 
+def test_what_remains_can_be_spent_exactly():
+    # remaining used to be total - spent in floats, an ulp above what is exactly left in
+    # about half of these sequences, so spend(remaining) was refused
+    gen = np.random.default_rng(0)  # the amounts spent, not privacy noise
+    for _ in range(300):
+        b = Budget(rho=1.0)
+        for amount in gen.uniform(0.001, 0.1, 5):
+            b.spend(float(amount))
+        left = b.remaining
+        assert b.can_afford(left)
+        b.spend(left)
+        assert 0.0 <= b.remaining < 1e-15
+        assert exact_units(b.spent) <= exact_units(1.0)
+
+
 def test_the_limit_is_exact_and_shares_come_from_split():
     # 0.1 + 0.1 + 0.1 > 0.3 exactly (reliability pitfall P10): the third charge is refused;
     # split(0.3, 3) gives shares whose exact sum is at most 0.3, and all three fit.

@@ -189,3 +189,54 @@ def test_a_failed_spend_of_a_drawn_reserved_release_returns_its_share_once(monke
             releases.release(np.zeros(2))
     assert len(rec) == 1  # only the first release was drawn
     assert budget.spent == ledger.rho == pytest.approx(a.rho, rel=1e-12)  # what was drawn, once
+
+
+def test_a_plan_belongs_to_its_thread_and_other_threads_charge_as_usual():
+    # a plan used to belong to the ledger: while one was open, another thread's release was
+    # refused as "not the next release of the plan", and a second plan as "do not nest"
+    import threading
+
+    budget = dpfit.Budget(rho=3.0)
+    ledger = PrivacyLedger(budget=budget)
+    opened, other_done = threading.Event(), threading.Event()
+    errors = []
+
+    def planned(seed: int, wait: bool) -> None:
+        try:
+            plan = _plan()
+            with charge_plan(plan, ledger):
+                if wait:  # hold the plan open, half drawn, while the others run
+                    a = plan.release("a")
+                    gaussian(np.zeros(2), sensitivity=a.sensitivity, noise_std=a.noise_std,
+                             ledger=ledger, rng=make_noise_source(seed), label=a.label)  # fmt: skip
+                    opened.set()
+                    assert other_done.wait(30)
+                    b, c = plan.bound("b", 2.0), plan.release("c")
+                    with gaussian_releases(count=4, sensitivity=b.sensitivity,
+                                           noise_std=b.noise_std, ledger=ledger,
+                                           rng=make_noise_source(seed),
+                                           label=b.label) as releases:  # fmt: skip
+                        for _ in range(4):
+                            releases.release(np.zeros(2))
+                    gaussian(np.zeros(1), sensitivity=c.sensitivity, noise_std=c.noise_std,
+                             ledger=ledger, rng=make_noise_source(seed), label=c.label)  # fmt: skip
+                else:
+                    _draw(plan, ledger, make_noise_source(seed))
+        except BaseException as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=planned, args=(0, True))
+    first.start()
+    assert opened.wait(30)
+    gaussian(np.zeros(1), sensitivity=1.0, noise_std=10.0, ledger=ledger,
+             rng=make_noise_source(1), label="other")  # fmt: skip
+    second = threading.Thread(target=planned, args=(2, False))
+    second.start()
+    second.join(30)
+    other_done.set()
+    first.join(30)
+    assert errors == []
+    labels = [e.label for e in ledger.entries]
+    assert sorted(labels) == ["other", "test", "test"]
+    assert [e.label for e in ledger.releases].count("t/b") == 2
+    assert budget.spent == ledger.rho <= 3.0

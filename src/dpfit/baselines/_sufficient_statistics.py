@@ -16,13 +16,32 @@ eigensolver), from :func:`dpfit.privacy.query_sensitivity`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive
-from ..mechanisms import NoiseSource, check_public_scale, clip_rows, gaussian, release_peaks
-from ..privacy import PrivacyLedger, Query, Relation, query_sensitivity
+from .._validation import check_positive, check_X_y
+from ..mechanisms import (
+    NoiseSource,
+    check_public_scale,
+    clip_rows,
+    gaussian,
+    make_noise_source,
+    noise_std_for_rho,
+    release_peaks,
+    rho_within,
+)
+from ..privacy import (
+    PrivacyLedger,
+    Query,
+    Relation,
+    parse_relation,
+    public_n,
+    query_sensitivity,
+    split,
+)
+from ..privacy.ledger import prepare_ledger
 
 __all__: list[str] = []
 
@@ -121,3 +140,51 @@ def solve_ridge(gram: np.ndarray, xty: np.ndarray, ridge: float) -> np.ndarray:
         return np.linalg.solve(A, xty)
     except np.linalg.LinAlgError:
         return np.linalg.lstsq(A, xty, rcond=None)[0]
+
+
+@dataclass(frozen=True)
+class StatisticsRun:
+    """A checked sufficient-statistics fit before its releases: the data, its ledger and
+    noise source, the public n, and each release's sensitivity and noise std."""
+
+    X: np.ndarray
+    y: np.ndarray
+    relation: Relation
+    ledger: PrivacyLedger
+    source: NoiseSource
+    n: int
+    sens: dict[str, float]
+    stds: dict[str, float]
+
+
+def prepare_statistics(
+    X: Any,
+    y: Any,
+    *,
+    rho: float,
+    x_bound: float,
+    y_bound: float,
+    relation: Relation | str,
+    n_public: int | None,
+    ledger: PrivacyLedger | None,
+    rng: Any,
+    name: str,
+    releases: tuple[str, ...],
+) -> StatisticsRun:
+    """The steps every sufficient-statistics fit takes before its releases (``rho`` and the
+    bounds already checked): the ledger, the data, the public n, the scale check and the
+    noise of ``releases`` (keys of :func:`sensitivities`), each charged an equal exact share
+    of ``rho`` (:func:`dpfit.privacy.split`)."""
+    relation = parse_relation(relation)
+    ledger = prepare_ledger(ledger, relation, rho, name=name)
+    source = make_noise_source(rng)
+    X, y = check_X_y(X, y)
+    n = public_n(X.shape[0], n_public, relation)
+    k = len(releases)
+    check_scales(x_bound, y_bound, relation, n=n, p=X.shape[1], rho=rho / float(k))
+    sens = sensitivities(x_bound, y_bound, relation, n=n, p=X.shape[1])
+    share = split(rho, k)[0]  # k releases whose exact charges sum to at most rho
+    stds = {key: noise_std_for_rho(sens[key], rho_within(sens[key], share)) for key in releases}
+    return StatisticsRun(
+        X=X, y=y, relation=relation, ledger=ledger, source=source, n=n, sens=sens, stds=stds
+    )

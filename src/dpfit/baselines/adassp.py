@@ -32,20 +32,16 @@ from .._floats import quiet_floats
 from .._validation import check_delta, check_real, check_rho, check_X_y, user_stacklevel
 from ..algorithms.trajectory import Trajectory
 from ..exceptions import NonPrivateWarning
-from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho, rho_within
+from ..mechanisms import NoiseSource, gaussian, make_noise_source
 from ..privacy import (
     PrivacyLedger,
     Relation,
     bun_steinke_epsilon,
-    parse_relation,
-    public_n,
-    split,
 )
-from ..privacy.ledger import prepare_ledger
 from ._sufficient_statistics import (
     check_bound,
-    check_scales,
     clip_to_bounds,
+    prepare_statistics,
     release_gram,
     sensitivities,
     solve_ridge,
@@ -184,28 +180,24 @@ def adassp(
     x_bound = check_bound(x_bound, "x_bound")
     y_bound = check_bound(y_bound, "y_bound")
     failure_prob = _check_failure_prob(failure_prob)
-    relation = parse_relation(relation)
-    ledger = prepare_ledger(ledger, relation, rho, name="adassp")
-    source = make_noise_source(rng)
-    X, y = check_X_y(X, y)
-    n = public_n(X.shape[0], n_public, relation)
-    check_scales(x_bound, y_bound, relation, n=n, p=X.shape[1], rho=rho / 3.0)
-    sens = sensitivities(x_bound, y_bound, relation, n=n, p=X.shape[1])
-    third = split(rho, 3)[0]  # three releases whose exact charges sum to at most rho
-    stds = {key: noise_std_for_rho(s, rho_within(s, third)) for key, s in sens.items()}
-    shift = stds["lambda_min"] * math.sqrt(2.0 * math.log(3.0 / failure_prob))
+    run = prepare_statistics(
+        X, y, rho=rho, x_bound=x_bound, y_bound=y_bound, relation=relation,
+        n_public=n_public, ledger=ledger, rng=rng, name="adassp",
+        releases=("xtx", "xty", "lambda_min"),
+    )  # fmt: skip
+    shift = run.stds["lambda_min"] * math.sqrt(2.0 * math.log(3.0 / failure_prob))
     return _adassp(
-        X,
-        y,
+        run.X,
+        run.y,
         x_bound=x_bound,
         y_bound=y_bound,
-        stds=stds,
+        stds=run.stds,
         shift=shift,
         failure_prob=failure_prob,
-        ledger=ledger,
-        source=source,
+        ledger=run.ledger,
+        source=run.source,
         config={"rho": rho, "calibration": "zcdp", "private": True},
-        n=n,
+        n=run.n,
     )
 
 

@@ -11,17 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from .._floats import quiet_floats
-from .._validation import check_real, check_rho, check_X_y
+from .._validation import check_real, check_rho
 from ..algorithms.trajectory import Trajectory
-from ..mechanisms import gaussian, make_noise_source, noise_std_for_rho, rho_within
-from ..privacy import PrivacyLedger, Relation, parse_relation, public_n, split
-from ..privacy.ledger import prepare_ledger
+from ..mechanisms import gaussian
+from ..privacy import PrivacyLedger, Relation
 from ._sufficient_statistics import (
     check_bound,
-    check_scales,
     clip_to_bounds,
+    prepare_statistics,
     release_gram,
-    sensitivities,
     solve_ridge,
 )
 
@@ -89,17 +87,14 @@ def ssp(
     x_bound = check_bound(x_bound, "x_bound")
     y_bound = check_bound(y_bound, "y_bound")
     ridge = check_real(ridge, "ridge", low=0.0, low_open=False)
-    relation = parse_relation(relation)
-    ledger = prepare_ledger(ledger, relation, rho, name="ssp")
-    source = make_noise_source(rng)
-    X, y = check_X_y(X, y)
-    n = public_n(X.shape[0], n_public, relation)
-    check_scales(x_bound, y_bound, relation, n=n, p=X.shape[1], rho=rho / 2.0)
-    sens = sensitivities(x_bound, y_bound, relation, n=n, p=X.shape[1])
-    half = split(rho, 2)[0]  # two releases whose exact charges sum to at most rho
-    stds = {k: noise_std_for_rho(sens[k], rho_within(sens[k], half)) for k in ("xtx", "xty")}
+    run = prepare_statistics(
+        X, y, rho=rho, x_bound=x_bound, y_bound=y_bound, relation=relation,
+        n_public=n_public, ledger=ledger, rng=rng, name="ssp", releases=("xtx", "xty"),
+    )  # fmt: skip
+    X, relation, ledger, source, n = run.X, run.relation, run.ledger, run.source, run.n
+    sens, stds = run.sens, run.stds
 
-    Xc, yc, counts = clip_to_bounds(X, y, x_bound, y_bound)
+    Xc, yc, counts = clip_to_bounds(X, run.y, x_bound, y_bound)
     common = {"ledger": ledger, "rng": source}
     gram = release_gram(
         Xc.T @ Xc, sensitivity=sens["xtx"], noise_std=stds["xtx"], label="ssp/xtx", **common

@@ -14,6 +14,8 @@ from typing import Any
 
 __all__ = [
     "StoreOnce",
+    "add_bounds_options",
+    "add_fit_parser",
     "add_reading_options",
     "add_release_options",
     "budget_from_store",
@@ -92,6 +94,42 @@ def named_pair(text: str) -> tuple[str, tuple[float, float]]:
         return name.strip(), pair(rest)
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"{name.strip()}: {exc}") from None
+
+
+def add_fit_parser(
+    sub: argparse._SubParsersAction, name: str, *, help: str, description: str, epilog: str,
+    formula_help: str,
+) -> argparse.ArgumentParser:
+    """A fitting subcommand's parser with its positional DATA, ``--formula`` and ``--rho``."""
+    p = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("data", metavar="DATA", help="CSV/parquet path or bundled dataset name")
+    p.add_argument("--formula", required=True, help=formula_help)
+    p.add_argument("--rho", type=float, required=True, help="zCDP budget of the fit")
+    return p
+
+
+def add_bounds_options(
+    p: argparse.ArgumentParser, *, metavar: str, bound_help: str, y_help: str
+) -> None:
+    """The public bounds of a fit: ``--bound`` (repeated), ``--y-bounds`` and the share of
+    rho that counts the records outside them, ``--bounds-check``."""
+    p.add_argument(
+        "--bound", type=named_pair, action="append", metavar=metavar, help=bound_help
+    )
+    p.add_argument("--y-bounds", type=pair, metavar="LOW,HIGH", help=y_help)
+    p.add_argument(
+        "--bounds-check",
+        type=float,
+        default=0.02,
+        metavar="SHARE",
+        help="share of rho spent counting records outside the bounds (default 0.02; 0: off)",
+    )
 
 
 def add_reading_options(p: argparse.ArgumentParser) -> None:

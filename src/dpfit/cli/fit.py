@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 from ._args import (
+    add_bounds_options,
+    add_fit_parser,
     add_release_options,
     check_release_options,
     examples,
@@ -43,7 +45,8 @@ EXAMPLES = examples(
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
+    p = add_fit_parser(
+        sub,
         name,
         help="fit a private linear regression (DP-GD with intervals, or AdaSSP) or GLM",
         description=(
@@ -52,11 +55,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "hyperparameters and bounds are public: choose them without looking at the data."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formula_help="e.g. 'lwage ~ educ + exper'",
     )
-    p.add_argument("data", metavar="DATA", help="CSV/parquet path or bundled dataset name")
-    p.add_argument("--formula", required=True, help="e.g. 'lwage ~ educ + exper'")
-    p.add_argument("--rho", type=float, required=True, help="zCDP budget of the fit")
     p.add_argument(
         "--family",
         default="gaussian",
@@ -87,25 +87,11 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     )
     p.add_argument("--m", type=int, default=10, help="number of batches/checkpoints/runs")
     p.add_argument("--burn-in", type=int, help="iterates dropped first (default 20)")
-    p.add_argument(
-        "--bound",
-        type=named_pair,
-        action="append",
+    add_bounds_options(
+        p,
         metavar="TERM=LOW,HIGH",
-        help="public bounds of a design column (repeat for each; all columns or none)",
-    )
-    p.add_argument(
-        "--y-bounds",
-        type=pair,
-        metavar="LOW,HIGH",
-        help="public bounds of the response, e.g. --y-bounds -5,5",
-    )
-    p.add_argument(
-        "--bounds-check",
-        type=float,
-        default=0.02,
-        metavar="SHARE",
-        help="share of rho spent counting records outside the bounds (default 0.02; 0: off)",
+        bound_help="public bounds of a design column (repeat for each; all columns or none)",
+        y_help="public bounds of the response, e.g. --y-bounds -5,5",
     )
     p.add_argument("--relation", default="replace-one", help="replace-one or add-remove")
     p.add_argument(

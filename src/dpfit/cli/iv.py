@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import add_release_options, check_release_options, examples, named_pair, pair
+from ._args import (
+    add_bounds_options,
+    add_fit_parser,
+    add_release_options,
+    check_release_options,
+    examples,
+)
 from .fit import bounds_mapping
 
 __all__ = ["add_parser", "nonprivate_2sls_text", "run"]
@@ -30,7 +36,8 @@ EXAMPLES = examples(
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
+    p = add_fit_parser(
+        sub,
         name,
         help="fit a private instrumental-variable regression (private 2SLS)",
         description=(
@@ -39,30 +46,13 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "Bounds and hyperparameters are public: choose them without looking at the data."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formula_help="e.g. 'lwage ~ exper + [educ ~ nearc4]'",
     )
-    p.add_argument("data", metavar="DATA", help="CSV/parquet path or bundled dataset name")
-    p.add_argument("--formula", required=True, help="e.g. 'lwage ~ exper + [educ ~ nearc4]'")
-    p.add_argument("--rho", type=float, required=True, help="zCDP budget of the fit")
-    p.add_argument(
-        "--bound",
-        type=named_pair,
-        action="append",
+    add_bounds_options(
+        p,
         metavar="COLUMN=LOW,HIGH",
-        help="public bounds of a regressor or instrument column (repeat; all or none)",
-    )
-    p.add_argument(
-        "--y-bounds",
-        type=pair,
-        metavar="LOW,HIGH",
-        help="public bounds of the response, e.g. --y-bounds 4.6,8 (with --bound)",
-    )
-    p.add_argument(
-        "--bounds-check",
-        type=float,
-        default=0.02,
-        metavar="SHARE",
-        help="share of rho spent counting records outside the bounds (default 0.02; 0: off)",
+        bound_help="public bounds of a regressor or instrument column (repeat; all or none)",
+        y_help="public bounds of the response, e.g. --y-bounds 4.6,8 (with --bound)",
     )
     p.add_argument(
         "--unscaled",

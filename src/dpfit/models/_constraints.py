@@ -29,7 +29,9 @@ __all__ = [
     "integer",
     "one_of",
     "optional",
+    "require_y",
     "rho_check",
+    "store_params",
     "validated",
 ]
 
@@ -106,3 +108,19 @@ def check_budget(budget: Any) -> None:
     """Refuse a ``budget`` argument of ``fit`` that is neither None nor a :class:`~dpfit.Budget`."""
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
+
+
+def store_params(estimator: Any, values: Mapping[str, Any]) -> None:
+    """Store every ``__init__`` parameter of ``estimator`` unchanged, read from ``values``
+    (its ``locals()``): scikit-learn's contract, ``__init__`` stores and ``fit`` validates
+    (https://scikit-learn.org/stable/developers/develop.html#instantiation)."""
+    for name in estimator._get_param_names():
+        setattr(estimator, name, values[name])
+
+
+def require_y(estimator: Any, y: Any) -> None:
+    """Refuse ``fit(X, None)`` with scikit-learn's message for a regressor without a target."""
+    if y is None:
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None"
+        )

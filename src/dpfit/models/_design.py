@@ -33,7 +33,7 @@ one record can never change how another record is read.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ import pandas as pd
 from formulaic import model_matrix
 from formulaic.transforms.contrasts import TreatmentContrasts
 
+from ..codebook import Codebook, fill_bounds
 from ._row_wise import check_terms, declared_column, factor_column, may_be_undefined, refuse
 from ._schema import read_as
 from ._values import level_values, numeric_values
@@ -49,6 +50,7 @@ from ._values import level_values, numeric_values
 __all__ = [
     "NULL_RECORDS",
     "Design",
+    "complete_bounds",
     "design_spec",
     "materialise",
     "null_rows",
@@ -315,3 +317,22 @@ def take_null_records(y: Any, X: Any, *others: Any) -> tuple[np.ndarray | None, 
         frame.loc[null] = 0.0
         filled.append(frame)
     return null, y.where(~null, 0.0), filled
+
+
+def complete_bounds(
+    codebook: Codebook | None,
+    params: dict[str, Any],
+    columns: Sequence[str],
+    indicators: Sequence[str],
+    response: str,
+) -> dict[str, Any]:
+    """``params`` with ``bounds`` (and ``y_bounds``) completed from ``codebook``, and (0, 1)
+    for the indicator columns that a mapping of bounds lacks: the indicators of a
+    treatment-coded categorical term take values in {0, 1} by construction (public), so their
+    bounds need not be written out."""
+    if codebook is not None:
+        params = fill_bounds(codebook, params, columns, indicators, response)
+    bounds = params.get("bounds")
+    if isinstance(bounds, Mapping) and indicators:
+        params = {**params, "bounds": {**dict.fromkeys(indicators, (0.0, 1.0)), **bounds}}
+    return params

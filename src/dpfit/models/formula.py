@@ -19,7 +19,6 @@ matrices (the exogenous regressors, intercept included, serve as their own instr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,13 +27,13 @@ import pandas as pd
 
 from .._floats import quiet_floats
 from .._validation import shown
-from ..codebook import Codebook, apply_levels, fill_bounds, load_codebook
+from ..codebook import Codebook, apply_levels, load_codebook
 from ..distributed import is_dask
 from ..mechanisms.plan import ReleasePlan
 from ..privacy import Budget
 from ._constraints import check_bounds_check
 from ._dask import dask_model_matrix
-from ._design import NULL_RECORDS, Design, design_spec, materialise, null_rows
+from ._design import NULL_RECORDS, Design, complete_bounds, design_spec, materialise, null_rows
 from ._formula_errors import formula_errors
 from ._ols_fit import linear_fit
 from ._unit_hook import unit_formula
@@ -48,7 +47,6 @@ __all__ = [
     "ols",
     "parse_iv_formula",
     "with_codebook",
-    "with_indicator_bounds",
 ]
 
 _INTERCEPT = "Intercept"
@@ -110,17 +108,6 @@ def with_codebook(codebook: Any, data: Any) -> tuple[Codebook | None, Any, froze
     codebook = load_codebook(codebook)
     data, declared = apply_levels(codebook, data)
     return codebook, data, declared
-
-
-def with_indicator_bounds(bounds: Any, indicators: tuple[str, ...]) -> Any:
-    """``bounds`` with (0, 1) added for indicator columns it lacks, when it is a mapping.
-
-    The indicators of a treatment-coded categorical term take values in {0, 1} by
-    construction (public), so their bounds need not be written out.
-    """
-    if not isinstance(bounds, Mapping) or not indicators:
-        return bounds
-    return {**dict.fromkeys(indicators, (0.0, 1.0)), **bounds}
 
 
 def _design_matrices(
@@ -268,10 +255,7 @@ def ols(
     with formula_errors(data, formula):
         y, X, has_intercept, design, zero_terms = _formula_design(formula, data, declared)
     indicators = design.indicators
-    if codebook is not None:
-        params = fill_bounds(codebook, params, list(X.columns), indicators, str(y.name))
-    if "bounds" in params:
-        params["bounds"] = with_indicator_bounds(params["bounds"], indicators)
+    params = complete_bounds(codebook, params, list(X.columns), indicators, str(y.name))
     return linear_fit(  # plan -> run on one ledger (models/_ols_fit.py)
         X, y, rho=rho, budget=budget, fit_intercept=has_intercept, indicators=indicators,
         zero_terms=zero_terms, groups=groups, dry_run=dry_run, predictors=(design,), **params,

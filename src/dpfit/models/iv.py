@@ -35,15 +35,20 @@ from sklearn.utils.validation import validate_data
 
 from .._floats import quiet_floats
 from .._validation import check_iv_data
-from ..codebook import fill_bounds
 from ..mechanisms import NoiseSource, make_noise_source
 from ..mechanisms.plan import ReleasePlan, charge_plan
 from ..privacy import Budget, PrivacyLedger, Relation
 from ..privacy.ledger import prepare_ledger
-from ._constraints import check_bounds_check, check_budget
-from ._design import take_null_records
-from ._fit_checks import DEFAULT_BOUNDS_CHECK, checked_iv_fit, warn_few_records
+from ._constraints import check_bounds_check, check_budget, require_y, store_params
+from ._design import complete_bounds, take_null_records
+from ._fit_checks import (
+    DEFAULT_BOUNDS_CHECK,
+    checked_iv_fit,
+    reservation,
+    warn_few_records,
+)
 from ._formula_errors import formula_errors
+from ._iv_columns import NO_INSTRUMENTS, column_names, iv_bounds
 from ._iv_config import EXPERIMENTAL_INTERVALS as EXPERIMENTAL_INTERVALS  # public names
 from ._iv_config import (
     IV_INTERVALS,
@@ -61,9 +66,8 @@ from ._iv_release import Back
 from ._iv_scaling import check_scales, standardise
 from ._refits import note_fit
 from ._release import ReleasedLinearModel
-from ._scaling import bounds_in_order, check_bounds
 from ._upstream import warn_fitted_upstream
-from .formula import _check_formula, iv_matrices, with_codebook, with_indicator_bounds
+from .formula import _check_formula, iv_matrices, with_codebook
 from .results import Result
 
 __all__ = ["IV_INTERVALS", "DPIVRegression", "iv"]
@@ -202,23 +206,7 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         random_state: Any = None,
         secure: bool = False,
     ) -> None:
-        self.rho = rho
-        self.method = method
-        self.rho_split = rho_split
-        self.bounds = bounds
-        self.y_bounds = y_bounds
-        self.scale_fraction = scale_fraction
-        self.clip = clip
-        self.steps = steps
-        self.step_size = step_size
-        self.fit_intercept = fit_intercept
-        self.interval = interval
-        self.m = m
-        self.burn_in = burn_in
-        self.interval_variant = interval_variant
-        self.noise_calibration = noise_calibration
-        self.random_state = random_state
-        self.secure = secure
+        store_params(self, locals())
 
     def _config(self, *, warn_large_rho: bool = True) -> IVConfig:
         """Validate every scalar parameter (constraint table) into a frozen config.
@@ -273,19 +261,16 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         check_budget(budget)
         warn_fitted_upstream(self)
         source = make_noise_source(self.random_state, secure=cfg.secure, name="random_state")
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
+        require_y(self, y)
         exogenous = Z is None  # every regressor instruments itself
         null, y, (X, Z) = take_null_records(y, X, X if exogenous else Z)  # dpfit.iv: zero records
         X_arr, y_arr, Z_arr = check_iv_data(X, y, Z)
         validate_data(self, X, y, reset=True, skip_check_array=True)
         (n, p), q = X_arr.shape, Z_arr.shape[1]
-        x_names = _names(X, "x", p)
-        z_names = x_names if exogenous else _names(Z, "z", q)
+        x_names = column_names(X, "x", p)
+        z_names = x_names if exogenous else column_names(Z, "z", q)
         y_name = str(y.name) if isinstance(y, pd.Series) and y.name is not None else "y"
-        columns, bounds = self._bounds(x_names, z_names, y_name)
+        columns, bounds = iv_bounds(self.bounds, self.y_bounds, x_names, z_names, y_name)
         if bounds is not None:  # public only, before any charge
             rows = {c: j for j, c in enumerate(columns)}
             check_scales(
@@ -299,15 +284,15 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
             check_interval(cfg, settings, p1)  # before any charge
             check_two_stage_scales(cfg, settings, n)
         # Checked now; the default's plan (noisy-moment 2SLS) is then spent at its first
-        # release, as one entry, and a fit that fails part-way keeps only what it drew.
+        # release, as one entry (a stored budget: one reservation), and a fit that fails
+        # part-way keeps only what it drew.
         ledger = prepare_ledger(
             PrivacyLedger(budget=budget), Relation.REPLACE_ONE, cfg.rho, name="DPIVRegression"
         )
-        plan = None
-        if cfg.method == "moments":
-            plan = iv_plan(cfg, n=n, columns=len(columns), bounded=bounds is not None,
-                           label=type(self).__name__)  # fmt: skip
-        with nullcontext() if plan is None else charge_plan(plan, ledger):
+        plan = iv_plan(cfg, n=n, columns=len(columns), bounded=bounds is not None,
+                       label=type(self).__name__) if cfg.method == "moments" else None  # fmt: skip
+        charged = nullcontext() if plan is None else charge_plan(plan, ledger)
+        with reservation(budget, cfg.rho, type(self).__name__), charged:
             values = {
                 **dict(zip(x_names, X_arr.T, strict=True)),
                 **dict(zip(z_names, Z_arr.T, strict=True)),
@@ -325,52 +310,10 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
             )  # fmt: skip
             result = IV_METHOD_TABLE[cfg.method](data, cfg, settings, ledger, source)
         if exogenous:
-            result = dataclasses.replace(result, notes=(*result.notes, _NO_INSTRUMENTS))
+            result = dataclasses.replace(result, notes=(*result.notes, NO_INSTRUMENTS))
         self._keep(result, cfg.fit_intercept)
         note_fit(type(self).__name__, cfg.rho, X, y, Z, n=n, budget=budget)  # tuning
         return self
-
-    def _bounds(
-        self, x_names: list[str], z_names: list[str], y_name: str
-    ) -> tuple[list[str], np.ndarray | None]:
-        """The columns (X's, Z's not in X, the response) and their checked public bounds
-        (None without bounds); public inputs only."""
-        design = list(dict.fromkeys([*x_names, *z_names]))
-        columns = [*design, y_name]
-        if self.bounds is None and self.y_bounds is None:
-            return columns, None
-        if self.bounds is None or self.y_bounds is None:
-            given, needed = (
-                ("bounds", "y_bounds") if self.y_bounds is None else ("y_bounds", "bounds")
-            )
-            raise ValueError(
-                f"{needed} is required with {given}: the private standardisation needs public "
-                "bounds of every column of X and Z (bounds) and of the response (y_bounds)"
-            )
-        if y_name in self.bounds and y_name not in design:
-            raise ValueError(
-                f"bounds has the response {y_name!r}: give its bounds as y_bounds=(low, high) "
-                "(dpfit's one convention: bounds for the design, y_bounds for the response)"
-            )
-        pairs = [
-            *bounds_in_order(self.bounds, design, "for every column of X and Z"),
-            check_bounds(self.y_bounds, "y_bounds", size=1)[0],
-        ]
-        return columns, check_bounds(pairs, "bounds", size=len(columns))
-
-
-#: The note of a fit without instruments.
-_NO_INSTRUMENTS = (
-    "No instruments were given (Z=None): every regressor is its own instrument, so this is "
-    "least squares from private moments, not an IV estimate."
-)
-
-
-def _names(data: Any, prefix: str, k: int) -> list[str]:
-    """Column names of a frame, else ``prefix`` 0.. k-1 (the keys of ``bounds``)."""
-    if isinstance(data, pd.DataFrame):
-        return [str(c) for c in data.columns]
-    return [f"{prefix}{j}" for j in range(k)]
 
 
 @quiet_floats()
@@ -422,12 +365,9 @@ def iv(
     codebook, data, declared = with_codebook(codebook, data)
     with formula_errors(data, formula):
         mats = iv_matrices(formula, data, declared)
-    if codebook is not None:
-        design = [*mats.exog.columns, *mats.endog.columns, *mats.instruments.columns]
-        design = [c for c in dict.fromkeys(design) if c != "Intercept"]
-        params = fill_bounds(codebook, params, design, mats.indicators, str(mats.y.name))
-    if "bounds" in params:
-        params["bounds"] = with_indicator_bounds(params["bounds"], mats.indicators)
+    design = [*mats.exog.columns, *mats.endog.columns, *mats.instruments.columns]
+    design = [c for c in dict.fromkeys(design) if c != "Intercept"]
+    params = complete_bounds(codebook, params, design, mats.indicators, str(mats.y.name))
     exog = mats.exog.drop(columns=["Intercept"], errors="ignore")
     X = pd.concat([exog, mats.endog], axis=1)
     Z = pd.concat([exog, mats.instruments], axis=1)

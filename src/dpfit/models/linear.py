@@ -32,10 +32,13 @@ from ._constraints import (
     integer,
     one_of,
     optional,
+    require_y,
     rho_check,
+    store_params,
     validated,
 )
 from ._dask import fit_data, frame_columns, response_name
+from ._fit_checks import reservation
 from ._linear_methods import LINEAR_METHODS, LinearConfig, LinearFit
 from ._linear_result import PreparedFit, linear_result
 from ._refits import note_fit
@@ -238,27 +241,7 @@ default="batched-means"
         max_rows_per_unit: int | None = None,
         entity_effects: bool = False,
     ) -> None:
-        self.rho = rho
-        self.method = method
-        self.clip = clip
-        self.steps = steps
-        self.step_size = step_size
-        self.fit_intercept = fit_intercept
-        self.interval = interval
-        self.m = m
-        self.burn_in = burn_in
-        self.interval_variant = interval_variant
-        self.bounds = bounds
-        self.y_bounds = y_bounds
-        self.relation = relation
-        self.n_public = n_public
-        self.random_state = random_state
-        self.secure = secure
-        self.precondition = precondition
-        self.moment_share = moment_share
-        self.target = target
-        self.max_rows_per_unit = max_rows_per_unit
-        self.entity_effects = entity_effects
+        store_params(self, locals())
 
     def _config(self, *, warn_large_rho: bool = True) -> LinearConfig:
         """Validate every scalar parameter (constraint table) into a frozen config.
@@ -317,19 +300,16 @@ default="batched-means"
         warn_fitted_upstream(self)
         prepared = self._prepare(X, y, config, groups)
         # Checked now, before anything is drawn; the ledger then spends from the budget what
-        # it charges (one composed entry for a planned method), so a fit that fails part-way
-        # keeps only what it drew.
-        ledger = prepare_ledger(
-            PrivacyLedger(
-                relation=config.relation, budget=budget, unit=prepared.settings.get("unit")
-            ),
-            config.relation,
-            config.rho,
-            name=type(self).__name__,
-        )
-        plan = self._plan(prepared)
-        with nullcontext() if plan is None else charge_plan(plan, ledger):
-            fit = self._run(prepared, ledger)
+        # it charges (one composed entry for a planned method; a stored budget reserves the
+        # fit as one transaction), so a fit that fails part-way keeps only what it drew.
+        name = type(self).__name__
+        with reservation(budget, config.rho, name):
+            unit = prepared.settings.get("unit")
+            ledger = PrivacyLedger(relation=config.relation, budget=budget, unit=unit)
+            ledger = prepare_ledger(ledger, config.relation, config.rho, name=name)
+            plan = self._plan(prepared)
+            with nullcontext() if plan is None else charge_plan(plan, ledger):
+                fit = self._run(prepared, ledger)
         self._keep(self._result(prepared, fit, ledger), prepared.scaling.fit_intercept)
         note_fit(  # tuning spends privacy
             type(self).__name__, config.rho, X, y, n=prepared.n_data, budget=budget
@@ -341,10 +321,7 @@ default="batched-means"
         checked, the public rescaling, the method and its settings (which warn about too
         few records per coefficient); ``groups``: a privacy unit's labels (:meth:`fit`)."""
         source = make_noise_source(self.random_state, secure=config.secure, name="random_state")
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
+        require_y(self, y)
         X_arr, y_arr, n = fit_data(
             X, y, method=config.method, n_public=config.n_public, relation=config.relation
         )

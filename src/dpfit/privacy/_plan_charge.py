@@ -33,36 +33,42 @@ __all__ = ["PlanCharge"]
 class PlanCharge:
     """An open plan on one ledger (built by :meth:`PrivacyLedger.charge_plan`)."""
 
-    __slots__ = ("_index", "_ledger", "_next", "_planned")
+    __slots__ = ("_current", "_ledger", "_next", "_planned")
 
     def __init__(self, ledger: PrivacyLedger, entry: ComposedEntry) -> None:
         self._ledger = ledger
         self._planned = entry
-        self._index: int | None = None  # where the composed entry sits, once charged
+        self._current: ComposedEntry | None = None  # the entry in the ledger, once charged
         self._next = 0  # the next component to be drawn
 
     @property
     def entry(self) -> ComposedEntry:
         """The composed entry as it stands (drawn components replace their reservations);
         the plan as planned before its first release."""
-        if self._index is None:
-            return self._planned
-        return self._ledger._entries[self._index]  # type: ignore[return-value]
+        return self._planned if self._current is None else self._current
 
     @property
     def charged(self) -> bool:
         """Whether the plan has been charged (at its first release)."""
-        return self._index is not None
+        return self._current is not None
 
     @property
     def drawn(self) -> int:
         """How many of the plan's releases have been drawn (or begun)."""
         return self._next
 
+    def _where(self) -> int:
+        """The composed entry's place in the ledger, found by identity (other threads may
+        have appended or removed entries since); under the ledger's lock."""
+        entries = self._ledger._entries
+        return next(i for i in reversed(range(len(entries))) if entries[i] is self._current)
+
     def _set(self, position: int, part: LedgerEntry | None, units: int) -> None:
         """Replace component ``position`` (None drops it); ``units`` is the change of rho."""
         ledger = self._ledger
-        ledger._entries[self._index] = self.entry.replace_component(position, part)
+        changed = self.entry.replace_component(position, part)
+        ledger._entries[self._where()] = changed
+        self._current = changed
         ledger._units += units
 
     def settle(self, entry: GaussianEntry) -> None:
@@ -85,13 +91,9 @@ class PlanCharge:
                 f"(planned: {planned.label}, rho {planned.rho!r}); nothing was drawn"
             )
         ledger = self._ledger
-        if self._index is None:  # the first release: the whole plan, before its draw
+        if self._current is None:  # the first release: the whole plan, before its draw
             ledger._record(composed)
-            with ledger._lock:  # by identity: another thread may have appended since
-                entries = ledger._entries
-                self._index = next(
-                    i for i in reversed(range(len(entries))) if entries[i] is composed
-                )
+            self._current = composed
         ledger._owned()
         with ledger._lock:
             change = entry.rho_units - planned.rho_units
@@ -110,7 +112,7 @@ class PlanCharge:
     def return_undrawn(self, entry: GaussianEntry, *, drawn: int) -> bool:
         """Keep ``drawn`` of a drawn component's releases (the rest were never drawn);
         False when ``entry`` is not one of this plan's components."""
-        if self._index is None:
+        if self._current is None:
             return False
         parts = self.entry.components
         position = next((i for i in range(self._next) if parts[i] is entry), None)
@@ -130,8 +132,8 @@ class PlanCharge:
     def close(self, *, failed: bool) -> None:
         """End the plan; after a failure, return the releases never drawn to the budget."""
         ledger = self._ledger
-        ledger._plan = None
-        if not failed or self._index is None:
+        ledger._close_plan(self)
+        if not failed or self._current is None:
             return
         with ledger._lock:
             while len(self.entry.components) > self._next:
@@ -140,7 +142,7 @@ class PlanCharge:
                     part._refund(ledger.budget)
                 self._set(len(self.entry.components) - 1, None, -part.rho_units)
             if not self.entry.components:
-                del ledger._entries[self._index]
+                del ledger._entries[self._where()]
 
     def __enter__(self) -> PlanCharge:
         return self

@@ -82,8 +82,9 @@ class Budget:
 
     @property
     def remaining(self) -> float:
-        """The rho still available (never negative)."""
-        return max(0.0, self._total - self._spent)
+        """The rho still available (never negative): the largest float not above what is
+        exactly left, so ``spend(remaining)`` always succeeds."""
+        return max(0.0, float_at_most(self._limit - self._spent_units))
 
     def can_afford(self, rho: float, *, count: int = 1) -> bool:
         """Whether ``spend(rho, count=count)`` would succeed."""

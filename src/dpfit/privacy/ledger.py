@@ -90,7 +90,7 @@ class PrivacyLedger:
             raise TypeError(f"budget must be a dpfit.privacy.Budget, got {type(budget).__name__}")
         self._budget = budget
         self._entries: list[LedgerEntry] = []
-        self._plan: PlanCharge | None = None  # the plan being drawn (charge_plan)
+        self._plans: dict[int, PlanCharge] = {}  # open plans by the thread drawing each
         self._units = 0  # exact running sum of the entries' rho, in units of 2^-1074
         self._lock = threading.Lock()  # a charge's spend, entry and total are one step
         self._pid = os.getpid()  # the owning process; a forked child's copy refuses to charge
@@ -98,11 +98,12 @@ class PrivacyLedger:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_lock"]  # a lock cannot be pickled; the copy gets its own
-        state["_plan"] = None  # an open plan belongs to the run drawing it
+        state["_plans"] = {}  # an open plan belongs to the run drawing it
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        defaults = {"_pid": os.getpid(), "_plan": None, "_unit": None}  # older pickles
+        state.pop("_plan", None)  # older pickles: an open plan was never kept
+        defaults = {"_pid": os.getpid(), "_plans": {}, "_unit": None}  # older pickles
         self.__dict__.update({**defaults, **state})
         self._lock = threading.Lock()
 
@@ -146,8 +147,9 @@ class PrivacyLedger:
     def charge(self, entry: LedgerEntry) -> None:
         """Record ``entry`` (and spend its rho from the budget) or raise and change nothing.
 
-        While a plan is open (:meth:`charge_plan`), a Gaussian release is not charged again:
-        it is matched to the plan's next release, or refused before it is drawn.
+        While this thread has a plan open (:meth:`charge_plan`), a Gaussian release is not
+        charged again: it is matched to the plan's next release, or refused before it is
+        drawn. Other threads sharing the ledger charge as usual.
         """
         if not isinstance(entry, LedgerEntry):  # amplified entries go to privacy.pld
             raise TypeError(
@@ -194,10 +196,26 @@ class PrivacyLedger:
                 f"entry relation {entry.relation} does not match the ledger's {self._relation}"
             )
         if self._plan is not None:
-            raise RuntimeError("a plan is already open on this ledger; plans do not nest")
+            raise RuntimeError(
+                "a plan is already open on this ledger in this thread; plans do not nest"
+            )
         self._owned()
-        self._plan = PlanCharge(self, entry)
-        return self._plan
+        plan = PlanCharge(self, entry)
+        with self._lock:
+            self._plans[threading.get_ident()] = plan
+        return plan
+
+    @property
+    def _plan(self) -> PlanCharge | None:
+        """The plan this thread opened and is drawing, if any. A plan belongs to the thread
+        that opened it: other threads sharing the ledger charge their releases as usual."""
+        return self._plans.get(threading.get_ident())
+
+    def _close_plan(self, plan: PlanCharge) -> None:
+        """Forget ``plan`` (whichever thread closes it)."""
+        with self._lock:
+            for key in [k for k, v in self._plans.items() if v is plan]:
+                del self._plans[key]
 
     @property
     def releases(self) -> tuple[Any, ...]:

@@ -24,7 +24,7 @@ from ...distributed import is_dask
 from ...exceptions import UndeclaredLevelsWarning
 from ...mechanisms import make_noise_source
 from ...privacy import Budget
-from .._constraints import check_budget
+from .._constraints import check_budget, require_y, store_params
 from .._dask import frame_columns, response_name
 from .._refits import note_fit
 from .._upstream import warn_fitted_upstream
@@ -206,20 +206,7 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
         relation: str = "replace-one", n_public: int | None = None, random_state: Any = None,
         secure: bool = False,
     ) -> None:  # fmt: skip
-        self.rho = rho
-        self.link = link
-        self.bounds = bounds
-        self.fit_intercept = fit_intercept
-        self.steps = steps
-        self.step_size = step_size
-        self.m = m
-        self.burn_in = burn_in
-        self.margins = margins
-        self.classes = classes
-        self.relation = relation
-        self.n_public = n_public
-        self.random_state = random_state
-        self.secure = secure
+        store_params(self, locals())
 
     @quiet_floats()
     def fit(self, X: Any, y: Any, *, budget: Budget | None = None) -> DPLogisticRegression:
@@ -233,9 +220,7 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
         BudgetExceededError
             ``budget`` cannot afford ``rho``; nothing was charged or drawn.
         """
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
-                             "is None")  # fmt: skip
+        require_y(self, y)
         if not is_dask(X):
             check_array(X, "X", ndim=2)  # X's own errors (sparse, 1-D, ...) before y's
         if is_dask(y):  # lazily: the labels are never read here
@@ -316,18 +301,7 @@ class DPPoissonRegressor(RegressorMixin, _GLMEstimator):
         burn_in: int = 20, relation: str = "replace-one", n_public: int | None = None,
         random_state: Any = None, secure: bool = False,
     ) -> None:  # fmt: skip
-        self.rho = rho
-        self.bounds = bounds
-        self.y_bounds = y_bounds
-        self.fit_intercept = fit_intercept
-        self.steps = steps
-        self.step_size = step_size
-        self.m = m
-        self.burn_in = burn_in
-        self.relation = relation
-        self.n_public = n_public
-        self.random_state = random_state
-        self.secure = secure
+        store_params(self, locals())
 
     margins = False  # Poisson margins need no release (the released mean count)
 
@@ -340,9 +314,7 @@ class DPPoissonRegressor(RegressorMixin, _GLMEstimator):
 
         ``exposure`` (> 0) and ``offset`` are per-record arrays (private, aligned with y).
         """
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
-                             "is None")  # fmt: skip
+        require_y(self, y)
         total = None if offset is None else per_record_numbers(offset, "offset")
         if exposure is not None:
             with np.errstate(all="ignore"):

@@ -19,11 +19,11 @@ import pandas as pd
 
 from ..._floats import quiet_floats
 from ..._validation import check_rho
-from ...codebook import fill_bounds
 from ...mechanisms import make_noise_source
 from ...mechanisms.plan import ReleasePlan
 from ...privacy import Budget
 from .._constraints import check_bounds_check, check_budget
+from .._design import complete_bounds
 from .._fit_checks import (
     DEFAULT_BOUNDS_CHECK,
     add_bounds_check,
@@ -33,7 +33,7 @@ from .._fit_checks import (
 )
 from .._formula_errors import formula_errors
 from .._linear_plan import bounds_check_release
-from ..formula import _formula_design, with_codebook, with_indicator_bounds
+from ..formula import _formula_design, with_codebook
 from ._fit import fit_glm, glm_config, glm_plan, per_record_numbers
 from .results import GLMResult
 
@@ -169,10 +169,11 @@ def glm(
     with formula_errors(data, formula if isinstance(formula, str) else ""):
         y, X, has_intercept, design, zero_terms = _formula_design(formula, data, declared)
     indicators = design.indicators
-    given = {"bounds": bounds, "y_bounds": y_bounds}
-    if codebook is not None:
-        given = fill_bounds(codebook, given, list(X.columns), indicators, str(y.name))
-    bounds = with_indicator_bounds(given["bounds"], indicators)
+    given = complete_bounds(
+        codebook, {"bounds": bounds, "y_bounds": y_bounds}, list(X.columns), indicators,
+        str(y.name),
+    )  # fmt: skip
+    bounds = given["bounds"]
     if family != "binomial":  # a 0/1 response has no y bounds, even where a codebook has them
         y_bounds = given["y_bounds"]
     share = share if bounds is not None else 0.0
