@@ -56,7 +56,9 @@ def _sysfs_l2() -> int | None:
             level = (index / "level").read_text().strip()
             kind = (index / "type").read_text().strip()
             if level == "2" and kind in ("Unified", "Data"):
-                return _parse_size((index / "size").read_text())
+                size = _parse_size((index / "size").read_text())
+                if size is not None:
+                    return size
     except OSError:
         pass
     return None
