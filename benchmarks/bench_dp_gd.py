@@ -8,10 +8,12 @@ the machine, the load average and the command:
             ``--steps`` steps, alternately, ``--repeats`` times, single-threaded BLAS; the
             marginal step cost of dp_gd is (t(2T) - t(T)) / T, which removes its one-off
             validation and row norms (also reported end to end).
-``grid``    the ``step`` measurement over n in {1e4, 1e5, 1e6} x p in {10, 100} (``--sizes``),
-            T = max(10, 2e8 / (n p)) steps per timed loop, every size interleaved in each repeat;
-            the floor is the plain loop ``theta -= eta * X.T @ (X @ theta - y) / n`` (target
-            <= 1.2x, issue 19).
+``grid``    the ``step`` measurement over n in {1e4, 1e5, 1e6} x p in {10, 100, 1000}
+            (``--sizes``), T = max(10, 2e8 / (n p)) steps per timed loop, every size
+            interleaved in each repeat; the floor is the plain loop
+            ``theta -= eta * X.T @ (X @ theta - y) / n`` (target <= 1.0x). A size whose X
+            (with the one-off validation's allowance, 1.25 X) does not fit in the memory
+            available at the start is skipped and listed as such.
 ``memory``  peak memory of dp_gd against the size of X (target <= 1.2x), in a fresh
             subprocess: peak RSS (``ru_maxrss``) minus the RSS before X was created, divided
             by X.nbytes; tracemalloc's peak of numpy allocations is a second route.
@@ -25,6 +27,7 @@ the machine, the load average and the command:
 Run (from the repository root):
     .venv/bin/python benchmarks/bench_dp_gd.py step
     .venv/bin/python benchmarks/bench_dp_gd.py grid --repeats 7
+    .venv/bin/python benchmarks/bench_dp_gd.py grid --sizes 1e4x100,1e4x1000 --repeats 9
     .venv/bin/python benchmarks/bench_dp_gd.py memory
     .venv/bin/python benchmarks/bench_dp_gd.py opacus --repeats 5
 """
@@ -48,6 +51,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from dpfit.algorithms import dp_gd
+from dpfit.algorithms._kernel_runs import l2_bytes
 from dpfit.mechanisms import clip_rows, gaussian, make_noise_source, noise_std_for_rho
 from dpfit.privacy import PrivacyLedger, mean_sensitivity
 
@@ -165,8 +169,11 @@ def bench_grid(args) -> dict:
     the steadiest statistic (cache and memory-bandwidth contention remain in both).
     """
     sizes = [tuple(int(float(v)) for v in item.split("x")) for item in args.sizes.split(",")]
-    cases = {}
+    cases, skipped = {}, {}
     for n, p in sizes:
+        if 1.25 * 8 * n * p > _available_bytes():
+            skipped[f"{n}x{p}"] = f"X needs {8 * n * p / 2**30:.1f} GiB; too little memory free"
+            continue
         X, y = _data(n, p)
         T = max(10, int(2e8 / (n * p)))
         clip = 5.0 * np.sqrt(p)
@@ -211,7 +218,18 @@ def bench_grid(args) -> dict:
         row["seconds_wall"] = _summary(wall[key])
         row["seconds_cpu"] = _summary(cpu[key])
         out[key] = row
-    return {"sizes": out, "target": 1.2}
+    return {"sizes": out, "skipped": skipped, "target": 1.0, "l2_bytes": l2_bytes()}
+
+
+def _available_bytes() -> int:
+    """MemAvailable from /proc/meminfo (Linux), else the physical memory."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def _memory_child(n: int, p: int, steps: int) -> None:
@@ -357,7 +375,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, help="output stem (default results/dp_gd_<what>)")
-    parser.add_argument("--sizes", default="1e4x10,1e4x100,1e5x10,1e5x100,1e6x10,1e6x100")
+    parser.add_argument(
+        "--sizes",
+        default="1e4x10,1e4x100,1e4x1000,1e5x10,1e5x100,1e5x1000,1e6x10,1e6x100,1e6x1000",
+    )
     parser.add_argument("--opacus-python", default=sys.executable)
     parser.add_argument("--opacus-dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--skip-naive", action="store_true", help="opacus: leave out the naive run")

@@ -61,3 +61,30 @@ def test_a_wide_x_is_cut_into_cache_sized_blocks_with_the_same_sum():
     scale = np.abs(X).T @ np.abs(X @ theta - y)
     np.testing.assert_array_less(np.abs(total - ref[:-1]), 1e-13 * scale)
     assert clipped == ref[-1] > 0
+
+
+@pytest.mark.parametrize(
+    "platform, answers, expected",
+    [
+        # Apple silicon: the cluster's L2 shared by its cores, each core's share
+        ("darwin", {"hw.perflevel0.l2cachesize": 2**24, "hw.perflevel0.cpusperl2": 4}, 2**22),
+        # Intel Mac: only the per-core L2
+        ("darwin", {"hw.l2cachesize": 2**18}, 2**18),
+        ("freebsd14", {"hw.l2cachesize": 2**20}, 2**20),
+        ("darwin", {}, _kernel_runs._DEFAULT_L2_BYTES),  # sysctl says nothing
+        ("win32", {"hw.l2cachesize": 2**20}, _kernel_runs._DEFAULT_L2_BYTES),  # not asked
+    ],
+)
+def test_l2_read_from_sysctl_elsewhere_or_the_default(monkeypatch, platform, answers, expected):
+    monkeypatch.setattr(_kernel_runs.sys, "platform", platform)
+    monkeypatch.setattr(_kernel_runs, "_sysctl", answers.get)
+    assert _kernel_runs.l2_bytes.__wrapped__() == expected
+
+
+def test_sysctl_without_sysctlbyname_is_none():
+    # glibc has no sysctlbyname: the lookup answers None instead of raising
+    if _kernel_runs.sys.platform.startswith("linux"):
+        assert _kernel_runs._sysctl("hw.l2cachesize") is None
+    else:
+        value = _kernel_runs._sysctl("hw.l2cachesize")
+        assert value is None or value > 0
