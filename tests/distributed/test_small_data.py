@@ -20,7 +20,9 @@ pytestmark = pytest.mark.usefixtures("client")
 def _arrays(n, p, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, p))
-    return da.from_array(X, chunks=(max(1, n // 2), p)), da.from_array(X[:, 0], chunks=max(1, n // 2))
+    return da.from_array(X, chunks=(max(1, n // 2), p)), da.from_array(
+        X[:, 0], chunks=max(1, n // 2)
+    )
 
 
 def _warnings(arrays, n_public, relation=Relation.ADD_REMOVE):

@@ -80,7 +80,9 @@ def test_chunked_products_equal_the_chunks_one_by_one_within_float32_rounding(ro
     scale = left.double().abs().T @ right.double().abs()
     c = min(128, rows)
     assert (torch.abs(got - exact) <= (c + 4) * 2.0**-24 * scale + 1e-300).all()
-    one_by_one = sum((left[s : s + 128].T @ right[s : s + 128]).double() for s in range(0, rows, 128))
+    one_by_one = sum(
+        (left[s : s + 128].T @ right[s : s + 128]).double() for s in range(0, rows, 128)
+    )
     np.testing.assert_allclose(got.numpy(), one_by_one.numpy(), rtol=1e-6, atol=1e-6)
 
 

@@ -119,7 +119,9 @@ def _room(info: torch.finfo) -> float:
     return min(info.max / 2.0 ** (info.bits // 2), LIMIT)
 
 
-def _fixed_epoch(n, batch, epochs, clip, noise, noise_mode, target, ledger, source, dim, limit, sums):
+def _fixed_epoch(
+    n, batch, epochs, clip, noise, noise_mode, target, ledger, source, dim, limit, sums
+):
     sampler = FixedEpochSampler(n, batch_size=batch, epochs=epochs, rng=source)
     T, k, b = sampler.steps, sampler.participations, sampler.separation
     pattern = dict(participations=k, separation=b, order="fixed-epoch")
