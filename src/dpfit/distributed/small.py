@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 
+from .._validation import user_stacklevel
 from ..exceptions import DaskOverheadWarning
 
 __all__ = ["IN_MEMORY_VALUES", "warn_if_small"]
@@ -34,5 +35,5 @@ def warn_if_small(n: int, columns: int) -> None:
             "its arithmetic, so the same fit is likely faster in memory (X.compute(), "
             "y.compute()); the results are the same either way",
             DaskOverheadWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
