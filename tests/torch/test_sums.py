@@ -15,7 +15,7 @@ from dpfit.mechanisms import recording  # noqa: E402
 from dpfit.noise import release_sensitivity  # noqa: E402
 from dpfit.torch import make_private  # noqa: E402
 from dpfit.torch._clipping import clipped_sum  # noqa: E402
-from dpfit.torch._rounding import chunked_products, chunked_sum_excess  # noqa: E402
+from dpfit.torch._rounding import chunked_sum_excess  # noqa: E402
 
 LOSS = torch.nn.functional.cross_entropy
 PATTERN = dict(participations=2, separation=3)
@@ -67,32 +67,3 @@ def test_a_bad_sums_option_is_refused_before_any_charge():
     with recording() as rec, pytest.raises(ValueError, match="sums"):
         _run("float16")
     assert len(rec) == 0
-
-
-@pytest.mark.parametrize("rows", [1, 127, 128, 300, 1024])
-def test_chunked_products_equal_the_chunks_one_by_one_within_float32_rounding(rows):
-    """The batched product computes each chunk as its own float32 product: the result is the
-    float64 product to within gamma_c per term, as the declared bound assumes."""
-    gen = torch.Generator().manual_seed(rows)
-    left, right = torch.randn(rows, 7, generator=gen), torch.randn(rows, 5, generator=gen)
-    got = chunked_products(left, right, 128)
-    exact = left.double().T @ right.double()
-    scale = left.double().abs().T @ right.double().abs()
-    c = min(128, rows)
-    assert (torch.abs(got - exact) <= (c + 4) * 2.0**-24 * scale + 1e-300).all()
-    one_by_one = sum(
-        (left[s : s + 128].T @ right[s : s + 128]).double() for s in range(0, rows, 128)
-    )
-    np.testing.assert_allclose(got.numpy(), one_by_one.numpy(), rtol=1e-6, atol=1e-6)
-
-
-def test_a_replaced_row_changes_one_chunk_only():
-    """Rows of the other chunks give the same float32 chunk products whatever one row holds:
-    the sums of two batches that differ in row 5 differ by that chunk's products alone."""
-    gen = torch.Generator().manual_seed(3)
-    left, right = torch.randn(384, 9, generator=gen), torch.randn(384, 4, generator=gen)
-    other = right.clone()
-    other[5] = 1e3 * torch.randn(4, generator=gen)
-    diff = chunked_products(left, right, 128) - chunked_products(left, other, 128)
-    first = (left[:128].T @ right[:128]).double() - (left[:128].T @ other[:128]).double()
-    assert torch.allclose(diff, first, rtol=0, atol=1e-9 * float(first.abs().max()))

@@ -73,14 +73,7 @@ from torch import nn
 from torch.func import vmap
 
 from ..mechanisms import clip_factors
-from ._rounding import (
-    CHUNK,
-    FLOAT32_MARGIN,
-    MAX_FAST_CLIP,
-    MIN_FAST_CLIP,
-    chunked_products,
-    float32_sq_norms,
-)
+from ._rounding import CHUNK, FLOAT32_MARGIN, MAX_FAST_CLIP, MIN_FAST_CLIP, float32_sq_norms
 
 __all__: list[str] = []
 
@@ -282,10 +275,22 @@ def _add_chunks(
     step: int,
 ) -> None:
     """Write the layer's clipped sums into ``out``: sum_b G'_b A'_b^T over chunks of ``step``
-    rows (:func:`~dpfit.torch._rounding.chunked_products`); the weight's columns
-    ``inputs_w`` (a, scaled) and the bias's column ``ones`` (scaled) as two products, so no
-    [a, 1] is formed."""
+    rows, each chunk one matrix product in the factors' dtype, the chunks added in float64;
+    the weight's columns ``inputs_w`` (a, scaled) and the bias's column ``ones`` (scaled) as
+    two products, so no [a, 1] is formed."""
+    width = gs.shape[1]
+    weight = bias = None
     if inputs_w is not None:
-        out[layer.weight] = chunked_products(gs, inputs_w, step).reshape(-1)
+        weight = torch.zeros(width, inputs_w.shape[1], dtype=torch.float64, device=out.device)
     if layer.bias is not None:
-        out[layer.bias] = chunked_products(gs, ones[:, None], step)[:, 0]
+        bias = torch.zeros(width, dtype=torch.float64, device=out.device)
+    for s in range(0, gs.shape[0], step):
+        g = gs[s : s + step].T
+        if weight is not None:
+            weight += (g @ inputs_w[s : s + step]).double()
+        if bias is not None:
+            bias += (g @ ones[s : s + step]).double()
+    if weight is not None:
+        out[layer.weight] = weight.reshape(-1)
+    if bias is not None:
+        out[layer.bias] = bias

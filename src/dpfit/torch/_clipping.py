@@ -39,7 +39,7 @@ from torch.func import functional_call, grad, vmap
 from .._records import Substitution, evaluate_records
 from ..mechanisms import clip_factors, row_norms
 from ._bookkeeping import bookkeeping_clipped_sum, linear_plan
-from ._rounding import CHUNK, FLOAT32_MARGIN, MIN_FAST_CLIP, chunked_products, float32_sq_norms
+from ._rounding import CHUNK, FLOAT32_MARGIN, MIN_FAST_CLIP, float32_sq_norms
 
 __all__: list[str] = []
 
@@ -167,7 +167,9 @@ def _vmap_clipped_sum(model, named, loss_fn, inputs, targets, clip, *, exact, ze
         acc = out[offset : offset + g.shape[1]]
         acc.zero_()
         if fast:
-            acc += chunked_products(f64.to(torch.float32)[:, None], g, CHUNK)[0]
+            f32 = f64.to(torch.float32)
+            for s in range(0, n, CHUNK):
+                acc += (f32[s : s + CHUNK] @ g[s : s + CHUNK]).double()
         else:
             for s in range(0, n, CHUNK):
                 acc.addmv_(g[s : s + CHUNK].double().T, f64[s : s + CHUNK])

@@ -47,7 +47,6 @@ __all__ = [
     "MAX_FAST_CLIP",
     "MIN_FAST_CLIP",
     "NORM_BLOCK",
-    "chunked_products",
     "chunked_sum_excess",
     "float32_sq_norms",
 ]
@@ -59,8 +58,6 @@ CHUNK = 128
 NORM_BLOCK = 1024
 #: Roundings of a product's factors beyond the chunk's inner product (module docstring).
 EXTRA_ROUNDINGS = 4
-#: Bytes of float32 chunk products computed in one batched call (:func:`chunked_products`).
-BATCH_BYTES = 2**25
 #: Outside [MIN_FAST_CLIP, MAX_FAST_CLIP] float32 under- or overflow could matter: float64 sums.
 MIN_FAST_CLIP, MAX_FAST_CLIP = 1e-12, 1e30
 
@@ -97,29 +94,3 @@ def float32_sq_norms(t: torch.Tensor) -> torch.Tensor:
     if p > nb * NORM_BLOCK:
         sq += torch.linalg.vector_norm(t[:, nb * NORM_BLOCK :], dim=1).double() ** 2
     return sq
-
-
-def chunked_products(left: torch.Tensor, right: torch.Tensor, step: int) -> torch.Tensor:
-    """float64 sum over chunks of ``step`` rows of ``left[chunk].T @ right[chunk]``, each
-    chunk's product in the factors' dtype (module docstring).
-
-    The full chunks are one batched product (``torch.bmm``, in groups of at most
-    :data:`BATCH_BYTES` of results), whose batch entries are computed independently of each
-    other, as separate products would be; a last, shorter chunk is one more product. The
-    chunk products are converted to float64 (exactly) and added in float64.
-    """
-    rows, width = left.shape
-    cols = right.shape[1]
-    if step >= rows:
-        return (left.T @ right).double()
-    full = rows // step
-    out = torch.zeros(width, cols, dtype=torch.float64, device=left.device)
-    per_group = max(1, BATCH_BYTES // (width * cols * left.element_size()))
-    for g0 in range(0, full, per_group):
-        g1 = min(full, g0 + per_group)
-        lhs = left[g0 * step : g1 * step].reshape(g1 - g0, step, width).transpose(1, 2)
-        rhs = right[g0 * step : g1 * step].reshape(g1 - g0, step, cols)
-        out += torch.bmm(lhs, rhs).double().sum(dim=0)
-    if full * step < rows:
-        out += (left[full * step :].T @ right[full * step :]).double()
-    return out
