@@ -16,13 +16,19 @@ reads each batch with one index per tensor) and runs ``make_private`` with
   float32 sums in chunks of 128 rows with their declared rounding allowance;
 * Poisson sampling with independent noise (DP-SGD, PLD accounting; float64 sums).
 
+A non-private step of plain torch on the same model and batches (``torch_nonprivate``:
+forward, ``backward()`` of the mean loss, SGD update) is timed alongside: a private step
+does at least that work (book-keeping's forward and its product (f * G)^T A replace the
+forward and the weight gradients) plus the norms and the noise, so it is the floor.
+
 Models (``--model``): ``mlp``, 784 -> 128 -> 10 with ReLU (101,770 parameters; dpfit clips it
 by book-keeping), and ``cnn``, Opacus' MNIST example network (two 2-D convolutions with
 max-pooling, then two linear layers; 26,010 parameters; dpfit's vmap route). One step is a
 whole training iteration: the next batch, per-example clipping, noise, the SGD update.
 Steps are interleaved (one of each variant in turn) after a warm-up, each timed by the wall
 clock and by the thread's CPU time; reported per variant: median seconds, and over Opacus
-ghost clipping the ratio of medians and the median of paired ratios. The JSON records the
+ghost clipping the ratio of medians and the median of paired ratios (time over Opacus' time,
+and the speed-ups, their inverses). The JSON records the
 machine, its load average and the command. One thread (``torch.set_num_threads(1)``; run
 under ``taskset -c 0`` as well so both sides share one core).
 
@@ -115,6 +121,28 @@ def opacus_stepper(kind: str, X: torch.Tensor, y: torch.Tensor, batch: int, mode
     return step
 
 
+def plain_stepper(kind: str, X: torch.Tensor, y: torch.Tensor, batch: int):
+    """One non-private SGD step per call (forward, ``backward()`` of the mean loss, update) on
+    the same batches: the floor a private step can approach, never beat (it adds clipping and
+    the noise)."""
+    model = _model(kind)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(1))
+    per_epoch = len(y) // batch
+    count = [0]
+
+    def step():
+        slot = count[0] % per_epoch
+        count[0] += 1
+        index = order[slot * batch : (slot + 1) * batch]
+        opt.zero_grad()
+        inputs, targets = torch.index_select(X, 0, index), torch.index_select(y, 0, index)
+        nn.functional.cross_entropy(model(inputs), targets).backward()
+        opt.step()
+
+    return step
+
+
 def dpfit_stepper(kind: str, X: torch.Tensor, y: torch.Tensor, batch: int, epochs: int, **kw):
     model = _model(kind)
     run = make_private(
@@ -163,6 +191,7 @@ def main() -> None:
         f"opacus_{mode}": opacus_stepper(args.model, X, y, args.batch, mode)
         for mode in args.opacus_modes.split(",")
     }
+    steppers["torch_nonprivate"] = plain_stepper(args.model, X, y, args.batch)
     steppers["dpfit_fixed_epoch"], choice = dpfit_stepper(args.model, X, y, args.batch, epochs)
     steppers["dpfit_poisson_dpsgd"], _ = dpfit_stepper(
         args.model, X, y, args.batch, epochs, sampling="poisson", n_public=args.n
@@ -179,11 +208,13 @@ def main() -> None:
 
     def ratios(t: dict, name: str) -> dict:
         base = t["opacus_ghost"]
+        paired = statistics.median(a / b for a, b in zip(t[name], base, strict=True))
+        of_medians = statistics.median(t[name]) / statistics.median(base)
         return {
-            "ratio_of_medians": statistics.median(t[name]) / statistics.median(base),
-            "median_of_paired_ratios": statistics.median(
-                a / b for a, b in zip(t[name], base, strict=True)
-            ),
+            "ratio_of_medians": of_medians,
+            "median_of_paired_ratios": paired,
+            "speedup": 1.0 / of_medians,
+            "speedup_paired": 1.0 / paired,
         }
 
     report = {

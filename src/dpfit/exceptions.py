@@ -14,6 +14,7 @@ __all__ = [
     "BudgetStoreWarning",
     "CoverageWarning",
     "DPFitError",
+    "DaskOverheadWarning",
     "DataError",
     "IdentificationWarning",
     "InsecureRandomnessWarning",
@@ -60,6 +61,12 @@ class PrivacyWarning(RuntimeWarning):
 class BudgetStoreWarning(PrivacyWarning):
     """A budget store could not record a refund or a fit's end: more stays charged than
     was drawn (never less), and the caller still gets what was released."""
+
+
+class DaskOverheadWarning(PrivacyWarning):
+    """Data on Dask so small (by their public size) that the same fit in memory is likely
+    faster: each step's round trip to the workers costs more than its arithmetic
+    (``docs/dask.md``, "Small data: in memory is faster")."""
 
 
 class InsecureRandomnessWarning(PrivacyWarning):

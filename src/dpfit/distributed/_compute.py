@@ -180,20 +180,27 @@ def wait(client: Any, futures: list[Any]) -> None:
 
 def actor_results(client: Any, calls: list[Any]) -> list[Any]:
     """The results of actor method calls (``ActorFuture``\\s), in order, waited for as
-    :func:`wait` waits; a call that failed raises its error."""
+    :func:`wait` waits; a call that failed raises its error.
+
+    All calls are awaited in one coroutine on the client's event loop, so a step that calls
+    every worker's holder crosses from this thread to the loop and back once (each
+    ``ActorFuture.result()`` would cross once per call, and again to fetch a result already
+    there: on a busy machine each crossing waits for the loop thread to be scheduled).
+    """
+    results: list[Any] = []
+
+    async def every_result() -> list[Any]:
+        return [await call for call in calls]
 
     def done(timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        for call in calls:
-            if not call.done():
-                try:
-                    call.result(timeout=max(0.0, deadline - time.monotonic()))
-                except (FutureTimeout, TimeoutError):
-                    return False
+        try:
+            results[:] = client.sync(every_result, callback_timeout=timeout)
+        except (FutureTimeout, TimeoutError):
+            return False
         return True
 
     _wait_until(client, done, lambda: None)  # an actor call cannot be cancelled
-    return [call.result() for call in calls]
+    return results
 
 
 def gather(client: Any, futures: list[Any]) -> list[Any]:

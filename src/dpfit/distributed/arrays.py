@@ -58,6 +58,7 @@ from .._validation import check_int
 from ..privacy import Relation
 from ._compute import compute
 from .persist import persist_rows
+from .small import warn_if_small
 
 __all__ = ["check_dask_rows", "is_dask", "map_rows", "read_pass", "require_dask"]
 
@@ -202,6 +203,7 @@ def check_dask_rows(
         aligned.append(array)
     if intermediate:
         return aligned, n
+    warn_if_small(n, sum(1 if a.ndim == 1 else int(a.shape[1]) for a in aligned))
     if relation is Relation.REPLACE_ONE and rows is not None:
         _check_n(n, rows, first_name)  # from metadata: before anything is persisted
     aligned = persist_rows(aligned, n=n, persist=persist)

@@ -12,7 +12,10 @@ The row blocks are shared out so that every worker gets rows in proportion to it
 (Dask may have persisted all blocks of an array on one worker): a block stays with the
 worker that holds it while that worker has room, and is otherwise copied once to the worker
 with the fewest rows per thread (a block of another array that lives elsewhere is copied
-too). A holder on a worker with several threads works on its blocks in parallel. The
+too). Small data get fewer holders: one per :data:`MIN_HOLDER_VALUES` values of the arrays
+(at least one, at most one per worker), placed on the workers that hold the most blocks, since
+a call to a second worker costs more waiting than its share of the arithmetic saves. A holder
+on a worker with several threads works on its blocks in parallel. The
 holders are made on the first step and live as long as the arrays they serve (they are
 released with them).
 
@@ -146,6 +149,12 @@ class _Holders:
     blocks: int
 
 
+#: Values (rows x columns, all arrays) per holder below which fewer workers get a holder:
+#: a step's arithmetic on 5e6 float64 values (a few ms on one core) costs about what one call
+#: to a worker and back costs on a busy machine, so a second call would add more waiting than
+#: it saves (``docs/dask.md``, "Small data: in memory is faster").
+MIN_HOLDER_VALUES = 5_000_000
+
 #: Arrays (by their names) -> their holders, or None once holders failed for them.
 _HOLDERS: dict[tuple[str, ...], _Holders | None] = {}
 
@@ -171,8 +180,18 @@ def _share(rows: Sequence[int], owners: Sequence[str], threads: dict[str, int]) 
     return {w: sorted(indices) for w, indices in share.items() if indices}
 
 
+def _holding(threads: dict[str, int], owners: Sequence[str], values: float) -> dict[str, int]:
+    """The workers that get a holder: enough for :data:`MIN_HOLDER_VALUES` values each (at
+    least one), those that hold the most row blocks first (the fewest copies), then by name."""
+    wanted = max(1, min(len(threads), int(values // MIN_HOLDER_VALUES)))
+    held = {w: sum(1 for owner in owners if owner == w) for w in threads}
+    chosen = sorted(threads, key=lambda w: (-held[w], w))[:wanted]
+    return {w: threads[w] for w in chosen}
+
+
 def _make(client: Any, arrays: Sequence[Any], blocks: list[list[Any]]) -> _Holders:
-    """One holder per worker, sharing out the row blocks (:func:`_share`)."""
+    """One holder per worker, or fewer on small data (:func:`_holding`), sharing out the row
+    blocks (:func:`_share`)."""
     wait(client, [f for array in blocks for f in array])  # the persist has finished
     who_has = client.who_has(blocks[0])
     owners = [sorted(who_has[future.key])[0] for future in blocks[0]]
@@ -181,6 +200,9 @@ def _make(client: Any, arrays: Sequence[Any], blocks: list[list[Any]]) -> _Holde
     sizes = arrays[0].chunks[0]
     if any(math.isnan(size) for size in sizes):  # unknown lengths: count blocks
         sizes = (1,) * len(sizes)
+    else:  # the arrays' size (metadata): one call a step where the work is smaller than one
+        columns = sum(1 if a.ndim == 1 else int(a.shape[1]) for a in arrays)
+        threads = _holding(threads, owners, float(sum(sizes)) * columns)
     for worker, rows in sorted(_share(sizes, owners, threads).items()):
         args = [array[i] for i in rows for array in blocks]
         holder = client.submit(
