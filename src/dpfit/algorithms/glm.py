@@ -26,7 +26,9 @@ order, each through :mod:`dpfit.mechanisms` with the declared sensitivity of
    average marginal effects with delta-method intervals.
 
 Every sum is a per-record block function of :mod:`dpfit.algorithms._glm_sums`, evaluated in
-memory or as one distributed reduction on Dask arrays.
+memory or as one distributed reduction on Dask arrays. With a privacy unit (a plan with
+``rows_per_unit``; in memory only) the releases bound one unit and the meat is clustered
+(:mod:`dpfit.algorithms._glm_units`).
 """
 
 from __future__ import annotations
@@ -52,7 +54,15 @@ from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
 from ._glm_plan import GLM_STEP_SIZE, GLM_STEPS, GLMPlan, plan_glm, run_config
-from ._glm_sums import gradient_sum, gram_sum, margin_sums, response_sum, sandwich_sums
+from ._glm_sums import (
+    bread_sum,
+    gradient_sum,
+    gram_sum,
+    margin_sums,
+    response_sum,
+    sandwich_sums,
+)
+from ._glm_units import UnitCodes, cap_units, clustered_meat, per_row
 from ._kernels import check_data
 from .glm_family import get_family
 from .trajectory import Trajectory
@@ -185,26 +195,35 @@ def run_glm_plan(
     intercept: bool,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
+    groups: Any = None,
 ) -> Trajectory:
     """Run ``plan`` on checked data (module docstring), charged to ``ledger`` (by default a
     new one with a budget of the plan's rho) as one entry at its first release
     (:func:`~dpfit.mechanisms.plan.charge_plan`).
 
     ``offset`` is aligned with ``y``; on Dask the arrays are row-aligned and persisted.
+    ``groups`` (one unit label per row, in memory) is required by a plan with a privacy unit
+    and refused otherwise.
     """
+    if plan.clustered != (groups is not None):
+        raise ValueError("groups (the privacy unit's labels) go with a plan with a privacy unit")
     ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_glm")
     source = make_noise_source(rng)
+    units = None
+    if plan.clustered:
+        X, y, offset, units = cap_units(plan, groups, X, y, offset, source)
     with charge_plan(plan, ledger):
-        return _run(plan, X, y, offset, intercept=intercept, ledger=ledger, source=source)
+        return _run(plan, X, y, offset, intercept=intercept, ledger=ledger, source=source,
+                    units=units)  # fmt: skip
 
 
 def _run(
     plan: GLMPlan, X: Any, y: Any, offset: Any, *, intercept: bool, ledger: PrivacyLedger,
-    source: Any,
+    source: Any, units: UnitCodes | None,
 ) -> Trajectory:  # fmt: skip
     family, n, k = plan.family, plan.n, plan.k
     D, y, o = _records(plan, X, y, offset)
-    moment = {"n": n, "ledger": ledger, "rng": source}
+    moment = {"n": n, "ledger": ledger, "rng": source, "rows_per_unit": plan.rows_per_unit}
     rows = [D, y, o]
     H = release_moment_sum(
         record_sum(gram_sum, rows, (plan.row_bound,), width=triangle(k)),
@@ -219,11 +238,14 @@ def _run(
         record_sum(response_sum, rows, (cap,), width=1),
         cap=cap, rho=plan.share("mean"), label="glm/mean", **moment,
     )  # fmt: skip
+    per_unit = 1.0
+    if units is not None:  # the means per row, not per unit
+        mean, mean_std, per_unit = per_row(plan, units, mean, mean_std, moment)
     level = mean_level(family, mean, mean_std, cap, n)
     theta0 = np.zeros(k)
     if intercept:
         theta0[0] = family.link_of(level)
-    scale = release_scale(plan, rows, theta0, level, moment)  # Poisson only
+    scale = release_scale(plan, rows, theta0, level, moment, per_unit)  # Poisson only
     clips = glm_clips(plan, level, scale, H)
     M = P @ P.T / family.fisher_weight(level)
     iterates = _descend(plan, rows, theta0, M, clips["gradient"], ledger, source)
@@ -233,18 +255,7 @@ def _run(
     if family.name == "poisson" and intercept:
         shift[0] = curvature / 2.0  # H^-1 (1/n) sum mu_i d_i = e_1 (see _noise_curvature)
     estimate = estimates.mean(axis=0) + shift
-    weight_cap, meat_clip = clips["weight"], clips["meat"]
-    sums = record_sum(
-        sandwich_sums, rows, (P, estimate, family, plan.row_clip, weight_cap, meat_clip),
-        width=2 * triangle(k),
-    )  # fmt: skip
-    bread = release_moment_sum(
-        sums[: triangle(k)], bound=math.sqrt(weight_cap) * plan.row_clip,
-        rho=plan.share("bread"), label="glm/bread", **moment,
-    )  # fmt: skip
-    meat = release_moment_sum(
-        sums[triangle(k) :], bound=meat_clip, rho=plan.share("meat"), label="glm/meat", **moment
-    )
+    bread, meat = _sandwich(plan, rows, units, P, estimate, clips, moment)
     gap = None
     if "gap" in plan.names:  # a clipped family: what clipping still moves, released
         to_theta = P @ np.linalg.inv(bread.shrunk()) @ P.T
@@ -258,6 +269,8 @@ def _run(
     config = run_config(plan, intercept, theta0, level, clips, H, bread, meat)
     config["mean_noise_std"] = mean_std
     config["scale"] = scale
+    if units is not None:  # n counts units: the interval is clustered by them
+        config.update(clustered=True, rows_per_unit=plan.rows_per_unit, unit_rows=per_unit)
     if gap is not None:
         releases["gap_excess"], releases["far"] = gap["excess"], np.array([gap["far"]])
         config.update(
@@ -283,6 +296,34 @@ def _run(
         seeded=source.seeded,
         releases=releases,
     )
+
+
+def _sandwich(
+    plan: GLMPlan, rows: list[Any], units: UnitCodes | None, P: np.ndarray,
+    estimate: np.ndarray, clips: dict[str, float], moment: dict[str, Any],
+) -> tuple[NoisyMoment, NoisyMoment]:  # fmt: skip
+    """The released bread and meat at the estimate (whitened); with a privacy unit the meat
+    is the clustered one, and ``clips["meat"]`` is set to its per-unit clip."""
+    k, weight_cap = plan.k, clips["weight"]
+    bread_bound = math.sqrt(weight_cap) * plan.row_clip
+    args = (P, estimate, plan.family, plan.row_clip, weight_cap)
+    if units is not None:
+        bread = release_moment_sum(
+            record_sum(bread_sum, rows, args, width=triangle(k)), bound=bread_bound,
+            rho=plan.share("bread"), label="glm/bread", **moment,
+        )  # fmt: skip
+        meat, clips["meat"] = clustered_meat(plan, rows, units, P, estimate, moment)
+        return bread, meat
+    sums = record_sum(sandwich_sums, rows, (*args, clips["meat"]), width=2 * triangle(k))
+    bread = release_moment_sum(
+        sums[: triangle(k)], bound=bread_bound, rho=plan.share("bread"), label="glm/bread",
+        **moment,
+    )  # fmt: skip
+    meat = release_moment_sum(
+        sums[triangle(k) :], bound=clips["meat"], rho=plan.share("meat"), label="glm/meat",
+        **moment,
+    )  # fmt: skip
+    return bread, meat
 
 
 def _records(plan: GLMPlan, X: Any, y: Any, offset: Any) -> tuple[Any, Any, Any]:
