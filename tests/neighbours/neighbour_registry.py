@@ -30,6 +30,8 @@ from neighbour_data import (
     UNIT_CAP,
     UNIT_KINDS,
     binary,
+    binary_panel,
+    count_panel,
     counts,
     grouped,
     instrumental,
@@ -538,6 +540,13 @@ UNIT_FIT = {
     "y_bounds": (-6, 6),
 }
 UNIT_ADD_REMOVE = {**UNIT_FIT, "relation": "add-remove", "n_public": 600}
+UNIT_GLM = {
+    "privacy_unit": UNIT,
+    "max_rows_per_unit": UNIT_CAP,
+    "bounds": {"x0": (-3, 3), "x1": (-3, 3)},
+    "margins": False,
+    **GLM,
+}
 UNIT_REPLACE = (*BASIC, *UNIT_KINDS)
 
 
@@ -581,6 +590,32 @@ UNITS: dict[str, EntryPoint] = {
         ),
         data=panel,
         kinds=UNIT_ADD_REMOVE_KINDS,
+    ),
+    "logit privacy_unit": EntryPoint(
+        formula(dpfit.logit, "y ~ x0 + x1", **UNIT_GLM), data=binary_panel, kinds=UNIT_REPLACE
+    ),
+    "probit privacy_unit add-remove": EntryPoint(
+        formula(dpfit.probit, "y ~ x0 + x1", **UNIT_GLM, relation="add-remove", n_public=300),
+        data=binary_panel,
+        kinds=UNIT_ADD_REMOVE_KINDS,
+    ),
+    "poisson privacy_unit": EntryPoint(
+        formula(dpfit.poisson, "y ~ x0 + x1", **UNIT_GLM, y_bounds=(0, 5)),
+        data=count_panel,
+        kinds=UNIT_REPLACE,
+    ),
+    "dp_glm groups": EntryPoint(
+        lambda frame: dp_glm(
+            *xy(frame),
+            rho=RHO,
+            rng=SEED,
+            intercept=False,
+            groups=frame[UNIT].to_numpy(),
+            max_rows_per_unit=UNIT_CAP,
+            **GLM,
+        ),
+        data=binary_panel,
+        kinds=UNIT_REPLACE,
     ),
 }
 

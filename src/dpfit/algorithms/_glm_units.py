@@ -30,17 +30,68 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_int
+from ..distributed import is_dask
 from ..inference._cluster import release_cluster_meat
 from ..inference.population import NoisyMoment
 from ..inference.whitened import release_mean
 from ..mechanisms import NoiseSource
+from ..privacy import Relation, public_n
+from ..privacy.unit_level import unit_codes
 from ._glm_plan import GLMPlan
 from ._unit_sums import cap_rows, unit_sums
 
-__all__ = ["UnitCodes", "cap_units", "clustered_meat", "per_row"]
+__all__ = ["IN_MEMORY", "UnitCodes", "cap_units", "clustered_meat", "in_memory", "per_row",
+           "unit_n"]  # fmt: skip
+
+#: The refusal of a privacy unit on Dask data (no value, no count).
+IN_MEMORY = (
+    "a privacy unit needs in-memory data: per-unit sums over Dask blocks are not supported "
+    "yet; fit the same data in memory (X.compute(), a NumPy array or a pandas frame) with "
+    "the unit"
+)
+
+
+def in_memory(*arrays: Any) -> None:
+    """Refuse Dask arrays with a privacy unit (:data:`IN_MEMORY`), before any check or charge."""
+    if any(is_dask(a) for a in arrays):
+        raise TypeError(IN_MEMORY)
 
 #: Each kept row's unit (0 .. n_units - 1) and the number of units.
 UnitCodes = tuple[np.ndarray, int]
+
+
+def unit_n(
+    groups: Any, X: Any, *, max_rows: Any, margins: bool, n_public: int | None,
+    relation: Relation,
+) -> int:  # fmt: skip
+    """The public number of units that divides the sums (public checks only): the number of
+    units under replace-one unit, ``n_public`` under add/remove unit.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Data not in memory, no ``max_rows_per_unit``, ``margins``, a mismatched
+        ``n_public``, or labels not one per row; nothing is charged or drawn.
+    """
+    if max_rows is None:
+        raise ValueError(
+            "max_rows_per_unit is required with a privacy unit: a public cap on the rows one "
+            "unit contributes (more are sampled away at random), never read off the data"
+        )
+    check_int(max_rows, "max_rows_per_unit", low=1)
+    if margins:
+        raise ValueError(
+            "margins are not released with a privacy unit yet (their means are per row, the "
+            "fit's per unit); use margins=False"
+        )
+    _, n_units = unit_codes(groups, X.shape[0])
+    if relation is Relation.REPLACE_ONE and n_public is not None and n_public != n_units:
+        raise ValueError(
+            "n_public must equal the number of units under relation='replace-one' with a "
+            "privacy unit (the number of units is public under replace-one)"
+        )
+    return public_n(n_units, n_public, relation)
 
 
 def cap_units(

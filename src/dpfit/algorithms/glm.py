@@ -62,7 +62,7 @@ from ._glm_sums import (
     response_sum,
     sandwich_sums,
 )
-from ._glm_units import UnitCodes, cap_units, clustered_meat, per_row
+from ._glm_units import UnitCodes, cap_units, clustered_meat, in_memory, per_row, unit_n
 from ._kernels import check_data
 from .glm_family import get_family
 from .trajectory import Trajectory
@@ -100,6 +100,8 @@ def dp_glm(
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
     warn_large_rho: bool = True,
+    groups: ArrayLike | None = None,
+    max_rows_per_unit: int | None = None,
 ) -> Trajectory:
     """Fit a GLM privately and release what its population interval needs.
 
@@ -135,6 +137,14 @@ def dp_glm(
         Also release what average marginal effects need (binomial only).
     relation, n_public, ledger, rng, warn_large_rho
         As for :func:`dpfit.algorithms.dp_gd`.
+    groups : array-like of shape (n,), optional
+        A privacy unit (in memory): one unit label per row (e.g. a person id). Every release
+        then protects all rows of one unit, at most ``max_rows_per_unit`` of them used,
+        ``n_public`` counts units, and the meat is cluster-robust by the unit
+        (:mod:`dpfit.algorithms._glm_units`; margins are not released with a unit).
+    max_rows_per_unit : int, optional
+        The public cap K on the rows one unit contributes (required with ``groups``); a
+        unit with more keeps K, sampled uniformly at random.
 
     Returns
     -------
@@ -163,15 +173,27 @@ def dp_glm(
     """
     fam = get_family(family, link)
     relation = parse_relation(relation)
-    X, y, rows = check_data(X, y, n_public=n_public, relation=relation)
-    n = public_n(rows, n_public, relation)  # for Dask, rows is the checked n_public
+    if groups is None and max_rows_per_unit is not None:
+        raise ValueError("max_rows_per_unit needs a privacy unit: pass groups=unit_labels")
+    unit_rows = n_public if groups is not None else None  # n_public counts units then
+    if groups is not None:
+        in_memory(X, y, offset, groups)
+    X, y, rows = check_data(X, y, n_public=None if groups is not None else n_public,
+                            relation=relation)  # fmt: skip
+    if groups is not None:
+        n = unit_n(groups, X, max_rows=max_rows_per_unit, margins=margins, n_public=unit_rows,
+                   relation=relation)  # fmt: skip
+    else:
+        n = public_n(rows, n_public, relation)  # for Dask, rows is the checked n_public
     plan = plan_glm(
         fam, n=n, k=X.shape[1], rho=rho, count_bound=count_bound, steps=steps,
         step_size=step_size, m=m, burn_in=burn_in, margins=margins, relation=relation,
         warn_large_rho=warn_large_rho,
+        rows_per_unit=None if groups is None else max_rows_per_unit,
     )  # fmt: skip
     o = _offset(offset, X, y)
-    return run_glm_plan(plan, X, y, o, intercept=bool(intercept), ledger=ledger, rng=rng)
+    return run_glm_plan(plan, X, y, o, intercept=bool(intercept), ledger=ledger, rng=rng,
+                        groups=groups)  # fmt: skip
 
 
 def _offset(offset: ArrayLike | None, X: Any, y: Any) -> Any:

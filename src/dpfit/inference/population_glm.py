@@ -157,7 +157,7 @@ def events(traj: Any) -> float:
     c = traj.config
     mean = float(np.asarray(traj.releases["mean"])[0])
     share = min(mean, 1.0 - mean) if c["family"] == "binomial" else mean
-    return max(share, 0.0) * c["n"]
+    return max(share, 0.0) * c["n"] * c.get("unit_rows", 1.0)  # units: rows per unit
 
 
 def glm_doubts(inference: GLMInference, traj: Any) -> list[Doubt]:
