@@ -213,8 +213,9 @@ def fit_glm(
     )  # fmt: skip
     inference = glm_population(traj)
     notes = warn_doubts(glm_doubts(inference, traj))
-    if unit is not None:
-        notes.insert(0, f"{unit.describe()}; clustered by {unit.column} ({n} units).")
+    shown = _shown(traj, scaling, x_names)
+    if unit is not None:  # the summary names the clustering
+        shown["privacy unit"] = f"{unit.describe()}; clustered by {unit.column} ({n} units)"
     J = (scaling.to_original(np.eye(k)) - scaling.to_original(np.zeros(k))).T
     terms = (["Intercept"] if config.fit_intercept else []) + x_names
     population = transform(inference.population, J)
@@ -233,7 +234,7 @@ def fit_glm(
         response=response,
         noise_backend=traj.noise_backend,
         seeded=traj.seeded,
-        config=_shown(traj, scaling, x_names),
+        config=shown,
         notes=[*notes, _plan_note(traj)],
         population=population,
         family=config.family,
