@@ -39,10 +39,11 @@ from ..mechanisms import NoiseSource
 from ..privacy import Relation, public_n
 from ..privacy.unit_level import unit_codes
 from ._glm_plan import GLMPlan
+from ._kernels import check_data
 from ._unit_sums import cap_rows, unit_sums
 
 __all__ = ["IN_MEMORY", "UnitCodes", "cap_units", "clustered_meat", "in_memory", "per_row",
-           "unit_n"]  # fmt: skip
+           "unit_data", "unit_n"]  # fmt: skip
 
 #: The refusal of a privacy unit on Dask data (no value, no count).
 IN_MEMORY = (
@@ -59,6 +60,19 @@ def in_memory(*arrays: Any) -> None:
 
 #: Each kept row's unit (0 .. n_units - 1) and the number of units.
 UnitCodes = tuple[np.ndarray, int]
+
+
+def unit_data(
+    X: Any, y: Any, offset: Any, groups: Any, *, max_rows: Any, margins: bool,
+    n_public: int | None, relation: Relation,
+) -> tuple[np.ndarray, np.ndarray, int]:  # fmt: skip
+    """The checked in-memory ``(X, y)`` of a fit with a privacy unit and the public number
+    of units (:func:`unit_n`); Dask refused first (:func:`in_memory`)."""
+    in_memory(X, y, offset, groups)
+    X, y, _ = check_data(X, y, relation=relation)
+    n = unit_n(groups, X, max_rows=max_rows, margins=margins, n_public=n_public,
+               relation=relation)  # fmt: skip
+    return X, y, n
 
 
 def unit_n(
@@ -96,9 +110,16 @@ def unit_n(
 
 def cap_units(
     plan: GLMPlan, groups: Any, X: Any, y: Any, offset: Any, source: NoiseSource
-) -> tuple[Any, Any, Any, UnitCodes]:
-    """The rows the fit reads: at most ``plan.rows_per_unit`` per unit (module docstring),
-    with their units' codes."""
+) -> tuple[Any, Any, Any, UnitCodes | None]:
+    """The rows the fit reads: with a privacy unit at most ``plan.rows_per_unit`` per unit
+    (module docstring), with their units' codes; else the rows as given and None.
+
+    Raises ValueError when ``groups`` is given without a unit-level plan, or not with one.
+    """
+    if plan.clustered != (groups is not None):
+        raise ValueError("groups (the privacy unit's labels) go with a plan with a privacy unit")
+    if groups is None:
+        return X, y, offset, None
     kept = cap_rows(groups, X.shape[0], plan.rows_per_unit, source)
     rows = kept.rows
     return X[rows], y[rows], offset[rows], (kept.codes, kept.n_units)

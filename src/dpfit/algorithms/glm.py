@@ -26,14 +26,12 @@ order, each through :mod:`dpfit.mechanisms` with the declared sensitivity of
    average marginal effects with delta-method intervals.
 
 Every sum is a per-record block function of :mod:`dpfit.algorithms._glm_sums`, evaluated in
-memory or as one distributed reduction on Dask arrays. With a privacy unit (a plan with
-``rows_per_unit``; in memory only) the releases bound one unit and the meat is clustered
-(:mod:`dpfit.algorithms._glm_units`).
+memory or as one distributed reduction on Dask arrays; with a privacy unit, in memory, as
+:mod:`dpfit.algorithms._glm_units` says.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -54,15 +52,9 @@ from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
 from ._glm_plan import GLM_STEP_SIZE, GLM_STEPS, GLMPlan, plan_glm, run_config
-from ._glm_sums import (
-    bread_sum,
-    gradient_sum,
-    gram_sum,
-    margin_sums,
-    response_sum,
-    sandwich_sums,
-)
-from ._glm_units import UnitCodes, cap_units, clustered_meat, in_memory, per_row, unit_n
+from ._glm_sandwich import release_sandwich
+from ._glm_sums import gradient_sum, gram_sum, margin_sums, response_sum
+from ._glm_units import UnitCodes, cap_units, per_row, unit_data
 from ._kernels import check_data
 from .glm_family import get_family
 from .trajectory import Trajectory
@@ -137,14 +129,10 @@ def dp_glm(
         Also release what average marginal effects need (binomial only).
     relation, n_public, ledger, rng, warn_large_rho
         As for :func:`dpfit.algorithms.dp_gd`.
-    groups : array-like of shape (n,), optional
-        A privacy unit (in memory): one unit label per row (e.g. a person id). Every release
-        then protects all rows of one unit, at most ``max_rows_per_unit`` of them used,
-        ``n_public`` counts units, and the meat is cluster-robust by the unit
-        (:mod:`dpfit.algorithms._glm_units`; margins are not released with a unit).
-    max_rows_per_unit : int, optional
-        The public cap K on the rows one unit contributes (required with ``groups``); a
-        unit with more keeps K, sampled uniformly at random.
+    groups, max_rows_per_unit : array-like of shape (n,), int, optional
+        A privacy unit (in memory; no margins): one label per row and the public cap K on a
+        unit's rows (more are sampled away). Every release then protects one unit, n counts
+        units and the meat is clustered by unit (:mod:`dpfit.algorithms._glm_units`).
 
     Returns
     -------
@@ -173,18 +161,14 @@ def dp_glm(
     """
     fam = get_family(family, link)
     relation = parse_relation(relation)
-    if groups is None and max_rows_per_unit is not None:
-        raise ValueError("max_rows_per_unit needs a privacy unit: pass groups=unit_labels")
-    unit_rows = n_public if groups is not None else None  # n_public counts units then
-    if groups is not None:
-        in_memory(X, y, offset, groups)
-    X, y, rows = check_data(X, y, n_public=None if groups is not None else n_public,
-                            relation=relation)  # fmt: skip
-    if groups is not None:
-        n = unit_n(groups, X, max_rows=max_rows_per_unit, margins=margins, n_public=unit_rows,
-                   relation=relation)  # fmt: skip
-    else:
+    if groups is None:
+        if max_rows_per_unit is not None:
+            raise ValueError("max_rows_per_unit needs a privacy unit: pass groups=unit_labels")
+        X, y, rows = check_data(X, y, n_public=n_public, relation=relation)
         n = public_n(rows, n_public, relation)  # for Dask, rows is the checked n_public
+    else:
+        X, y, n = unit_data(X, y, offset, groups, max_rows=max_rows_per_unit, margins=margins,
+                            n_public=n_public, relation=relation)  # fmt: skip
     plan = plan_glm(
         fam, n=n, k=X.shape[1], rho=rho, count_bound=count_bound, steps=steps,
         step_size=step_size, m=m, burn_in=burn_in, margins=margins, relation=relation,
@@ -224,16 +208,11 @@ def run_glm_plan(
     (:func:`~dpfit.mechanisms.plan.charge_plan`).
 
     ``offset`` is aligned with ``y``; on Dask the arrays are row-aligned and persisted.
-    ``groups`` (one unit label per row, in memory) is required by a plan with a privacy unit
-    and refused otherwise.
+    ``groups`` (unit labels, in memory) goes with a plan with a privacy unit only.
     """
-    if plan.clustered != (groups is not None):
-        raise ValueError("groups (the privacy unit's labels) go with a plan with a privacy unit")
     ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_glm")
     source = make_noise_source(rng)
-    units = None
-    if plan.clustered:
-        X, y, offset, units = cap_units(plan, groups, X, y, offset, source)
+    X, y, offset, units = cap_units(plan, groups, X, y, offset, source)
     with charge_plan(plan, ledger):
         return _run(plan, X, y, offset, intercept=intercept, ledger=ledger, source=source,
                     units=units)  # fmt: skip
@@ -277,7 +256,7 @@ def _run(
     if family.name == "poisson" and intercept:
         shift[0] = curvature / 2.0  # H^-1 (1/n) sum mu_i d_i = e_1 (see _noise_curvature)
     estimate = estimates.mean(axis=0) + shift
-    bread, meat = _sandwich(plan, rows, units, P, estimate, clips, moment)
+    bread, meat = release_sandwich(plan, rows, units, P, estimate, clips, moment)
     gap = None
     if "gap" in plan.names:  # a clipped family: what clipping still moves, released
         to_theta = P @ np.linalg.inv(bread.shrunk()) @ P.T
@@ -318,34 +297,6 @@ def _run(
         seeded=source.seeded,
         releases=releases,
     )
-
-
-def _sandwich(
-    plan: GLMPlan, rows: list[Any], units: UnitCodes | None, P: np.ndarray,
-    estimate: np.ndarray, clips: dict[str, float], moment: dict[str, Any],
-) -> tuple[NoisyMoment, NoisyMoment]:  # fmt: skip
-    """The released bread and meat at the estimate (whitened); with a privacy unit the meat
-    is the clustered one, and ``clips["meat"]`` is set to its per-unit clip."""
-    k, weight_cap = plan.k, clips["weight"]
-    bread_bound = math.sqrt(weight_cap) * plan.row_clip
-    args = (P, estimate, plan.family, plan.row_clip, weight_cap)
-    if units is not None:
-        bread = release_moment_sum(
-            record_sum(bread_sum, rows, args, width=triangle(k)), bound=bread_bound,
-            rho=plan.share("bread"), label="glm/bread", **moment,
-        )  # fmt: skip
-        meat, clips["meat"] = clustered_meat(plan, rows, units, P, estimate, moment)
-        return bread, meat
-    sums = record_sum(sandwich_sums, rows, (*args, clips["meat"]), width=2 * triangle(k))
-    bread = release_moment_sum(
-        sums[: triangle(k)], bound=bread_bound, rho=plan.share("bread"), label="glm/bread",
-        **moment,
-    )  # fmt: skip
-    meat = release_moment_sum(
-        sums[triangle(k) :], bound=clips["meat"], rho=plan.share("meat"), label="glm/meat",
-        **moment,
-    )  # fmt: skip
-    return bread, meat
 
 
 def _records(plan: GLMPlan, X: Any, y: Any, offset: Any) -> tuple[Any, Any, Any]:
