@@ -85,3 +85,21 @@ def test_dp_glm_refuses_margins_with_a_unit():
     with pytest.raises(ValueError, match="margins are not released with a privacy unit"):
         dp_glm(X, frame["y"].to_numpy(float), rho=1.0, margins=True,
                groups=frame["pid"].to_numpy(), max_rows_per_unit=4, rng=0)  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.InsecureRandomnessWarning")
+def test_estimator_groups_match_the_formula_fit():
+    frame = _visits(people=3000)
+    model = dpfit.DPLogisticRegression(
+        rho=1.0, bounds=(-1, 1), margins=False, max_rows_per_unit=4, random_state=0
+    ).fit(frame[["x"]], frame["y"], groups=frame["pid"])
+    res = dpfit.logit("y ~ x", frame, rho=1.0, **UNIT)
+    np.testing.assert_allclose(model.result_.estimate, res.estimate, rtol=1e-12)
+    assert model.privacy_.unit.column == "pid"
+
+
+def test_estimator_cap_without_groups_is_refused():
+    frame = _visits()
+    model = dpfit.DPPoissonRegressor(rho=1.0, bounds=(-1, 1), y_bounds=(0, 1), max_rows_per_unit=4)
+    with pytest.raises(ValueError, match="max_rows_per_unit needs a privacy unit"):
+        model.fit(frame[["x"]], frame["y"])

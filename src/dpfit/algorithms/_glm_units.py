@@ -37,26 +37,21 @@ from ..inference.population import NoisyMoment
 from ..inference.whitened import release_mean
 from ..mechanisms import NoiseSource
 from ..privacy import Relation, public_n
-from ..privacy.unit_level import unit_codes
+from ..privacy.unit_level import CAP_REQUIRED, IN_MEMORY, unit_codes
 from ._glm_plan import GLMPlan
 from ._kernels import check_data
 from ._unit_sums import cap_rows, unit_sums
 
-__all__ = ["IN_MEMORY", "UnitCodes", "cap_units", "clustered_meat", "in_memory", "per_row",
-           "unit_data", "unit_n"]  # fmt: skip
-
-#: The refusal of a privacy unit on Dask data (no value, no count).
-IN_MEMORY = (
-    "a privacy unit needs in-memory data: per-unit sums over Dask blocks are not supported "
-    "yet; fit the same data in memory (X.compute(), a NumPy array or a pandas frame) with "
-    "the unit"
-)
+__all__ = ["UnitCodes", "cap_units", "clustered_meat", "in_memory", "per_row", "unit_data",
+           "unit_n"]  # fmt: skip
 
 
 def in_memory(*arrays: Any) -> None:
-    """Refuse Dask arrays with a privacy unit (:data:`IN_MEMORY`), before any check or charge."""
+    """Refuse Dask arrays with a privacy unit
+    (:data:`~dpfit.privacy.unit_level.IN_MEMORY`), before any check or charge."""
     if any(is_dask(a) for a in arrays):
         raise TypeError(IN_MEMORY)
+
 
 #: Each kept row's unit (0 .. n_units - 1) and the number of units.
 UnitCodes = tuple[np.ndarray, int]
@@ -89,10 +84,7 @@ def unit_n(
         ``n_public``, or labels not one per row; nothing is charged or drawn.
     """
     if max_rows is None:
-        raise ValueError(
-            "max_rows_per_unit is required with a privacy unit: a public cap on the rows one "
-            "unit contributes (more are sampled away at random), never read off the data"
-        )
+        raise ValueError(CAP_REQUIRED)
     check_int(max_rows, "max_rows_per_unit", low=1)
     if margins:
         raise ValueError(

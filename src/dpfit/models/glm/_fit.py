@@ -137,9 +137,7 @@ def _bounds(bounds: Any, names: list[str] | None, p: int) -> Any:
     return bounds
 
 
-def glm_plan(
-    config: GLMConfig, *, rows: int, p: int, unit: PrivacyUnit | None = None
-) -> GLMPlan:
+def glm_plan(config: GLMConfig, *, rows: int, p: int, unit: PrivacyUnit | None = None) -> GLMPlan:
     """The plan :func:`fit_glm` runs on ``rows`` records of ``p`` features (public inputs
     only; :func:`~dpfit.algorithms.glm.plan_glm`); with a privacy ``unit``, ``rows`` is
     the public number of units and the plan bounds one unit (margins are not released)."""

@@ -22,7 +22,7 @@ from ..._validation import check_rho
 from ...mechanisms import make_noise_source
 from ...mechanisms.plan import ReleasePlan
 from ...privacy import Budget
-from ...privacy.unit_level import PrivacyUnit, unit_codes
+from ...privacy.unit_level import CAP_REQUIRED, PrivacyUnit, unit_codes
 from .._constraints import check_bounds_check, check_budget
 from .._design import complete_bounds
 from .._fit_checks import (
@@ -231,10 +231,7 @@ def _unit(
     if not isinstance(column, str) or column not in getattr(data, "columns", ()):
         raise ValueError("privacy_unit must name a column of data")
     if max_rows is None:
-        raise ValueError(
-            "max_rows_per_unit is required with a privacy unit: a public cap on the rows one "
-            "unit contributes (more are sampled away at random), never read off the data"
-        )
+        raise ValueError(CAP_REQUIRED)
     if bounds_check != DEFAULT_BOUNDS_CHECK and bounds_check:
         raise ValueError(
             "bounds_check counts rows and is not available with a privacy unit; leave it out"
