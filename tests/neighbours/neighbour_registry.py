@@ -795,6 +795,18 @@ COMMANDS: dict[str, EntryPoint] = {
         views=no_views,
         examples=1,
     ),
+    "cli fit logit privacy-unit": EntryPoint(
+        cli(
+            f"fit --family binomial --formula 'y ~ x0 + x1' --privacy-unit {UNIT} "
+            f"--max-rows-per-unit {UNIT_CAP} --bound x0=-3,3 --bound x1=-3,3 --steps 20 "
+            f"--burn-in 0 {_FIT}"
+        ),
+        data=binary_panel,
+        kinds=UNIT_REPLACE,
+        views=no_views,
+        examples=1,
+        replay_only=CHECKED,
+    ),
     "cli fit adassp": EntryPoint(
         cli(
             "fit --formula 'y ~ x0 + x1' --method adassp --bound x0=-3,3 --bound x1=-3,3 "
