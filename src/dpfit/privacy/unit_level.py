@@ -41,7 +41,18 @@ import numpy as np
 
 from .._validation import check_int
 
-__all__ = ["CAP_REQUIRED", "IN_MEMORY", "PrivacyUnit", "UnitRows", "grouped_unit", "unit_codes"]
+__all__ = [
+    "CAP_REQUIRED",
+    "IN_MEMORY",
+    "PrivacyUnit",
+    "UnitRows",
+    "grouped_unit",
+    "refuse_unit",
+    "unit_codes",
+]
+
+#: The keywords that declare a privacy unit, at any entry point.
+UNIT_KEYWORDS = frozenset({"privacy_unit", "max_rows_per_unit", "groups"})
 
 #: What a fit with a privacy unit but no ``max_rows_per_unit`` is told.
 CAP_REQUIRED = (
@@ -93,6 +104,19 @@ def grouped_unit(groups: Any, max_rows: Any) -> PrivacyUnit | None:
         raise ValueError(CAP_REQUIRED)
     name = getattr(groups, "name", None)
     return PrivacyUnit(str(name) if name is not None else "groups", max_rows)
+
+
+def refuse_unit(entry: str, params: Any) -> None:
+    """Refuse a privacy unit at an entry point that does not take one yet, naming the
+    keywords given (public names only) and what to do instead."""
+    given = sorted(UNIT_KEYWORDS.intersection(params))
+    if given:
+        raise TypeError(
+            f"{entry} does not take a privacy unit yet ({', '.join(given)}): bound each "
+            "person's contribution before the fit (one row per person, or a per-person "
+            "aggregate), or fit with dpfit.ols, dpfit.logit, dpfit.probit or dpfit.poisson, "
+            "which take privacy_unit= (docs/privacy-units.md)"
+        )
 
 
 @dataclass(frozen=True)
