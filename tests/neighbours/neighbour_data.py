@@ -127,7 +127,9 @@ def count_panel(seed: int, n_units: int = 300) -> pd.DataFrame:
     """:func:`panel` with a count response: the unit-level Poisson entry points."""
     frame = panel(seed, n_units)
     rng = np.random.default_rng(seed + 3)
-    frame["y"] = rng.poisson(np.exp(0.3 * frame["x0"] - 0.2 * frame["x1"])).astype(float)
+    frame["t"] = rng.uniform(0.5, 2.0, len(frame))
+    frame["y"] = rng.poisson(frame["t"] * np.exp(0.3 * frame["x0"] - 0.2 * frame["x1"]))
+    frame["y"] = frame["y"].astype(float)
     return frame
 
 

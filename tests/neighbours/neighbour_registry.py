@@ -612,6 +612,13 @@ UNITS: dict[str, EntryPoint] = {
         kinds=UNIT_REPLACE,
         replay_only=CLIPPED,
     ),
+    # an extreme exposure overflows a row's mean count: its unit's summed score is not finite
+    "poisson privacy_unit exposure": EntryPoint(
+        formula(dpfit.poisson, "y ~ x0 + x1", **UNIT_GLM, y_bounds=(0, 5), exposure="t"),
+        data=count_panel,
+        kinds=UNIT_REPLACE,
+        replay_only=CLIPPED,
+    ),
     "DPLogisticRegression groups": EntryPoint(
         lambda frame: dpfit.DPLogisticRegression(
             rho=RHO,
