@@ -3,6 +3,8 @@ clustered interval (the neighbour layer, tests/neighbours, checks the releases).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -103,3 +105,37 @@ def test_estimator_cap_without_groups_is_refused():
     model = dpfit.DPPoissonRegressor(rho=1.0, bounds=(-1, 1), y_bounds=(0, 1), max_rows_per_unit=4)
     with pytest.raises(ValueError, match="max_rows_per_unit needs a privacy unit"):
         model.fit(frame[["x"]], frame["y"])
+
+
+def _twenty_rows(flip: bool) -> pd.DataFrame:
+    """100 people with 20 rows each; with ``flip`` every row of person 0 is an event."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"pid": np.repeat(np.arange(100), 20), "x": rng.uniform(-1, 1, 2000)})
+    frame["y"] = (rng.uniform(size=2000) < 0.3).astype(float)
+    frame.loc[frame["pid"] == 0, "y"] = 1.0 if flip else 0.0
+    return frame
+
+
+def test_one_person_moves_a_row_level_logit_20x_and_a_unit_level_one_at_most_1x():
+    """With 20 rows per person, changing one person moves the row-level logit's releases by
+    about 20 times their declared sensitivity; the unit-level fit's by at most 1x."""
+    from dpfit.testing import check_neighbours
+
+    D, Dp = _twenty_rows(False), _twenty_rows(True)
+    common = {"rho": 1.0, "bounds": {"x": (-1, 1)}, "margins": False, "random_state": 5,
+              "steps": 20, "burn_in": 0, "m": 4}  # fmt: skip
+
+    def row_level(frame):
+        return dpfit.logit("y ~ x", frame, bounds_check=0.0, **common)
+
+    def unit_level(frame):
+        return dpfit.logit("y ~ x", frame, privacy_unit="pid", max_rows_per_unit=20, **common)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(AssertionError, match=r"the query moved by (19\.9|20 )"):
+            check_neighbours(row_level, (D,), (Dp,), ignore=("warnings",))
+        report = check_neighbours(row_level, (D,), (Dp,), tolerance=20, ignore=("warnings",))
+        assert 19.9 < report.max_share <= 20.0
+        report = check_neighbours(unit_level, (D,), (Dp,), ignore=("warnings",))
+    assert 0.9 < report.max_share <= 1.0
