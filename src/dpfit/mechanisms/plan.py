@@ -163,8 +163,9 @@ class ReleasePlan:
 
     def title(self) -> str:
         """The first line of :meth:`__str__`."""
+        n = self.n if self.rows_per_unit == 1 else f"{self.n} units of <= {self.rows_per_unit} rows"
         return (
-            f"Release plan of {self.label}: n = {self.n} (public), rho = {self.rho:.6g} "
+            f"Release plan of {self.label}: n = {n} (public), rho = {self.rho:.6g} "
             f"({self.relation})"
         )
 
