@@ -21,6 +21,7 @@ from .algorithms.noisy_gd import noisy_gd
 from .algorithms.proximal import proximal_point
 from .algorithms.trajectory import Trajectory
 from .losses.base import Loss, check_loss, split_data
+from .privacy.unit_level import refuse_unit
 
 __all__ = ["METHODS", "minimize"]
 
@@ -108,6 +109,7 @@ def minimize(
             stacklevel=user_stacklevel(),
         )
         random_state = options.pop("rng")
+    refuse_unit("dpfit.minimize", options)
     func = METHODS[method]
     if "clip" in options:
         raise TypeError(clip_keyword_message(f"minimize({method!r})", options["clip"]))

@@ -38,3 +38,21 @@ def test_unit_options_need_a_unit(panel_csv, capsys):
     args = ["fit", str(panel_csv), "--formula", "y ~ x", "--bound", "x=-4,4", *COMMON]
     assert main([*args, "--max-rows-per-unit", "4"]) == 2
     assert "--max-rows-per-unit need --privacy-unit COLUMN" in capsys.readouterr().err
+
+
+def test_a_glm_takes_the_privacy_unit(panel_csv, tmp_path, capsys):
+    frame = pd.read_csv(panel_csv)
+    frame["event"] = (frame["y"] > 0).astype(int)
+    path = tmp_path / "events.csv"
+    frame.to_csv(path, index=False)
+    args = ["fit", str(path), "--family", "binomial", "--formula", "event ~ x", *UNIT]
+    assert main([*args, "--rho", "1", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "No. units:             400 (public; rows are not released)" in out
+    assert "replace-one unit (1 unit = all rows with the same pid)" in out
+
+
+def test_a_glm_refuses_time_effects_options(panel_csv, capsys):
+    args = ["fit", str(panel_csv), "--family", "poisson", "--formula", "y ~ x", *UNIT]
+    assert main([*args, "--y-bounds", "0,8", "--rho", "1", "--time", "year"]) == 2
+    assert "apply to --family gaussian only" in capsys.readouterr().err

@@ -116,6 +116,23 @@ def panel(seed: int, n_units: int = 600) -> pd.DataFrame:
     return frame
 
 
+def binary_panel(seed: int, n_units: int = 300) -> pd.DataFrame:
+    """:func:`panel` with a 0/1 response (its sign): the unit-level logistic entry points."""
+    frame = panel(seed, n_units)
+    frame["y"] = (frame["y"] > 0).astype(float)
+    return frame
+
+
+def count_panel(seed: int, n_units: int = 300) -> pd.DataFrame:
+    """:func:`panel` with a count response: the unit-level Poisson entry points."""
+    frame = panel(seed, n_units)
+    rng = np.random.default_rng(seed + 3)
+    frame["t"] = rng.uniform(0.5, 2.0, len(frame))
+    frame["y"] = rng.poisson(frame["t"] * np.exp(0.3 * frame["x0"] - 0.2 * frame["x1"]))
+    frame["y"] = frame["y"].astype(float)
+    return frame
+
+
 def _extreme_rows(template: pd.DataFrame, count: int, value: float, signs, unit: str):
     numeric = [c for c in template.columns if pd.api.types.is_numeric_dtype(template[c])]
     rows = template.iloc[[0] * count].copy()

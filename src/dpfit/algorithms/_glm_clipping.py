@@ -83,12 +83,15 @@ def mean_level(family: Family, mean: float, noise_std: float, cap: float, n: int
 
 
 def release_scale(
-    plan: GLMPlan, rows: list[Any], theta0: np.ndarray, level: float, moment: dict[str, Any]
-) -> float | None:
+    plan: GLMPlan, rows: list[Any], theta0: np.ndarray, level: float, moment: dict[str, Any],
+    per_unit: float = 1.0,
+) -> float | None:  # fmt: skip
     """Poisson: s~ = sqrt of the released mean of min(r_i^2, (SCALE_CAP sqrt(y~))^2) at the
     start (the intercept-only fit, so s~ is about the marginal s.d. of the counts, which
     overdispersion and the features' effects raise: a conservative scale for the clips),
-    raised to its noise; None for the binomial family (its clips need no scale)."""
+    raised to its noise; None for the binomial family (its clips need no scale). With a
+    privacy unit the mean over units is divided by ``per_unit``, the released mean number of
+    rows per unit (post-processing)."""
     if "scale" not in plan.names:
         return None
     cap = min(plan.count_bound, SCALE_CAP * math.sqrt(level)) ** 2
@@ -97,7 +100,7 @@ def release_scale(
         record_sum(scale_sum, rows, (theta0, plan.family, cap), width=1),
         cap=cap, rho=planned.rho, label=planned.label, **moment,
     )  # fmt: skip
-    return math.sqrt(max(value, 2.0 * noise_std, level))
+    return math.sqrt(max(value / per_unit, 2.0 * noise_std / per_unit, level))
 
 
 def glm_clips(plan: GLMPlan, level: float, scale: float | None, H: NoisyMoment) -> dict[str, float]:
@@ -112,15 +115,13 @@ def glm_clips(plan: GLMPlan, level: float, scale: float | None, H: NoisyMoment) 
     s~ sqrt(lambda_min) / sqrt(k)), and the gradient clip c sqrt(k); the bread caps weights at
     min(K, WEIGHT_GROWTH y~); the meat clips whitened scores at MEAT_BASE sqrt(k) s~, grown
     with n so that its noise stays at MEAT_NOISE of its entries, at most MEAT_CAP sqrt(k) s~
-    and K x the row clip.
+    and K x the row clip. With a privacy unit the meat is clustered and clips each unit's
+    summed score at a clip of its own (:mod:`dpfit.inference._cluster`): no "meat" here.
     """
     family = plan.family
     if family.name != "poisson":
-        return {
-            "gradient": plan.clip,
-            "weight": family.weight_bound(None),
-            "meat": plan.release("meat").bound,
-        }
+        clips = {"gradient": plan.clip, "weight": family.weight_bound(None)}
+        return clips if plan.clustered else {**clips, "meat": plan.release("meat").bound}
     K, k = plan.count_bound, plan.k
     kept = plan.steps - plan.burn_in
     smallest = max(float(np.linalg.eigvalsh(H.preconditioner())[0]), 0.0)
@@ -128,15 +129,17 @@ def glm_clips(plan: GLMPlan, level: float, scale: float | None, H: NoisyMoment) 
         CLIP_BASE * scale, scale * math.sqrt(smallest / k), n=plan.n,
         rho=plan.share("gradient"), releases=plan.steps, averaged=max(kept, 1),
     )  # fmt: skip
+    clips = {
+        "gradient": min(K, residual, CLIP_CAP * scale) * plan.row_bound,
+        "weight": min(K, WEIGHT_GROWTH * level),
+    }
+    if plan.clustered:
+        return clips
     meat = second_moment_clip(
         MEAT_BASE * math.sqrt(k) * scale, scale, n=plan.n, rho=plan.share("meat"),
         noise=MEAT_NOISE,
     )  # fmt: skip
-    return {
-        "gradient": min(K, residual, CLIP_CAP * scale) * plan.row_bound,
-        "weight": min(K, WEIGHT_GROWTH * level),
-        "meat": min(K * plan.row_clip, meat, MEAT_CAP * math.sqrt(k) * scale),
-    }
+    return {**clips, "meat": min(K * plan.row_clip, meat, MEAT_CAP * math.sqrt(k) * scale)}
 
 
 def release_gap(
@@ -159,7 +162,10 @@ def release_gap(
     reach = np.linalg.norm(to_theta, axis=1)
     noise = GAP_NOISE * float(np.min(se / np.maximum(reach, 1e-300)))
     planned = plan.release("gap")
-    window = excess_window(noise, n=plan.n, rho=planned.rho, relation=plan.relation)
+    window = excess_window(
+        noise, n=plan.n, rho=planned.rho, relation=plan.relation,
+        rows_per_unit=plan.rows_per_unit,
+    )  # fmt: skip
     sums = record_sum(
         excess_sums, rows, (estimate, plan.family, clip, window, FAR * clip), width=plan.k + 1
     )

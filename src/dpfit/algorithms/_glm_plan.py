@@ -52,6 +52,11 @@ GLM_SHARES = {
     "far": 0.04,
     "margins": 0.02,
 }
+#: With a privacy unit the meat is the clustered one (:mod:`dpfit.inference._cluster`): a
+#: per-unit score scale and the mean outer product of each unit's summed score, clipped per
+#: unit. A unit's summed score varies with its size, so the meat gets more of rho than the
+#: row-level meat (taken from the gradient steps).
+GLM_UNIT_SHARES = {"rows": 0.01, "score-scale": 0.02, "cluster-meat": 0.13}
 
 _PURPOSE = {
     "xtx": "X'X/n: first stage of the whitener",
@@ -64,6 +69,10 @@ _PURPOSE = {
     "gap": "mean clipped excess above the clip: the gap to the maximum-likelihood fit",
     "far": "share of records whose gradient is far beyond the clip",
     "margins": "mean dmu/deta, its spread and its derivative: average marginal effects",
+    "rows": "mean rows per unit: turns the released means per unit into means per row",
+    "score-scale": "mean squared summed score per unit, capped: the clustered meat's clip",
+    "cluster-meat": "mean outer product of each unit's summed whitened score, clipped per "
+    "unit: the cluster-robust sandwich's meat",
 }
 
 
@@ -90,6 +99,9 @@ class GLMPlan(ReleasePlan):
         scale).
     steps, step_size, m, burn_in : int, float, int, int
         The descent and the batch means of its iterates.
+    clustered : bool
+        A fit with a privacy unit: ``n`` counts units, every release of per-row terms bounds
+        ``rows_per_unit`` rows, and the meat is the clustered one.
     """
 
     family: Family
@@ -102,21 +114,23 @@ class GLMPlan(ReleasePlan):
     step_size: float
     m: int
     burn_in: int
+    clustered: bool = False
 
     def title(self) -> str:
+        n = f"{self.n} units of at most {self.rows_per_unit} rows" if self.clustered else self.n
         return (
-            f"Private GLM plan: {self.family}, n = {self.n} (public), k = {self.k} "
+            f"Private GLM plan: {self.family}, n = {n} (public), k = {self.k} "
             f"coefficients, rho = {self.rho:.6g} ({self.relation})"
         )
 
 
 def _planned(
     name: str, rho: float, query: Query, bound: float | None, *, n: int, relation: Relation,
-    count: int = 1,
+    count: int = 1, rows_per_unit: int = 1, label: str | None = None,
 ) -> PlannedRelease:  # fmt: skip
     return planned_release(
-        name, rho, query, bound, n=n, relation=relation, count=count, label=f"glm/{name}",
-        purpose=_PURPOSE[name],
+        name, rho, query, bound, n=n, relation=relation, count=count,
+        label=label or f"glm/{name}", purpose=_PURPOSE[name], rows_per_unit=rows_per_unit,
     )  # fmt: skip
 
 
@@ -134,11 +148,16 @@ def plan_glm(
     margins: bool = False,
     relation: Relation | str = "replace-one",
     warn_large_rho: bool = True,
+    rows_per_unit: int | None = None,
 ) -> GLMPlan:
     """The plan of :func:`dpfit.algorithms.glm.dp_glm` from public inputs (module docstring).
 
     Parameters are those of :func:`~dpfit.algorithms.glm.dp_glm`; ``n`` is the public record
     count and ``k`` the number of columns of the design (rows of norm at most sqrt(k)).
+    ``rows_per_unit`` = K plans the fit with a privacy unit (:mod:`dpfit.algorithms._glm_units`):
+    ``n`` counts units, each release of per-row terms is K times as sensitive
+    (:func:`dpfit.privacy.query_sensitivity` with ``rows_per_unit=K``: exact, K rows can all
+    move by the row bound) and the meat is replaced by the clustered meat's two releases.
 
     Raises
     ------
@@ -172,22 +191,34 @@ def plan_glm(
             "margins: the Poisson fit's average marginal effects need no release (with an "
             "intercept they are theta_j times the released mean count); use margins=False"
         )
+    clustered = rows_per_unit is not None
+    K = check_int(rows_per_unit, "max_rows_per_unit", low=1) if clustered else 1
     row_bound = math.sqrt(k)
     row_clip = ROW_CLIP * row_bound
     clip = family.score_bound(count_bound) * row_bound
     y_cap = family.response_bound(count_bound)
-    _check_scales(clip, row_clip, family.score_bound(count_bound), n=n, rho=rho, relation=relation)
+    _check_scales(
+        clip, row_clip, family.score_bound(count_bound), n=n, rho=rho, relation=relation, K=K
+    )
     poisson = family.name == "poisson"  # its clips and caps follow the released mean count
     clipped = not family.exact  # its releases include the gap to the unclipped fit
-    names = ["xtx", "whiten", "mean", *(["scale"] * poisson), "gradient", "bread", "meat",
+    meat = ["score-scale", "cluster-meat"] if clustered else ["meat"]
+    names = ["xtx", "whiten", "mean", *(["rows"] * clustered), *(["scale"] * poisson),
+             "gradient", "bread", *meat,
              *(["gap", "far"] * clipped), *(["margins"] * margins)]  # fmt: skip
-    rest = 1.0 - sum(GLM_SHARES[name] for name in names if name != "gradient")
-    shares = dict(zip(names, split(rho, [GLM_SHARES.get(nm, rest) for nm in names]), strict=True))
-    common = {"n": n, "relation": relation}
+    table = {**GLM_SHARES, **GLM_UNIT_SHARES}
+    rest = 1.0 - sum(table[name] for name in names if name != "gradient")
+    shares = dict(zip(names, split(rho, [table.get(nm, rest) for nm in names]), strict=True))
+    common = {"n": n, "relation": relation, "rows_per_unit": K}
     releases = [
         _planned("xtx", shares["xtx"], Query.SECOND_MOMENT, row_bound, **common),
         _planned("whiten", shares["whiten"], Query.SECOND_MOMENT, row_clip, **common),
         _planned("mean", shares["mean"], Query.BOUNDED_MEAN, y_cap, **common),
+        *(
+            [_planned("rows", shares["rows"], Query.BOUNDED_MEAN, 1.0, **common)]
+            if clustered
+            else []
+        ),
         *(
             [_planned("scale", shares["scale"], Query.BOUNDED_MEAN, None, **common)]
             if poisson
@@ -201,10 +232,7 @@ def plan_glm(
             "bread", shares["bread"], Query.SECOND_MOMENT,
             None if poisson else math.sqrt(family.weight_bound(None)) * row_clip, **common,
         ),
-        _planned(
-            "meat", shares["meat"], Query.SECOND_MOMENT,
-            None if poisson else family.score_bound(None) * row_clip, **common,
-        ),
+        *_meat(shares, family, row_clip, K, clustered=clustered, poisson=poisson, **common),
     ]  # fmt: skip
     if clipped:  # the window of the gap follows the interval's standard errors
         releases.append(_planned("gap", shares["gap"], Query.MEAN, None, **common))
@@ -216,24 +244,46 @@ def plan_glm(
     return GLMPlan(
         label="dp_glm", family=family, n=n, k=k, rho=rho, relation=relation,
         row_bound=row_bound, row_clip=row_clip, count_bound=count_bound, clip=clip, steps=steps,
-        step_size=step_size, m=m, burn_in=burn_in, releases=tuple(releases),
+        step_size=step_size, m=m, burn_in=burn_in, releases=tuple(releases), rows_per_unit=K,
+        clustered=clustered,
     )  # fmt: skip
 
 
+def _meat(
+    shares: dict[str, float], family: Family, row_clip: float, K: int, *, clustered: bool,
+    poisson: bool, n: int, relation: Relation, rows_per_unit: int,
+) -> list[PlannedRelease]:  # fmt: skip
+    """The meat's releases: the row-level meat, or with a privacy unit the clustered meat's
+    score scale (terms capped at K) and meat (each unit's summed score scaled to norm at most
+    1), whose records are units (:func:`dpfit.inference._cluster.release_cluster_meat`)."""
+    if not clustered:
+        bound = None if poisson else family.score_bound(None) * row_clip
+        return [_planned("meat", shares["meat"], Query.SECOND_MOMENT, bound, n=n,
+                         relation=relation, rows_per_unit=rows_per_unit)]  # fmt: skip
+    return [
+        _planned("score-scale", shares["score-scale"], Query.BOUNDED_MEAN, float(K), n=n,
+                 relation=relation, label="unit/score-scale"),
+        _planned("cluster-meat", shares["cluster-meat"], Query.SECOND_MOMENT, 1.0, n=n,
+                 relation=relation, label="unit/cluster-meat"),
+    ]  # fmt: skip
+
+
 def _check_scales(
-    clip: float, row_clip: float, score: float, *, n: int, rho: float, relation: Relation
-) -> None:
+    clip: float, row_clip: float, score: float, *, n: int, rho: float, relation: Relation,
+    K: int = 1,
+) -> None:  # fmt: skip
     """Refuse, before any charge, a count bound whose releases could overflow: the clipped
     gradient sum and its noise, and the meat, a second moment of rows of norm up to
     score x row_clip, with the squares of its noise (the sandwich's variance; public only;
-    :mod:`dpfit.mechanisms.limits`)."""
+    :mod:`dpfit.mechanisms.limits`). With a privacy unit of K rows a unit's terms are up to
+    K times (K^2 for the meat's) a row's."""
     common = {"n": n, "rho": rho, "relation": relation}
     check_public_scale(
         "y_bounds",
         score,
         lambda s: (
-            *release_peaks(Query.MEAN, bound=s * clip / score, **common),
-            *release_peaks(Query.SECOND_MOMENT, bound=s * row_clip, squared=True, **common),
+            *release_peaks(Query.MEAN, bound=K * s * clip / score, **common),
+            *release_peaks(Query.SECOND_MOMENT, bound=K * s * row_clip, squared=True, **common),
         ),
         what=f"the clipped gradients of n = {n} records and their second moment",
     )

@@ -20,6 +20,7 @@ from ..mechanisms import clip_factors, clip_rows, row_norms
 from .glm_family import Family
 
 __all__ = [
+    "bread_sum",
     "excess_sums",
     "gradient_sum",
     "gram_sum",
@@ -86,12 +87,27 @@ def sandwich_sums(
     bread, which widens the interval.
     """
     with np.errstate(all="ignore"):
+        meat = clip_rows((D @ P) * family.score(D @ theta + o, y)[:, None], meat_clip)
+        bread = bread_sum(D, y, o, P, theta, family, row_clip, weight_cap)
+        return np.concatenate([bread, upper_gram(meat)])
+
+
+def bread_sum(
+    D: np.ndarray,
+    y: np.ndarray,
+    o: np.ndarray,
+    P: np.ndarray,
+    theta: np.ndarray,
+    family: Family,
+    row_clip: float,
+    weight_cap: float,
+) -> np.ndarray:
+    """upper(sum_i w_i c_i c_i') at ``theta``: the bread of :func:`sandwich_sums` alone (for
+    the clustered meat, released from per-unit sums instead)."""
+    with np.errstate(all="ignore"):
         eta = D @ theta + o
-        Z = D @ P
         w = np.clip(family.weight(eta, y), 0.0, weight_cap)
-        bread = clip_rows(Z, row_clip) * np.sqrt(w)[:, None]
-        meat = clip_rows(Z * family.score(eta, y)[:, None], meat_clip)
-        return np.concatenate([upper_gram(bread), upper_gram(meat)])
+        return upper_gram(clip_rows(D @ P, row_clip) * np.sqrt(w)[:, None])
 
 
 def margin_sums(

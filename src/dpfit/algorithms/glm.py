@@ -26,12 +26,12 @@ order, each through :mod:`dpfit.mechanisms` with the declared sensitivity of
    average marginal effects with delta-method intervals.
 
 Every sum is a per-record block function of :mod:`dpfit.algorithms._glm_sums`, evaluated in
-memory or as one distributed reduction on Dask arrays.
+memory or as one distributed reduction on Dask arrays; with a privacy unit, in memory, as
+:mod:`dpfit.algorithms._glm_units` says.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,9 @@ from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
 from ._glm_plan import GLM_STEP_SIZE, GLM_STEPS, GLMPlan, plan_glm, run_config
-from ._glm_sums import gradient_sum, gram_sum, margin_sums, response_sum, sandwich_sums
+from ._glm_sandwich import release_sandwich
+from ._glm_sums import gradient_sum, gram_sum, margin_sums, response_sum
+from ._glm_units import UnitCodes, cap_units, per_row, unit_data
 from ._kernels import check_data
 from .glm_family import get_family
 from .trajectory import Trajectory
@@ -90,6 +92,8 @@ def dp_glm(
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
     warn_large_rho: bool = True,
+    groups: ArrayLike | None = None,
+    max_rows_per_unit: int | None = None,
 ) -> Trajectory:
     """Fit a GLM privately and release what its population interval needs.
 
@@ -125,6 +129,10 @@ def dp_glm(
         Also release what average marginal effects need (binomial only).
     relation, n_public, ledger, rng, warn_large_rho
         As for :func:`dpfit.algorithms.dp_gd`.
+    groups, max_rows_per_unit : array-like of shape (n,), int, optional
+        A privacy unit (in memory; no margins): one label per row and the public cap K on a
+        unit's rows (more are sampled away). Every release then protects one unit, n counts
+        units and the meat is clustered by unit (:mod:`dpfit.algorithms._glm_units`).
 
     Returns
     -------
@@ -153,15 +161,23 @@ def dp_glm(
     """
     fam = get_family(family, link)
     relation = parse_relation(relation)
-    X, y, rows = check_data(X, y, n_public=n_public, relation=relation)
-    n = public_n(rows, n_public, relation)  # for Dask, rows is the checked n_public
+    if groups is None:
+        if max_rows_per_unit is not None:
+            raise ValueError("max_rows_per_unit needs a privacy unit: pass groups=unit_labels")
+        X, y, rows = check_data(X, y, n_public=n_public, relation=relation)
+        n = public_n(rows, n_public, relation)  # for Dask, rows is the checked n_public
+    else:
+        X, y, n = unit_data(X, y, offset, groups, max_rows=max_rows_per_unit, margins=margins,
+                            n_public=n_public, relation=relation)  # fmt: skip
     plan = plan_glm(
         fam, n=n, k=X.shape[1], rho=rho, count_bound=count_bound, steps=steps,
         step_size=step_size, m=m, burn_in=burn_in, margins=margins, relation=relation,
         warn_large_rho=warn_large_rho,
+        rows_per_unit=None if groups is None else max_rows_per_unit,
     )  # fmt: skip
     o = _offset(offset, X, y)
-    return run_glm_plan(plan, X, y, o, intercept=bool(intercept), ledger=ledger, rng=rng)
+    return run_glm_plan(plan, X, y, o, intercept=bool(intercept), ledger=ledger, rng=rng,
+                        groups=groups)  # fmt: skip
 
 
 def _offset(offset: ArrayLike | None, X: Any, y: Any) -> Any:
@@ -185,26 +201,30 @@ def run_glm_plan(
     intercept: bool,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
+    groups: Any = None,
 ) -> Trajectory:
     """Run ``plan`` on checked data (module docstring), charged to ``ledger`` (by default a
     new one with a budget of the plan's rho) as one entry at its first release
     (:func:`~dpfit.mechanisms.plan.charge_plan`).
 
     ``offset`` is aligned with ``y``; on Dask the arrays are row-aligned and persisted.
+    ``groups`` (unit labels, in memory) goes with a plan with a privacy unit only.
     """
     ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_glm")
     source = make_noise_source(rng)
+    X, y, offset, units = cap_units(plan, groups, X, y, offset, source)
     with charge_plan(plan, ledger):
-        return _run(plan, X, y, offset, intercept=intercept, ledger=ledger, source=source)
+        return _run(plan, X, y, offset, intercept=intercept, ledger=ledger, source=source,
+                    units=units)  # fmt: skip
 
 
 def _run(
     plan: GLMPlan, X: Any, y: Any, offset: Any, *, intercept: bool, ledger: PrivacyLedger,
-    source: Any,
+    source: Any, units: UnitCodes | None,
 ) -> Trajectory:  # fmt: skip
     family, n, k = plan.family, plan.n, plan.k
     D, y, o = _records(plan, X, y, offset)
-    moment = {"n": n, "ledger": ledger, "rng": source}
+    moment = {"n": n, "ledger": ledger, "rng": source, "rows_per_unit": plan.rows_per_unit}
     rows = [D, y, o]
     H = release_moment_sum(
         record_sum(gram_sum, rows, (plan.row_bound,), width=triangle(k)),
@@ -219,11 +239,14 @@ def _run(
         record_sum(response_sum, rows, (cap,), width=1),
         cap=cap, rho=plan.share("mean"), label="glm/mean", **moment,
     )  # fmt: skip
+    per_unit = 1.0
+    if units is not None:  # the means per row, not per unit
+        mean, mean_std, per_unit = per_row(plan, units, mean, mean_std, moment)
     level = mean_level(family, mean, mean_std, cap, n)
     theta0 = np.zeros(k)
     if intercept:
         theta0[0] = family.link_of(level)
-    scale = release_scale(plan, rows, theta0, level, moment)  # Poisson only
+    scale = release_scale(plan, rows, theta0, level, moment, per_unit)  # Poisson only
     clips = glm_clips(plan, level, scale, H)
     M = P @ P.T / family.fisher_weight(level)
     iterates = _descend(plan, rows, theta0, M, clips["gradient"], ledger, source)
@@ -233,18 +256,7 @@ def _run(
     if family.name == "poisson" and intercept:
         shift[0] = curvature / 2.0  # H^-1 (1/n) sum mu_i d_i = e_1 (see _noise_curvature)
     estimate = estimates.mean(axis=0) + shift
-    weight_cap, meat_clip = clips["weight"], clips["meat"]
-    sums = record_sum(
-        sandwich_sums, rows, (P, estimate, family, plan.row_clip, weight_cap, meat_clip),
-        width=2 * triangle(k),
-    )  # fmt: skip
-    bread = release_moment_sum(
-        sums[: triangle(k)], bound=math.sqrt(weight_cap) * plan.row_clip,
-        rho=plan.share("bread"), label="glm/bread", **moment,
-    )  # fmt: skip
-    meat = release_moment_sum(
-        sums[triangle(k) :], bound=meat_clip, rho=plan.share("meat"), label="glm/meat", **moment
-    )
+    bread, meat = release_sandwich(plan, rows, units, P, estimate, clips, moment)
     gap = None
     if "gap" in plan.names:  # a clipped family: what clipping still moves, released
         to_theta = P @ np.linalg.inv(bread.shrunk()) @ P.T
@@ -258,6 +270,8 @@ def _run(
     config = run_config(plan, intercept, theta0, level, clips, H, bread, meat)
     config["mean_noise_std"] = mean_std
     config["scale"] = scale
+    if units is not None:  # n counts units: the interval is clustered by them
+        config.update(clustered=True, rows_per_unit=plan.rows_per_unit, unit_rows=per_unit)
     if gap is not None:
         releases["gap_excess"], releases["far"] = gap["excess"], np.array([gap["far"]])
         config.update(

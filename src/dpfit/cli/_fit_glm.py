@@ -2,8 +2,11 @@
 
 The same DATA, ``--formula``, ``--bound``, ``--bounds-check``, budget and output options as
 the linear fit; ``--y-bounds 0,K`` is the Poisson count's public bound, ``--exposure`` and
-``--offset`` name columns. Options of the linear fit only (``--method``, ``--clip``,
-``--interval``, ``--no-precondition``) are refused, before anything is charged.
+``--offset`` name columns; ``--privacy-unit COLUMN --max-rows-per-unit K`` (and
+``--n-units`` under add/remove) protect all rows of one unit, as for the linear fit
+(``--time``/``--time-levels`` are the linear panel's only). Options of the linear fit only
+(``--method``, ``--clip``, ``--interval``, ``--no-precondition``) are refused, before
+anything is charged.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ _LINEAR_ONLY = {
 
 def run_glm(args: argparse.Namespace, show: Callable[[Any, argparse.Namespace], int]) -> int:
     """Fit ``args.formula`` with :func:`dpfit.glm` and print it with ``show``."""
-    from .fit import _check_bounds_cover, bounds_mapping
+    from .fit import _check_bounds_cover, _unit_options, bounds_mapping
 
     for option, default in _LINEAR_ONLY.items():
         if getattr(args, option) != default:
@@ -37,6 +40,9 @@ def run_glm(args: argparse.Namespace, show: Callable[[Any, argparse.Namespace], 
         raise ValueError("--link applies to --family binomial only (logit or probit)")
     if args.exposure is not None and args.family != "poisson":
         raise ValueError("--exposure applies to --family poisson only")
+    unit = _unit_options(args)  # the unit's options, or the bounds check without a unit
+    if "time" in unit or "time_levels" in unit:
+        raise ValueError("--time and --time-levels (TimeEffects) apply to --family gaussian only")
     bounds = bounds_mapping(args.bound, args.formula)
     if bounds is None:
         raise ValueError("--bound TERM=LOW,HIGH is required for every design column of a GLM")
@@ -59,7 +65,6 @@ def run_glm(args: argparse.Namespace, show: Callable[[Any, argparse.Namespace], 
         y_bounds=args.y_bounds,
         exposure=args.exposure,
         offset=args.offset,
-        bounds_check=args.bounds_check,
         random_state=args.seed,
         m=args.m,
         relation=args.relation,
@@ -67,5 +72,6 @@ def run_glm(args: argparse.Namespace, show: Callable[[Any, argparse.Namespace], 
         dry_run=args.dry_run,
         **{k: v for k, v in params.items() if v is not None},
         **({} if codebook is None else {"codebook": codebook}),
+        **unit,
     )
     return show(result, args)

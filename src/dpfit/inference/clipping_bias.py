@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..mechanisms import NoiseSource, gaussian, noise_std_for_rho, rho_within
-from ..privacy import PrivacyLedger, Relation, mean_sensitivity
+from ..privacy import PrivacyLedger, Query, Relation, query_sensitivity
 
 __all__ = [
     "CLIP_GROWTH",
@@ -133,14 +133,17 @@ def second_moment_clip(base: float, scale: float, *, n: int, rho: float, noise: 
     return max(base, scale * math.sqrt(noise * n * math.sqrt(rho)))
 
 
-def excess_window(noise_target: float, *, n: int, rho: float, relation: Relation) -> float:
+def excess_window(
+    noise_target: float, *, n: int, rho: float, relation: Relation, rows_per_unit: int = 1
+) -> float:
     """The window w = C2 - C whose excess release has noise s.d. ``noise_target`` per coordinate.
 
     A mean over the public n of vectors bounded by w has sensitivity about
-    ``relation.sum_factor`` w / n, so its Gaussian noise at zCDP ``rho`` has s.d.
-    sum_factor w / (n sqrt(2 rho)); solved for w.
+    ``relation.sum_factor`` w / n (K times that with a privacy unit of K = ``rows_per_unit``
+    rows), so its Gaussian noise at zCDP ``rho`` has s.d. sum_factor K w / (n sqrt(2 rho));
+    solved for w.
     """
-    return noise_target * n * math.sqrt(2.0 * rho) / relation.sum_factor
+    return noise_target * n * math.sqrt(2.0 * rho) / (relation.sum_factor * rows_per_unit)
 
 
 def release_excess(
@@ -152,17 +155,21 @@ def release_excess(
     ledger: PrivacyLedger,
     rng: NoiseSource,
     label: str,
+    rows_per_unit: int = 1,
 ) -> tuple[np.ndarray, float]:
     """Release (1/n) x ``total``, a sum of per-record vectors of norm at most ``window``.
 
     ``total`` is sum_i (clip_C2(g_i) - clip_C(g_i)) (or a sum of vectors of the same bound,
     e.g. reduced over Dask blocks): the caller guarantees the bound, which holds because
     ||clip_C2(g) - clip_C(g)|| = min(||g||, C2) - min(||g||, C) <= C2 - C. Gaussian mechanism
-    with :func:`dpfit.privacy.mean_sensitivity` (public n, float rounding included),
-    rho-zCDP, charged to ``ledger`` before the draw. Returns the release and its noise s.d.
-    per coordinate.
+    with the mean's sensitivity (:func:`dpfit.privacy.query_sensitivity`: public n, float
+    rounding included), rho-zCDP, charged to ``ledger`` before the draw (with a privacy
+    unit of at most ``rows_per_unit`` = K rows, n units, K times as sensitive). Returns the
+    release and its noise s.d. per coordinate.
     """
-    sensitivity = mean_sensitivity(window, n, ledger.relation)
+    sensitivity = query_sensitivity(
+        Query.MEAN, bound=window, n=n, relation=ledger.relation, rows_per_unit=rows_per_unit
+    )
     noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))
     with np.errstate(all="ignore"):
         value = np.asarray(total, dtype=np.float64) / n  # the public n

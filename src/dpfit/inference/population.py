@@ -77,7 +77,9 @@ __all__ = [
 ]
 
 
-def second_moment_sensitivity(bound: float, n: int, relation: Relation) -> float:
+def second_moment_sensitivity(
+    bound: float, n: int, relation: Relation, *, rows_per_unit: int = 1
+) -> float:
     """L2 sensitivity of the upper triangle of (1/n) sum_i a_i a_i' when ||a_i|| <= bound.
 
     Replace-one: ||a a' - b b'||_F^2 = ||a||^4 + ||b||^4 - 2 (a.b)^2 <= 2 bound^4 (the cross
@@ -85,9 +87,13 @@ def second_moment_sensitivity(bound: float, n: int, relation: Relation) -> float
     2 bound^2 / n of the triangle inequality; the upper triangle's norm is at most the
     Frobenius norm. Add/remove (public n): bound^2 / n. Both include the float64 rounding
     allowance of the computed Gram sum and division
-    (:func:`dpfit.privacy.query_sensitivity`, ``"second-moment"``). An upper bound.
+    (:func:`dpfit.privacy.query_sensitivity`, ``"second-moment"``). An upper bound. With a
+    privacy unit of at most ``rows_per_unit`` = K rows (n then counts units) each bound is
+    K times as large: a unit's term sum_i a_i a_i' is PSD with trace at most K bound^2.
     """
-    return query_sensitivity(Query.SECOND_MOMENT, bound=bound, n=n, relation=relation)
+    return query_sensitivity(
+        Query.SECOND_MOMENT, bound=bound, n=n, relation=relation, rows_per_unit=rows_per_unit
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,6 +277,7 @@ def release_moment_sum(
     ledger: PrivacyLedger,
     rng: NoiseSource,
     label: str,
+    rows_per_unit: int = 1,
 ) -> NoisyMoment:
     """Release (1/n) x an upper-triangle sum of w_i a_i a_i' with ||a_i|| <= ``bound``.
 
@@ -279,13 +286,14 @@ def release_moment_sum(
     k (k + 1) / 2 entries with :func:`second_moment_sensitivity` (rho-zCDP; the charge is at
     most ``rho`` exactly, :func:`dpfit.mechanisms.rho_within`), charged to ``ledger`` before
     the draw. The caller guarantees the bound (rows clipped to it, weights
-    in [0, 1]); the sensitivity assumes it.
+    in [0, 1]); the sensitivity assumes it. ``rows_per_unit``: the row cap of a privacy
+    unit (:func:`second_moment_sensitivity`; ``n`` then counts units).
     """
     rho = check_rho(rho, warn=False)  # a share of a fit's budget: the fit warns for its whole
     n = check_int(n, "n", low=1)
     upper_sum = np.asarray(upper_sum, dtype=np.float64)
     k = (math.isqrt(8 * upper_sum.shape[0] + 1) - 1) // 2
-    sensitivity = second_moment_sensitivity(bound, n, ledger.relation)
+    sensitivity = second_moment_sensitivity(bound, n, ledger.relation, rows_per_unit=rows_per_unit)
     # rho_within: the charge Delta^2 / (2 sigma^2) never rounds above the share
     noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))
     with np.errstate(all="ignore"):

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ._cluster import cluster_correction, few_units
 from .clipping_bias import FAR, ClippingGap, far_records
 from .diagnostics import iterate_drift
 from .doubts import Doubt
@@ -78,7 +79,16 @@ def _description(traj: Any) -> str:
         "degrees of freedom that include the noise of the released moments. It covers the "
         "population coefficient of the maximum-likelihood fit (the root of the population "
         "score equation), also when the link is misspecified."
+        + (_CLUSTERED if c.get("clustered") else "")
     )
+
+
+_CLUSTERED = (
+    " With a privacy unit n is the number of units G and the sandwich is cluster-robust: "
+    "Omega is the mean over units of the outer products of each unit's summed score, "
+    "clipped per unit, and V_sampling is multiplied by G/(G-1), with at most G - 1 degrees "
+    "of freedom (Cameron & Miller 2015)."
+)
 
 
 def sandwich_and_privacy(
@@ -99,15 +109,19 @@ def glm_population(traj: Any) -> GLMInference:
     meat = NoisyMoment(matrix=np.array(r["meat"]), noise_std=c["meat_noise_std"])
     P = np.array(r["whitener"])
     sampling = noisy_sandwich(bread, meat, c["n"], left=P)
+    cov, dof = sampling.cov, sampling.dof
+    if c.get("clustered"):  # the small-cluster correction (dpfit.inference._cluster)
+        factor, cap = cluster_correction(c["n"])
+        cov, dof = factor * cov, np.minimum(dof, cap)
     estimates = np.asarray(r["batch_means"])
     m = estimates.shape[0]
     privacy = np.atleast_2d(np.cov(estimates, rowvar=False, ddof=1)) / m
     population = population_covariance(
-        sampling.cov,
+        cov,
         privacy,
         description=_description(traj),
         privacy_dof=m - 1.0,
-        sampling_dof=sampling.dof,
+        sampling_dof=dof,
         drift=iterate_drift(traj.iterates, burn_in=c["burn_in"]),
         covers="the population coefficients of the maximum-likelihood fit (sampling + "
         "privacy error)",
@@ -143,12 +157,14 @@ def events(traj: Any) -> float:
     c = traj.config
     mean = float(np.asarray(traj.releases["mean"])[0])
     share = min(mean, 1.0 - mean) if c["family"] == "binomial" else mean
-    return max(share, 0.0) * c["n"]
+    return max(share, 0.0) * c["n"] * c.get("unit_rows", 1.0)  # units: rows per unit
 
 
 def glm_doubts(inference: GLMInference, traj: Any) -> list[Doubt]:
     """What the released quantities say against the interval (post-processing)."""
     population, doubts = inference.population, []
+    if traj.config.get("clustered"):
+        doubts.extend(d for d in (few_units(traj.config["n"], traj.config["k"]),) if d)
     if population.untrusted.any():
         worst = float(np.max(population.relative_drift))
         drift = population.drift.drift

@@ -99,6 +99,7 @@ def release_whitener(
     ledger: PrivacyLedger,
     rng: NoiseSource,
     label: str,
+    rows_per_unit: int = 1,
 ) -> np.ndarray:
     """The whitener P (theta = P u, z_i = P' d_i) in two stages, so that E[z z'] is close to I
     even where the design is nearly collinear.
@@ -110,11 +111,14 @@ def release_whitener(
     second moment of the whitened rows P1' d_i, clipped to ``row_clip`` (public; the whitened
     rows have norm about sqrt(k) in every design, so the noise is now small against every
     eigenvalue) at zCDP ``rho`` over the public ``n`` (``ledger``, ``rng`` and ``label`` as
-    for :func:`~dpfit.inference.population.release_moment_sum`), and refines
-    P = P1 G^-1/2. ``y`` rides along for the row-aligned reduction only.
+    for :func:`~dpfit.inference.population.release_moment_sum`, as is ``rows_per_unit``), and
+    refines P = P1 G^-1/2. ``y`` rides along for the row-aligned reduction only.
     """
     P1 = inverse_sqrt(H.preconditioner())
     k = P1.shape[0]
     sums = record_sum(whitened_gram_sums, [D, y], (P1, row_clip), width=triangle(k))
-    G = release_moment_sum(sums, bound=row_clip, rho=rho, n=n, ledger=ledger, rng=rng, label=label)
+    G = release_moment_sum(
+        sums, bound=row_clip, rho=rho, n=n, ledger=ledger, rng=rng, label=label,
+        rows_per_unit=rows_per_unit,
+    )  # fmt: skip
     return P1 @ inverse_sqrt(G.preconditioner())

@@ -90,6 +90,7 @@ def release_mean(
     ledger: PrivacyLedger,
     rng: NoiseSource,
     label: str,
+    rows_per_unit: int = 1,
 ) -> tuple[float, float]:
     """Release (1/n) x ``total``, a sum of one term per record in [0, ``cap``]; and its noise s.d.
 
@@ -99,9 +100,12 @@ def release_mean(
     record's term moves the mean over the public n by at most cap / n under either relation
     (:func:`~dpfit.privacy.query_sensitivity`, ``"bounded-mean"``, with its float rounding
     allowance): Gaussian mechanism,
-    rho-zCDP, charged to ``ledger`` before the draw.
+    rho-zCDP, charged to ``ledger`` before the draw. With a privacy unit of at most
+    ``rows_per_unit`` = K rows (n counts units) one unit moves it by K cap / n.
     """
-    sensitivity = query_sensitivity(Query.BOUNDED_MEAN, bound=cap, n=n, relation=ledger.relation)
+    sensitivity = query_sensitivity(
+        Query.BOUNDED_MEAN, bound=cap, n=n, relation=ledger.relation, rows_per_unit=rows_per_unit
+    )
     noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho))  # charged <= rho
     with np.errstate(all="ignore"):
         value = np.asarray(total, dtype=np.float64).reshape(1) / n  # the public n

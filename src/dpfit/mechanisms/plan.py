@@ -74,17 +74,20 @@ def planned_release(
     count: int = 1,
     columns: int = 1,
     sensitivity: float | None = None,
+    rows_per_unit: int = 1,
 ) -> PlannedRelease:
     """A :class:`PlannedRelease` of share ``rho``: with a public ``bound`` its sensitivity
     (:func:`~dpfit.privacy.query_sensitivity`, or ``sensitivity`` where the caller's query
     declares its own) and the noise std whose ``count`` releases cost at most ``rho``
-    (:func:`rho_within`)."""
+    (:func:`rho_within`). ``rows_per_unit`` is the public row cap K of a privacy unit
+    (``n`` then counts units; 1: one row)."""
     noise_std = None
     if bound is not None or sensitivity is not None:
         if sensitivity is None:
             sensitivity = query_sensitivity(
-                query, bound=bound, n=n, relation=relation, columns=columns
-            )
+                query, bound=bound, n=n, relation=relation, columns=columns,
+                rows_per_unit=rows_per_unit,
+            )  # fmt: skip
         noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, rho, count=count))
     return PlannedRelease(
         name=name, label=label, query=query, rho=rho, count=count, bound=bound,
@@ -107,6 +110,9 @@ class ReleasePlan:
         The public record count the sensitivities are computed for.
     releases : tuple of PlannedRelease
         In the order the fit makes them.
+    rows_per_unit : int, default=1
+        The row cap K of a privacy unit (:mod:`dpfit.privacy.unit_level`): ``n`` then counts
+        units and a release of per-row terms bounds K rows; 1 for a row-level fit.
     """
 
     label: str
@@ -114,6 +120,7 @@ class ReleasePlan:
     relation: Relation
     n: int
     releases: tuple[PlannedRelease, ...]
+    rows_per_unit: int = 1
 
     def release(self, name: str) -> PlannedRelease:
         """The planned release called ``name``."""
@@ -134,6 +141,7 @@ class ReleasePlan:
         return planned_release(
             name, planned.rho, planned.query, bound, n=self.n, relation=self.relation,
             label=planned.label, purpose=planned.purpose, count=planned.count,
+            rows_per_unit=self.rows_per_unit,
         )  # fmt: skip
 
     @property
@@ -145,7 +153,7 @@ class ReleasePlan:
         under ``label`` and a total ``rho`` covering both."""
         return ReleasePlan(
             label=label or self.label, rho=rho, relation=self.relation, n=self.n,
-            releases=(*self.releases, *more),
+            releases=(*self.releases, *more), rows_per_unit=self.rows_per_unit,
         )  # fmt: skip
 
     def composed(self) -> ComposedEntry:
@@ -155,8 +163,9 @@ class ReleasePlan:
 
     def title(self) -> str:
         """The first line of :meth:`__str__`."""
+        n = self.n if self.rows_per_unit == 1 else f"{self.n} units of <= {self.rows_per_unit} rows"
         return (
-            f"Release plan of {self.label}: n = {self.n} (public), rho = {self.rho:.6g} "
+            f"Release plan of {self.label}: n = {n} (public), rho = {self.rho:.6g} "
             f"({self.relation})"
         )
 

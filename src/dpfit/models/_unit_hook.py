@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..privacy.unit_level import PrivacyUnit, unit_codes
+from ..privacy.unit_level import IN_MEMORY, grouped_unit, unit_codes
 from ._linear_methods import LinearConfig
 from ._panel import panel_formula
 from ._scaling import PublicScaling
@@ -48,15 +48,9 @@ def unit_hook(
                 "fit(X, y, groups=unit_labels) (dpfit.ols: privacy_unit='column')"
             )
         return None
-    if config.max_rows_per_unit is None:
-        raise ValueError(
-            "max_rows_per_unit is required with a privacy unit: a public cap on the rows one "
-            "unit contributes (more are sampled away at random), never read off the data"
-        )
+    unit = grouped_unit(groups, config.max_rows_per_unit)
     if not isinstance(X, np.ndarray):
-        raise TypeError("a privacy unit needs in-memory data (Dask is not supported with it yet)")
-    name = getattr(groups, "name", None)
-    unit = PrivacyUnit(str(name) if name is not None else "groups", config.max_rows_per_unit)
+        raise TypeError(IN_MEMORY)
     _, n_units = unit_codes(groups, n_rows)
     settings = resolve_units(
         config, scaling, unit, n_units=n_units, entity_effects=config.entity_effects

@@ -39,6 +39,7 @@ from ..mechanisms import NoiseSource, make_noise_source
 from ..mechanisms.plan import ReleasePlan, charge_plan
 from ..privacy import Budget, PrivacyLedger, Relation
 from ..privacy.ledger import prepare_ledger
+from ..privacy.unit_level import refuse_unit
 from ._constraints import check_bounds_check, check_budget, require_y, store_params
 from ._design import complete_bounds, take_null_records
 from ._fit_checks import (
@@ -340,9 +341,8 @@ def iv(
     budget : Budget, optional
         Shared budget to spend ``rho`` from.
     dry_run : bool, default=False
-        Return the fit's :class:`~dpfit.mechanisms.plan.ReleasePlan` (every release, its
-        share of rho and noise std; ``print(plan)``) instead of fitting: nothing is charged
-        (the default method, ``"moments"``).
+        The default method's :class:`~dpfit.mechanisms.plan.ReleasePlan` instead of a fit
+        (every release, its share of rho and noise std; ``print(plan)``): nothing is charged.
     **params
         Any other parameter of :class:`DPIVRegression`; ``bounds`` is keyed by design-column
         name (e.g. ``"I(exper ** 2)"``) and ``y_bounds`` bounds the response. With bounds,
@@ -356,9 +356,9 @@ def iv(
     """
     if "fit_intercept" in params:
         raise TypeError("iv: the intercept is set by the formula ('0 +' removes it)")
+    refuse_unit("dpfit.iv", params)
     bounds_check = check_bounds_check(params.pop("bounds_check", DEFAULT_BOUNDS_CHECK))
-    random_state = params.pop("random_state", None)
-    codebook = params.pop("codebook", None)
+    random_state, codebook = params.pop("random_state", None), params.pop("codebook", None)
     # Public parameters first (fit() warns about a large rho).
     DPIVRegression(rho=rho, random_state=random_state, **params)._config(warn_large_rho=False)
     _check_formula(formula)  # before the data: a frame passed as the formula is named by its type

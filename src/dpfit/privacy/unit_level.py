@@ -41,7 +41,30 @@ import numpy as np
 
 from .._validation import check_int
 
-__all__ = ["PrivacyUnit", "UnitRows", "unit_codes"]
+__all__ = [
+    "CAP_REQUIRED",
+    "IN_MEMORY",
+    "PrivacyUnit",
+    "UnitRows",
+    "grouped_unit",
+    "refuse_unit",
+    "unit_codes",
+]
+
+#: The keywords that declare a privacy unit, at any entry point.
+UNIT_KEYWORDS = frozenset({"privacy_unit", "max_rows_per_unit", "groups"})
+
+#: What a fit with a privacy unit but no ``max_rows_per_unit`` is told.
+CAP_REQUIRED = (
+    "max_rows_per_unit is required with a privacy unit: a public cap on the rows one unit "
+    "contributes (more are sampled away at random), never read off the data"
+)
+#: What a fit with a privacy unit on Dask data is told (no value, no count).
+IN_MEMORY = (
+    "a privacy unit needs in-memory data: per-unit sums over Dask blocks are not supported "
+    "yet; fit the same data in memory (X.compute(), a NumPy array or a pandas frame) with "
+    "the unit"
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +87,35 @@ class PrivacyUnit:
         return (
             f"1 unit = all rows with the same {self.column} (at most {self.max_rows} rows "
             "used per unit; rows beyond that sampled uniformly at random)"
+        )
+
+
+def grouped_unit(groups: Any, max_rows: Any) -> PrivacyUnit | None:
+    """The unit of an estimator's ``fit(X, y, groups=...)``: named after the labels' name
+    (a pandas Series) or "groups"; None without groups. Raises ValueError for a cap without
+    groups or groups without a cap (public inputs only)."""
+    if groups is None:
+        if max_rows is not None:
+            raise ValueError(
+                "max_rows_per_unit needs a privacy unit: pass fit(X, y, groups=unit_labels)"
+            )
+        return None
+    if max_rows is None:
+        raise ValueError(CAP_REQUIRED)
+    name = getattr(groups, "name", None)
+    return PrivacyUnit(str(name) if name is not None else "groups", max_rows)
+
+
+def refuse_unit(entry: str, params: Any) -> None:
+    """Refuse a privacy unit at an entry point that does not take one yet, naming the
+    keywords given (public names only) and what to do instead."""
+    given = sorted(UNIT_KEYWORDS.intersection(params))
+    if given:
+        raise TypeError(
+            f"{entry} does not take a privacy unit yet ({', '.join(given)}): bound each "
+            "person's contribution before the fit (one row per person, or a per-person "
+            "aggregate), or fit with dpfit.ols, dpfit.logit, dpfit.probit or dpfit.poisson, "
+            "which take privacy_unit= (docs/privacy-units.md)"
         )
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from ..._records import read_records
 from ..._validation import check_positive, check_real
 from ...algorithms._glm_plan import GLMPlan
+from ...algorithms._glm_units import in_memory, unit_n
 from ...algorithms.glm import dp_glm, plan_glm
 from ...algorithms.glm_family import get_family
 from ...distributed import map_rows
@@ -30,6 +31,7 @@ from ...inference.population_glm import glm_doubts, glm_population
 from ...mechanisms import NoiseSource
 from ...privacy import Budget, PrivacyLedger, Relation, parse_relation, public_n
 from ...privacy.ledger import prepare_ledger
+from ...privacy.unit_level import PrivacyUnit
 from .._constraints import Check, check_bool, integer, optional, rho_check, validated
 from .._dask import fit_data
 from .._fit_checks import warn_few_records
@@ -135,15 +137,17 @@ def _bounds(bounds: Any, names: list[str] | None, p: int) -> Any:
     return bounds
 
 
-def glm_plan(config: GLMConfig, *, rows: int, p: int) -> GLMPlan:
+def glm_plan(config: GLMConfig, *, rows: int, p: int, unit: PrivacyUnit | None = None) -> GLMPlan:
     """The plan :func:`fit_glm` runs on ``rows`` records of ``p`` features (public inputs
-    only; :func:`~dpfit.algorithms.glm.plan_glm`)."""
+    only; :func:`~dpfit.algorithms.glm.plan_glm`); with a privacy ``unit``, ``rows`` is
+    the public number of units and the plan bounds one unit (margins are not released)."""
     return plan_glm(
         get_family(config.family, config.link), n=public_n(rows, config.n_public,
         config.relation), k=p + int(config.fit_intercept), rho=config.rho,
         count_bound=config.count_bound, steps=config.steps, step_size=config.step_size,
-        m=config.m, burn_in=config.burn_in, margins=config.margins, relation=config.relation,
-        warn_large_rho=False,
+        m=config.m, burn_in=config.burn_in, margins=config.margins and unit is None,
+        relation=config.relation, warn_large_rho=False,
+        rows_per_unit=None if unit is None else unit.max_rows,
     )  # fmt: skip
 
 
@@ -158,8 +162,14 @@ def fit_glm(
     source: NoiseSource,
     names: list[str] | None,
     response: str,
+    groups: Any = None,
+    unit: PrivacyUnit | None = None,
 ) -> GLMResult:
     """Fit one private GLM (module docstring); ``names`` are the feature names (None: x0, ...).
+
+    With a privacy ``unit`` and its labels ``groups`` (one per row, in memory) every release
+    protects all rows of one unit and the interval is clustered by it
+    (:mod:`dpfit.algorithms._glm_units`); ``n`` is then the public number of units.
 
     Raises
     ------
@@ -168,9 +178,16 @@ def fit_glm(
     BudgetExceededError
         ``budget`` cannot afford ``config.rho``; nothing was charged or drawn.
     """
+    if unit is not None:
+        in_memory(X, y, groups)
+    rows_public = unit is None or config.relation is Relation.ADD_REMOVE  # never compared
     X_arr, y_arr, n = fit_data(
-        X, y, method="gd", n_public=config.n_public, relation=config.relation
-    )
+        X, y, method="gd", n_public=config.n_public if rows_public else None,
+        relation=config.relation,
+    )  # fmt: skip
+    if unit is not None:
+        n = unit_n(groups, X_arr, max_rows=unit.max_rows, margins=False,
+                   n_public=config.n_public, relation=config.relation)  # fmt: skip
     p = X_arr.shape[1]
     x_names = names if names is not None else [f"x{j}" for j in range(p)]
     scaling = PublicScaling.from_bounds(
@@ -179,8 +196,8 @@ def fit_glm(
     k = p + int(config.fit_intercept)
     warn_few_records(n=n, p=k)
     ledger = prepare_ledger(
-        PrivacyLedger(relation=config.relation, budget=budget), config.relation, config.rho,
-        name=_MODELS[(config.family, config.link)],
+        PrivacyLedger(relation=config.relation, budget=budget, unit=unit), config.relation,
+        config.rho, name=_MODELS[(config.family, config.link)],
     )  # fmt: skip
     y_arr, offset = _zero_records(X_arr, y_arr, offset)
     traj = dp_glm(
@@ -188,11 +205,15 @@ def fit_glm(
         family=config.family, link=config.link, count_bound=config.count_bound,
         offset=offset, intercept=config.fit_intercept,
         steps=config.steps, step_size=config.step_size, m=config.m, burn_in=config.burn_in,
-        margins=config.margins, relation=config.relation, n_public=config.n_public,
-        ledger=ledger, rng=source, warn_large_rho=False,
+        margins=config.margins and unit is None, relation=config.relation,
+        n_public=config.n_public, ledger=ledger, rng=source, warn_large_rho=False,
+        groups=groups, max_rows_per_unit=None if unit is None else unit.max_rows,
     )  # fmt: skip
     inference = glm_population(traj)
     notes = warn_doubts(glm_doubts(inference, traj))
+    shown = _shown(traj, scaling, x_names)
+    if unit is not None:  # the summary names the clustering
+        shown["privacy unit"] = f"{unit.describe()}; clustered by {unit.column} ({n} units)"
     J = (scaling.to_original(np.eye(k)) - scaling.to_original(np.zeros(k))).T
     terms = (["Intercept"] if config.fit_intercept else []) + x_names
     population = transform(inference.population, J)
@@ -211,7 +232,7 @@ def fit_glm(
         response=response,
         noise_backend=traj.noise_backend,
         seeded=traj.seeded,
-        config=_shown(traj, scaling, x_names),
+        config=shown,
         notes=[*notes, _plan_note(traj)],
         population=population,
         family=config.family,

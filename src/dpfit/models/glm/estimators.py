@@ -24,6 +24,7 @@ from ...distributed import is_dask
 from ...exceptions import UndeclaredLevelsWarning
 from ...mechanisms import make_noise_source
 from ...privacy import Budget
+from ...privacy.unit_level import grouped_unit
 from .._constraints import check_budget, require_y, store_params
 from .._dask import frame_columns, response_name
 from .._refits import note_fit
@@ -53,6 +54,11 @@ _SHARED_DOC = """
         None draws fresh OS entropy (use this for real releases).
     secure : bool, default=False
         Draw exact discrete Gaussian noise through OpenDP.
+    max_rows_per_unit : int, optional
+        With ``fit(X, y, groups=unit_labels)``: the public cap K on the rows one privacy unit
+        (a person) contributes; every release then protects all rows of a unit, ``n_public``
+        counts units, the interval is cluster-robust by unit and no margins are released
+        (docs/privacy-units.md).
 """
 
 
@@ -62,8 +68,9 @@ class _GLMEstimator(BaseEstimator):
     _family = "binomial"
 
     def _fit(self, X: Any, y: Any, *, offset: Any, budget: Budget | None, link: str | None,
-             y_bounds: Any) -> GLMResult:  # fmt: skip
+             y_bounds: Any, groups: Any) -> GLMResult:  # fmt: skip
         config = glm_config(self, family=self._family, link=link, y_bounds=y_bounds)
+        unit = grouped_unit(groups, self.max_rows_per_unit)
         check_budget(budget)
         warn_fitted_upstream(self)
         source = make_noise_source(self.random_state, secure=config.secure, name="random_state")
@@ -74,7 +81,7 @@ class _GLMEstimator(BaseEstimator):
         result = fit_glm(
             X, y, config, bounds=self.bounds, offset=offset,
             budget=budget, source=source, names=None if names is None else list(names),
-            response=response_name(y),
+            response=response_name(y), groups=groups, unit=unit,
         )  # fmt: skip
         note_fit(type(self).__name__, config.rho, X, y, n=result.n, budget=budget)
         self.result_, self.privacy_ = result, result.ledger
@@ -204,13 +211,18 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
         fit_intercept: bool = True, steps: int = 200, step_size: float = 0.5, m: int = 10,
         burn_in: int = 20, margins: bool = True, classes: Any = None,
         relation: str = "replace-one", n_public: int | None = None, random_state: Any = None,
-        secure: bool = False,
+        secure: bool = False, max_rows_per_unit: int | None = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 
     @quiet_floats()
-    def fit(self, X: Any, y: Any, *, budget: Budget | None = None) -> DPLogisticRegression:
+    def fit(
+        self, X: Any, y: Any, *, budget: Budget | None = None, groups: Any = None
+    ) -> DPLogisticRegression:
         """Fit the private classifier; spends ``rho`` from ``budget`` when one is given.
+
+        ``groups`` (one privacy-unit label per row, in memory) protects all rows of a unit
+        (with ``max_rows_per_unit``).
 
         Raises
         ------
@@ -239,7 +251,8 @@ class DPLogisticRegression(ClassifierMixin, _GLMEstimator):
             event = (labels == self.classes_[1]).astype(np.float64)  # other labels: non-events
         if isinstance(y, pd.Series):
             event = pd.Series(np.asarray(event), index=y.index, name=y.name)
-        result = self._fit(X, event, offset=None, budget=budget, link=self.link, y_bounds=None)
+        result = self._fit(X, event, offset=None, budget=budget, link=self.link, y_bounds=None,
+                           groups=groups)  # fmt: skip
         k = int(self.fit_intercept)
         self.intercept_ = np.array([result.estimate[0] if k else 0.0])
         self.coef_ = np.array(result.estimate[k:]).reshape(1, -1)
@@ -299,7 +312,7 @@ class DPPoissonRegressor(RegressorMixin, _GLMEstimator):
         self, *, rho: float | None = None, bounds: Any = None, y_bounds: Any = None,
         fit_intercept: bool = True, steps: int = 200, step_size: float = 0.5, m: int = 10,
         burn_in: int = 20, relation: str = "replace-one", n_public: int | None = None,
-        random_state: Any = None, secure: bool = False,
+        random_state: Any = None, secure: bool = False, max_rows_per_unit: int | None = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 
@@ -308,11 +321,12 @@ class DPPoissonRegressor(RegressorMixin, _GLMEstimator):
     @quiet_floats()
     def fit(
         self, X: Any, y: Any, *, exposure: Any = None, offset: Any = None,
-        budget: Budget | None = None,
+        budget: Budget | None = None, groups: Any = None,
     ) -> DPPoissonRegressor:  # fmt: skip
         """Fit the private Poisson regression; spends ``rho`` from ``budget`` when given.
 
-        ``exposure`` (> 0) and ``offset`` are per-record arrays (private, aligned with y).
+        ``exposure`` (> 0) and ``offset`` are per-record arrays (private, aligned with y);
+        ``groups`` one privacy-unit label per row (with ``max_rows_per_unit``).
         """
         require_y(self, y)
         total = None if offset is None else per_record_numbers(offset, "offset")
@@ -320,7 +334,8 @@ class DPPoissonRegressor(RegressorMixin, _GLMEstimator):
             with np.errstate(all="ignore"):
                 logged = np.log(per_record_numbers(exposure, "exposure"))
             total = logged if total is None else total + logged
-        result = self._fit(X, y, offset=total, budget=budget, link=None, y_bounds=self.y_bounds)
+        result = self._fit(X, y, offset=total, budget=budget, link=None, y_bounds=self.y_bounds,
+                           groups=groups)  # fmt: skip
         k = int(self.fit_intercept)
         self.intercept_ = float(result.estimate[0]) if k else 0.0
         self.coef_ = np.array(result.estimate[k:])

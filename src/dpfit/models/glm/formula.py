@@ -22,6 +22,7 @@ from ..._validation import check_rho
 from ...mechanisms import make_noise_source
 from ...mechanisms.plan import ReleasePlan
 from ...privacy import Budget
+from ...privacy.unit_level import CAP_REQUIRED, PrivacyUnit, unit_codes
 from .._constraints import check_bounds_check, check_budget
 from .._design import complete_bounds
 from .._fit_checks import (
@@ -113,6 +114,8 @@ def glm(
     random_state: Any = None,
     codebook: Any = None,
     dry_run: bool = False,
+    privacy_unit: str | None = None,
+    max_rows_per_unit: int | None = None,
     **params: Any,
 ) -> GLMResult | ReleasePlan:
     """Fit a private generalised linear model from a formula and a data frame.
@@ -145,6 +148,14 @@ def glm(
     dry_run : bool, default=False
         Return the fit's :class:`~dpfit.mechanisms.plan.ReleasePlan` (every release, its
         share of rho and noise std; ``print(plan)``) instead of fitting: nothing is charged.
+    privacy_unit : str, optional
+        A column of ``data`` naming the person (or household, firm) each row belongs to:
+        every release then protects all rows of one unit, not one row, and the interval is
+        cluster-robust by the unit (docs/privacy-units.md). ``n_public`` then counts units;
+        no bounds check and no marginal effects are released with a unit.
+    max_rows_per_unit : int, optional
+        Public cap K on the rows one unit contributes (required with ``privacy_unit``); a
+        unit with more keeps K of them, sampled uniformly at random.
     **params
         ``steps``, ``step_size``, ``m``, ``burn_in``, ``margins``, ``relation``,
         ``n_public``, ``secure`` (as for :class:`~dpfit.models.glm.DPLogisticRegression`).
@@ -162,7 +173,8 @@ def glm(
         raise TypeError(f"glm got unexpected keyword arguments {unknown}; allowed: "
                         f"{sorted(DEFAULTS)}")  # fmt: skip
     rho = check_rho(rho)
-    share = check_bounds_check(bounds_check)
+    unit, groups = _unit(privacy_unit, max_rows_per_unit, data, bounds_check)
+    share = check_bounds_check(bounds_check) if unit is None else 0.0
     check_budget(budget)
     codebook, data, declared = with_codebook(codebook, data)
     _check_text_response(formula, data, family)
@@ -189,7 +201,8 @@ def glm(
             queries = outside_queries(X, bounds, y_bounds, indicators)
             check = bounds_check_release(check_share, queries=queries, n=len(X),
                                          relation=config.relation)  # fmt: skip
-        plan = glm_plan(config, rows=len(X), p=X.shape[1])
+        rows = len(X) if unit is None else unit_codes(groups, len(X))[1]
+        plan = glm_plan(config, rows=rows, p=X.shape[1], unit=unit)
         return plan.then(*([check] if check else []), label="dpfit.glm", rho=rho)
     if budget is not None and not budget.can_afford(rho):
         budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
@@ -197,7 +210,7 @@ def glm(
     with reservation(budget, rho, label):
         result = fit_glm(
             X, y, config, bounds=bounds, offset=offsets, budget=budget, source=source,
-            names=[str(c) for c in X.columns], response=str(y.name),
+            names=[str(c) for c in X.columns], response=str(y.name), groups=groups, unit=unit,
         )  # fmt: skip
         if share > 0:
             result = add_bounds_check(
@@ -205,6 +218,25 @@ def glm(
                 {"bounds": bounds, "y_bounds": y_bounds, "zero_terms": zero_terms},
             )  # fmt: skip
     return dataclasses.replace(result, predictors=(design,))
+
+
+def _unit(
+    column: Any, max_rows: Any, data: Any, bounds_check: Any
+) -> tuple[PrivacyUnit | None, Any]:
+    """The privacy unit and its labels (the ``privacy_unit`` column), or (None, None)."""
+    if column is None:
+        if max_rows is not None:
+            raise ValueError("max_rows_per_unit needs a privacy unit: privacy_unit='column'")
+        return None, None
+    if not isinstance(column, str) or column not in getattr(data, "columns", ()):
+        raise ValueError("privacy_unit must name a column of data")
+    if max_rows is None:
+        raise ValueError(CAP_REQUIRED)
+    if bounds_check != DEFAULT_BOUNDS_CHECK and bounds_check:
+        raise ValueError(
+            "bounds_check counts rows and is not available with a privacy unit; leave it out"
+        )
+    return PrivacyUnit(column, max_rows), data[column]
 
 
 def logit(formula: str, data: Any, *, rho: float, **params: Any) -> GLMResult | ReleasePlan:

@@ -1,0 +1,33 @@
+"""Entry points that do not take a privacy unit yet refuse one in words, before any charge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpfit
+from dpfit.losses import SquaredLoss
+
+
+@pytest.fixture
+def frame():
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame(rng.standard_normal((200, 3)), columns=["x", "z", "y"])
+    data["pid"] = np.arange(200) // 4
+    return data
+
+
+def test_iv_refuses_a_privacy_unit(frame):
+    budget = dpfit.Budget(rho=2.0)
+    with pytest.raises(TypeError, match=r"dpfit.iv does not take a privacy unit yet") as info:
+        dpfit.iv("y ~ 1 + [x ~ z]", frame, rho=1.0, budget=budget, privacy_unit="pid",
+                 max_rows_per_unit=4)  # fmt: skip
+    assert "max_rows_per_unit, privacy_unit" in str(info.value)
+    assert "dpfit.logit" in str(info.value) and budget.spent == 0.0
+
+
+def test_minimize_refuses_groups(frame):
+    data = (frame[["x"]].to_numpy(), frame["y"].to_numpy())
+    with pytest.raises(TypeError, match=r"dpfit.minimize does not take a privacy unit yet"):
+        dpfit.minimize(SquaredLoss(), data, rho=1.0, groups=frame["pid"].to_numpy())
