@@ -197,7 +197,7 @@ def test_a_failed_fit_keeps_only_what_it_charged(stored, tmp_path):
     X = da.from_array(FRAME[["x"]].to_numpy(), chunks=(N, 1), name=False)
     X = X.map_blocks(_flaky, dtype=np.float64)
     y = da.from_array(FRAME["y"].to_numpy(), chunks=N)
-    if stored:  # a persistent budget: the undrawn steps come back as a refund row
+    if stored:  # a persistent budget: the undrawn steps come back as one refund row
         budget = Budget.open(tmp_path / "budget.sqlite", dataset="d", rho=3.0)
     else:
         budget = Budget(rho=3.0)
@@ -221,9 +221,10 @@ def test_a_failed_fit_keeps_only_what_it_charged(stored, tmp_path):
     assert budget.spent == pytest.approx(0.1 * drawn, rel=1e-9)  # what was drawn, no more
     assert budget.remaining == pytest.approx(3.0 - 0.1 * drawn, rel=1e-9)
     if stored:
+        # the fit is reserved as one transaction; what it did not draw comes back as one row
         assert [c.mechanism for c in budget.history()] == [
-            "direct spend",
-            f"refund: {10 - drawn} undrawn releases of dp_gd/gradient (the fit failed)",
+            "DPLinearRegression",
+            "refund: the unspent part of charge 1",
         ]
 
 
