@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import dpfit
-from dpfit.mechanisms.plan import ReleasePlan
+from dpfit.mechanisms.plan import PlannedRounds, ReleasePlan
 from dpfit.privacy import GaussianEntry
 from dpfit.privacy.entries import ComposedEntry
 from dpfit.testing import recording
@@ -178,17 +178,35 @@ def test_the_iv_dry_run_shows_what_the_fit_charges(iv_frame, formula, kw):
         plan = dpfit.iv(formula, data, dry_run=True, **fit)
     assert len(rec) == 0 and plan.label == "dpfit.iv"
     ledger = dpfit.iv(formula, data, **fit).ledger
-    assert ledger.entries[0].label == "DPIVRegression"  # the 2SLS fit: one entry
-    drawn = ledger.releases
-    assert [e.label for e in drawn] == [r.label for r in plan.releases]
-    for entry, planned in zip(drawn, plan.releases, strict=True):
-        assert (entry.sensitivity, entry.noise_std) == (planned.sensitivity, planned.noise_std)
-        assert entry.rho == planned.entry(plan.relation).rho
+    (entry,) = ledger.entries  # the fit and its bounds check: one entry, as planned
+    assert entry.label == "dpfit.iv" and entry.components == plan.composed().components
+    assert ledger.rho <= fit["rho"]
 
 
-def test_the_iv_dry_run_of_a_method_without_a_plan_says_so(iv_frame):
-    with pytest.raises(ValueError, match="has no release plan yet"):
-        dpfit.iv("y ~ w + [x ~ z]", iv_frame(500), rho=1.0, method="2s-gd", dry_run=True)
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject
+@pytest.mark.parametrize(
+    "kw", [{}, {"bounds_check": 0}, {"noise_calibration": "paper", "interval": None},
+           {"interval": "batched-means", "steps": 60}, {"bounds": None, "y_bounds": None}],
+)  # fmt: skip
+def test_the_two_stage_iv_dry_run_shows_what_the_fit_charges(iv_frame, kw):
+    """DP-2S-GD's plan: the standardisation, then both stages' gradients in turn at every
+    step of every run, then the bounds check; the fit charges exactly these, as one entry
+    (it charged one entry per release, and the dry run refused the method)."""
+    data = iv_frame(1000)
+    fit = {"rho": 2.0, "bounds": {"x": (-8, 11), "w": (-4, 4), "z": (0, 1)},
+           "y_bounds": (-10, 14), "random_state": 0, "method": "2s-gd", "steps": 10, **kw}
+    with recording() as rec:
+        plan = dpfit.iv("y ~ w + [x ~ z]", data, dry_run=True, **fit)
+    assert len(rec) == 0 and plan.label == "dpfit.iv"
+    assert "theta-gradient" in str(plan) and "beta-gradient" in str(plan)
+    ledger = dpfit.iv("y ~ w + [x ~ z]", data, **fit).ledger
+    (entry,) = ledger.entries
+    assert entry.label == "dpfit.iv" and entry.components == plan.composed().components
+    (rounds,) = [r for r in plan.releases if isinstance(r, PlannedRounds)]
+    labels = [e.label for e in entry.components]
+    assert labels.count("two_stage/theta-gradient") == rounds.count  # runs x steps
+    assert labels[labels.index("two_stage/theta-gradient") + 1] == "two_stage/beta-gradient"
+    assert ledger.rho <= 2.0
 
 
 @pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject

@@ -28,7 +28,14 @@ from ..privacy.ledger import PrivacyLedger
 from ..privacy.parallel import ParallelEntry
 from .calibration import noise_std_for_rho, rho_within
 
-__all__ = ["PlannedParallel", "PlannedRelease", "ReleasePlan", "charge_plan", "planned_release"]
+__all__ = [
+    "PlannedParallel",
+    "PlannedRelease",
+    "PlannedRounds",
+    "ReleasePlan",
+    "charge_plan",
+    "planned_release",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +56,10 @@ class PlannedRelease:
     sensitivity: float | None
     noise_std: float | None
     purpose: str
+
+    def entries(self, relation: Relation) -> tuple[LedgerEntry, ...]:
+        """The components this release adds to the plan's composed entry."""
+        return (self.entry(relation),)
 
     def entry(self, relation: Relation) -> LedgerEntry:
         """What the plan charges for this release: its Gaussian entry, or its share reserved
@@ -84,6 +95,10 @@ class PlannedParallel:
         """The number of blocks."""
         return self.repeats * len(self.pattern)
 
+    def entries(self, relation: Relation) -> tuple[LedgerEntry, ...]:
+        """The component this composition adds to the plan's composed entry."""
+        return (self.entry(relation),)
+
     def entry(self, relation: Relation) -> LedgerEntry:
         """What the plan charges: the composition of the planned blocks, each a block
         layout with its multiplicity (the run opens them in this order, cycled)."""
@@ -108,6 +123,55 @@ class PlannedParallel:
                 for line in _release_line(r, width - 2, total, count=self.repeats)
             ]
         return lines
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedRounds:
+    """Releases drawn one at a time in rounds: each round makes one release of every
+    ``pattern`` release, in order (e.g. two stages' gradients, step after step).
+
+    Each release of ``pattern`` lists all its ``count`` releases (its noise calibrated so
+    that they cost at most its share), and ``count`` is the number of rounds; the plan
+    charges them as ``count`` rounds of single releases, in the order they are drawn.
+    """
+
+    name: str
+    pattern: tuple[PlannedRelease, ...]
+    purpose: str
+
+    @property
+    def label(self) -> str:
+        return "+".join(r.label for r in self.pattern)
+
+    @property
+    def rho(self) -> float:
+        """What the plan charges for every round (the pattern's shares, in float)."""
+        return sum(r.rho for r in self.pattern)
+
+    @property
+    def count(self) -> int:
+        """The number of rounds."""
+        return self.pattern[0].count
+
+    def entries(self, relation: Relation) -> tuple[LedgerEntry, ...]:
+        """One Gaussian entry per release, round after round."""
+        one = tuple(
+            GaussianEntry(
+                label=r.label, sensitivity=r.sensitivity, noise_std=r.noise_std, relation=relation
+            )
+            for r in self.pattern
+        )
+        return one * self.count
+
+    def lines(self, width: int, total: float) -> list[str]:
+        """This group's rows of :meth:`ReleasePlan.__str__`: its own, then its releases."""
+        lines = [
+            f"{self.name:<{width}} {100 * self.rho / total:>6.2f}% {self.count:>6} "
+            f"{'rounds':>10} {'':>11}  {self.purpose}"
+        ]
+        return lines + [
+            "  " + line for r in self.pattern for line in _release_line(r, width - 2, total)
+        ]
 
 
 def planned_release(
@@ -162,9 +226,9 @@ class ReleasePlan:
     rho: float
     relation: Relation
     n: int
-    releases: tuple[PlannedRelease | PlannedParallel, ...]
+    releases: tuple[PlannedRelease | PlannedParallel | PlannedRounds, ...]
 
-    def release(self, name: str) -> PlannedRelease | PlannedParallel:
+    def release(self, name: str) -> PlannedRelease | PlannedParallel | PlannedRounds:
         """The planned release called ``name``."""
         for planned in self.releases:
             if planned.name == name:
@@ -181,7 +245,7 @@ class ReleasePlan:
         in advance."""
         planned = self.release(name)
         if not isinstance(planned, PlannedRelease):
-            raise TypeError(f"{name} is a parallel composition: its blocks set their bounds")
+            raise TypeError(f"{name} is a group of releases: its releases have their bounds")
         return planned_release(
             name, planned.rho, planned.query, bound, n=self.n, relation=self.relation,
             label=planned.label, purpose=planned.purpose, count=planned.count,
@@ -192,7 +256,10 @@ class ReleasePlan:
         return tuple(r.name for r in self.releases)
 
     def then(
-        self, *more: PlannedRelease | PlannedParallel, label: str | None = None, rho: float
+        self,
+        *more: PlannedRelease | PlannedParallel | PlannedRounds,
+        label: str | None = None,
+        rho: float,
     ) -> ReleasePlan:
         """This plan followed by the releases ``more`` (e.g. a check made after the fit),
         under ``label`` and a total ``rho`` covering both."""
@@ -203,7 +270,7 @@ class ReleasePlan:
 
     def composed(self) -> ComposedEntry:
         """The one ledger entry that charges the whole plan."""
-        parts = tuple(r.entry(self.relation) for r in self.releases)
+        parts = tuple(e for r in self.releases for e in r.entries(self.relation))
         return ComposedEntry(label=self.label, components=parts, relation=self.relation)
 
     def title(self) -> str:
@@ -230,9 +297,9 @@ class ReleasePlan:
         inner = [
             len(b.name) + 2
             for r in self.releases
-            if isinstance(r, PlannedParallel)
+            if not isinstance(r, PlannedRelease)
             for block in r.pattern
-            for b in block
+            for b in (block if isinstance(block, tuple) else (block,))
         ]
         width = max([10, *(len(r.name) for r in self.releases), *inner])
         lines = [
@@ -242,9 +309,9 @@ class ReleasePlan:
         ]
         for r in self.releases:
             lines += (
-                r.lines(width, self.rho)
-                if isinstance(r, PlannedParallel)
-                else _release_line(r, width, self.rho)
+                _release_line(r, width, self.rho)
+                if isinstance(r, PlannedRelease)
+                else r.lines(width, self.rho)
             )
         return "\n".join(lines)
 

@@ -102,7 +102,8 @@ class PlanCharge:
                     # component, so that closing the plan does not return it a second time
                     self._set(self._next, None, -planned.rho_units)
                     raise
-            self._set(self._next, entry, change)
+            if entry != planned:  # (a release as planned stays: no new composed entry)
+                self._set(self._next, entry, change)
             self._next += 1
 
     def _begin(self, label: str) -> LedgerEntry:
@@ -161,8 +162,11 @@ class PlanCharge:
         False when ``entry`` is not one of this plan's components."""
         if self._current is None:
             return False
-        parts = self.entry.components
-        position = next((i for i in range(self._next) if parts[i] is entry), None)
+        parts = self.entry.components  # the latest drawn: the plan's component, or equal
+        position = next(
+            (i for i in reversed(range(self._next)) if parts[i] is entry or parts[i] == entry),
+            None,
+        )
         if position is None:
             return False
         ledger = self._ledger
