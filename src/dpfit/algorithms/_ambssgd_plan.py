@@ -29,7 +29,7 @@ from .._validation import (
 from ..exceptions import SideConditionWarning
 from ..mechanisms import DoublingSearch, margin_threshold, rho_for_noise_std
 from ..mechanisms.counts import literal_threshold  # the paper's threshold='literal'
-from ..mechanisms.plan import PlannedParallel, PlannedRelease, ReleasePlan
+from ..mechanisms.plan import PlannedParallel, PlannedRelease, ReleasePlan, planned_release
 from ..privacy import Query, Relation, parse_relation, split
 from ..privacy.budget import exact_units
 from ..theory.ambssgd import ambssgd_schedule
@@ -129,9 +129,9 @@ class AmbssgdPlan:
             noise_std=self.search.count_noise_std,
             purpose=f"DP-STAT: {self.n_levels + 1} counts of residuals per level, the clip's scale",
         )  # fmt: skip
-        gradient = PlannedRelease(
-            name="gradient", label=GRADIENT_LABEL, query=Query.MEAN, rho=share, count=1,
-            bound=None, sensitivity=None, noise_std=None,
+        gradient = planned_release(  # its bound, the clip, is set at run time
+            "gradient", share, Query.MEAN, None, n=self.batch_size, relation=self.relation,
+            label=GRADIENT_LABEL,
             purpose=f"mean gradient of b = {self.batch_size} records, clipped to the block's clip",
         )  # fmt: skip
         pattern = ((stat, gradient),) if self.accounting == "paper" else ((stat,), (gradient,))

@@ -83,10 +83,11 @@ def scaling_release(rho: float, *, n: int, k: int, relation: Relation) -> Planne
     sensitivity (:func:`scaling_sensitivity`) and the noise std whose charge is at most
     ``rho`` (:func:`~dpfit.mechanisms.plan.planned_release`, where every noise std of a plan
     is computed)."""
+    joint = scaling_sensitivity(n, k, relation)  # the means and mean squares together
     return planned_release(
         "column-moments", rho, Query.MEAN, 1.0, n=n, relation=relation, label=LABEL,
         purpose="the columns' means and mean squares: the private standardisation",
-        sensitivity=scaling_sensitivity(n, k, relation),
+        sensitivity=joint,
     )  # fmt: skip
 
 

@@ -250,10 +250,8 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         """
         return self._fit(X, y, Z, budget, warn_large_rho=True)
 
-    def _fit(
-        self, X: Any, y: Any, Z: Any, budget: Budget | None, *, warn_large_rho: bool,
-        check: PlannedCheck | None = None,
-    ):  # fmt: skip
+    def _fit(self, X: Any, y: Any, Z: Any, budget: Budget | None, *, warn_large_rho: bool,
+             check: PlannedCheck | None = None):  # fmt: skip
         """:meth:`fit`; ``warn_large_rho=False`` for :func:`iv`, which warned for its whole
         rho; ``check``: :func:`iv`'s bounds check, the last release of the fit's plan."""
         cfg = self._config(warn_large_rho=warn_large_rho)
@@ -290,9 +288,8 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         ledger = prepare_ledger(
             PrivacyLedger(budget=budget), Relation.REPLACE_ONE, plan.rho, name="DPIVRegression"
         )
-        with reservation(budget, cfg.rho, type(self).__name__), charge_plan(
-            plan, ledger
-        ) as charge:
+        charged = charge_plan(plan, ledger)
+        with reservation(budget, cfg.rho, type(self).__name__), charged as charge:
             values = {
                 **dict(zip(x_names, X_arr.T, strict=True)),
                 **dict(zip(z_names, Z_arr.T, strict=True)),
