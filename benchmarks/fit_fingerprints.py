@@ -232,7 +232,7 @@ CASES: dict[str, Callable[[], Any]] = {
         bounds=B, y_bounds=YB, precondition=False, interval="checkpoints"
     ),
     "ols/gd/plain/independent-runs": _ols(
-        bounds=B, y_bounds=YB, precondition=False, interval="independent-runs", steps=1000
+        bounds=B, y_bounds=YB, precondition=False, interval="independent-runs", total_steps=1000
     ),
     "ols/gd/plain/formal": _ols(
         bounds=B, y_bounds=YB, precondition=False, interval_variant="formal"

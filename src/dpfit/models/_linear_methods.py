@@ -213,7 +213,7 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
     if interval == "independent-runs":
         if steps % m:
             raise ValueError(
-                f"steps (the total over all runs) must be a multiple of m={m} for "
+                f"total_steps (all runs' steps together) must be a multiple of m={m} for "
                 f"interval='independent-runs', got {steps}"
             )
         runs = m
