@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._testing_text import describe, mask_numbers
-from .mechanisms import recording, replaying
-from .mechanisms.recorder import Recording
+from .mechanisms import Recording, recording, replaying
 from .privacy import PrivacyLedger
 
 __all__ = ["CLAIM", "Observation", "compare", "default_views", "observe"]

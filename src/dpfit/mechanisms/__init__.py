@@ -33,7 +33,7 @@ from .limits import (
     check_smallest_factor,
     release_peaks,
 )
-from .recorder import ReplayMismatchError, recording, replaying
+from .recorder import Recording, ReplayMismatchError, recording, replaying
 from .rng import NoiseSource, make_noise_source
 from .stream import gaussian_rows
 
@@ -41,6 +41,7 @@ __all__ = [
     "DoublingSearch",
     "GaussianReleases",
     "NoiseSource",
+    "Recording",
     "ReplayMismatchError",
     "check_descent_scale",
     "check_noisy_sum_scale",
