@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 import dpfit
+from dpfit.algorithms import dp_ambssgd, dp_two_stage_gd
 from dpfit.baselines import adassp
 from dpfit.losses import SquaredLoss
 
@@ -44,7 +45,8 @@ def _releases(entry: Any) -> list[list[Any]]:
         return [row for part in parts for row in _releases(part)]
     blocks = getattr(entry, "blocks", None)
     if blocks is not None:  # a parallel composition: its blocks' entries
-        return [["parallel", entry.label, float(entry.rho).hex()]]
+        listed = [[[row for e in block for row in _releases(e)], k] for block, k in blocks]
+        return [["parallel", entry.label, float(entry.rho).hex(), listed]]
     return [
         [
             entry.label,
@@ -177,6 +179,25 @@ def _adassp() -> Any:
     return _trajectory(adassp(X, y, rho=1.0, x_bound=1.5, y_bound=1.0, rng=gen))
 
 
+def _ambssgd(**kw: Any) -> Callable[[], Any]:
+    gen = np.random.default_rng(6)  # synthetic data, not privacy noise
+    X = gen.standard_normal((20_000, 3))
+    y = X @ np.array([1.0, -1.0, 0.5]) + 0.1 * gen.standard_normal(20_000)
+    params = {"rho": 0.5, "feature_scale": 5 ** 0.5, "residual_bound": 40.0, "rng": 1, **kw}
+    return lambda: _trajectory(dp_ambssgd(X, y, **params))
+
+
+def _two_stage(**kw: Any) -> Callable[[], Any]:
+    gen = np.random.default_rng(7)  # synthetic data, not privacy noise
+    Z = gen.standard_normal((2000, 1))
+    u = gen.standard_normal(2000)
+    X = Z + (u + gen.standard_normal(2000))[:, None]
+    y = 0.5 * X[:, 0] + u + gen.standard_normal(2000)
+    params = {"rho_theta": 1.0, "rho_beta": 1.0, "clip_theta": 5.0, "clip_beta": 5.0,
+              "steps": 20, "step_size_theta": 1.0, "step_size_beta": 0.5, "rng": 1, **kw}
+    return lambda: _trajectory(dp_two_stage_gd(X, y, Z, **params))  # fmt: skip
+
+
 def _budgeted() -> Any:
     budget = dpfit.Budget(rho=1.0)
     first = _result(dpfit.ols("y ~ x + w", LIN, rho=0.6, budget=budget, bounds=B, y_bounds=YB,
@@ -211,7 +232,7 @@ CASES: dict[str, Callable[[], Any]] = {
         bounds=B, y_bounds=YB, precondition=False, interval="checkpoints"
     ),
     "ols/gd/plain/independent-runs": _ols(
-        bounds=B, y_bounds=YB, precondition=False, interval="independent-runs", steps=1000
+        bounds=B, y_bounds=YB, precondition=False, interval="independent-runs", total_steps=1000
     ),
     "ols/gd/plain/formal": _ols(
         bounds=B, y_bounds=YB, precondition=False, interval_variant="formal"
@@ -250,12 +271,25 @@ CASES: dict[str, Callable[[], Any]] = {
     "DPLinearRegression/ambssgd": _lin_model(
         method="ambssgd", bounds=B, y_bounds=YB, interval=None, steps=2
     ),
+    "DPLinearRegression/ambssgd/step-size": _lin_model(
+        method="ambssgd", bounds=B, y_bounds=YB, interval=None, steps=4, step_size=0.3
+    ),
+    "ols/ambssgd/no-check": _ols(
+        method="ambssgd", bounds=B, y_bounds=YB, interval=None, steps=2, bounds_check=0
+    ),
+    "error/ols/ambssgd-interval": _ols(method="ambssgd", bounds=B, y_bounds=YB, steps=2),
     # dpfit.iv and DPIVRegression
     "iv/moments": _iv(),
     "iv/moments/no-check": _iv(bounds_check=0),
     "iv/moments/no-intercept": _iv("y ~ 0 + w + [x ~ z]"),
     "iv/2s-gd": _iv(method="2s-gd"),
     "iv/2s-gd/paper": _iv(method="2s-gd", noise_calibration="paper"),
+    "iv/2s-gd/no-check": _iv(method="2s-gd", bounds_check=0),
+    "iv/2s-gd/batched-means": _iv(method="2s-gd", interval="batched-means", steps=400),
+    "iv/2s-gd/no-interval": _iv(method="2s-gd", interval=None),
+    "iv/2s-gd/no-bounds": lambda: _result(
+        dpfit.iv("y ~ w + [x ~ z]", IVF, rho=1.0, method="2s-gd", random_state=0)
+    ),
     "error/iv/bad-rho": _iv(rho=0.0),
     "error/iv/two-roles": _iv("y ~ w + [x ~ w]"),
     "iv/no-bounds": lambda: _result(dpfit.iv("y ~ w + [x ~ z]", IVF, rho=1.0, random_state=0)),
@@ -284,6 +318,11 @@ CASES: dict[str, Callable[[], Any]] = {
     "minimize/kl-spider": _minimize(method="kl-spider", gamma=1.0, kappa=2.0, loss_bound=1.0),
     "error/minimize/bad-rho": _minimize(rho=-2.0),
     "baselines/adassp": _adassp,
+    # the algorithms behind the estimators' methods
+    "algorithms/dp_ambssgd/paper": _ambssgd(),
+    "algorithms/dp_ambssgd/parallel": _ambssgd(accounting="parallel", steps=4),
+    "algorithms/dp_two_stage_gd": _two_stage(),
+    "algorithms/dp_two_stage_gd/runs-paper": _two_stage(runs=3, noise_calibration="paper"),
 }
 
 

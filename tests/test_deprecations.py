@@ -138,3 +138,35 @@ def test_order_is_the_deprecated_name_of_the_ftrl_schedule():
         assert plan.order == plan.schedule == "fixed"
     with pytest.raises(TypeError, match="not both"):
         alg.dp_ftrl(X, y, order="fixed", schedule="fixed", **kw)
+
+
+def _runs_fit(**kw):
+    import dpfit
+
+    X, y = _data(2000, seed=4)
+    model = dpfit.DPLinearRegression(rho=1.0, clip=2.0, step_size=0.3, m=4,
+                                     interval="independent-runs", random_state=0, **kw)
+    return model.fit(X, y)  # fmt: skip
+
+
+def test_steps_counting_all_independent_runs_is_deprecated_for_total_steps():
+    """steps= is one run's steps everywhere (dp_gd, DPIVRegression); DPLinearRegression with
+    interval="independent-runs" counted all m runs with it: that use warns and names
+    total_steps, with the same fit."""
+    import warnings
+
+    import dpfit
+
+    new = _runs_fit(total_steps=400)
+    with pytest.warns(DeprecationWarning, match=r"use total_steps=400 \(same meaning\)") as rec:
+        old = _runs_fit(steps=400)
+    assert rec[0].filename == __file__  # the caller's line
+    np.testing.assert_array_equal(old.coef_, new.coef_)
+    np.testing.assert_array_equal(old.result_.conf_int(target="sample"),
+                                  new.result_.conf_int(target="sample"))  # fmt: skip
+    with pytest.raises(TypeError, match="not both"):
+        _runs_fit(steps=100, total_steps=400)
+    with warnings.catch_warnings():  # one run: steps is that run's, as ever
+        warnings.simplefilter("error", DeprecationWarning)
+        dpfit.DPLinearRegression(rho=1.0, clip=2.0, step_size=0.3, steps=400,
+                                 random_state=0).fit(*_data(2000, seed=4))  # fmt: skip

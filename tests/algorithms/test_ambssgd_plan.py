@@ -71,3 +71,29 @@ def test_plan_warns_what_the_run_warns():
 def test_plan_validates_like_the_run(kwargs, match):
     with pytest.raises(ValueError, match=match):
         plan_ambssgd(N, **{**SETTINGS, **kwargs})
+
+
+@pytest.mark.parametrize("accounting", ["paper", "parallel"])
+def test_a_run_inside_its_release_plan_is_the_same_run_charged_as_one_entry(accounting):
+    """The release plan (one parallel composition of the T blocks' releases) charged up
+    front: the same draws bit for bit, and the composition in the ledger equals the one a
+    run outside a plan records, as the plan's one component."""
+    from dpfit import Budget
+    from dpfit.mechanisms.plan import charge_plan
+    from dpfit.privacy.entries import ComposedEntry
+
+    X, y = _data()
+    settings = {**SETTINGS, "accounting": accounting}
+    plan = plan_ambssgd(N, **settings)
+    ref = dp_ambssgd(X, y, **settings, rng=5)
+    budget = Budget(rho=plan.rho)
+    ledger = PrivacyLedger(budget=budget)
+    release_plan = plan.release_plan(label="fit")
+    with charge_plan(release_plan, ledger):
+        again = run_ambssgd_plan(plan, X, y, ledger=ledger, rng=5)
+    assert np.array_equal(ref.iterates, again.iterates)
+    (entry,) = ledger.entries
+    assert isinstance(entry, ComposedEntry) and entry.components == ref.ledger.entries
+    assert budget.spent == ledger.rho == ref.ledger.rho <= plan.rho
+    (planned,) = release_plan.releases
+    assert planned.count == (1 if accounting == "paper" else 2) * plan.steps

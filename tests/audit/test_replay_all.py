@@ -289,7 +289,7 @@ CASES = {
     ),
     "DPLinearRegression-independent-runs-bounds": Case(
         run=_dpfit_fit(
-            steps=300, interval="independent-runs", bounds=[(-3, 3)] * 3, y_bounds=(-6, 6)
+            total_steps=300, interval="independent-runs", bounds=[(-3, 3)] * 3, y_bounds=(-6, 6)
         ),
         data=(X0, Y0),
         neighbour=_replace_last(X0, Y0, *CORNER),

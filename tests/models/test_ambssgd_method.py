@@ -37,7 +37,8 @@ def test_fit_recovers_the_coefficients_at_the_stated_cost():
     assert np.allclose(fitted.coef_, [1.0, -0.5, 0.25], atol=0.02)
     assert fitted.intercept_ == pytest.approx(0.5, abs=0.02)
     assert fitted.privacy_.rho == pytest.approx(0.5, rel=1e-12)
-    (entry,) = fitted.privacy_.entries
+    (plan,) = fitted.privacy_.entries  # the fit's plan: one composed entry
+    (entry,) = plan.components
     assert isinstance(entry, ParallelEntry) and entry.n_blocks == 48  # parallel accounting
     assert "DP-AMBSSGD" in str(fitted.summary())
 

@@ -1,5 +1,6 @@
-"""An IV fit gets the bounds check of dpfit.ols (``_fit_checks.checked_iv_fit``): bounds that
-do not contain the data warn through a charged noisy count, and the whole rho is charged once.
+"""An IV fit gets the bounds check of dpfit.ols (``_iv_check.checked_iv_fit``): bounds that
+do not contain the data warn through a charged noisy count, and the whole rho is charged once,
+as one entry whose last release is the check.
 Also: y_bounds without design bounds checks the response only (it raised a TypeError)."""
 
 import warnings
@@ -9,8 +10,6 @@ import pytest
 import dpfit
 from dpfit.datasets import load_card
 from dpfit.exceptions import BudgetExceededError, SideConditionWarning
-from dpfit.models import iv_matrices
-from dpfit.models._fit_checks import checked_iv_fit
 
 CARD = load_card(sample="liang2025")  # n = 2191
 FORMULA = "lwage ~ 1 + [educ ~ nearc4 + fatheduc]"
@@ -19,33 +18,8 @@ Y_BOUNDS = (4.6, 8.0)
 
 
 def _fit(bounds, *, budget=None, rho=1.0):
-    mats = iv_matrices(FORMULA, CARD)
-    X, Z = mats.endog, mats.instruments  # the exogenous part is the intercept only
-
-    def fit(rho_fit, source):
-        return dpfit.iv(
-            FORMULA,
-            CARD,
-            rho=rho_fit,
-            budget=budget,
-            random_state=source,
-            bounds=bounds,
-            y_bounds=Y_BOUNDS,
-            bounds_check=0,  # the check under test is the outer one
-        )
-
-    return checked_iv_fit(
-        fit,
-        X,
-        Z,
-        mats.y,
-        rho=rho,
-        budget=budget,
-        bounds=bounds,
-        y_bounds=Y_BOUNDS,
-        label=f"test {FORMULA}",
-        random_state=0,
-    )
+    return dpfit.iv(FORMULA, CARD, rho=rho, budget=budget, random_state=0, bounds=bounds,
+                    y_bounds=Y_BOUNDS)  # fmt: skip
 
 
 @pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # clipped educ: weak
@@ -57,8 +31,10 @@ def test_bounds_that_clip_most_records_warn_and_the_check_is_charged():
     # crossed with a margin of about 180 standard deviations.
     with pytest.warns(SideConditionWarning, match=r"bounds of \['educ'\] clip many records"):
         res = _fit({**GOOD, "educ": (0, 5)}, budget=budget)
-    assert res.ledger.entries[-1].label == "bounds-check/outside-counts"
-    assert res.ledger.entries[-1].rho == pytest.approx(0.02, rel=1e-12)
+    (entry,) = res.ledger.entries
+    assert entry.label == "dpfit.iv"
+    assert res.ledger.releases[-1].label == "bounds-check/outside-counts"
+    assert res.ledger.releases[-1].rho == pytest.approx(0.02, rel=1e-12)
     assert res.rho == pytest.approx(1.0, rel=1e-12)
     assert budget.spent == pytest.approx(1.0, rel=1e-12)
     assert any("Bounds check" in note for note in res.notes)
@@ -76,7 +52,7 @@ def test_a_stored_budget_is_reserved_once_and_refuses_before_drawing(tmp_path):
     budget = dpfit.Budget.open(store, dataset="card", rho=1.5)
     _fit(GOOD, budget=budget)
     (charge,) = budget.history()
-    assert charge.rho == pytest.approx(1.0) and charge.mechanism == f"test {FORMULA}"
+    assert charge.rho == pytest.approx(1.0) and charge.mechanism == f"dpfit.iv {FORMULA}"
     assert budget.spent == pytest.approx(1.0, rel=1e-12)
     with pytest.raises(BudgetExceededError):
         _fit(GOOD, budget=budget)  # 0.5 left: refused before the fit

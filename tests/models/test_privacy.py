@@ -31,7 +31,7 @@ PARAMS = [
     {
         "bounds": [(0, 10), (0, 10)],
         "y_bounds": (-10, 10),
-        "steps": 300,
+        "total_steps": 300,
         "interval": "independent-runs",
         "m": 3,
         "burn_in": 10,

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import dpfit
-from dpfit.mechanisms.plan import ReleasePlan
+from dpfit.mechanisms.plan import PlannedRounds, ReleasePlan
 from dpfit.privacy import GaussianEntry
 from dpfit.privacy.entries import ComposedEntry
 from dpfit.testing import recording
@@ -52,7 +52,8 @@ CASES = {
 
 
 def _fit(frame, dry_run=False, **kw):
-    return dpfit.ols("y ~ x + w", frame, rho=0.8, random_state=3, dry_run=dry_run, **kw)
+    kw = {"rho": 0.8, **kw}
+    return dpfit.ols("y ~ x + w", frame, random_state=3, dry_run=dry_run, **kw)
 
 
 @pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject
@@ -101,12 +102,45 @@ def test_a_fit_charges_its_plan_before_reading_the_data(frame):
     assert len(rec) == 0
 
 
-@pytest.mark.parametrize(
-    "method, kw", [("ambssgd", {"interval": None, "steps": 2})]
-)
-def test_a_method_without_a_plan_says_so_on_a_dry_run(frame, method, kw):
-    with pytest.raises(ValueError, match="has no release plan yet"):
-        _fit(frame, dry_run=True, method=method, bounds=BOUNDS, y_bounds=Y_BOUNDS, **kw)
+@pytest.mark.parametrize("kw", [{}, {"bounds_check": 0}, {"step_size": 0.3, "rho": 2.0}])
+def test_the_ambssgd_dry_run_shows_what_the_fit_charges(frame, kw):
+    """DP-AMBSSGD's plan is one parallel composition of T blocks (DP-STAT's counts, then the
+    clipped gradient, each its own block): the fit charges it, then the bounds check, as one
+    entry, each block's releases those planned."""
+    fit = {"method": "ambssgd", "bounds": BOUNDS, "y_bounds": Y_BOUNDS, "interval": None,
+           "steps": 2, **kw}  # fmt: skip
+    rho = fit.pop("rho", 0.8)
+    with recording() as rec:
+        plan = _fit(frame, dry_run=True, **fit, rho=rho)
+    assert len(rec) == 0 and plan.label == "dpfit.ols" and plan.rho == rho
+    ledger = _fit(frame, **fit, rho=rho).ledger
+    (entry,) = ledger.entries
+    assert isinstance(entry, ComposedEntry) and entry.label == "dpfit.ols"
+    drawn, *check = entry.components
+    blocks, *planned_check = plan.releases
+    assert [c.label for c in check] == [c.label for c in planned_check]
+    assert (drawn.label, drawn.rho_per_block) == (blocks.label, blocks.rho)
+    assert drawn.n_blocks == blocks.count == 2 * fit["steps"]
+    stat, gradient = (block[0] for block in blocks.pattern)
+    for block, _k in drawn.blocks:
+        (release,) = block
+        if release.label == stat.label:  # known before the data: charged as planned
+            assert (release.sensitivity, release.noise_std) == (stat.sensitivity,
+                                                                stat.noise_std)  # fmt: skip
+        else:  # its clip is the block's private search: its noise spends the share
+            assert release.label == gradient.label
+            assert release.rho <= gradient.rho and release.rho == pytest.approx(gradient.rho)
+    assert drawn.rho <= blocks.rho and ledger.rho <= rho
+    assert "blocks" in str(plan) and "dp_stat" in str(plan)
+
+
+def test_an_ambssgd_estimator_fit_is_its_plan(frame):
+    model = dpfit.DPLinearRegression(rho=0.8, method="ambssgd", bounds=list(BOUNDS.values()),
+                                     y_bounds=Y_BOUNDS, interval=None, steps=2, random_state=3)
+    model.fit(frame[["x", "w"]].to_numpy(), frame["y"].to_numpy())
+    (entry,) = model.privacy_.entries
+    assert isinstance(entry, ComposedEntry) and entry.label == "DPLinearRegression"
+    assert [part.label for part in entry.components] == ["dp_ambssgd"]
 
 
 @pytest.mark.parametrize(
@@ -144,17 +178,35 @@ def test_the_iv_dry_run_shows_what_the_fit_charges(iv_frame, formula, kw):
         plan = dpfit.iv(formula, data, dry_run=True, **fit)
     assert len(rec) == 0 and plan.label == "dpfit.iv"
     ledger = dpfit.iv(formula, data, **fit).ledger
-    assert ledger.entries[0].label == "DPIVRegression"  # the 2SLS fit: one entry
-    drawn = ledger.releases
-    assert [e.label for e in drawn] == [r.label for r in plan.releases]
-    for entry, planned in zip(drawn, plan.releases, strict=True):
-        assert (entry.sensitivity, entry.noise_std) == (planned.sensitivity, planned.noise_std)
-        assert entry.rho == planned.entry(plan.relation).rho
+    (entry,) = ledger.entries  # the fit and its bounds check: one entry, as planned
+    assert entry.label == "dpfit.iv" and entry.components == plan.composed().components
+    assert ledger.rho <= fit["rho"]
 
 
-def test_the_iv_dry_run_of_a_method_without_a_plan_says_so(iv_frame):
-    with pytest.raises(ValueError, match="has no release plan yet"):
-        dpfit.iv("y ~ w + [x ~ z]", iv_frame(500), rho=1.0, method="2s-gd", dry_run=True)
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject
+@pytest.mark.parametrize(
+    "kw", [{}, {"bounds_check": 0}, {"noise_calibration": "paper", "interval": None},
+           {"interval": "batched-means", "steps": 60}, {"bounds": None, "y_bounds": None}],
+)  # fmt: skip
+def test_the_two_stage_iv_dry_run_shows_what_the_fit_charges(iv_frame, kw):
+    """DP-2S-GD's plan: the standardisation, then both stages' gradients in turn at every
+    step of every run, then the bounds check; the fit charges exactly these, as one entry
+    (it charged one entry per release, and the dry run refused the method)."""
+    data = iv_frame(1000)
+    fit = {"rho": 2.0, "bounds": {"x": (-8, 11), "w": (-4, 4), "z": (0, 1)},
+           "y_bounds": (-10, 14), "random_state": 0, "method": "2s-gd", "steps": 10, **kw}
+    with recording() as rec:
+        plan = dpfit.iv("y ~ w + [x ~ z]", data, dry_run=True, **fit)
+    assert len(rec) == 0 and plan.label == "dpfit.iv"
+    assert "theta-gradient" in str(plan) and "beta-gradient" in str(plan)
+    ledger = dpfit.iv("y ~ w + [x ~ z]", data, **fit).ledger
+    (entry,) = ledger.entries
+    assert entry.label == "dpfit.iv" and entry.components == plan.composed().components
+    (rounds,) = [r for r in plan.releases if isinstance(r, PlannedRounds)]
+    labels = [e.label for e in entry.components]
+    assert labels.count("two_stage/theta-gradient") == rounds.count  # runs x steps
+    assert labels[labels.index("two_stage/theta-gradient") + 1] == "two_stage/beta-gradient"
+    assert ledger.rho <= 2.0
 
 
 @pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject

@@ -466,7 +466,9 @@ ESTIMATORS: dict[str, EntryPoint] = {
         estimator(**GD, interval="checkpoints", interval_variant="formal")
     ),
     "DPLinearRegression gd independent-runs bounds": EntryPoint(
-        estimator(steps=40, m=4, interval="independent-runs", interval_variant="formal", **BOUNDED),
+        estimator(
+            total_steps=40, m=4, interval="independent-runs", interval_variant="formal", **BOUNDED
+        ),
         replay_only=CHECKED,
     ),
     "DPLinearRegression default bounds": EntryPoint(

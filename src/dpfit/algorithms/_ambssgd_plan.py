@@ -29,7 +29,8 @@ from .._validation import (
 from ..exceptions import SideConditionWarning
 from ..mechanisms import DoublingSearch, margin_threshold, rho_for_noise_std
 from ..mechanisms.counts import literal_threshold  # the paper's threshold='literal'
-from ..privacy import Relation, parse_relation, split
+from ..mechanisms.plan import PlannedParallel, PlannedRelease, ReleasePlan, planned_release
+from ..privacy import Query, Relation, parse_relation, split
 from ..privacy.budget import exact_units
 from ..theory.ambssgd import ambssgd_schedule
 
@@ -39,6 +40,11 @@ __all__ = ["ACCOUNTING_MODES", "THRESHOLDS", "AmbssgdPlan", "plan_ambssgd", "rep
 ACCOUNTING_MODES = ("paper", "parallel")
 #: DP-STAT thresholds: ``"margin"`` s - Gamma' (D3, default) or ``"literal"`` s.
 THRESHOLDS = ("margin", "literal")
+#: The ledger labels of a run: its parallel composition and each block's releases
+#: (:func:`dpfit.algorithms.dp_ambssgd` charges them).
+LABEL = "dp_ambssgd"
+STAT_LABEL = "dp_ambssgd/dp_stat"
+GRADIENT_LABEL = "dp_ambssgd/gradient"
 #: Grids finer than this are warned against (D4: 24-48 levels are reasonable).
 _MANY_LEVELS = 64
 
@@ -105,6 +111,38 @@ class AmbssgdPlan:
     def stat_margin(self) -> float | None:
         """Gamma' = s - theta, DP-STAT's noise margin (None for the literal threshold)."""
         return self.stat_size - self.threshold_value if self.threshold == "margin" else None
+
+    def release_plan(self, *, label: str) -> ReleasePlan:
+        """The run's releases as a release plan (:mod:`dpfit.mechanisms.plan`): one parallel
+        composition of T blocks of DP-STAT's counts and a clipped mean gradient (``"paper"``
+        accounting: both in one block; ``"parallel"``: each its own block), under ``label``.
+
+        DP-STAT's counts have their noise now (the search's); the gradient's bound is the
+        clip zeta_t set at run time from the block's search, so its share is reserved. A
+        run of this plan inside :func:`~dpfit.mechanisms.plan.charge_plan` is charged as one
+        entry before its first draw, and each block's releases are matched to these.
+        """
+        share = self.release_rho
+        stat = PlannedRelease(
+            name="dp_stat", label=STAT_LABEL, query=Query.COUNT, rho=share, count=1,
+            bound=1.0, sensitivity=self.search.count_sensitivity,
+            noise_std=self.search.count_noise_std,
+            purpose=f"DP-STAT: {self.n_levels + 1} counts of residuals per level, the clip's scale",
+        )  # fmt: skip
+        gradient = planned_release(  # its bound, the clip, is set at run time
+            "gradient", share, Query.MEAN, None, n=self.batch_size, relation=self.relation,
+            label=GRADIENT_LABEL,
+            purpose=f"mean gradient of b = {self.batch_size} records, clipped to the block's clip",
+        )  # fmt: skip
+        pattern = ((stat, gradient),) if self.accounting == "paper" else ((stat,), (gradient,))
+        blocks = PlannedParallel(
+            name="blocks", label=LABEL, rho=self.rho, pattern=pattern, repeats=self.steps,
+            purpose="disjoint blocks of records (parallel composition: the largest block's "
+            "cost)",
+        )  # fmt: skip
+        return ReleasePlan(
+            label=label, rho=self.rho, relation=self.relation, n=self.n, releases=(blocks,)
+        )
 
     def warn(self) -> None:
         """Emit :attr:`side_conditions` as :class:`SideConditionWarning`, in order, at the

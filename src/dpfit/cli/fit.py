@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
                 budget=budget,
                 method=args.method,
                 clip=args.clip,
-                steps=args.steps,
+                total_steps=args.steps,  # all runs' steps together
                 step_size=args.step_size,
                 interval=None if interval == "none" else interval,
                 m=args.m,

@@ -21,7 +21,6 @@ from .clipping import (
 )
 from .counts import (
     DoublingSearch,
-    SearchResult,
     margin_threshold,
     private_count,
 )
@@ -36,16 +35,14 @@ from .limits import (
 )
 from .recorder import Recording, ReplayMismatchError, recording, replaying
 from .rng import NoiseSource, make_noise_source
-from .stream import GaussianRows, gaussian_rows, subsampled_gaussian_rows
+from .stream import gaussian_rows
 
 __all__ = [
     "DoublingSearch",
     "GaussianReleases",
-    "GaussianRows",
     "NoiseSource",
     "Recording",
     "ReplayMismatchError",
-    "SearchResult",
     "check_descent_scale",
     "check_noisy_sum_scale",
     "check_public_scale",
@@ -70,5 +67,4 @@ __all__ = [
     "rho_within",
     "row_norms",
     "scale_rows",
-    "subsampled_gaussian_rows",
 ]

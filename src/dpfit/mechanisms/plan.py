@@ -25,9 +25,17 @@ from ..privacy import Query, Relation, query_sensitivity
 from ..privacy._plan_charge import PlanCharge
 from ..privacy.entries import ComposedEntry, GaussianEntry, LedgerEntry, ReservedEntry
 from ..privacy.ledger import PrivacyLedger
+from ..privacy.parallel import ParallelEntry
 from .calibration import noise_std_for_rho, rho_within
 
-__all__ = ["PlannedRelease", "ReleasePlan", "charge_plan", "planned_release"]
+__all__ = [
+    "PlannedParallel",
+    "PlannedRelease",
+    "PlannedRounds",
+    "ReleasePlan",
+    "charge_plan",
+    "planned_release",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +57,10 @@ class PlannedRelease:
     noise_std: float | None
     purpose: str
 
+    def entries(self, relation: Relation) -> tuple[LedgerEntry, ...]:
+        """The components this release adds to the plan's composed entry."""
+        return (self.entry(relation),)
+
     def entry(self, relation: Relation) -> LedgerEntry:
         """What the plan charges for this release: its Gaussian entry, or its share reserved
         when the sensitivity is set at run time."""
@@ -59,6 +71,107 @@ class PlannedRelease:
             label=self.label, sensitivity=self.sensitivity, noise_std=self.noise_std,
             count=self.count, relation=relation,
         )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedParallel:
+    """Releases on disjoint blocks of records, composed in parallel (one component).
+
+    The run opens ``repeats`` times the blocks of ``pattern`` in order, and each block makes
+    its planned releases in order. Every record lies in one block, so the composition costs
+    the largest block's rho (:mod:`dpfit.privacy.parallel`): ``rho`` is that cap, what the
+    plan charges for the whole composition, and each block's releases cost at most it.
+    """
+
+    name: str
+    label: str
+    rho: float
+    pattern: tuple[tuple[PlannedRelease, ...], ...]
+    repeats: int
+    purpose: str
+
+    @property
+    def count(self) -> int:
+        """The number of blocks."""
+        return self.repeats * len(self.pattern)
+
+    def entries(self, relation: Relation) -> tuple[LedgerEntry, ...]:
+        """The component this composition adds to the plan's composed entry."""
+        return (self.entry(relation),)
+
+    def entry(self, relation: Relation) -> LedgerEntry:
+        """What the plan charges: the composition of the planned blocks, each a block
+        layout with its multiplicity (the run opens them in this order, cycled)."""
+        blocks = tuple(
+            (tuple(r.entry(relation) for r in block), self.repeats) for block in self.pattern
+        )
+        return ParallelEntry(
+            label=self.label, rho_per_block=self.rho, blocks=blocks, relation=relation
+        )
+
+    def lines(self, width: int, total: float) -> list[str]:
+        """This composition's rows of :meth:`ReleasePlan.__str__`: its own, then one per
+        release of a block (its share of a block's cap)."""
+        lines = [
+            f"{self.name:<{width}} {100 * self.rho / total:>6.2f}% {self.count:>6} "
+            f"{'blocks':>10} {'':>11}  {self.purpose}"
+        ]
+        for block in self.pattern:
+            lines += [
+                "  " + line
+                for r in block
+                for line in _release_line(r, width - 2, total, count=self.repeats)
+            ]
+        return lines
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedRounds:
+    """Releases drawn one at a time in rounds: each round makes one release of every
+    ``pattern`` release, in order (e.g. two stages' gradients, step after step).
+
+    Each release of ``pattern`` lists all its ``count`` releases (its noise calibrated so
+    that they cost at most its share), and ``count`` is the number of rounds; the plan
+    charges them as ``count`` rounds of single releases, in the order they are drawn.
+    """
+
+    name: str
+    pattern: tuple[PlannedRelease, ...]
+    purpose: str
+
+    @property
+    def label(self) -> str:
+        return "+".join(r.label for r in self.pattern)
+
+    @property
+    def rho(self) -> float:
+        """What the plan charges for every round (the pattern's shares, in float)."""
+        return sum(r.rho for r in self.pattern)
+
+    @property
+    def count(self) -> int:
+        """The number of rounds."""
+        return self.pattern[0].count
+
+    def entries(self, relation: Relation) -> tuple[LedgerEntry, ...]:
+        """One Gaussian entry per release, round after round."""
+        one = tuple(
+            GaussianEntry(
+                label=r.label, sensitivity=r.sensitivity, noise_std=r.noise_std, relation=relation
+            )
+            for r in self.pattern
+        )
+        return one * self.count
+
+    def lines(self, width: int, total: float) -> list[str]:
+        """This group's rows of :meth:`ReleasePlan.__str__`: its own, then its releases."""
+        lines = [
+            f"{self.name:<{width}} {100 * self.rho / total:>6.2f}% {self.count:>6} "
+            f"{'rounds':>10} {'':>11}  {self.purpose}"
+        ]
+        return lines + [
+            "  " + line for r in self.pattern for line in _release_line(r, width - 2, total)
+        ]
 
 
 def planned_release(
@@ -119,10 +232,10 @@ class ReleasePlan:
     rho: float
     relation: Relation
     n: int
-    releases: tuple[PlannedRelease, ...]
+    releases: tuple[PlannedRelease | PlannedParallel | PlannedRounds, ...]
     rows_per_unit: int = 1
 
-    def release(self, name: str) -> PlannedRelease:
+    def release(self, name: str) -> PlannedRelease | PlannedParallel | PlannedRounds:
         """The planned release called ``name``."""
         for planned in self.releases:
             if planned.name == name:
@@ -138,6 +251,8 @@ class ReleasePlan:
         releases), and with it its sensitivity and noise std, as computed for a bound known
         in advance."""
         planned = self.release(name)
+        if not isinstance(planned, PlannedRelease):
+            raise TypeError(f"{name} is a group of releases: its releases have their bounds")
         return planned_release(
             name, planned.rho, planned.query, bound, n=self.n, relation=self.relation,
             label=planned.label, purpose=planned.purpose, count=planned.count,
@@ -148,7 +263,12 @@ class ReleasePlan:
     def names(self) -> tuple[str, ...]:
         return tuple(r.name for r in self.releases)
 
-    def then(self, *more: PlannedRelease, label: str | None = None, rho: float) -> ReleasePlan:
+    def then(
+        self,
+        *more: PlannedRelease | PlannedParallel | PlannedRounds,
+        label: str | None = None,
+        rho: float,
+    ) -> ReleasePlan:
         """This plan followed by the releases ``more`` (e.g. a check made after the fit),
         under ``label`` and a total ``rho`` covering both."""
         return ReleasePlan(
@@ -158,7 +278,7 @@ class ReleasePlan:
 
     def composed(self) -> ComposedEntry:
         """The one ledger entry that charges the whole plan."""
-        parts = tuple(r.entry(self.relation) for r in self.releases)
+        parts = tuple(e for r in self.releases for e in r.entries(self.relation))
         return ComposedEntry(label=self.label, components=parts, relation=self.relation)
 
     def title(self) -> str:
@@ -175,27 +295,47 @@ class ReleasePlan:
         return [
             {
                 "name": r.name, "label": r.label, "rho": r.rho, "share": r.rho / self.rho,
-                "count": r.count, "bound": r.bound, "sensitivity": r.sensitivity,
-                "noise_std": r.noise_std, "purpose": r.purpose,
+                "count": r.count, "bound": getattr(r, "bound", None),
+                "sensitivity": getattr(r, "sensitivity", None),
+                "noise_std": getattr(r, "noise_std", None), "purpose": r.purpose,
             }
             for r in self.releases
         ]  # fmt: skip
 
     def __str__(self) -> str:
-        width = max([10, *(len(r.name) for r in self.releases)])
+        inner = [
+            len(b.name) + 2
+            for r in self.releases
+            if not isinstance(r, PlannedRelease)
+            for block in r.pattern
+            for b in (block if isinstance(block, tuple) else (block,))
+        ]
+        width = max([10, *(len(r.name) for r in self.releases), *inner])
         lines = [
             self.title(),
             f"{'release':<{width}} {'share':>7} {'count':>6} {'bound':>10} {'noise std':>11}  "
             "purpose",
         ]
         for r in self.releases:
-            bound = "run time" if r.bound is None else f"{r.bound:.4g}"
-            noise = "run time" if r.noise_std is None else f"{r.noise_std:.4g}"
-            lines.append(
-                f"{r.name:<{width}} {100 * r.rho / self.rho:>6.2f}% {r.count:>6} {bound:>10} "
-                f"{noise:>11}  {r.purpose}"
+            lines += (
+                _release_line(r, width, self.rho)
+                if isinstance(r, PlannedRelease)
+                else r.lines(width, self.rho)
             )
         return "\n".join(lines)
+
+
+def _release_line(
+    r: PlannedRelease, width: int, total: float, *, count: int | None = None
+) -> list[str]:
+    """One release's row of :meth:`ReleasePlan.__str__` (``count``: in as many blocks)."""
+    bound = "run time" if r.bound is None else f"{r.bound:.4g}"
+    noise = "run time" if r.noise_std is None else f"{r.noise_std:.4g}"
+    shown = r.count if count is None else f"{count}x{r.count}"
+    return [
+        f"{r.name:<{width}} {100 * r.rho / total:>6.2f}% {shown:>6} {bound:>10} {noise:>11}  "
+        f"{r.purpose}"
+    ]
 
 
 def charge_plan(plan: ReleasePlan, ledger: PrivacyLedger) -> PlanCharge:

@@ -2,7 +2,7 @@
 the Result and its Summary."""
 
 from ._summary_col import summary_col
-from .formula import IVFormula, IVMatrices, design_matrices, iv_matrices, ols, parse_iv_formula
+from .formula import design_matrices, iv_matrices, ols, parse_iv_formula
 from .glm import (
     DPLogisticRegression,
     DPPoissonRegressor,
@@ -23,8 +23,6 @@ __all__ = [
     "DPLogisticRegression",
     "DPPoissonRegressor",
     "GLMResult",
-    "IVFormula",
-    "IVMatrices",
     "Result",
     "Summary",
     "design_matrices",

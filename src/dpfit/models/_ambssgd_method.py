@@ -29,9 +29,10 @@ import numpy as np
 from ..algorithms._ambssgd_plan import build_plan, check_inputs
 from ..algorithms.ambssgd import run_ambssgd_plan
 from ..mechanisms import NoiseSource
+from ..mechanisms.plan import ReleasePlan
 from ..privacy import PrivacyLedger, Relation
 
-__all__ = ["resolve_ambssgd", "run_ambssgd"]
+__all__ = ["ambssgd_plan", "resolve_ambssgd", "run_ambssgd"]
 
 _N_LEVELS = 32
 
@@ -91,6 +92,12 @@ def resolve_ambssgd(config: Any, scaling: Any, n: int, p: int) -> dict[str, Any]
             "(2 ceil(kappa ln(n) / 2) with kappa = 1), or a larger rho"
         )
     return {"plan": plan}
+
+
+def ambssgd_plan(settings: Mapping[str, Any], k: int, *, label: str) -> ReleasePlan:
+    """The release plan of the run :func:`resolve_ambssgd` planned (``k``, the design's
+    columns, sets nothing here: the blocks' sensitivities do not depend on it)."""
+    return settings["plan"].release_plan(label=label)
 
 
 def run_ambssgd(

@@ -11,12 +11,13 @@ configs the same way.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_int, check_option, check_real, check_rho
+from .._validation import check_int, check_option, check_real, check_rho, user_stacklevel
 from ..privacy import Budget
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "require_y",
     "rho_check",
     "store_params",
+    "total_steps",
     "validated",
 ]
 
@@ -102,6 +104,26 @@ def validated(
     """
     checks = {**table, "rho": rho_check(warn=warn_large_rho)} if "rho" in table else table
     return {name: check(getattr(estimator, name), name) for name, check in checks.items()}
+
+
+def total_steps(total: int | None, values: Mapping[str, Any]) -> int | None:
+    """The total number of noisy steps of a linear fit: ``total`` (``total_steps``), or its
+    ``steps``, which counts one run's steps, except with ``interval="independent-runs"``,
+    where it still means the total of the m runs (deprecated: a DeprecationWarning names
+    ``total_steps``). Both given: TypeError. None: the method's default."""
+    steps = values["steps"]
+    if total is not None and steps is not None:
+        raise TypeError("give steps (one run's) or total_steps (all runs'), not both")
+    if steps is not None and values["interval"] == "independent-runs":
+        warnings.warn(
+            "steps= with interval='independent-runs' counts the steps of all m runs "
+            "together, which steps= means nowhere else (dp_gd, DPIVRegression: one run's); "
+            f"this use is deprecated and will be removed in a future release: use "
+            f"total_steps={steps} (same meaning)",
+            DeprecationWarning,
+            stacklevel=user_stacklevel(),
+        )
+    return steps if total is None else total
 
 
 def check_budget(budget: Any) -> None:

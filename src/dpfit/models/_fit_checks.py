@@ -17,7 +17,8 @@
   :func:`dpfit.mechanisms.gaussian` with a declared share ``bounds_check`` of rho (2% by
   default), charged on the fit's ledger, and a warning when a noisy count is large.
 
-:func:`checked_iv_fit` gives an instrumental-variable fit the same bounds check (``dpfit iv``).
+:func:`dpfit.models._iv_check.checked_iv_fit` gives an instrumental-variable fit the same
+bounds check (``dpfit iv``).
 Every warning is built from public inputs or from the charged noisy counts only.
 """
 
@@ -27,15 +28,15 @@ import contextlib
 import dataclasses
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_real, check_rho, user_stacklevel
+from .._validation import user_stacklevel
 from ..distributed import is_dask
 from ..exceptions import SideConditionWarning
-from ..mechanisms import NoiseSource, gaussian, make_noise_source, noise_std_for_rho, rho_within
+from ..mechanisms import gaussian, noise_std_for_rho, rho_within
 from ..privacy import Budget, PrivacyLedger, Query, query_sensitivity, split
 from ._design import zero_record_causes
 from .results import Result, snapshot_ledger
@@ -47,7 +48,6 @@ __all__ = [
     "add_bounds_check",
     "bounds_check",
     "bounds_check_shares",
-    "checked_iv_fit",
     "clipped_limit",
     "outside_queries",
     "refuse_response_bounds",
@@ -241,53 +241,6 @@ def reservation(budget: Budget | None, rho: float, mechanism: str) -> Any:
     return budget.reserve(rho, mechanism=mechanism)
 
 
-def checked_iv_fit(
-    fit: Callable[[float, NoiseSource], Result],
-    X: Any,
-    Z: Any,
-    y: Any,
-    *,
-    rho: float,
-    budget: Budget | None,
-    bounds: Mapping[str, Any] | None,
-    y_bounds: Any,
-    label: str,
-    bounds_check: float = DEFAULT_BOUNDS_CHECK,
-    random_state: Any = None,
-    secure: bool = False,
-    indicators: tuple[str, ...] = (),
-    zero_terms: tuple[tuple[str, str], ...] = (),
-) -> Result:
-    """An IV fit ``fit(rho_fit, source)`` followed by the bounds check of ``dpfit.ols``.
-
-    ``X`` and ``Z`` are the regressor and instrument frames the fit sees (exogenous columns
-    in both) and ``y`` the response. With public bounds and ``bounds_check > 0``, the fit
-    gets ``(1 - bounds_check) * rho`` and the private count of the records outside the
-    bounds of every regressor, instrument and the response (:func:`release_outside_counts`)
-    the rest, charged on the result's ledger and on ``budget``: a Card fit with
-    ``educ`` bounded by [0, 5] then warns instead of attenuating silently. The budget must
-    afford the whole ``rho`` before anything is drawn; a stored budget reserves it in one
-    transaction, recorded as ``label``.
-    """
-    rho = check_rho(rho)
-    share = check_real(bounds_check, "bounds_check", low=0.0, high=1.0, low_open=False)
-    share = share if (bounds is not None or y_bounds is not None) else 0.0
-    if budget is not None and not isinstance(budget, Budget):
-        raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
-    source = make_noise_source(random_state, secure=secure, name="random_state")
-    if budget is not None and not budget.can_afford(rho):
-        budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
-    fit_rho, check_rho_ = bounds_check_shares(rho, share)
-    with reservation(budget, rho, label):
-        result = fit(fit_rho, source)
-        if share == 0:
-            return result
-        instruments = [c for c in Z.columns if c not in X.columns]
-        columns = X.join(Z[instruments]) if instruments else X
-        check = {"bounds": bounds, "y_bounds": y_bounds, "zero_terms": zero_terms}
-        return add_bounds_check(columns, y, result, check_rho_, budget, source, indicators, check)
-
-
 def add_bounds_check(
     X: Any,
     y: Any,
@@ -299,7 +252,7 @@ def add_bounds_check(
     params: Mapping[str, Any],
 ) -> Result:
     """Release the outside counts with ``rho`` on a ledger of their own, warn when one is
-    large, and add them to ``result`` (the IV fits, which are not planned yet)."""
+    large, and add them to ``result`` (the GLM formula calls)."""
     ledger = PrivacyLedger(relation=result.ledger.relation, budget=budget)
     note = bounds_check(
         X, y, n=result.n, fit_rho=result.ledger.rho, rho=rho, ledger=ledger, source=source,

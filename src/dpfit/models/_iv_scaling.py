@@ -35,15 +35,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..mechanisms import (
-    NoiseSource,
-    check_public_scale,
-    check_smallest_factor,
-    gaussian,
-    noise_std_for_rho,
-    rho_within,
-)
+from ..mechanisms import NoiseSource, check_public_scale, check_smallest_factor, gaussian
 from ..mechanisms.limits import NOISE_SIGMAS
+from ..mechanisms.plan import PlannedRelease, planned_release
 from ..privacy import (
     PrivacyLedger,
     Query,
@@ -57,7 +51,7 @@ from ._scaling import check_widths
 if TYPE_CHECKING:
     from ._iv_config import IVConfig
 
-__all__ = ["scaling_sensitivity", "standardise"]
+__all__ = ["scaling_release", "scaling_sensitivity", "standardise"]
 
 LABEL = "iv/column-moments"
 _VAR_FLOOR = 1e-4
@@ -84,6 +78,19 @@ def scaling_sensitivity(n: int, k: int, relation: Relation) -> float:
     )
 
 
+def scaling_release(rho: float, *, n: int, k: int, relation: Relation) -> PlannedRelease:
+    """The planned standardisation of ``k`` columns of ``n`` records with share ``rho``: its
+    sensitivity (:func:`scaling_sensitivity`) and the noise std whose charge is at most
+    ``rho`` (:func:`~dpfit.mechanisms.plan.planned_release`, where every noise std of a plan
+    is computed)."""
+    joint = scaling_sensitivity(n, k, relation)  # the means and mean squares together
+    return planned_release(
+        "column-moments", rho, Query.MEAN, 1.0, n=n, relation=relation, label=LABEL,
+        purpose="the columns' means and mean squares: the private standardisation",
+        sensitivity=joint,
+    )  # fmt: skip
+
+
 def check_scales(
     bounds: np.ndarray, x_rows: list[int], y_row: int, *, n: int, rho: float
 ) -> None:
@@ -99,7 +106,7 @@ def check_scales(
     half = (bounds[:, 1] - bounds[:, 0]) / 2.0
     if not (half > 0).all():
         raise ValueError("bounds: every (high - low) / 2 must be > 0 in float64")
-    sigma = scaling_sensitivity(n, bounds.shape[0], Relation.REPLACE_ONE) / math.sqrt(2.0 * rho)
+    sigma = scaling_release(rho, n=n, k=bounds.shape[0], relation=Relation.REPLACE_ONE).noise_std
     spread = math.sqrt(1.0 + NOISE_SIGMAS * sigma)  # largest released sd / h
     sd_x = math.sqrt(_VAR_FLOOR) * half[x_rows]  # smallest released sd of each regressor
     reach_x = np.abs(centre[x_rows]) + half[x_rows]  # largest |released mean|
@@ -139,12 +146,12 @@ def release_moments(
     half = (bounds[:, 1] - bounds[:, 0]) / 2.0
     # |u| <= 1 exactly: the map can round a value at a bound to 1 + 2^-52, so clip again
     U = np.clip((np.clip(V, bounds[:, 0], bounds[:, 1]) - centre) / half, -1.0, 1.0)
-    sensitivity = scaling_sensitivity(n, k, ledger.relation)
+    planned = scaling_release(rho, n=n, k=k, relation=ledger.relation)  # charged <= rho
     value = np.concatenate([U.mean(axis=0), (U**2).mean(axis=0)])
     noisy = gaussian(
         value,
-        sensitivity=sensitivity,
-        noise_std=noise_std_for_rho(sensitivity, rho_within(sensitivity, rho)),  # <= rho
+        sensitivity=planned.sensitivity,
+        noise_std=planned.noise_std,
         ledger=ledger,
         rng=rng,
         label=LABEL,

@@ -11,10 +11,9 @@ data is read:
     already applied) and returns a :class:`LinearFit` in those units.
 ``plan(settings, k, label=...)``
     Public only: the :class:`~dpfit.mechanisms.plan.ReleasePlan` of ``run`` (every release,
-    its share of rho and noise), charged as one ledger entry before ``run`` draws anything;
-    None for a method that charges release by release.
+    its share of rho and noise), charged as one ledger entry before ``run`` draws anything.
 
-A new method (e.g. DP-AMBSSGD) is one new entry in :data:`LINEAR_METHODS`.
+A new method is one new entry in :data:`LINEAR_METHODS`.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from ..mechanisms import NoiseSource
 from ..mechanisms.plan import ReleasePlan
 from ..privacy import PrivacyLedger, Relation
 from ._adassp_population import ADASSP_LABEL, adassp_plan, resolve_adassp, run_adassp
-from ._ambssgd_method import resolve_ambssgd, run_ambssgd
+from ._ambssgd_method import ambssgd_plan, resolve_ambssgd, run_ambssgd
 from ._fit_checks import warn_few_records
 from ._linear_plan import linear_plan
 from ._scaling import PublicScaling
@@ -214,7 +213,7 @@ def _resolve_gd(config: LinearConfig, scaling: PublicScaling, n: int, p: int) ->
     if interval == "independent-runs":
         if steps % m:
             raise ValueError(
-                f"steps (the total over all runs) must be a multiple of m={m} for "
+                f"total_steps (all runs' steps together) must be a multiple of m={m} for "
                 f"interval='independent-runs', got {steps}"
             )
         runs = m
@@ -395,5 +394,6 @@ LINEAR_METHODS: dict[str, LinearMethod] = {
         "DP-AMBSSGD (Varshney et al. 2022, Alg. 2), one pass",
         _warned(resolve_ambssgd),
         run_ambssgd,
+        ambssgd_plan,
     ),
 }

@@ -6,9 +6,8 @@ outside the public bounds, :mod:`dpfit.models._fit_checks`), and then either ret
 (``dry_run=True``: nothing is charged, nothing is computed from the data) or charges it as
 one composed ledger entry (:func:`dpfit.mechanisms.plan.charge_plan`) and runs it. The fit and
 the check share the plan's budget: the bounds check gets the exact share ``bounds_check`` of
-rho (:func:`~dpfit.models._fit_checks.bounds_check_shares`) and the fit the rest. A method
-without a plan yet (``"ambssgd"``) charges release by release, and its bounds check is then a
-plan of its own.
+rho (:func:`~dpfit.models._fit_checks.bounds_check_shares`) and the fit the rest. A fit
+without a plan (one with a privacy unit) charges release by release.
 """
 
 from __future__ import annotations
@@ -140,9 +139,9 @@ def _whole_plan(
     """The fit's plan followed by the bounds check, under the label of ``dpfit.ols``."""
     if fit_plan is None:
         raise ValueError(
-            f"dry_run: this fit (method={method!r}, or any fit with a privacy unit) has no "
-            "release plan yet (it charges release by release); use method='gd' or 'adassp' "
-            "without a privacy unit to see a plan before fitting"
+            f"dry_run: this fit (method={method!r} with a privacy unit) has no release plan "
+            "yet (it charges release by release); leave out groups to see a plan before "
+            "fitting"
         )
     return fit_plan.then(*([] if check is None else [check]), label=LABEL, rho=rho)
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -42,13 +41,9 @@ from ..privacy.ledger import prepare_ledger
 from ..privacy.unit_level import refuse_unit
 from ._constraints import check_bounds_check, check_budget, require_y, store_params
 from ._design import complete_bounds, take_null_records
-from ._fit_checks import (
-    DEFAULT_BOUNDS_CHECK,
-    checked_iv_fit,
-    reservation,
-    warn_few_records,
-)
+from ._fit_checks import DEFAULT_BOUNDS_CHECK, reservation, warn_few_records
 from ._formula_errors import formula_errors
+from ._iv_check import PlannedCheck, checked_iv_fit
 from ._iv_columns import NO_INSTRUMENTS, column_names, iv_bounds
 from ._iv_config import EXPERIMENTAL_INTERVALS as EXPERIMENTAL_INTERVALS  # public names
 from ._iv_config import (
@@ -256,8 +251,10 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         """
         return self._fit(X, y, Z, budget, warn_large_rho=True)
 
-    def _fit(self, X: Any, y: Any, Z: Any, budget: Budget | None, *, warn_large_rho: bool):
-        """:meth:`fit`; ``warn_large_rho=False`` for :func:`iv`, which warned for its whole rho."""
+    def _fit(self, X: Any, y: Any, Z: Any, budget: Budget | None, *, warn_large_rho: bool,
+             check: PlannedCheck | None = None):  # fmt: skip
+        """:meth:`fit`; ``warn_large_rho=False`` for :func:`iv`, which warned for its whole
+        rho; ``check``: :func:`iv`'s bounds check, the last release of the fit's plan."""
         cfg = self._config(warn_large_rho=warn_large_rho)
         check_budget(budget)
         warn_fitted_upstream(self)
@@ -284,16 +281,16 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         if cfg.method == "2s-gd":
             check_interval(cfg, settings, p1)  # before any charge
             check_two_stage_scales(cfg, settings, n)
-        # Checked now; the default's plan (noisy-moment 2SLS) is then spent at its first
-        # release, as one entry (a stored budget: one reservation), and a fit that fails
-        # part-way keeps only what it drew.
-        ledger = prepare_ledger(
-            PrivacyLedger(budget=budget), Relation.REPLACE_ONE, cfg.rho, name="DPIVRegression"
-        )
+        # Checked now; the plan is then spent at its first release, as one entry (a stored
+        # budget: one reservation), and a fit that fails part-way keeps only what it drew.
         plan = iv_plan(cfg, n=n, columns=len(columns), bounded=bounds is not None,
-                       label=type(self).__name__) if cfg.method == "moments" else None  # fmt: skip
-        charged = nullcontext() if plan is None else charge_plan(plan, ledger)
-        with reservation(budget, cfg.rho, type(self).__name__), charged:
+                       label=type(self).__name__, settings=settings)  # fmt: skip
+        plan = plan if check is None else check.plan(plan)
+        ledger = prepare_ledger(
+            PrivacyLedger(budget=budget), Relation.REPLACE_ONE, plan.rho, name="DPIVRegression"
+        )
+        charged = charge_plan(plan, ledger)
+        with reservation(budget, cfg.rho, type(self).__name__), charged as charge:
             values = {
                 **dict(zip(x_names, X_arr.T, strict=True)),
                 **dict(zip(z_names, Z_arr.T, strict=True)),
@@ -310,6 +307,8 @@ class DPIVRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
                 bounds=bounds, std=std, back=Back(std, columns, x_names, y_name, cfg.fit_intercept),
             )  # fmt: skip
             result = IV_METHOD_TABLE[cfg.method](data, cfg, settings, ledger, source)
+            if check is not None:
+                result = check.after(result, ledger, charge)
         if exogenous:
             result = dataclasses.replace(result, notes=(*result.notes, NO_INSTRUMENTS))
         self._keep(result, cfg.fit_intercept)
@@ -348,7 +347,7 @@ def iv(
         name (e.g. ``"I(exper ** 2)"``) and ``y_bounds`` bounds the response. With bounds,
         ``bounds_check`` (default 0.02) is the share of ``rho`` spent on a private count of
         the records outside them, warned about when large (0 turns it off), as in
-        :func:`dpfit.ols` (:func:`dpfit.models._fit_checks.checked_iv_fit`).
+        :func:`dpfit.ols` (:func:`dpfit.models._iv_check.checked_iv_fit`).
 
     Returns
     -------
@@ -375,10 +374,10 @@ def iv(
     if dry_run:
         return formula_plan(X, Z, mats, rho, bounds_check, intercept, params)
 
-    def fit(rho_fit: float, source: NoiseSource) -> Result:
+    def fit(rho_fit: float, source: NoiseSource, check: PlannedCheck) -> Result:
         model = DPIVRegression(rho=rho_fit, fit_intercept=intercept, random_state=source, **params)
         with quiet_floats():
-            return model._fit(X, mats.y, Z, budget, warn_large_rho=False).result_
+            return model._fit(X, mats.y, Z, budget, warn_large_rho=False, check=check).result_
 
     result = checked_iv_fit(
         fit,

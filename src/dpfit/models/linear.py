@@ -35,6 +35,7 @@ from ._constraints import (
     require_y,
     rho_check,
     store_params,
+    total_steps,
     validated,
 )
 from ._dask import fit_data, frame_columns, response_name
@@ -59,6 +60,7 @@ _CONSTRAINTS: dict[str, Check] = {
     "method": one_of(LINEAR_METHODS),
     "clip": optional(check_positive),
     "steps": optional(integer(1)),
+    "total_steps": optional(integer(1)),
     "step_size": optional(check_positive),
     "fit_intercept": check_bool,
     "interval": optional(one_of(CONSTRUCTIONS)),
@@ -112,9 +114,11 @@ class DPLinearRegression(ReleasedLinearModel, RegressorMixin, BaseEstimator):
         records with |residual| > clip / ||x_i|| are shrunk, which biases the fit towards a
         Huber-type fit; a larger clip means more noise.
     steps : int, optional
-        Total number of noisy gradient steps of the whole procedure (all runs, burn-in and
-        batches); the noise is calibrated to this total. Defaults to 200 for the
-        preconditioned fit and 1000 otherwise.
+        Noisy gradient steps of one run (burn-in and batches included), as in ``dp_gd``;
+        default 200 for the preconditioned fit, else 1000. With ``interval="independent-runs"``
+        it still means all m runs' steps together: deprecated, give ``total_steps``.
+    total_steps : int, optional
+        Noisy gradient steps of all runs together (the noise is calibrated to it); or steps.
     step_size : float, optional
         Step size eta. Defaults to 1 / (p + 1) when ``bounds`` are given (stable, since the
         rescaled rows satisfy ||x'||^2 <= p + 1), else 0.25 (the paper's choice for features
@@ -223,6 +227,7 @@ default="batched-means"
         method: str = "gd",
         clip: float | None = None,
         steps: int | None = None,
+        total_steps: int | None = None,
         step_size: float | None = None,
         fit_intercept: bool = True,
         interval: str | None = "batched-means",
@@ -249,7 +254,9 @@ default="batched-means"
         ``warn_large_rho=False`` checks without the LargeBudgetWarning, for a caller that
         validates early and leaves the warning to ``fit``.
         """
-        return LinearConfig(**validated(self, _CONSTRAINTS, warn_large_rho=warn_large_rho))
+        values = validated(self, _CONSTRAINTS, warn_large_rho=warn_large_rho)
+        values["steps"] = total_steps(values.pop("total_steps"), values)
+        return LinearConfig(**values)
 
     def _bounds_array(self, names: list[str] | None) -> Any:
         if not isinstance(self.bounds, Mapping):
@@ -274,10 +281,9 @@ default="batched-means"
         y : array-like of shape (n,)
             Response (private). A column vector is refused (use ``y.ravel()``).
         budget : Budget, optional
-            A shared budget to spend ``rho`` from. A budget that cannot afford ``rho`` raises
-            before anything is computed from the data or drawn; the fit's ledger then spends
-            from it what it charges, so a fit that fails part-way (e.g. its Dask workers are
-            lost) leaves spent exactly what it charged and the rest available.
+            A shared budget to spend ``rho`` from; one that cannot afford ``rho`` raises before
+            anything is read or drawn, and a fit that fails part-way (e.g. its Dask workers
+            are lost) leaves spent exactly what it drew.
         groups : array-like of shape (n,), optional
             The privacy unit of each row (e.g. a person id; a named Series names the unit in
             the statement). Then the guarantee protects all rows of one unit, at most
@@ -299,9 +305,7 @@ default="batched-means"
         check_budget(budget)
         warn_fitted_upstream(self)
         prepared = self._prepare(X, y, config, groups)
-        # Checked now, before anything is drawn; the ledger then spends from the budget what
-        # it charges (one composed entry for a planned method; a stored budget reserves the
-        # fit as one transaction), so a fit that fails part-way keeps only what it drew.
+        # Checked now; the plan is spent as one entry (a stored budget: one reservation)
         name = type(self).__name__
         with reservation(budget, config.rho, name):
             unit = prepared.settings.get("unit")
@@ -353,10 +357,8 @@ default="batched-means"
 
     def _plan(self, prepared: PreparedFit) -> ReleasePlan | None:
         """The fit's release plan (None for a method that charges release by release)."""
-        if getattr(prepared.method, "plan", None) is None:
-            return None
-        k = len(prepared.terms)
-        return prepared.method.plan(prepared.settings, k, label=type(self).__name__)
+        plan = getattr(prepared.method, "plan", None)
+        return plan and plan(prepared.settings, len(prepared.terms), label=type(self).__name__)
 
     def _run(self, prepared: PreparedFit, ledger: PrivacyLedger) -> LinearFit:
         """Run the method on the publicly rescaled data; every release charged to ``ledger``."""

@@ -14,9 +14,9 @@ from .conversions import (
     gaussian_mu,
     zcdp_to_approx_dp,
 )
-from .filter import FilterEntry, PrivacyFilter, privacy_filter
+from .filter import FilterEntry, privacy_filter
 from .ledger import GaussianEntry, PrivacyLedger
-from .parallel import ParallelComposition, ParallelEntry
+from .parallel import ParallelEntry
 from .pld import (
     PLDLedger,
     SubsampledGaussianEntry,
@@ -34,9 +34,8 @@ from .queries import (
 )
 from .relations import Relation, parse_relation, public_n
 from .shares import portions, split, split_rest
-from .statement import format_rho, privacy_statement
+from .statement import format_rho
 from .store import StoredBudget, open_budget
-from .unit_level import PrivacyUnit
 
 __all__ = [
     "Budget",
@@ -44,11 +43,8 @@ __all__ = [
     "FilterEntry",
     "GaussianEntry",
     "PLDLedger",
-    "ParallelComposition",
     "ParallelEntry",
-    "PrivacyFilter",
     "PrivacyLedger",
-    "PrivacyUnit",
     "Query",
     "Relation",
     "StoredBudget",
@@ -71,7 +67,6 @@ __all__ = [
     "parse_relation",
     "portions",
     "privacy_filter",
-    "privacy_statement",
     "public_n",
     "query_sensitivity",
     "split",

@@ -26,6 +26,7 @@ from .entries import ComposedEntry, LedgerEntry
 
 if TYPE_CHECKING:
     from .ledger import GaussianEntry, PrivacyLedger
+    from .parallel import ParallelComposition, ParallelEntry
 
 __all__ = ["PlanCharge"]
 
@@ -75,10 +76,7 @@ class PlanCharge:
         """Match ``entry``, about to be drawn, to the plan's next release, or raise."""
         composed = self.entry
         if self._next >= len(composed.components):
-            raise RuntimeError(
-                f"{entry.label}: a release outside the plan of {composed.label!r} (all "
-                f"{len(composed.components)} planned releases were made); nothing was drawn"
-            )
+            self._begin(entry.label)  # raises: a release outside the plan
         planned = composed.components[self._next]
         if (
             entry.label != planned.label
@@ -91,9 +89,7 @@ class PlanCharge:
                 f"(planned: {planned.label}, rho {planned.rho!r}); nothing was drawn"
             )
         ledger = self._ledger
-        if self._current is None:  # the first release: the whole plan, before its draw
-            ledger._record(composed)
-            self._current = composed
+        self._begin(entry.label)
         ledger._owned()
         with ledger._lock:
             change = entry.rho_units - planned.rho_units
@@ -106,16 +102,71 @@ class PlanCharge:
                     # component, so that closing the plan does not return it a second time
                     self._set(self._next, None, -planned.rho_units)
                     raise
-            self._set(self._next, entry, change)
+            if entry != planned:  # (a release as planned stays: no new composed entry)
+                self._set(self._next, entry, change)
             self._next += 1
+
+    def _begin(self, label: str) -> LedgerEntry:
+        """The plan's next component, about to be drawn as ``label`` (the whole plan charged
+        at its first); raises when the plan has no next component."""
+        composed = self.entry
+        if self._next >= len(composed.components):
+            raise RuntimeError(
+                f"{label}: a release outside the plan of {composed.label!r} (all "
+                f"{len(composed.components)} planned releases were made); nothing was drawn"
+            )
+        if self._current is None:  # the first release: the whole plan, before its draw
+            self._ledger._record(composed)
+            self._current = composed
+        return composed.components[self._next]
+
+    def open_parallel(self, label: str, *, rho_per_block: float) -> ParallelComposition:
+        """A parallel composition matched to the plan's next component: a planned
+        composition with this label and a per-block cost no smaller; its blocks run the
+        planned blocks' releases (:mod:`dpfit.privacy.parallel`), or raise."""
+        from .parallel import ParallelComposition
+
+        composed = self.entry
+        planned = composed.components[self._next] if self._next < len(composed.components) else None
+        cap = getattr(planned, "rho_per_block", None)
+        if planned is None or planned.label != label or cap is None or rho_per_block > cap:
+            raise RuntimeError(
+                f"{label}: a parallel composition that is not the next release of the plan of "
+                f"{composed.label!r}; nothing was drawn"
+            )
+        self._ledger._owned()
+        self._begin(label)
+        self._next += 1
+        return ParallelComposition(
+            self._ledger, label=label, rho_per_block=rho_per_block, plan=self, planned=planned
+        )
+
+    def settle_parallel(self, planned: ParallelEntry, drawn: ParallelEntry) -> None:
+        """Put the composition ``drawn`` in the place of ``planned``; the budget gets the
+        difference back exactly (each block was charged at most its planned releases)."""
+        ledger = self._ledger
+        with ledger._lock:
+            position = next(i for i, p in enumerate(self.entry.components) if p is planned)
+            change = drawn.rho_units - planned.rho_units
+            if change and ledger.budget is not None:
+                planned._refund(ledger.budget)
+                try:
+                    drawn._spend(ledger.budget)
+                except BaseException:  # as in settle: the share is back, nothing is kept
+                    self._set(position, None, -planned.rho_units)
+                    raise
+            self._set(position, drawn, change)
 
     def return_undrawn(self, entry: GaussianEntry, *, drawn: int) -> bool:
         """Keep ``drawn`` of a drawn component's releases (the rest were never drawn);
         False when ``entry`` is not one of this plan's components."""
         if self._current is None:
             return False
-        parts = self.entry.components
-        position = next((i for i in range(self._next) if parts[i] is entry), None)
+        parts = self.entry.components  # the latest drawn: the plan's component, or equal
+        position = next(
+            (i for i in reversed(range(self._next)) if parts[i] is entry or parts[i] == entry),
+            None,
+        )
         if position is None:
             return False
         ledger = self._ledger

@@ -234,12 +234,14 @@ class PrivacyLedger:
         ``rho_per_block`` is spent from the budget now (atomically, before any draw); each
         block then gets its own ledger that may spend at most that much, and on closing, one
         :class:`~dpfit.privacy.parallel.ParallelEntry` (rho = the largest block's cost) is
-        recorded here. See :mod:`dpfit.privacy.parallel` for when this is valid.
+        recorded here. See :mod:`dpfit.privacy.parallel` for when this is valid. Inside an
+        open plan it must be the plan's next release, which paid for it.
         """
         from .parallel import ParallelComposition
 
-        self._no_plan(label)
         self._owned()
+        if self._plan is not None:
+            return self._plan.open_parallel(label, rho_per_block=rho_per_block)
         return ParallelComposition(self, label=label, rho_per_block=rho_per_block)
 
     def _return_undrawn(self, entry: GaussianEntry, *, drawn: int) -> None:
@@ -268,7 +270,8 @@ class PrivacyLedger:
     def _no_plan(self, label: str) -> None:
         if self._plan is not None:
             raise RuntimeError(
-                f"{label}: a parallel composition or filter cannot run inside an open plan"
+                f"{label}: a privacy filter cannot run inside an open plan, nor a composition "
+                "be recorded outside it"
             )
 
     def _record_reserved(self, entry: ParallelEntry) -> None:

@@ -22,6 +22,13 @@ noise is drawn; nothing changes when it cannot be afforded). Each block gets its
 whose budget is ``rho_per_block``, so no block can overspend. Closing it (also on an
 exception: draws already made are releases) records one :class:`ParallelEntry` in the parent
 ledger, whose ``rho`` is the largest block's cost.
+
+Inside an open release plan (:meth:`~dpfit.privacy.PrivacyLedger.charge_plan`) whose next
+component is a planned parallel composition of the same label, opening spends nothing more:
+the plan paid for it. Each block then runs its planned releases as a plan of its own (the
+planned blocks in order, cycled), so a release a block did not plan is refused before its
+noise is drawn, and closing puts the composition drawn in the plan's place
+(:meth:`dpfit.privacy._plan_charge.PlanCharge.open_parallel`).
 """
 
 from __future__ import annotations
@@ -33,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 from .._validation import check_int, check_positive
 from ._units import entry_units, exact_units, format_rho, units_to_float
 from .budget import Budget
-from .entries import LedgerEntry
+from .entries import ComposedEntry, LedgerEntry
 from .relations import Relation, parse_relation
 
 if TYPE_CHECKING:
+    from ._plan_charge import PlanCharge
     from .ledger import PrivacyLedger
 
 __all__ = ["ParallelComposition", "ParallelEntry"]
@@ -141,15 +149,28 @@ class ParallelComposition:
     :func:`dpfit.mechanisms.gaussian` charges them before drawing.
     """
 
-    __slots__ = ("_closed", "_counts", "_current", "_entry", "_ledger", "_template")
+    __slots__ = (
+        "_closed", "_counts", "_current", "_entry", "_ledger", "_opened", "_plan", "_planned",
+        "_template",
+    )  # fmt: skip
 
-    def __init__(self, ledger: PrivacyLedger, *, label: str, rho_per_block: float) -> None:
+    def __init__(
+        self,
+        ledger: PrivacyLedger,
+        *,
+        label: str,
+        rho_per_block: float,
+        plan: PlanCharge | None = None,
+        planned: ParallelEntry | None = None,
+    ) -> None:
         self._template = ParallelEntry(
             label=label, rho_per_block=rho_per_block, relation=ledger.relation
         )
-        if ledger.budget is not None:
+        if plan is None and ledger.budget is not None:
             ledger.budget.spend(self._template.rho_per_block)  # atomic, before any draw
         self._ledger = ledger
+        self._plan, self._planned = plan, planned  # inside a plan: paid by it
+        self._opened = 0  # blocks opened so far
         self._counts: dict[tuple[Any, ...], int] = {}
         self._current: PrivacyLedger | None = None
         self._closed = False
@@ -167,21 +188,39 @@ class ParallelComposition:
         from .ledger import PrivacyLedger
 
         self._fold()
-        self._current = PrivacyLedger(
-            relation=self._ledger.relation, budget=Budget(rho=self.rho_per_block)
-        )
-        return self._current
+        block = PrivacyLedger(relation=self._ledger.relation, budget=Budget(rho=self.rho_per_block))
+        if self._planned is not None:  # the plan's next block: its releases, in order
+            layouts = self._planned.blocks
+            if self._opened >= sum(k for _, k in layouts):
+                raise RuntimeError(
+                    f"{self._template.label}: a block outside the plan (all "
+                    f"{self._opened} planned blocks were opened); nothing was drawn"
+                )
+            parts, _ = layouts[self._opened % len(layouts)]
+            block.charge_plan(ComposedEntry(
+                label=self._template.label, components=parts, relation=block.relation
+            ))  # fmt: skip
+        self._opened += 1
+        self._current = block
+        return block
 
-    def _fold(self) -> None:
-        if self._current is not None and len(self._current):
-            key = self._current.entries
-            self._counts[key] = self._counts.get(key, 0) + 1
+    def _fold(self, *, failed: bool = False) -> None:
+        block = self._current
+        if block is not None and block._plan is not None:
+            block._plan.close(failed=failed)
+        if block is not None and len(block):
+            # a planned block holds one composed entry: the block is its components
+            key = block.entries if self._planned is None else block.entries[0].components
+            if key:
+                self._counts[key] = self._counts.get(key, 0) + 1
         self._current = None
 
-    def close(self) -> ParallelEntry:
-        """Record the composition in the parent ledger (once) and return its entry."""
+    def close(self, *, failed: bool = False) -> ParallelEntry:
+        """Record the composition in the parent ledger (once) and return its entry; in a
+        plan, in the planned composition's place (``failed``: the current block's releases
+        never drawn are dropped)."""
         if self._entry is None:
-            self._fold()
+            self._fold(failed=failed)
             self._closed = True
             t = self._template
             self._entry = ParallelEntry(
@@ -190,11 +229,14 @@ class ParallelComposition:
                 blocks=tuple(self._counts.items()),
                 relation=t.relation,
             )
-            self._ledger._record_reserved(self._entry)
+            if self._plan is None:
+                self._ledger._record_reserved(self._entry)
+            else:
+                self._plan.settle_parallel(self._planned, self._entry)
         return self._entry
 
     def __enter__(self) -> ParallelComposition:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        self.close(failed=exc_type is not None)
