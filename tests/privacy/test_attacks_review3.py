@@ -25,6 +25,7 @@ import pytest
 
 from dpfit import BudgetExceededError
 from dpfit.baselines.private_grid_search import private_grid_search
+from dpfit.exceptions import DaskOverheadWarning
 from dpfit.losses import SquaredDistanceLoss
 from dpfit.mechanisms import gaussian_releases, make_noise_source, recording
 from dpfit.privacy import Budget, PrivacyLedger, open_budget
@@ -82,6 +83,7 @@ def _dask_fit_failing_at_read(X, y, budget, *, fail_at):
     ):
         warnings.simplefilter("error")  # any warning on a record would end the fit early
         warnings.filterwarnings("ignore", message="noise is drawn from a seeded generator")
+        warnings.filterwarnings("ignore", category=DaskOverheadWarning)  # public sizes only
         dp_gd(
             Xd,
             yd,
