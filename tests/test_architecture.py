@@ -2,11 +2,13 @@
 
 Read the table from the page (``docs/architecture.md``, "Layers"), collect every import in
 ``src/dpfit`` by parsing the source (module-level imports, imports inside functions,
-``importlib.import_module`` and ``__import__`` with a constant name (relative ones
-resolved), and string constants that name a dpfit
-module or a function in one), and check that each goes down, or sideways where the table
-allows it. The same module holds the other structural rules: module size, where random draws
-may happen, and the signature contract of every function that returns a ``Trajectory``.
+``importlib.import_module`` and ``__import__`` with a constant name, however they are bound
+(relative names resolved), and string constants that name a dpfit module or a function in
+one), and check that each goes down, or sideways where the table allows it. A module loaded
+by a route the scan cannot read (a computed name, ``exec``, a file path, a computed
+``sys.modules`` key) is reported unless listed with its reason. The same module holds the
+other structural rules: module size, where random draws may happen, and the signature
+contract of every function that returns a ``Trajectory``.
 """
 
 from __future__ import annotations
@@ -126,6 +128,43 @@ _DOTTED = re.compile(r"dpfit(\.[A-Za-z_][A-Za-z0-9_]*)+")
 #: package)`` and ``__import__(name, globals, locals, fromlist, level)``.
 _IMPORTERS = ("import_module", "__import__")
 
+#: Other ways to load a module whose name the scan cannot read: each use is reported as a
+#: dynamic import (allowed only in :data:`DYNAMIC_IMPORTS`). Code run from a string
+#: (``exec``, ``eval``, ``compile``), a module loaded from a file path (importlib.util), and
+#: a call of an importer reached by ``getattr`` or ``methodcaller``.
+_LOADERS = frozenset(
+    "spec_from_file_location spec_from_loader module_from_spec SourceFileLoader load_module "
+    "exec_module".split()
+)
+_RUN_STRING = ("exec", "eval", "compile")  # the builtins (``re.compile`` is not one)
+
+
+def _importer_aliases(tree: ast.AST) -> dict[str, str]:
+    """Names bound to an importer: ``from importlib import import_module as load``."""
+    return {
+        a.asname or a.name: a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+        if a.name in _IMPORTERS
+    }
+
+
+def _dynamic(node: ast.AST) -> bool:
+    """Whether ``node`` loads a module by a route the scan cannot follow (:data:`_LOADERS`;
+    ``getattr(importlib, "import_module")``; ``sys.modules[key]`` with a computed key)."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in _LOADERS or (isinstance(func, ast.Name) and name in _RUN_STRING):
+            return True
+        return name in ("getattr", "methodcaller") and any(
+            isinstance(a, ast.Constant) and a.value in _IMPORTERS for a in node.args
+        )
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("sys.modules"):
+        return not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str))
+    return False
+
 
 def _argument(node: ast.Call, position: int, keyword: str) -> ast.expr | None:
     if len(node.args) > position:
@@ -185,12 +224,13 @@ def import_edges(root: Path) -> tuple[list[Edge], list[str]]:
             parts = parts[:-1]
         source = _unit(".".join(parts), units) if len(parts) > 1 else "dpfit"
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        importers = {**{f: f for f in _IMPORTERS}, **_importer_aliases(tree)}
         named = {  # the constant names of import_module/__import__ calls, counted once (below)
             id(node.args[0])
             for node in ast.walk(tree)
             if isinstance(node, ast.Call)
             and node.args
-            and getattr(node.func, "attr", getattr(node.func, "id", "")) in _IMPORTERS
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) in importers
         }
         docstrings = {
             id(node.body[0].value)
@@ -214,10 +254,14 @@ def import_edges(root: Path) -> tuple[list[Edge], list[str]]:
                     found = [(f"dpfit.{a.name}", "import") for a in node.names]
                 else:
                     found = [(module, "import")]
+            elif _dynamic(node):
+                if str(rel) not in DYNAMIC_IMPORTS:
+                    dynamic.append(f"{rel}:{node.lineno}")
             elif isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if name in _IMPORTERS and node.args:
+                name = importers.get(name, "")
+                if name and node.args:
                     dotted = _imported_name(node, name, package, parts)
                     if dotted is not None:
                         found = [(dotted, name.strip("_"))]
@@ -311,10 +355,12 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
          "import_module"),
         ("M = __import__('models.linear', globals(), None, ['x'], 2)\n", "import"),
         ("M = __import__('models', globals(), None, ['linear'], level=2)\n", "import"),
+        ("from importlib import import_module as im\nM = im('..models.linear', __package__)\n",
+         "import_module"),
     ],
     ids=["module-level", "in-function", "absolute", "import_module", "by-string", "from-root",
          "import_module-relative", "import_module-package", "dunder-import-level",
-         "dunder-import-level-keyword"],
+         "dunder-import-level-keyword", "import_module-aliased"],
 )
 def test_the_check_fails_on_a_planted_upward_import(tmp_path, layers, code, how):
     """The checker, run on a small package laid out like dpfit, finds an upward import however
@@ -345,9 +391,22 @@ def test_the_check_fails_on_an_injected_edge_sideways_or_unknown(layers, edges):
     assert len(violations(injected, layers)) == 3
 
 
-def test_a_computed_import_module_name_is_reported(tmp_path):
-    root = _package(tmp_path, {"algorithms/x.py": "import importlib\nimportlib.import_module(N)\n"})
-    assert import_edges(root)[1] == ["algorithms/x.py:2"]
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import importlib\nimportlib.import_module(N)\n",
+        "import importlib\ngetattr(importlib, 'import_module')('..models.linear', __package__)\n",
+        "import operator\nM = operator.methodcaller('import_module', 'dpfit.models')\n",
+        "exec('from ..models import linear', globals())\n",
+        "import importlib.util\nS = importlib.util.spec_from_file_location('m', P)\n",
+        "import sys\nM = sys.modules[__name__.split('.')[0] + '.models.linear']\n",
+    ],
+    ids=["computed-name", "getattr-importer", "methodcaller", "exec", "file-location",
+         "sys-modules-key"],
+)  # fmt: skip
+def test_an_undocumented_dynamic_import_is_reported(tmp_path, code):
+    root = _package(tmp_path, {"algorithms/x.py": "X = 1\n" + code})
+    assert import_edges(root)[1] == [f"algorithms/x.py:{code.count(chr(10)) + 1}"]
 
 
 def test_the_page_table_is_read(layers):
@@ -388,8 +447,22 @@ DRAWS = frozenset(
     "zipf hypergeometric negative_binomial noncentral_chisquare noncentral_f logseries "
     "triangular gauss normalvariate lognormvariate expovariate gammavariate betavariate "
     "randrange getrandbits randbelow token_bytes token_hex rvs randn_like rand_like "
-    "randint_like randperm bernoulli normal_ uniform_ exponential_ bernoulli_".split()
+    "randint_like randperm bernoulli normal_ uniform_ exponential_ bernoulli_ "
+    "f power bytes random_raw random_sample sample choices paretovariate urandom rsample "
+    "cauchy_ log_normal_ geometric_ random_ truncated_normal".split()
 )
+
+#: Draw names that are also common names of data (``fit.beta``, ``data.shuffle``,
+#: ``args.sample``, ``stats.f.sf``): these count where called (``rng.beta(2, 3)``), other
+#: draws wherever they are read (``draw = rng.normal``). numpy's ``power`` is not a draw.
+CALLED_ONLY = frozenset("beta gamma shuffle choices sample random f poisson power bytes".split())
+NOT_DRAWS = frozenset({"np.power", "numpy.power"})
+_BY_NAME = ("getattr", "methodcaller")  # what reaches a method named by a string
+_CLASS_DICT = re.compile(r"__dict__$|^vars\(")  # so does a class's namespace
+
+#: Modules every attribute of which draws (``jax.random.normal``, ``jr.split``): their
+#: dotted names, as imported.
+DRAW_MODULES = frozenset({"jax.random"})
 
 #: Where a random draw outside dpfit.mechanisms and dpfit.noise is allowed, and why. None of
 #: these is privacy noise: privacy noise is drawn only by the mechanisms, after the charge.
@@ -407,26 +480,43 @@ DRAWS_ALLOWED = {
 }
 
 
-def _draw_name(node: ast.AST, aliases: dict[str, str]) -> str | None:
-    """The draw a node makes or names: a call of a method in :data:`DRAWS` (``rng.normal()``,
-    ``stats.norm.rvs()``, ``random.gauss()``), of a name imported as one (``from
-    numpy.random import standard_normal as z; z()``), or ``getattr(x, "normal")``."""
-    if not isinstance(node, ast.Call):
-        return None
-    func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in DRAWS:
-        return func.attr
-    if isinstance(func, ast.Name) and func.id in aliases:
-        return aliases[func.id]
-    if (
-        isinstance(func, ast.Name)
-        and func.id == "getattr"
-        and len(node.args) >= 2
-        and isinstance(node.args[1], ast.Constant)
-        and node.args[1].value in DRAWS
-    ):
-        return str(node.args[1].value)
+def _draw_name(
+    node: ast.AST, aliases: dict[str, str], modules: set[str], called: set[int]
+) -> str | None:
+    """The draw a node makes or names, called or not (a bound method stored, passed to
+    ``functools.partial`` or ``map`` draws all the same): an attribute read in :data:`DRAWS`
+    (``rng.normal``, ``stats.norm.rvs``, ``random.gauss``; those of :data:`CALLED_ONLY`
+    where called, ``called`` holding the ids of called nodes) or of a module of
+    :data:`DRAW_MODULES` (named in ``modules`` as imported here), a name imported as a draw
+    (``from numpy.random import standard_normal as z``), or a draw named by a string to
+    ``getattr``, ``operator.methodcaller`` or a class's ``__dict__``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        if ast.unparse(node.value) in modules:
+            return node.attr
+        if node.attr in DRAWS and ast.unparse(node) not in NOT_DRAWS:
+            return node.attr if node.attr not in CALLED_ONLY or id(node) in called else None
+    elif isinstance(node, ast.Name) and node.id in aliases:
+        return aliases[node.id]
+    elif isinstance(node, ast.Subscript) and _CLASS_DICT.search(ast.unparse(node.value)):
+        key = node.slice  # type(rng).__dict__["normal"], vars(type(rng))["normal"]
+        return str(key.value) if isinstance(key, ast.Constant) and key.value in DRAWS else None
+    elif isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] in _BY_NAME:
+        names = [a.value for a in node.args if isinstance(a, ast.Constant)]
+        return next((str(n) for n in names if n in DRAWS), None)
     return None
+
+
+def _draw_modules(tree: ast.AST) -> set[str]:
+    """The names a module of :data:`DRAW_MODULES` goes by here (``import jax.random as jr``,
+    ``from jax import random``, ``import jax``)."""
+    names = set(DRAW_MODULES)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.asname for a in node.names if a.name in DRAW_MODULES and a.asname}
+        elif isinstance(node, ast.ImportFrom):
+            found = [a for a in node.names if f"{node.module}.{a.name}" in DRAW_MODULES]
+            names |= {a.asname or a.name for a in found}
+    return names
 
 
 def _draws(root: Path) -> list[str]:
@@ -436,15 +526,17 @@ def _draws(root: Path) -> list[str]:
         if rel.startswith(("mechanisms/", "noise/")):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        aliases = {  # names bound to a draw by ``from ... import normal as z``
+        aliases = {  # names bound to a draw by ``from numpy.random import normal as z``
             a.asname or a.name: a.name
             for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom)
+            if isinstance(node, ast.ImportFrom) and not node.level  # not dpfit's own names
             for a in node.names
-            if a.name in DRAWS
+            if a.name in DRAWS and f"{node.module}.{a.name}" not in DRAW_MODULES
         }
+        modules = _draw_modules(tree)
+        called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
         for node in ast.walk(tree):
-            if (name := _draw_name(node, aliases)) is not None:
+            if (name := _draw_name(node, aliases, modules, called)) is not None:
                 found.append(f"{rel}:{node.lineno}: .{name}()")
     return found
 
@@ -472,15 +564,54 @@ def test_every_allowed_place_draws():
         ("import torch\ndef f(v):\n    return v + torch.randn_like(v)\n", "randn_like"),
         ("def f(rng, v):\n    return v + rng.standard_cauchy(3)\n", "standard_cauchy"),
         ("import secrets\ndef f(v):\n    return v + secrets.randbelow(10)\n", "randbelow"),
+        ("def f(rng, v):\n    draw = rng.normal\n    return v + draw(size=3)\n", "normal"),
+        ("import functools\ndef f(rng):\n    return functools.partial(rng.laplace, 0.0)\n",
+         "laplace"),
+        ("def f(rng, v):\n    return list(map(rng.standard_normal, v))\n", "standard_normal"),
+        ("import operator\nDRAW = operator.methodcaller('normal', size=3)\n", "normal"),
+        ("def f(rng, v):\n    return v + rng.f(3, 4)\n", "f"),
+        ("def f(rng, v):\n    return v + rng.power(3.0)\n", "power"),
+        ("def f(rng):\n    return rng.bytes(8)\n", "bytes"),
+        ("def f(rng):\n    return rng.bit_generator.random_raw()\n", "random_raw"),
+        ("import numpy as np\ndef f(v):\n    return v + np.random.random_sample(3)\n",
+         "random_sample"),
+        ("from numpy.random import random_sample\nX = random_sample\n", "random_sample"),
+        ("import random\ndef f(v):\n    return random.sample(v, 2)\n", "sample"),
+        ("import random\ndef f(v):\n    return random.choices(v, k=2)\n", "choices"),
+        ("import random\ndef f():\n    return random.paretovariate(2.0)\n", "paretovariate"),
+        ("import os\ndef f():\n    return os.urandom(8)\n", "urandom"),
+        ("from torch.distributions import Normal\ndef f(v):\n    return Normal(0, 1).sample()\n",
+         "sample"),
+        ("def f(t):\n    return t.cauchy_()\n", "cauchy_"),
+        ("def f(t):\n    return t.log_normal_()\n", "log_normal_"),
+        ("import jax\ndef f(key):\n    return jax.random.truncated_normal(key, -1, 1)\n",
+         "truncated_normal"),
+        ("import jax.random as jr\ndef f(key):\n    return jr.split(key)\n", "split"),
+        ("from jax import random\ndef f(key):\n    return random.categorical(key, 0)\n",
+         "categorical"),
+        ("def f(rng):\n    return type(rng).__dict__['standard_normal'](rng, 3)\n",
+         "standard_normal"),
     ],
     ids=["method", "scipy-rvs", "random-gauss", "bare-name", "getattr", "torch", "cauchy",
-         "secrets"],
+         "secrets", "stored-method", "partial", "map", "methodcaller", "rng-f", "rng-power",
+         "rng-bytes", "random-raw", "random-sample", "random-sample-name", "random-sample-list",
+         "random-choices", "paretovariate", "urandom", "torch-sample", "cauchy_",
+         "log_normal_", "jax-random", "jax-random-alias", "jax-random-from", "class-dict"],
 )  # fmt: skip
 def test_the_draw_scan_finds_a_planted_draw(tmp_path, code, draw):
     root = _package(tmp_path, {"models/fit.py": code})
     assert [d.split(": ", 1)[1] for d in _draws(root)] == [f".{draw}()"]
-    clean = _package(tmp_path / "clean", {"models/fit.py": "def f(v):\n    return v\n"})
-    assert _draws(clean) == []
+
+
+def test_the_draw_scan_passes_data_named_like_a_draw(tmp_path):
+    """Names of data that are also names of draws, read and not called, are not draws."""
+    code = (
+        "import numpy as np\nfrom scipy import stats\nfrom ..models import poisson\n"
+        "def f(fit, data, args, v):\n"
+        "    fit.choices = data.shuffle, args.sample, stats.f.sf(v, 1, 2), np.power(v, 2)\n"
+        "    return fit.beta @ v, np.random.default_rng, {'poisson': poisson}\n"
+    )
+    assert _draws(_package(tmp_path, {"models/fit.py": code})) == []
 
 
 # ---------------------------------------------------------------------------------------------

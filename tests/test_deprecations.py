@@ -170,3 +170,31 @@ def test_steps_counting_all_independent_runs_is_deprecated_for_total_steps():
         warnings.simplefilter("error", DeprecationWarning)
         dpfit.DPLinearRegression(rho=1.0, clip=2.0, step_size=0.3, steps=400,
                                  random_state=0).fit(*_data(2000, seed=4))  # fmt: skip
+
+
+def test_fit_steps_is_the_deprecated_cli_spelling_of_total_steps(tmp_path, capsys):
+    """dpfit fit --steps counted all runs' steps, while steps= in the library is one run's:
+    --total-steps is the spelling, and --steps still runs the same fit with a note on
+    stderr naming it; both at once are refused."""
+    from dpfit.cli import main
+
+    gen = np.random.default_rng(7)  # synthetic data, not privacy noise
+    x = gen.uniform(0, 10, 2000)
+    path = tmp_path / "d.csv"
+    path.write_text("x,y\n" + "".join(f"{a},{2 * a + b}\n" for a, b in
+                                       zip(x, gen.standard_normal(2000), strict=True)))  # fmt: skip
+    args = ["fit", str(path), "--formula", "y ~ x", "--rho", "0.5", "--seed", "1",
+            "--bound", "x=0,10", "--y-bounds", "-5,25"]  # fmt: skip
+    out = {}
+    for flag in ("--total-steps", "--steps"):
+        assert main([*args, flag, "40"]) == 0
+        out[flag] = capsys.readouterr()
+    assert out["--total-steps"].out == out["--steps"].out  # the same fit
+    assert "deprecated" not in out["--total-steps"].err
+    assert "--steps is deprecated; use --total-steps 40" in out["--steps"].err
+    assert main([*args, "--steps", "40", "--total-steps", "40"]) != 0
+    assert "give --total-steps only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps the help
+    assert "deprecated: the old spelling of --total-steps" in shown

@@ -97,3 +97,27 @@ def test_a_run_inside_its_release_plan_is_the_same_run_charged_as_one_entry(acco
     assert budget.spent == ledger.rho == ref.ledger.rho <= plan.rho
     (planned,) = release_plan.releases
     assert planned.count == (1 if accounting == "paper" else 2) * plan.steps
+
+
+def test_the_run_names_its_releases_by_the_plans_labels_written_once():
+    """The labels a run charges are the plan's constants: a literal copy in the algorithm
+    can drift from the plan, and the run's releases would no longer match it."""
+    import ast
+    from pathlib import Path
+
+    from dpfit.algorithms import _ambssgd_plan, ambssgd
+
+    labels = {_ambssgd_plan.LABEL, _ambssgd_plan.STAT_LABEL, _ambssgd_plan.GRADIENT_LABEL}
+    tree = ast.parse(Path(ambssgd.__file__).read_text(encoding="utf-8"))
+    exported = {  # __all__ names the function dp_ambssgd, not a label
+        id(node)
+        for assign in tree.body
+        if isinstance(assign, ast.Assign) and ast.unparse(assign.targets[0]) == "__all__"
+        for node in ast.walk(assign.value)
+    }
+    copies = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in labels and id(node) not in exported
+    ]
+    assert copies == []

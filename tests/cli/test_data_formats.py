@@ -16,7 +16,7 @@ RNG = np.random.default_rng(2)
 N = 400
 FRAME = pd.DataFrame({"x": RNG.uniform(0, 10, N), "z": RNG.integers(0, 2, N)})
 FRAME["y"] = 1.0 + 0.4 * FRAME["x"] - FRAME["z"] + RNG.normal(0, 1, N)
-FIT = ["--formula", "y ~ x + z", "--rho", "0.5", "--steps", "50", "--seed", "0"]
+FIT = ["--formula", "y ~ x + z", "--rho", "0.5", "--total-steps", "50", "--seed", "0"]
 BOUNDS = ["--bound", "x=0,10", "--bound", "z=0,1", "--y-bounds", "-5,10"]
 
 

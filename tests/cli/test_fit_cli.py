@@ -15,7 +15,7 @@ def frame():
     return df
 
 
-COMMON = ["--formula", "y ~ x + z", "--rho", "0.5", "--seed", "1", "--steps", "300"]
+COMMON = ["--formula", "y ~ x + z", "--rho", "0.5", "--seed", "1", "--total-steps", "300"]
 BOUNDS = ["--bound", "x=0,10", "--bound", "z=0,1", "--y-bounds=-5,10"]
 
 
@@ -41,7 +41,7 @@ def test_fit_same_output_for_csv_and_parquet(tmp_path, frame, capsys):
 
 def test_fit_bundled_dataset_formats(capsys):
     args = ["fit", "card", "--formula", "lwage ~ educ", "--rho", "0.5", "--seed", "0"]
-    args += ["--bound", "educ=0,18", "--y-bounds", "4.6,8", "--steps", "200", "--m", "10"]
+    args += ["--bound", "educ=0,18", "--y-bounds", "4.6,8", "--total-steps", "200", "--m", "10"]
     assert main([*args, "--format", "latex"]) == 0
     assert r"\begin{tabular}" in capsys.readouterr().out
     assert main([*args, "--format", "html", "--sample", "liang2025"]) == 0
@@ -52,7 +52,7 @@ def test_fit_bundled_dataset_formats(capsys):
 def test_plot_message_goes_to_stderr_so_latex_stays_clean(tmp_path, capsys):
     png = tmp_path / "coef.png"
     args = ["fit", "card", "--formula", "lwage ~ educ", "--rho", "0.5", "--seed", "0"]
-    args += ["--bound", "educ=0,18", "--y-bounds", "4.6,8", "--steps", "200"]
+    args += ["--bound", "educ=0,18", "--y-bounds", "4.6,8", "--total-steps", "200"]
     assert main([*args, "--format", "latex", "--plot", str(png)]) == 0
     captured = capsys.readouterr()
     assert captured.out.rstrip().endswith(r"\end{table}") and "Wrote" not in captured.out
@@ -141,7 +141,7 @@ def test_interval_none_with_no_precondition(tmp_path, frame, capsys):
 
 
 def test_steps_default_is_the_librarys(capsys):
-    # The CLI and dpfit.ols run the same fit: same seed, no --steps -> identical coefficients.
+    # The CLI and dpfit.ols run the same fit: same seed, no --total-steps -> identical coefficients.
     import dpfit
     from dpfit.cli._data import read_data
 

@@ -71,7 +71,7 @@ def files(tmp_path_factory):
     return {k: str(v) for k, v in paths.items()}
 
 
-FIT = ["--formula", "y ~ x + z", "--rho", "0.5", "--steps", "50"]
+FIT = ["--formula", "y ~ x + z", "--rho", "0.5", "--total-steps", "50"]
 BOUNDS = ["--bound", "x=0,10", "--bound", "z=0,1", "--y-bounds", "-5,10"]
 IV = ["--formula", "y ~ x + [z ~ w]", "--rho", "0.5", "--method", "2s-gd", "--steps", "5"]
 
@@ -100,7 +100,7 @@ CLI_MISTAKES = {
     "rho not a number": (["fit", "{good}", *FIT, "--rho", "abc"], ["--rho"]),
     "unknown method": (["fit", "{good}", *FIT, *BOUNDS, "--method", "magic"], ["method"]),
     "clip zero": (["fit", "{good}", *FIT, *BOUNDS, "--clip", "0"], ["clip"]),
-    "steps zero": (["fit", "{good}", *FIT, *BOUNDS, "--steps", "0"], ["steps"]),
+    "steps zero": (["fit", "{good}", *FIT, *BOUNDS, "--total-steps", "0"], ["steps"]),
     "unknown interval": (["fit", "{good}", *FIT, *BOUNDS, "--interval", "boot"], ["interval"]),
     "m too small": (["fit", "{good}", *FIT, *BOUNDS, "--m", "1"], ["--m"]),
     "unknown relation": (["fit", "{good}", *FIT, *BOUNDS, "--relation", "swap"], ["relation"]),
@@ -243,7 +243,7 @@ CLI_MISTAKES = {
         ["fit", "{good}", *FIT, *BOUNDS, "--exposure", "w"],
         ["--exposure w applies to --family poisson"],
     ),
-    "--steps with adassp": (
+    "--total-steps with adassp": (
         ["fit", "{good}", *FIT, *BOUNDS, "--method", "adassp"],
         ["steps does not apply to method='adassp'"],
     ),

@@ -234,3 +234,26 @@ def test_an_estimator_fit_on_a_stored_budget_is_one_reservation_with_its_release
     released = [label for label, _count, _rho in rows[0].releases]
     assert released == [e.label for e in model.privacy_.releases]
     assert store.spent == pytest.approx(model.privacy_.rho, rel=1e-12)
+
+
+@pytest.mark.parametrize("rho", [0.3, 2.0])
+def test_the_two_stage_scale_check_uses_the_plans_smallest_stage_share(iv_frame, monkeypatch, rho):
+    """DP-2S-GD's clips are checked, before any charge, at the smallest share a stage
+    spends; that share is the plan's own (exact shares of rho), not a float product a few
+    ulps above it (which checked a larger share than the fit spends)."""
+    import importlib
+
+    checked, plans = [], []
+    config, module = (importlib.import_module(f"dpfit.models.{m}") for m in ("_iv_config", "iv"))
+    check, plan_of = config.check_stage_scale, module.iv_plan
+    monkeypatch.setattr(config, "check_stage_scale",
+                        lambda *a, **k: (checked.append(k["rho"]), check(*a, **k))[1])  # fmt: skip
+    monkeypatch.setattr(module, "iv_plan",
+                        lambda *a, **k: (plans.append(plan_of(*a, **k)), plans[-1])[1])  # fmt: skip
+    data = iv_frame(1000)
+    model = dpfit.DPIVRegression(rho=rho, bounds={"x0": (-8, 11), "z0": (0, 1)},
+                                 y_bounds=(-10, 14), random_state=0, method="2s-gd", steps=10,
+                                 noise_calibration="paper", interval=None)  # fmt: skip
+    model.fit(data[["x"]].to_numpy(), data["y"].to_numpy(), Z=data[["z"]].to_numpy())
+    (rounds,) = [r for r in plans[0].releases if isinstance(r, PlannedRounds)]
+    assert set(checked) == {min(r.rho for r in rounds.pattern)}

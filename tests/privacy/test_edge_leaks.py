@@ -123,8 +123,8 @@ def test_cli_numeric_codes_with_one_text_value_move_one_record(tmp_path):
     from dpfit.cli import main
 
     formula = "y ~ x0 + C(g, levels=[1, 2, 3])"
-    argv = ["--formula", formula, "--clip", "5", "--steps", "20", "--m", "2", "--burn-in", "0"]
-    argv += ["--rho", "1", "--seed", "3"]
+    argv = ["--formula", formula, "--clip", "5", "--total-steps", "20", "--m", "2"]
+    argv += ["--burn-in", "0", "--rho", "1", "--seed", "3"]
     queries = []
     for name, text in (("D", _csv(CODES)), ("D2", _csv(CODES, N - 1, "g", "x"))):
         path = tmp_path / f"{name}.csv"

@@ -165,23 +165,22 @@ def test_a_failure_inside_a_counted_release_keeps_the_draws_made():
 
 
 def test_a_failed_spend_of_a_drawn_reserved_release_returns_its_share_once(monkeypatch):
-    """Settling a reserved release returns the reservation and spends the release drawn; when
-    that spend fails (a full disk, another thread took the share) nothing is drawn and closing
-    the plan must not return the reservation a second time (the budget would show room it
-    does not have)."""
+    """Settling a reserved release exchanges the reservation for the release drawn; when
+    that exchange fails (a full disk) nothing is drawn and closing the plan returns the
+    reservation once (twice, the budget would show room it does not have)."""
     budget = dpfit.Budget(rho=1.0)
     ledger = PrivacyLedger(budget=budget)
     plan = _plan(run_time=True)
     a = plan.release("a")
     source = make_noise_source(0)
 
-    def failing_spend(self, budget):
+    def failing_exchange(self, back, take, *, label):
         raise OSError("the store could not be written")
 
     with recording() as rec, pytest.raises(OSError), charge_plan(plan, ledger):
         gaussian(np.zeros(1), sensitivity=a.sensitivity, noise_std=a.noise_std, ledger=ledger,
                  rng=source, label=a.label)  # fmt: skip
-        monkeypatch.setattr(GaussianEntry, "_spend", failing_spend)
+        monkeypatch.setattr(dpfit.Budget, "_exchange", failing_exchange)
         b = plan.bound("b", 0.7)
         wider = 1.5 * b.noise_std  # costs less than reserved: the difference goes back
         with gaussian_releases(count=4, sensitivity=b.sensitivity, noise_std=wider,

@@ -124,7 +124,7 @@ def test_a_process_killed_mid_fit_leaves_its_charge_recorded(store, frame, tmp_p
     frame.to_csv(data, index=False)
     dpfit.Budget.open(store, dataset="d", rho=1.0)
     argv = [sys.executable, "-m", "dpfit", "fit", str(data), "--formula", "y ~ x"]
-    argv += ["--rho", "0.4", "--clip", "5", "--steps", "50000000", "--interval", "none"]
+    argv += ["--rho", "0.4", "--clip", "5", "--total-steps", "50000000", "--interval", "none"]
     proc = subprocess.Popen([*argv, "--budget-store", str(store)], stderr=subprocess.DEVNULL)
     budget = open_budget(store, dataset="d")
     deadline = time.monotonic() + 120
@@ -174,7 +174,7 @@ def test_cli_budget_workflow(store, frame, tmp_path, capsys):
     frame.to_csv(data, index=False)
     assert main(["budget", "create", str(store), "--dataset", "survey", "--rho", "0.5"]) == 0
     fit = ["fit", str(data), "--formula", "y ~ x", "--bound", "x=0,10", "--y-bounds=-5,15"]
-    fit += ["--steps", "100", "--budget-store", str(store)]
+    fit += ["--total-steps", "100", "--budget-store", str(store)]
     assert main([*fit, "--rho", "0.3"]) == 0
     capsys.readouterr()
     with recording() as rec:

@@ -170,7 +170,7 @@ def test_the_command_line_says_in_one_line_what_happened(tmp_path, frame, monkey
     path = tmp_path / "b.sqlite"
     dpfit.Budget.open(path, dataset="d", rho=1.0)
     argv = ["fit", str(data), "--formula", "y ~ x", "--rho", "0.25", "--bound", "x=0,1"]
-    argv += ["--y-bounds=-1,4", "--clip", "1", "--steps", "30", "--budget-store", str(path)]
+    argv += ["--y-bounds=-1,4", "--clip", "1", "--total-steps", "30", "--budget-store", str(path)]
     _readonly(monkeypatch)  # the charge before the fit fails: nothing is drawn
     with recording() as rec:
         assert main(argv) == 2

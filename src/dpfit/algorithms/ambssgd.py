@@ -35,6 +35,9 @@ from ..privacy.ledger import prepare_ledger
 from ..privacy.queries import query_peak
 from ._ambssgd_plan import (
     ACCOUNTING_MODES,
+    GRADIENT_LABEL,
+    LABEL,
+    STAT_LABEL,
     THRESHOLDS,
     AmbssgdPlan,
     build_plan,
@@ -286,13 +289,13 @@ def _run(
     T, s, b, search = plan.steps, plan.stat_size, plan.batch_size, plan.search
     _check_scales(plan)
     source = make_noise_source(rng)
-    ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_ambssgd")
+    ledger = prepare_ledger(ledger, plan.relation, plan.rho, name=LABEL)
     w = np.zeros(data.d)
     iterates = np.empty((T, data.d))
     gammas, clips = np.empty(T), np.empty(T)
     counts = np.empty((T, plan.n_levels + 1))
     clipped, max_residual = np.full(T, np.nan), np.full(T, np.nan)
-    with ledger.parallel("dp_ambssgd", rho_per_block=plan.rho) as blocks:
+    with ledger.parallel(LABEL, rho_per_block=plan.rho) as blocks:
         parts = data.segments([s, b] * T, source.generator, lazy=True)
         for t in range(T):
             Xs, ys = next(parts)  # on Dask: unevaluated selections, reduced on the workers
@@ -302,7 +305,7 @@ def _run(
                 level_counts(Xs, ys, w, search),  # counts of |<x, w> - y| per level
                 ledger=stat_ledger,
                 rng=source,
-                label="dp_ambssgd/dp_stat",
+                label=STAT_LABEL,
             )
             if diagnostics:  # NON-PRIVATE: the true largest DP-STAT residual at w_t
                 Xd, yd = (v.gather() if isinstance(v, Rows) else v for v in (Xs, ys))
@@ -316,7 +319,7 @@ def _run(
                 noise_std=noise_std_within(sens, plan.noise_multiplier * sens, plan.release_rho),
                 ledger=blocks.block() if plan.accounting == "parallel" else stat_ledger,
                 rng=source,
-                label="dp_ambssgd/gradient",
+                label=GRADIENT_LABEL,
             )
             w = w - plan.step_size * noisy
             iterates[t], gammas[t], clips[t], counts[t] = w, found.value, zeta, found.noisy_counts
@@ -344,7 +347,7 @@ def _run(
     }
     diag = {"fraction_clipped": clipped, "max_stat_residual": max_residual} if diagnostics else {}
     return Trajectory(
-        algorithm="dp_ambssgd",
+        algorithm=LABEL,
         iterates=iterates,
         estimate=tail_average(iterates),
         ledger=ledger,

@@ -53,7 +53,7 @@ def run_glm(args: argparse.Namespace, show: Callable[[Any, argparse.Namespace], 
 
     from ..models import glm
 
-    params = {"steps": args.steps, "step_size": args.step_size, "burn_in": args.burn_in}
+    params = {"steps": args.total_steps, "step_size": args.step_size, "burn_in": args.burn_in}
     result = glm(
         args.formula,
         data,

@@ -33,7 +33,7 @@ _pair, _named_pair = pair, named_pair
 
 EXAMPLES = examples(
     "dpfit fit card --formula 'lwage ~ educ + exper' --rho 0.25 \\",
-    "    --bound educ=0,18 --bound exper=0,28 --y-bounds 4.6,8 --steps 20000",
+    "    --bound educ=0,18 --bound exper=0,28 --y-bounds 4.6,8 --total-steps 20000",
     "dpfit fit data.csv --formula 'y ~ x' --rho 0.5 --bound x=0,10 --y-bounds -5,15 \\",
     "    --plot out/coef.png --budget-store budget.sqlite",
     "dpfit fit data.csv --sep ';' --formula 'y ~ x' --rho 0.5 --clip 5 --method gd",
@@ -69,9 +69,13 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
     p.add_argument("--method", default="gd", help="gd (default), adassp or ambssgd")
     p.add_argument("--clip", type=float, help="per-example gradient norm bound (gd)")
     p.add_argument(
-        "--steps",
+        "--total-steps",
         type=int,
-        help="total DP-GD steps (default: as dpfit.ols, 200 with --bound, else 1000)",
+        help="DP-GD steps of all runs together (default: as dpfit.ols, 200 with --bound, "
+        "else 1000)",
+    )
+    p.add_argument(
+        "--steps", type=int, help="deprecated: the old spelling of --total-steps (same meaning)"
     )
     p.add_argument("--step-size", type=float, help="DP-GD step size")
     p.add_argument(
@@ -168,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
     from ._console import progress_wanted, release_progress
 
     check_release_options(args)
+    _total_steps(args)
     if args.family != "gaussian":
         from ._fit_glm import run_glm
 
@@ -189,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with release_progress(
             progress_wanted(args.progress) and args.method == "gd",
-            total=args.steps,
+            total=args.total_steps,
             desc="dpfit fit",
         ):
             result = ols(
@@ -199,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
                 budget=budget,
                 method=args.method,
                 clip=args.clip,
-                total_steps=args.steps,  # all runs' steps together
+                total_steps=args.total_steps,
                 step_size=args.step_size,
                 interval=None if interval == "none" else interval,
                 m=args.m,
@@ -219,6 +224,21 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(_clip_needed(args)) from exc
         raise
     return _print_result(result, args)
+
+
+def _total_steps(args: argparse.Namespace) -> None:
+    """Read the deprecated ``--steps`` as ``--total-steps``, with a note on stderr: in the
+    library ``steps`` is one run's (``dpfit.ols(total_steps=...)`` counts all runs)."""
+    if args.steps is None:
+        return
+    if args.total_steps is not None:
+        raise ValueError("--steps is the old spelling of --total-steps: give --total-steps only")
+    print(
+        f"dpfit fit: --steps is deprecated; use --total-steps {args.steps} (same meaning: the "
+        "steps of all runs together)",
+        file=sys.stderr,
+    )
+    args.total_steps = args.steps
 
 
 def _panel_free(args: argparse.Namespace) -> str:

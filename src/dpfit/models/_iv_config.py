@@ -19,7 +19,7 @@ from .._validation import check_positive
 from ..algorithms._two_stage_core import check_stage_scale
 from ..algorithms.two_stage import NOISE_CALIBRATIONS
 from ..inference import VARIANTS, interval_estimates
-from ..privacy import Relation
+from ..privacy import Relation, split
 from ._constraints import (
     Check,
     check_bool,
@@ -162,7 +162,8 @@ def check_two_stage_scales(cfg: IVConfig, settings: dict[str, Any], n: int) -> N
     (:func:`dpfit.algorithms._two_stage_core.check_stage_scale`), with the smallest share
     either stage can get (the standardisation's share taken, the paper calibration's half)."""
     alg = settings["algorithm"]
-    rho = cfg.rho * (1.0 - cfg.scale_fraction) * min(cfg.rho_split, 1.0 - cfg.rho_split) / 2.0
+    _, rho_fit = split(cfg.rho, [cfg.scale_fraction, 1.0 - cfg.scale_fraction])  # as the plan's
+    rho = split(min(split(rho_fit, [cfg.rho_split, 1.0 - cfg.rho_split])), 2)[0]
     common = {"n": n, "rho": rho, "releases": alg["runs"] * alg["steps"], "steps": alg["steps"]}
     for stage in ("theta", "beta"):
         check_stage_scale(

@@ -92,19 +92,17 @@ class PlanCharge:
         self._begin(entry.label)
         ledger._owned()
         with ledger._lock:
-            change = entry.rho_units - planned.rho_units
-            if change and ledger.budget is not None:
-                planned._refund(ledger.budget)
-                try:
-                    entry._spend(ledger.budget)
-                except BaseException:
-                    # the reserved share is back in the budget and nothing is drawn: drop the
-                    # component, so that closing the plan does not return it a second time
-                    self._set(self._next, None, -planned.rho_units)
-                    raise
+            self._exchange(planned, entry)  # on a refusal the planned share stays charged
             if entry != planned:  # (a release as planned stays: no new composed entry)
-                self._set(self._next, entry, change)
+                self._set(self._next, entry, entry.rho_units - planned.rho_units)
             self._next += 1
+
+    def _exchange(self, planned: LedgerEntry, drawn: LedgerEntry) -> None:
+        """Give the budget ``planned``'s charge back and take ``drawn``'s, as one step on
+        the budget (a refund then a spend would let another thread take the share freed)."""
+        budget = self._ledger.budget
+        if budget is not None and planned.budget_units != drawn.budget_units:
+            budget._exchange(planned.budget_units, drawn.budget_units, label=drawn.label)
 
     def _begin(self, label: str) -> LedgerEntry:
         """The plan's next component, about to be drawn as ``label`` (the whole plan charged
@@ -147,15 +145,8 @@ class PlanCharge:
         ledger = self._ledger
         with ledger._lock:
             position = next(i for i, p in enumerate(self.entry.components) if p is planned)
-            change = drawn.rho_units - planned.rho_units
-            if change and ledger.budget is not None:
-                planned._refund(ledger.budget)
-                try:
-                    drawn._spend(ledger.budget)
-                except BaseException:  # as in settle: the share is back, nothing is kept
-                    self._set(position, None, -planned.rho_units)
-                    raise
-            self._set(position, drawn, change)
+            self._exchange(planned, drawn)
+            self._set(position, drawn, drawn.rho_units - planned.rho_units)
 
     def return_undrawn(self, entry: GaussianEntry, *, drawn: int) -> bool:
         """Keep ``drawn`` of a drawn component's releases (the rest were never drawn);

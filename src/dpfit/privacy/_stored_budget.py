@@ -29,15 +29,8 @@ from ..exceptions import BudgetExceededError, BudgetStoreError, BudgetStoreWarni
 from ._store_chain import DatasetState, Receipt, append, charge_unchanged, dataset_state
 from ._store_file import check_dataset, snapshot, transaction
 from ._store_witness import witness_path, write_witness
-from ._units import (
-    exact_units,
-    float_at_least,
-    float_at_most,
-    format_left,
-    format_rho,
-    units_to_float,
-)
-from .budget import Budget
+from ._units import exact_units, float_at_least, float_at_most, format_left, format_rho
+from .budget import Budget, units_to_float
 from .shares import split
 
 __all__ = ["Charge", "StoredBudget", "warn_witness"]
@@ -228,10 +221,20 @@ class StoredBudget(Budget):
                 f"thread's reservation (charge #{mine.receipt.id} of rho="
                 f"{format_rho(mine.receipt.rho)} in {self._path}), "
                 f"{format_left(mine.budget.remaining, mine.receipt.rho, charge=rho * count)}; "
-                "this charge was not "
-                "made and nothing "
-                "was drawn for it"
+                "this charge was not made and nothing was drawn for it"
             ) from None
+
+    def _exchange(self, back: int, take: int, *, label: str) -> None:
+        """Return ``back`` units and spend ``take`` as one step (:meth:`Budget._exchange`):
+        in this thread's reservation, or as one row of the difference (a refund rounded
+        down, or a charge rounded up)."""
+        mine = self._mine()
+        if mine is not None:
+            mine.budget._exchange(back, take, label=label)
+        elif back > take:
+            self._refund(float_at_most(back - take), count=1, label=label)
+        elif take > back:
+            self.spend(float_at_least(take - back))
 
     def _refund(self, rho: float, *, count: int, label: str) -> None:
         """Return ``count`` undrawn releases of ``rho`` (a fit that failed part-way).

@@ -145,6 +145,26 @@ class Budget:
                 )
             self._add(-units)
 
+    def _exchange(self, back: int, take: int, *, label: str) -> None:
+        """Return ``back`` units (charged, never drawn) and spend ``take`` units, as one
+        step: a release plan replacing a planned release with the cheaper one drawn
+        (:class:`dpfit.privacy._plan_charge.PlanCharge`). Done as a refund then a spend,
+        another thread could take the freed share in between and fail a fit whose plan had
+        paid; on a refusal nothing changes.
+        """
+        self._owned()
+        with self._lock:
+            if not 0 <= back <= self._spent_units:
+                raise RuntimeError(  # pragma: no cover - internal invariant
+                    f"{label}: a refund of rho={units_to_float(back):.6g} exceeds what was spent"
+                )
+            if self._spent_units - back + take > self._limit:
+                raise BudgetExceededError(
+                    f"{label}: charge of rho={format_rho(units_to_float(take))} exceeds the "
+                    f"remaining budget (total {format_rho(self._total)}); nothing was drawn"
+                )
+            self._add(take - back)
+
     def _add(self, units: int) -> None:
         self._spent_units += units
         self._spent = units_to_float(self._spent_units)

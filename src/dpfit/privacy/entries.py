@@ -75,6 +75,12 @@ class LedgerEntry:
         (:meth:`releases`)."""
         return ()
 
+    @property
+    def budget_units(self) -> int:
+        """What :meth:`_spend` takes from a budget, exactly (units of 2^-1074): never less
+        than :attr:`rho_units`, so a budget cannot accept more than its total."""
+        return exact_units(self.rho)
+
     def _spend(self, budget: Budget) -> None:
         """Spend this entry's cost from ``budget`` (exactly), or raise and spend nothing."""
         budget.spend(self.rho)
@@ -169,6 +175,10 @@ class GaussianEntry(LedgerEntry):
 
     def releases(self) -> tuple[GaussianEntry, ...]:
         return (self,)
+
+    @property
+    def budget_units(self) -> int:
+        return self.rho_units
 
     def _spend(self, budget: Budget) -> None:
         budget.spend(self.rho_each, count=self.count)
@@ -268,6 +278,10 @@ class ComposedEntry(LedgerEntry):
     def statement_lines(self) -> tuple[str, ...]:
         """The lines of components that state themselves (reserved shares never drawn)."""
         return tuple(line for part in self.components for line in part.statement_lines())
+
+    @property
+    def budget_units(self) -> int:
+        return sum(part.budget_units for part in self.components)
 
     def _spend(self, budget: Budget) -> None:
         """Spend every component, in order; on a refusal return what was spent and raise."""

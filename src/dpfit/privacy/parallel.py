@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._validation import check_int, check_positive
-from ._units import entry_units, exact_units, format_rho, units_to_float
+from ._units import entry_units, exact_units, float_at_least, format_rho, units_to_float
 from .budget import Budget
 from .entries import ComposedEntry, LedgerEntry
 from .relations import Relation, parse_relation
@@ -116,6 +116,18 @@ class ParallelEntry(LedgerEntry):
     def rho_units(self) -> int:
         """:attr:`rho` exactly, in units of 2^-1074."""
         return max((_block_units(entries) for entries, _ in self.blocks), default=0)
+
+    @property
+    def budget_units(self) -> int:
+        """What a budget is charged: the smallest float not below the exact largest-block
+        cost (its nearest float, :attr:`rho`, can lie below it)."""
+        return exact_units(float_at_least(self.rho_units))
+
+    def _spend(self, budget: Budget) -> None:
+        budget.spend(float_at_least(self.rho_units))
+
+    def _refund(self, budget: Budget) -> None:
+        budget._refund(float_at_least(self.rho_units), count=1, label=self.label)
 
     @property
     def is_plain_gaussian(self) -> bool:
