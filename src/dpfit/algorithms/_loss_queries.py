@@ -150,9 +150,10 @@ class LossQueries:
 
     def release(self, value: Any, *, bound: float, noise_std: float, label: str) -> np.ndarray:
         """Release a mean of rows clipped to ``bound`` (or a 1-Lipschitz function of one)."""
+        sensitivity = self.sensitivity(bound)  # the helper's, for one row or one unit
         return gaussian(
             value,
-            sensitivity=self.sensitivity(bound),
+            sensitivity=sensitivity,
             noise_std=noise_std,
             ledger=self.ledger,
             rng=self.source,
