@@ -15,13 +15,13 @@ from typing import Any
 from ._floats import quiet_floats
 from ._validation import check_option, user_stacklevel
 from .algorithms._loss_queries import clip_keyword_message
+from .algorithms._loss_units import unit_options
 from .algorithms.adaptive_gd import adaptive_gd
 from .algorithms.kl_spider import kl_spider
 from .algorithms.noisy_gd import noisy_gd
 from .algorithms.proximal import proximal_point
 from .algorithms.trajectory import Trajectory
 from .losses.base import Loss, check_loss, split_data
-from .privacy.unit_level import refuse_unit
 
 __all__ = ["METHODS", "minimize"]
 
@@ -75,7 +75,12 @@ def minimize(
         ``ledger`` option, not both.
     **options
         Keyword options of the chosen method (``relation``, ``ledger``, ``clipping``, ``gamma``,
-        ``kappa``, ``loss_bound``, ``steps``, ...).
+        ``kappa``, ``loss_bound``, ``steps``, ...). A privacy unit (``"adaptive-gd"`` and
+        ``"noisy-gd"``): ``groups`` (one unit label per row), ``max_rows_per_unit`` (the
+        public cap K on a unit's rows) and optionally ``privacy_unit`` (the unit's name in
+        the statement, e.g. ``"person_id"``). The objective is then the mean over units of
+        each unit's summed loss, and every release protects all rows of one unit
+        (:mod:`dpfit.algorithms._loss_units`, docs/privacy-units.md).
 
     Returns
     -------
@@ -109,7 +114,7 @@ def minimize(
             stacklevel=user_stacklevel(),
         )
         random_state = options.pop("rng")
-    refuse_unit("dpfit.minimize", options)
+    unit = unit_options(method, options)
     func = METHODS[method]
     if "clip" in options:
         raise TypeError(clip_keyword_message(f"minimize({method!r})", options["clip"]))
@@ -131,6 +136,6 @@ def minimize(
         if not isinstance(budget, Budget):
             raise TypeError(f"budget must be a dpfit.Budget, got {type(budget).__name__}")
         relation = options.get("relation", "replace-one")
-        options["ledger"] = PrivacyLedger(relation=relation, budget=budget)
+        options["ledger"] = PrivacyLedger(relation=relation, budget=budget, unit=unit)
     X, y = split_data(check_loss(loss), data)
     return func(loss, X, y, rho=rho, theta0=theta0, rng=random_state, **options)

@@ -565,7 +565,28 @@ def grouped_estimator(**params: Any) -> Callable[[pd.DataFrame], Any]:
     return run
 
 
+def unit_minimize(**options: Any) -> Callable[[pd.DataFrame], Any]:
+    """``dpfit.minimize(KL_LOSS, (X, y), groups=frame.u, max_rows_per_unit=UNIT_CAP, ...)``."""
+
+    def run(frame: pd.DataFrame) -> Any:
+        return dpfit.minimize(
+            KL_LOSS, xy(frame), rho=RHO, random_state=SEED, groups=frame[UNIT].to_numpy(),
+            max_rows_per_unit=UNIT_CAP, privacy_unit=UNIT, **options,
+        )  # fmt: skip
+
+    return run
+
+
 UNITS: dict[str, EntryPoint] = {
+    # the filter's step count follows the released norms (as KL-Spider's early stop)
+    "minimize adaptive-gd privacy_unit": EntryPoint(
+        unit_minimize(), data=panel, kinds=UNIT_REPLACE, replay_only=(*EARLY_STOP, "ledger")
+    ),
+    "minimize noisy-gd privacy_unit add-remove": EntryPoint(
+        unit_minimize(method="noisy-gd", steps=8, relation="add-remove", n_public=600),
+        data=panel,
+        kinds=UNIT_ADD_REMOVE_KINDS,
+    ),
     "ols privacy_unit": EntryPoint(
         formula(dpfit.ols, "y ~ x0 + x1", **UNIT_FIT), data=panel, kinds=UNIT_REPLACE
     ),

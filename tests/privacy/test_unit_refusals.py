@@ -27,7 +27,12 @@ def test_iv_refuses_a_privacy_unit(frame):
     assert "dpfit.logit" in str(info.value) and budget.spent == 0.0
 
 
-def test_minimize_refuses_groups(frame):
+def test_minimize_kl_spider_refuses_groups(frame):
+    """KL-Spider's schedule is stated for one record's constants: it refuses a unit (the
+    default adaptive GD and noisy GD take one, tests/algorithms/test_minimize_units.py)."""
     data = (frame[["x"]].to_numpy(), frame["y"].to_numpy())
-    with pytest.raises(TypeError, match=r"dpfit.minimize does not take a privacy unit yet"):
-        dpfit.minimize(SquaredLoss(), data, rho=1.0, groups=frame["pid"].to_numpy())
+    with pytest.raises(TypeError, match=r"method='kl-spider'\) does not take a privacy unit"):
+        dpfit.minimize(
+            SquaredLoss(), data, rho=1.0, method="kl-spider", gamma=1.0, kappa=2.0,
+            loss_bound=1.0, groups=frame["pid"].to_numpy(), max_rows_per_unit=4,
+        )  # fmt: skip

@@ -7,6 +7,8 @@ rows clipped to a declared bound over the public n and releases the mean through
 :func:`dpfit.mechanisms.gaussian` with sensitivity ``mean_sensitivity(bound, n, relation)``
 (2 bound / n under replace-one). :func:`prepare` validates every public input and the data
 before any charge, and :func:`finish` builds the :class:`~dpfit.algorithms.Trajectory`.
+With a privacy unit n counts units and each query sums at most K clipped rows per unit
+(:mod:`dpfit.algorithms._loss_units`).
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from ..mechanisms import (
     make_noise_source,
     release_peaks,
 )
-from ..privacy import PrivacyLedger, Query, mean_sensitivity, parse_relation, public_n
+from ..privacy import Budget, PrivacyLedger, Query, mean_sensitivity, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
+from ..privacy.unit_level import PrivacyUnit
 from ._kernels import clipped_row_sum, loss_sums
+from ._loss_units import capped_rows, loss_unit, unit_ledger
 from .trajectory import Trajectory
 
 __all__ = [
@@ -91,10 +95,16 @@ class LossQueries:
     source : NoiseSource
     prefix : str
         Ledger label prefix (the algorithm's name).
+    rows_per_unit : int, default=1
+        K with a privacy unit: ``n`` counts units, each summing at most K clipped rows, so
+        every release's sensitivity is K times the row one (:meth:`sensitivity`).
     """
 
-    def __init__(self, loss, X, y, *, n, clipping, ledger, source, prefix) -> None:
+    def __init__(
+        self, loss, X, y, *, n, clipping, ledger, source, prefix, rows_per_unit=1
+    ) -> None:
         self.loss, self.X, self.y, self.n = loss, X, y, n
+        self.rows_per_unit = rows_per_unit
         self.clipping, self.ledger, self.source = clipping, ledger, source
         self.prefix = prefix
         self.max_fraction_clipped = 0.0  # NON-PRIVATE diagnostic
@@ -133,11 +143,17 @@ class LossQueries:
             self.max_fraction_clipped = max(self.max_fraction_clipped, clipped / rows)
         return total / self.n
 
+    def sensitivity(self, bound: float) -> float:
+        """The declared sensitivity of a mean of rows clipped to ``bound``: one row's, or
+        with a privacy unit one unit's (at most ``rows_per_unit`` rows)."""
+        return mean_sensitivity(bound, self.n, self.ledger.relation, self.rows_per_unit)
+
     def release(self, value: Any, *, bound: float, noise_std: float, label: str) -> np.ndarray:
         """Release a mean of rows clipped to ``bound`` (or a 1-Lipschitz function of one)."""
+        sensitivity = self.sensitivity(bound)  # the helper's, for one row or one unit
         return gaussian(
             value,
-            sensitivity=mean_sensitivity(bound, self.n, self.ledger.relation),
+            sensitivity=sensitivity,
             noise_std=noise_std,
             ledger=self.ledger,
             rng=self.source,
@@ -173,6 +189,7 @@ class Run:
     ledger: PrivacyLedger
     source: NoiseSource
     queries: LossQueries
+    unit: PrivacyUnit | None = None
 
 
 def prepare(
@@ -188,16 +205,29 @@ def prepare(
     ledger: Any,
     rng: Any,
     prefix: str,
+    groups: Any = None,
+    max_rows_per_unit: Any = None,
 ) -> Run:
     """Validate everything public and the data's shape, and check that the ledger's budget
-    can afford ``rho`` (no charge, no draw, no data read)."""
+    can afford ``rho`` (no charge, no draw, no data read); with ``groups``, keep at most
+    ``max_rows_per_unit`` rows per unit (:mod:`dpfit.algorithms._loss_units`)."""
     loss: Loss = check_loss(loss)
     rho = check_rho(rho)
     if not isinstance(clipping, bool):
         raise TypeError(f"clipping must be a bool, got {type(clipping).__name__}")
     relation = parse_relation(relation)
+    units, X, y = loss_unit(
+        loss, X, y, groups, max_rows_per_unit, n_public=n_public, relation=relation
+    )
+    if units is not None:
+        if ledger is None:
+            ledger = PrivacyLedger(relation=relation, budget=Budget(rho=rho), unit=units.unit)
+        ledger = unit_ledger(ledger, units.unit)
     ledger = prepare_ledger(ledger, relation, rho, name=prefix)  # budget checked: no draw yet
-    if is_dask(X) or is_dask(y):
+    rows = 1 if units is None else units.unit.max_rows
+    if units is not None:
+        n = units.n
+    elif is_dask(X) or is_dask(y):
         arrays = {"X": (X, 2)} if y is None else {"X": (X, 2), "y": (y, 1)}
         (X, *rest), n = check_dask_rows(arrays, n_public=n_public, relation=relation)
         y = rest[0] if rest else None
@@ -209,16 +239,22 @@ def prepare(
     check_public_scale(  # any release's rho is >= RHO_FLOOR, so its noise std is bounded
         "lipschitz",
         loss.lipschitz,
-        lambda c: release_peaks(Query.MEAN, bound=c, n=n, rho=RHO_FLOOR, relation=relation),
-        what=f"the clipped gradient sum of n = {n} records and the noise of any release",
+        lambda c: release_peaks(Query.MEAN, bound=c * rows, n=n, rho=RHO_FLOOR, relation=relation),
+        what=f"the clipped gradient sum of n = {n} "
+        + ("records" if units is None else f"units of up to {rows} rows")
+        + " and the noise of any release",
     )
     source = make_noise_source(rng)
+    if units is not None:
+        X, y = capped_rows(units, X, y, source)
     queries = LossQueries(
-        loss, X, y, n=n, clipping=clipping, ledger=ledger, source=source, prefix=prefix
-    )
+        loss, X, y, n=n, clipping=clipping, ledger=ledger, source=source, prefix=prefix,
+        rows_per_unit=rows,
+    )  # fmt: skip
     return Run(
-        X=X, y=y, theta0=theta0, n=n, p=p, rho=rho, ledger=ledger, source=source, queries=queries
-    )
+        X=X, y=y, theta0=theta0, n=n, p=p, rho=rho, ledger=ledger, source=source,
+        queries=queries, unit=None if units is None else units.unit,
+    )  # fmt: skip
 
 
 def finish(
@@ -242,6 +278,8 @@ def finish(
         "lipschitz": run.queries.loss.lipschitz,
         "loss": type(run.queries.loss).__name__,
     }
+    if run.unit is not None:  # n counts units
+        base.update(privacy_unit=run.unit.describe(), max_rows_per_unit=run.unit.max_rows)
     return Trajectory(
         algorithm=run.queries.prefix,
         iterates=its,

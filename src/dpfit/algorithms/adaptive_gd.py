@@ -50,6 +50,8 @@ def adaptive_gd(
     n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
+    groups: ArrayLike | None = None,
+    max_rows_per_unit: int | None = None,
 ) -> Trajectory:
     """Minimise privately with filtered adaptive noisy GD (Alg. 3); the step count is random.
 
@@ -68,7 +70,7 @@ def adaptive_gd(
     norm_cost : float, optional
         zCDP cost of each norm release; default 2 sqrt(rho)/n (the paper's sigma_N).
     step_size : float, optional
-        eta; default 1/(2 L1).
+        eta; default 1/(2 L1), 1/(2 K L1) with a privacy unit.
     max_steps : int, default=100_000
         Public cap on the number of steps (stopping early only spends less).
     select : {"last", "min-norm"}, default="last"
@@ -77,6 +79,12 @@ def adaptive_gd(
         post-processing, so it costs no extra privacy).
     theta0, clipping, relation, n_public, ledger, rng
         As in :func:`~dpfit.algorithms.kl_spider`.
+    groups, max_rows_per_unit : array-like of shape (n,), int, optional
+        A privacy unit (in memory): one label per row (a named Series names the unit) and
+        the public cap K on a unit's rows (more are sampled away at random). Every release
+        then protects all rows of one unit: n counts units, each query sums at most K
+        clipped rows per unit (sensitivity K times the row one) and the default step size
+        is divided by K (:mod:`dpfit.algorithms._loss_units`).
 
     Returns
     -------
@@ -113,6 +121,8 @@ def adaptive_gd(
         ledger=ledger,
         rng=rng,
         prefix="adaptive_gd",
+        groups=groups,
+        max_rows_per_unit=max_rows_per_unit,
     )
     L0, L1 = run.queries.loss.lipschitz, run.queries.loss.smoothness
     if L1 is None:
@@ -128,6 +138,7 @@ def adaptive_gd(
         reserve_share=reserve_share,
         norm_cost=norm_cost,
         step_size=step_size,
+        rows_per_unit=run.queries.rows_per_unit,
     )
     max_steps = check_int(max_steps, "max_steps", low=1)
     select = check_option(select, "select", _SELECT)

@@ -17,7 +17,7 @@ from .._floats import quiet_floats
 from .._validation import check_int, check_positive
 from ..losses.base import Loss
 from ..mechanisms import noise_std_for_rho, rho_within
-from ..privacy import PrivacyLedger, Relation, mean_sensitivity
+from ..privacy import PrivacyLedger, Relation
 from ._loss_queries import finish, prepare, refuse_clip_keyword
 from .trajectory import Trajectory
 
@@ -40,6 +40,8 @@ def noisy_gd(
     n_public: int | None = None,
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
+    groups: ArrayLike | None = None,
+    max_rows_per_unit: int | None = None,
 ) -> Trajectory:
     """Run ``steps`` noisy full-batch gradient steps and release every iterate.
 
@@ -54,9 +56,15 @@ def noisy_gd(
     steps : int
         Number of noisy steps T >= 1 (public).
     step_size : float, optional
-        eta; defaults to 1/L1 (requires ``loss.smoothness``).
+        eta; defaults to 1/L1 (requires ``loss.smoothness``), 1/(K L1) with a privacy unit.
     theta0, clipping, relation, n_public, ledger, rng
         As in :func:`~dpfit.algorithms.kl_spider`.
+    groups, max_rows_per_unit : array-like of shape (n,), int, optional
+        A privacy unit (in memory): one label per row (a named Series names the unit) and
+        the public cap K on a unit's rows (more are sampled away at random). Every release
+        then protects all rows of one unit: n counts units, each query sums at most K
+        clipped rows per unit (sensitivity K times the row one) and the default step size
+        is divided by K (:mod:`dpfit.algorithms._loss_units`).
 
     Returns
     -------
@@ -82,14 +90,17 @@ def noisy_gd(
         ledger=ledger,
         rng=rng,
         prefix="noisy_gd",
+        groups=groups,
+        max_rows_per_unit=max_rows_per_unit,
     )
     steps = check_int(steps, "steps", low=1)
     if step_size is None:
         if run.queries.loss.smoothness is None:
             raise ValueError("step_size is required for a loss without smoothness")
-        step_size = 1.0 / run.queries.loss.smoothness
+        # a unit's summed loss is at most rows_per_unit times as smooth as one row's
+        step_size = 1.0 / (run.queries.rows_per_unit * run.queries.loss.smoothness)
     eta = check_positive(step_size, "step_size")
-    sensitivity = mean_sensitivity(run.queries.loss.lipschitz, run.n, run.ledger.relation)
+    sensitivity = run.queries.sensitivity(run.queries.loss.lipschitz)
     # rho_within: the ledger adds the steps charges exactly, and run.rho / steps can round up
     noise_std = noise_std_for_rho(sensitivity, rho_within(sensitivity, run.rho, count=steps))
     w = run.theta0.copy()

@@ -279,12 +279,18 @@ def sum_sensitivity(
     return query_sensitivity(Query.SUM, bound=clip, n=n, relation=relation)
 
 
-def mean_sensitivity(clip: float, n: int, relation: Relation | str = Relation.REPLACE_ONE) -> float:
+def mean_sensitivity(
+    clip: float, n: int, relation: Relation | str = Relation.REPLACE_ONE, rows_per_unit: int = 1
+) -> float:
     """L2 sensitivity of (1/n) sum_i clip_C(g_i) with a **public** n: about 2C/n or C/n.
 
     Includes the float64 rounding allowance of :func:`query_sensitivity` (a relative
     increase of about n^2 2^-53, e.g. 1.1e-12 at n = 100 and 1.1e-4 at n = 1e6), so the
     declared sensitivity bounds what the library actually computes (Casacuberta et al.
-    2022; ``docs/threat-model.md``, "Floating-point summation").
+    2022; ``docs/threat-model.md``, "Floating-point summation"). With a privacy unit
+    (``rows_per_unit`` = K > 1) n counts units and each unit sums at most K clipped rows:
+    about 2KC/n.
     """
-    return query_sensitivity(Query.MEAN, bound=clip, n=n, relation=relation)
+    return query_sensitivity(
+        Query.MEAN, bound=clip, n=n, relation=relation, rows_per_unit=rows_per_unit
+    )

@@ -52,6 +52,7 @@ def adaptive_gd_params(
     reserve_share: float = 0.5,
     norm_cost: float | None = None,
     step_size: float | None = None,
+    rows_per_unit: int = 1,
 ) -> AdaptiveGDParams:
     """Alg. 3's public constants: eta = 1/(2 L1), ell = max(ln(n sqrt(rho)/beta), 1).
 
@@ -59,8 +60,14 @@ def adaptive_gd_params(
     (sigma_floor = 2 L0/(n sqrt rho)) and each norm release costs 2 sqrt(rho)/n
     (sigma_N = L0/(sqrt(n) rho^(1/4))); the costs, not the sigmas, are what stays fixed under
     add/remove.
+
+    With a privacy unit (``rows_per_unit`` = K > 1, n counting units) the objective is the
+    mean over units of each unit's summed loss: its gradient sums up to K clipped rows per
+    unit, so the sensitivity is K times the row one and the smoothness at most K L1
+    (eta = 1/(2 K L1)).
     """
     n = check_int(n, "n", low=1)
+    rows = check_int(rows_per_unit, "rows_per_unit", low=1)
     dim = check_int(dim, "dim", low=1)
     rho = check_positive(rho, "rho")
     relation = parse_relation(relation)
@@ -69,8 +76,8 @@ def adaptive_gd_params(
     beta = check_real(fail_prob, "fail_prob", low=0.0, high=1.0)
     reserve = check_real(reserve_share, "reserve_share", low=0.0, high=1.0) * rho
     cost = 2.0 * math.sqrt(rho) / n if norm_cost is None else check_positive(norm_cost, "norm_cost")
-    eta = 1.0 / (2.0 * L1) if step_size is None else check_positive(step_size, "step_size")
-    sensitivity = mean_sensitivity(L0, n, relation)
+    eta = 1.0 / (2.0 * rows * L1) if step_size is None else check_positive(step_size, "step_size")
+    sensitivity = mean_sensitivity(L0, n, relation, rows_per_unit=rows)
     return AdaptiveGDParams(
         rho=rho,
         sensitivity=sensitivity,
