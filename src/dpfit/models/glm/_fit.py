@@ -271,7 +271,12 @@ def _shown(traj: Any, scaling: PublicScaling, x_names: list[str]) -> dict[str, A
     shown = {
         "family": f"{c['family']} ({c['link']} link)",
         "steps": c["steps"],
-        "step_size": c["step_size"],
+        "step_size": c["step_size"]
+        if c["step"] == c["step_size"]
+        else f"{c['step_size']:.6g} (used {c['step']:.3g}: lowered so that the iterates' spread "
+        "stays small)",
+        "spread": f"{c['spread']:.3g} (variance of the linear predictor over the iterates, "
+        "mean over records)",
         "m": c["m"],
         "burn_in": c["burn_in"],
         "clip": f"{c['clip']:.6g} (per-record gradient norm, rescaled design"
