@@ -271,10 +271,8 @@ def _shown(traj: Any, scaling: PublicScaling, x_names: list[str]) -> dict[str, A
     shown = {
         "family": f"{c['family']} ({c['link']} link)",
         "steps": c["steps"],
-        "step_size": c["step_size"]
-        if c["step"] == c["step_size"]
-        else f"{c['step_size']:.6g} (used {c['step']:.3g}: lowered so that the iterates' spread "
-        "stays small)",
+        "step_size": f"{c['step_size']:.6g} (used {c['step']:.3g}: at most the step that keeps "
+        "the iterates' spread small)",
         "spread": f"{c['spread']:.3g} (variance of the linear predictor over the iterates, "
         "mean over records)",
         "m": c["m"],
