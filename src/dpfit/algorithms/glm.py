@@ -13,7 +13,9 @@ order, each through :mod:`dpfit.mechanisms` with the declared sensitivity of
 3. **DP-GD** (Brown et al. 2024, Alg. 1, on the GLM loss): each step releases the mean
    gradient of the negative log-likelihood, each record's gradient -r_i d_i clipped at the
    family's score bound times the row bound (:mod:`dpfit.algorithms.glm_family`; for the
-   logit link nothing is ever clipped), and steps theta <- theta - eta M (g + noise). The
+   logit link nothing is ever clipped), and steps theta <- theta - eta M (g + noise), eta
+   at most ``step_size`` and lowered from released quantities so that the iterates' spread
+   on the linear predictor's scale stays small (:mod:`dpfit.algorithms._glm_spread`). The
    gradient is released in the design's coordinates, where the clip is exact; the
    preconditioner is post-processing and changes the descent's geometry, not its fixed
    point.
