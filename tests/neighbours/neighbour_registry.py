@@ -623,7 +623,9 @@ UNITS: dict[str, EntryPoint] = {
     ),
     # an extreme exposure overflows a row's mean count: its unit's summed score is not finite
     "poisson privacy_unit exposure": EntryPoint(
-        formula(dpfit.poisson, "y ~ x0 + x1", **UNIT_GLM, y_bounds=(0, 5), exposure="t"),
+        lambda frame: formula(
+            dpfit.poisson, "y ~ x0 + x1", **UNIT_GLM, y_bounds=(0, 5), exposure="t"
+        )(positive(frame)),
         data=count_panel,
         kinds=UNIT_REPLACE,
         replay_only=CLIPPED,
