@@ -172,6 +172,13 @@ def cli(command: str) -> Callable[[pd.DataFrame], CommandLine]:
     return run
 
 
+def positive(frame: pd.DataFrame) -> pd.DataFrame:
+    """The exposure ``t`` as |t| + 1e-300: every neighbour keeps a valid (positive) exposure,
+    since a zero, negative or missing one is refused (as a missing cell of any column is);
+    a record-wise map, so D and D' stay neighbours."""
+    return frame.assign(t=np.abs(frame["t"]) + 1e-300)
+
+
 def no_views(obj: Any) -> dict[str, str]:
     return {}
 
@@ -506,7 +513,7 @@ ESTIMATORS: dict[str, EntryPoint] = {
     "DPPoissonRegressor exposure": EntryPoint(
         lambda frame: dpfit.DPPoissonRegressor(
             rho=RHO, bounds=(-3, 3), y_bounds=(0, 5), random_state=SEED, **GLM
-        ).fit(_columns(frame, "x"), np.array(frame["y"]), exposure=np.array(frame["t"])),
+        ).fit(_columns(frame, "x"), np.array(frame["y"]), exposure=np.array(positive(frame)["t"])),
         data=counts,
         replay_only=(*CHECKED, "privacy claim"),
     ),
@@ -637,7 +644,9 @@ UNITS: dict[str, EntryPoint] = {
     ),
     # an extreme exposure overflows a row's mean count: its unit's summed score is not finite
     "poisson privacy_unit exposure": EntryPoint(
-        formula(dpfit.poisson, "y ~ x0 + x1", **UNIT_GLM, y_bounds=(0, 5), exposure="t"),
+        lambda frame: formula(
+            dpfit.poisson, "y ~ x0 + x1", **UNIT_GLM, y_bounds=(0, 5), exposure="t"
+        )(positive(frame)),
         data=count_panel,
         kinds=UNIT_REPLACE,
         replay_only=CLIPPED,
@@ -746,14 +755,14 @@ RESULTS: dict[str, EntryPoint] = {
         replay_only=CHECKED,
     ),
     "poisson exposure declared levels": EntryPoint(
-        formula(
+        lambda frame: formula(
             dpfit.poisson,
             "y ~ x0 + C(g, levels=['a', 'b', 'c'])",
             exposure="t",
             bounds={"x0": (-3, 3)},
             y_bounds=(0, 5),
             **GLM,
-        ),
+        )(positive(frame)),
         data=lambda seed: counts(seed).assign(g=grouped(seed)["g"]),
         kinds=WITH_LEVELS,
         replay_only=(*CHECKED, "privacy claim"),
@@ -859,10 +868,10 @@ COMMANDS: dict[str, EntryPoint] = {
         replay_only=("pickled state", "privacy claim"),
     ),
     "cli fit poisson": EntryPoint(
-        cli(
+        lambda frame: cli(
             "fit --family poisson --formula 'y ~ x0 + x1' --bound x0=-3,3 --bound x1=-3,3 "
             f"--y-bounds 0,5 --exposure t --steps 20 --m 4 --burn-in 0 {_FIT}"
-        ),
+        )(positive(frame)),
         data=counts,
         views=no_views,
         examples=1,

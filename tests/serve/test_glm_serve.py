@@ -53,11 +53,16 @@ bounds = [0, 15]
 [columns.wage]
 type = "numeric"
 bounds = [0, 100]
+
+[columns.months]
+type = "numeric"
+bounds = [0.5, 12]
 """
 
 
 def labour(n: int, seed: int = 0) -> pd.DataFrame:
-    """works ~ logit(-1 + 0.05 (age - 40) - 0.5 kids); visits ~ Poisson(exp(0.2 + 0.2 kids))."""
+    """works ~ logit(-1 + 0.05 (age - 40) - 0.5 kids); visits ~ Poisson(exp(0.2 + 0.2 kids));
+    ``months`` an exposure in [1, 12] that does not enter visits."""
     rng = np.random.default_rng(seed)
     age = rng.uniform(20, 60, n)
     kids = rng.integers(0, 5, n).astype(float)
@@ -70,6 +75,7 @@ def labour(n: int, seed: int = 0) -> pd.DataFrame:
             "works": (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float),
             "visits": np.minimum(rng.poisson(np.exp(0.2 + 0.2 * kids)), 15).astype(float),
             "wage": rng.uniform(5, 60, n),
+            "months": rng.uniform(1, 12, n),
         }
     )
 
@@ -107,6 +113,17 @@ def _local(fit, formula: str, frame: pd.DataFrame, rho: float, **params) -> GLMR
     )  # fmt: skip
 
 
+def test_a_remote_poisson_takes_an_exposure_column(live):
+    _, client = live
+    cost = client.dry_run("visits ~ kids", dataset="labour", rho=0.3, model="poisson",
+                          exposure="months")  # fmt: skip
+    assert cost["exposure"] == {"column": "months", "bounds": [0.5, 12.0]}
+    result = client.poisson("visits ~ kids", dataset="labour", rho=0.3, exposure="months")
+    assert isinstance(result, GLMResult) and result.names == ("Intercept", "kids")
+    # visits do not grow with months: the rate per month is about exp(0.2 + 0.2 kids) / 6.5
+    assert result.params["Intercept"] < 0.2 - 1.0
+
+
 def test_a_remote_logit_is_the_local_logit(live):
     _, client = live
     cost = client.dry_run("works ~ age + kids + region", dataset="labour", rho=0.3,
@@ -132,6 +149,10 @@ def test_the_service_fits_what_a_local_call_fits(tmp_path):
         (dpfit.probit, {"model": "probit", "formula": "works ~ age + kids"}, {}),
         (dpfit.poisson, {"model": "poisson", "formula": "visits ~ kids + region"},
          {"y_bounds": (0.0, 15.0)}),
+        (dpfit.poisson, {"model": "poisson", "formula": "visits ~ kids", "exposure": "months"},
+         {"y_bounds": (0.0, 15.0), "exposure": "months"}),
+        (dpfit.poisson, {"model": "poisson", "formula": "visits ~ kids", "offset": "months"},
+         {"y_bounds": (0.0, 15.0), "offset": "months"}),
     ]  # fmt: skip
     for fit, request, extra in requests:
         answer = api.post("/api/v1/releases", json={"dataset": "labour", "rho": 0.4, **request})
@@ -154,6 +175,11 @@ def test_the_service_fits_what_a_local_call_fits(tmp_path):
         ),
         ({"model": "poisson", "formula": "np.log(wage) ~ age"}, "give y_bounds"),
         ({"model": "gamma", "formula": "wage ~ age"}, "model must be one of"),
+        ({"model": "logit", "formula": "works ~ age", "exposure": "months"}, "'poisson' only"),
+        ({"model": "poisson", "formula": "visits ~ age", "exposure": "kids"}, "above 0"),
+        ({"model": "poisson", "formula": "visits ~ age", "offset": "region"}, "not a declared"),
+        ({"model": "poisson", "formula": "visits ~ age", "exposure": "nope"}, "not a declared"),
+        ({"model": "poisson", "formula": "visits ~ age", "exposure": 3}, "must be the name"),
     ],
 )
 def test_glm_requests_that_cannot_fit_are_refused_before_the_charge(tmp_path, request_, message):
@@ -171,16 +197,23 @@ NEIGHBOUR_REQUESTS = [
     {"dataset": "labour", "model": "probit", "formula": "works ~ age + kids", "rho": 0.3},
     {"dataset": "labour", "model": "poisson", "formula": "visits ~ kids + region", "rho": 0.3},
     {"dataset": "labour", "model": "logit", "formula": "I(wage > 30) ~ age", "rho": 0.3},
-]
+    {"dataset": "labour", "model": "poisson", "formula": "visits ~ kids", "exposure": "months",
+     "rho": 0.3},
+    {"dataset": "labour", "model": "poisson", "formula": "visits ~ kids", "offset": "months",
+     "rho": 0.3},
+]  # fmt: skip
 
 
 def test_neighbouring_datasets_answer_glm_requests_alike_except_through_the_noise(tmp_path):
     """D and D' differ in one record, extreme in every column (out of bounds, out of levels,
-    a response of 7 where 0/1 is expected, a count of 1e9). With the noise seeded alike, every
-    answer is the same once the numbers are masked, and the released values did move."""
+    a response of 7 where 0/1 is expected, a count of 1e9, a negative exposure). With the
+    noise seeded alike, every answer is the same once the numbers are masked, and the released
+    values did move."""
     frame = labour(1500, seed=2)
     extreme = frame.copy()
-    extreme.loc[5, ["age", "kids", "works", "visits", "wage"]] = [1e6, -3, 7, 1e9, -1e9]
+    extreme.loc[5, ["age", "kids", "works", "visits", "wage", "months"]] = [
+        1e6, -3, 7, 1e9, -1e9, -1e9,
+    ]  # fmt: skip
     extreme.loc[5, "region"] = "west"
     answers = []
     for k, data in enumerate((frame, extreme)):

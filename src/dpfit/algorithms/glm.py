@@ -13,7 +13,9 @@ order, each through :mod:`dpfit.mechanisms` with the declared sensitivity of
 3. **DP-GD** (Brown et al. 2024, Alg. 1, on the GLM loss): each step releases the mean
    gradient of the negative log-likelihood, each record's gradient -r_i d_i clipped at the
    family's score bound times the row bound (:mod:`dpfit.algorithms.glm_family`; for the
-   logit link nothing is ever clipped), and steps theta <- theta - eta M (g + noise). The
+   logit link nothing is ever clipped), and steps theta <- theta - eta M (g + noise), eta
+   at most ``step_size`` and lowered from released quantities so that the iterates' spread
+   on the linear predictor's scale stays small (:mod:`dpfit.algorithms._glm_spread`). The
    gradient is released in the design's coordinates, where the clip is exact; the
    preconditioner is post-processing and changes the descent's geometry, not its fixed
    point.
@@ -41,7 +43,7 @@ from .._floats import quiet_floats
 from .._validation import check_array
 from ..distributed import is_dask, map_rows, zero_nonfinite_records
 from ..inference.intervals import DEFAULT_BURN_IN, DEFAULT_M, batch_means
-from ..inference.population import NoisyMoment, release_moment_sum
+from ..inference.population import release_moment_sum
 from ..inference.population_glm import sandwich_and_privacy
 from ..inference.preconditioner import record_sum, release_whitener, triangle
 from ..inference.whitened import release_mean
@@ -53,6 +55,7 @@ from ..privacy.ledger import prepare_ledger
 from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
 from ._glm_plan import GLM_STEP_SIZE, GLM_STEPS, GLMPlan, plan_glm, run_config
 from ._glm_sandwich import release_sandwich
+from ._glm_spread import iterate_spread, spread_step
 from ._glm_sums import gradient_sum, gram_sum, margin_sums, response_sum
 from ._glm_units import UnitCodes, cap_units, per_row, unit_data
 from ._kernels import check_data
@@ -248,19 +251,25 @@ def _run(
         theta0[0] = family.link_of(level)
     scale = release_scale(plan, rows, theta0, level, moment, per_unit)  # Poisson only
     clips = glm_clips(plan, level, scale, H)
-    M = P @ P.T / family.fisher_weight(level)
-    iterates = _descend(plan, rows, theta0, M, clips["gradient"], ledger, source)
+    weight = family.fisher_weight(level)
+    M = P @ P.T / weight
+    step = spread_step(
+        plan.step_size, noise_std=plan.bound("gradient", clips["gradient"]).noise_std, P=P,
+        weight=weight, steps=plan.steps, burn_in=plan.burn_in, m=plan.m, per_unit=per_unit,
+    )  # fmt: skip
+    iterates = _descend(plan, rows, theta0, step * M, clips["gradient"], ledger, source)
     estimates = batch_means(iterates, plan.m, plan.burn_in)
-    curvature = _noise_curvature(plan, iterates, H)
+    curvature = iterate_spread(iterates, P, plan.burn_in) / per_unit  # per row
     shift = np.zeros(k)
     if family.name == "poisson" and intercept:
-        shift[0] = curvature / 2.0  # H^-1 (1/n) sum mu_i d_i = e_1 (see _noise_curvature)
+        shift[0] = curvature / 2.0  # H^-1 (1/n) sum mu_i d_i = e_1 (iterate_spread)
     estimate = estimates.mean(axis=0) + shift
     bread, meat = release_sandwich(plan, rows, units, P, estimate, clips, moment)
     gap = None
     if "gap" in plan.names:  # a clipped family: what clipping still moves, released
         to_theta = P @ np.linalg.inv(bread.shrunk()) @ P.T
-        cov = sandwich_and_privacy(bread, meat, P, n, estimates)
+        descent = {"steps": plan.steps, "burn_in": plan.burn_in, "step": step}
+        cov = sandwich_and_privacy(bread, meat, P, n, estimates, descent)
         se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
         gap = release_gap(plan, rows, estimate, clips["gradient"], to_theta, se, moment)
     releases = {
@@ -269,6 +278,7 @@ def _run(
     }  # fmt: skip
     config = run_config(plan, intercept, theta0, level, clips, H, bread, meat)
     config["mean_noise_std"] = mean_std
+    config["step"], config["spread"] = step, curvature
     config["scale"] = scale
     if units is not None:  # n counts units: the interval is clustered by them
         config.update(clustered=True, rows_per_unit=plan.rows_per_unit, unit_rows=per_unit)
@@ -312,29 +322,6 @@ def _records(plan: GLMPlan, X: Any, y: Any, offset: Any) -> tuple[Any, Any, Any]
         return clip_rows(D, plan.row_bound), np.clip(y, 0.0, cap), o
 
 
-def _noise_curvature(plan: GLMPlan, iterates: np.ndarray, H: NoisyMoment) -> float:
-    """c0 = tr(S X'X/n): the mean of d_i' S d_i, S the covariance of the iterates after the
-    burn-in (post-processing of releases).
-
-    Noisy descent on a loss that is not quadratic is not centred on its minimiser: with
-    iterates theta_hat + delta_t of covariance S, the stationary condition
-    E[grad(theta_hat + delta)] = 0 gives, to second order, for a canonical link (gradient
-    (1/n) sum (mu_i - y_i) d_i),
-
-        E[delta] = -(1/2) H^-1 (1/n) sum_i mu''(eta_i) (d_i' S d_i) d_i
-                 ~ -(c0 / 2) H^-1 (1/n) sum_i mu''(eta_i) d_i.
-
-    The iterates' spread is about eta T / 2 times the privacy variance of their average, so
-    the shift is not small against the standard error when privacy noise is (at n = 2000,
-    rho = 0.5 a Poisson intercept's batch means sit 1.1 standard errors low, and its
-    interval covered 0.92). For the log link mu'' = mu, so with an intercept
-    H^-1 (1/n) sum mu_i d_i = e_1 and the estimate is shifted by c0 / 2 in the intercept;
-    for the logit link (1/n) sum mu''_i d_i is part of the margins release.
-    """
-    spread = np.atleast_2d(np.cov(iterates[plan.burn_in :], rowvar=False))
-    return max(float(np.trace(spread @ H.matrix)), 0.0)
-
-
 def _gradients(plan: GLMPlan, rows: list[Any], clip: float) -> Any:
     """theta -> sum_i clip(-r_i d_i): one reduction per step on Dask; in memory the row norms
     are computed once (the same clip factors as :func:`_glm_sums.gradient_sum`)."""
@@ -361,7 +348,8 @@ def _descend(
     source: NoiseSource,
 ) -> np.ndarray:
     """The preconditioned noisy descent: ``plan.steps`` releases charged at once (before the
-    first draw), theta <- theta - eta M (mean of the gradients clipped at ``clip`` + noise),
+    first draw), theta <- theta - M (mean of the gradients clipped at ``clip`` + noise), M
+    the preconditioner times the step,
     each coordinate kept within +-ITERATE_CAP (post-processing of the releases)."""
     planned = plan.bound("gradient", clip)
     total = _gradients(plan, rows, clip)
@@ -374,7 +362,7 @@ def _descend(
     ) as releases:  # fmt: skip
         for t in range(plan.steps):
             noisy = releases.release(total(theta) / plan.n)
-            theta = np.clip(theta - plan.step_size * (M @ noisy), -ITERATE_CAP, ITERATE_CAP)
+            theta = np.clip(theta - M @ noisy, -ITERATE_CAP, ITERATE_CAP)
             iterates[t] = theta
     return iterates
 

@@ -61,6 +61,7 @@ _KINDS = {
     "Fisher information (whitened)": "bread",
     "(the sandwich's meat)": "meat",
     "per coefficient": "events",
+    "iterates spread": "spread",
 }
 WIDTH_LIMIT = 1.3
 

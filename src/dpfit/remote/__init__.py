@@ -130,8 +130,9 @@ class Client:
 
     @staticmethod
     def _fit_payload(
-        formula: str, dataset: str, rho: float, model: str, bounds: Any, y_bounds: Any
-    ) -> dict[str, Any]:
+        formula: str, dataset: str, rho: float, model: str, bounds: Any, y_bounds: Any,
+        **offsets: str | None,
+    ) -> dict[str, Any]:  # fmt: skip
         payload: dict[str, Any] = {
             "dataset": dataset,
             "model": model,
@@ -142,6 +143,7 @@ class Client:
             payload["bounds"] = {str(k): list(v) for k, v in dict(bounds).items()}
         if y_bounds is not None:
             payload["y_bounds"] = list(y_bounds)
+        payload.update({k: v for k, v in offsets.items() if v is not None})
         return payload
 
     @staticmethod
@@ -182,9 +184,13 @@ class Client:
         model: str = "ols",
         bounds: Any = None,
         y_bounds: Any = None,
+        exposure: str | None = None,
+        offset: str | None = None,
     ) -> dict[str, Any]:
         """What the fit would use (terms, public bounds) and cost (rho, epsilon); no charge."""
-        payload = self._fit_payload(formula, dataset, rho, model, bounds, y_bounds)
+        payload = self._fit_payload(
+            formula, dataset, rho, model, bounds, y_bounds, exposure=exposure, offset=offset
+        )
         return self._call("POST", "/api/v1/dry-run", payload)
 
     def submit(
@@ -196,9 +202,14 @@ class Client:
         model: str = "ols",
         bounds: Any = None,
         y_bounds: Any = None,
+        exposure: str | None = None,
+        offset: str | None = None,
     ) -> Release:
-        """Charge ``rho`` and fit; the :class:`Release` (its ``result`` when released)."""
-        payload = self._fit_payload(formula, dataset, rho, model, bounds, y_bounds)
+        """Charge ``rho`` and fit; the :class:`Release` (its ``result`` when released).
+        ``exposure`` and ``offset`` (Poisson) name declared numeric columns."""
+        payload = self._fit_payload(
+            formula, dataset, rho, model, bounds, y_bounds, exposure=exposure, offset=offset
+        )
         return self._release(self._call("POST", "/api/v1/releases", payload))
 
     def _fit(self, model: str, formula: str, **kwargs: Any) -> Result:
@@ -234,13 +245,16 @@ class Client:
         return self._glm("probit", formula, dataset=dataset, rho=rho, bounds=bounds)
 
     def poisson(
-        self, formula: str, *, dataset: str, rho: float, bounds: Any = None, y_bounds: Any = None
-    ) -> GLMResult:
+        self, formula: str, *, dataset: str, rho: float, bounds: Any = None, y_bounds: Any = None,
+        exposure: str | None = None, offset: str | None = None,
+    ) -> GLMResult:  # fmt: skip
         """``dpfit.poisson`` on the service's dataset; ``y_bounds=(0, K)`` only for a count
-        that is not a declared column."""
+        that is not a declared column; ``exposure`` or ``offset`` name declared numeric columns
+        (an exposure's declared lower bound must be above 0: the service clips into it)."""
         return self._glm(
-            "poisson", formula, dataset=dataset, rho=rho, bounds=bounds, y_bounds=y_bounds
-        )
+            "poisson", formula, dataset=dataset, rho=rho, bounds=bounds, y_bounds=y_bounds,
+            exposure=exposure, offset=offset,
+        )  # fmt: skip
 
     def _glm(self, model: str, formula: str, **kwargs: Any) -> GLMResult:
         result = self._fit(model, formula, **kwargs)

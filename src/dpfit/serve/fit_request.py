@@ -11,6 +11,7 @@ after its charge is a fault of the service, never of the request.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -29,6 +30,7 @@ from .schema import PublicSchema
 __all__ = [
     "BINARY",
     "MODELS",
+    "OFFSETS",
     "FitDesign",
     "FitRequest",
     "Limits",
@@ -41,7 +43,11 @@ __all__ = [
 MODELS = ("ols", "iv", "logit", "probit", "poisson")
 #: The models whose response is 0/1 (its bounds are [0, 1]; y_bounds does not apply).
 BINARY = ("logit", "probit")
-_FIELDS = frozenset({"dataset", "model", "formula", "rho", "bounds", "y_bounds"})
+_FIELDS = frozenset(
+    {"dataset", "model", "formula", "rho", "bounds", "y_bounds", "exposure", "offset"}
+)
+#: The per-record offsets a Poisson request may name (declared numeric columns).
+OFFSETS = ("exposure", "offset")
 _DECORATION = re.compile(r"\x1b\[[0-9;]*m|[⧛⧚]")
 _INTERCEPT = "Intercept"
 
@@ -75,10 +81,13 @@ class FitRequest:
     rho: float
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     y_bounds: tuple[float, float] | None = None
+    exposure: str | None = None
+    offset: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The request as plain data (stored in the audit log)."""
         return {
+            **{k: getattr(self, k) for k in OFFSETS if getattr(self, k) is not None},
             "dataset": self.dataset,
             "model": self.model,
             "formula": self.formula,
@@ -96,6 +105,9 @@ class FitDesign:
     terms: tuple[str, ...]
     bounds: Mapping[str, tuple[float, float]]
     y_bounds: tuple[float, float]
+    offsets: Mapping[str, tuple[str, tuple[float, float]]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 def _bad(code: str, message: str) -> RequestError:
@@ -149,6 +161,10 @@ def parse_request(payload: Any, limits: Limits) -> FitRequest:
     if any(not isinstance(k, str) or len(k) > 500 for k in bounds):
         raise _bad("bad_request", "bounds must be keyed by design-column names")
     y_bounds = payload.get("y_bounds")
+    for name in OFFSETS:
+        value = payload.get(name)
+        if value is not None and (not isinstance(value, str) or not 0 < len(value) <= 200):
+            raise _bad("bad_request", f"{name} must be the name of a declared numeric column")
     return FitRequest(
         dataset=dataset,
         model=model,
@@ -156,6 +172,8 @@ def parse_request(payload: Any, limits: Limits) -> FitRequest:
         rho=float(rho),
         bounds={k: _pair(v, f"bounds[{k!r}]") for k, v in bounds.items()},
         y_bounds=None if y_bounds is None else _pair(y_bounds, "y_bounds"),
+        exposure=payload.get("exposure"),
+        offset=payload.get("offset"),
     )
 
 
@@ -268,7 +286,32 @@ def design_for(request: FitRequest, schema: PublicSchema, limits: Limits) -> Fit
     formula, the common case, is not parsed again).
     """
     bounds = tuple(sorted(request.bounds.items()))
-    return _design(request.model, request.formula, bounds, request.y_bounds, schema, limits)
+    design = _design(request.model, request.formula, bounds, request.y_bounds, schema, limits)
+    offsets = _offsets(request, schema)
+    return dataclasses.replace(design, offsets=offsets) if offsets else design
+
+
+def _offsets(
+    request: FitRequest, schema: PublicSchema
+) -> Mapping[str, tuple[str, tuple[float, float]]]:
+    """A Poisson request's exposure and offset: declared numeric columns, with their public
+    bounds (the fit clips into them, so every exposure is positive where the bounds are)."""
+    named = {k: getattr(request, k) for k in OFFSETS if getattr(request, k) is not None}
+    if named and request.model != "poisson":
+        raise _bad("bad_request", f"{' and '.join(named)} apply to model 'poisson' only")
+    out = {}
+    for kind, column in named.items():
+        spec = schema.column(column)
+        if spec is None or spec.type != "numeric" or spec.bounds is None:
+            raise _bad("bounds", f"{kind} {column!r} is not a declared numeric column")
+        if kind == "exposure" and not spec.bounds[0] > 0.0:
+            raise _bad(
+                "bounds",
+                f"exposure {column!r} is declared on {list(spec.bounds)}: an exposure is "
+                "positive, so its declared lower bound must be above 0",
+            )
+        out[kind] = (column, spec.bounds)
+    return MappingProxyType(out)
 
 
 @functools.lru_cache(maxsize=1024)

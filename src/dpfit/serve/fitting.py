@@ -4,7 +4,9 @@
 The service holds no statistics of its own. A request whose rho is already charged in the
 database runs as ``dpfit.ols(formula, data, rho=r, budget=dpfit.Budget(rho=r), bounds=...,
 y_bounds=...)`` with the schema's public bounds (a logit or probit fit has no ``y_bounds``:
-its response is 0/1; a Poisson fit's are the counts' public (0, K)), where r is the largest
+its response is 0/1; a Poisson fit's are the counts' public (0, K), and its ``exposure`` or
+``offset`` column is clipped into its declared bounds first, so that an exposure is always
+positive), where r is the largest
 float not above the decimal rho charged (:func:`~dpfit.serve.units.fit_rho`): the in-memory
 budget of exactly that amount is a second, independent guard that the fit cannot spend more.
 
@@ -54,6 +56,9 @@ def run_fit(
         for name in frame.columns
         if isinstance(frame[name].dtype, pd.CategoricalDtype)
     }
+    for kind, (column, (low, high)) in design.offsets.items():  # public bounds, as for X
+        frame = frame.assign(**{column: frame[column].clip(low, high)})
+        extra[kind] = column
     with LIBRARY_LOCK, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fit[request.model](

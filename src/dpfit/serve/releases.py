@@ -80,6 +80,7 @@ def dry_run(site: Site, analyst_id: int, payload: Any) -> dict[str, Any]:
         "response": design.response,
         "bounds": {k: list(v) for k, v in design.bounds.items()},
         "y_bounds": list(design.y_bounds),
+        **{kind: {"column": c, "bounds": list(b)} for kind, (c, b) in design.offsets.items()},
         "rho": request.rho,
         "delta": row.delta,
         "epsilon": zcdp_to_approx_dp(request.rho, row.delta),

@@ -271,7 +271,10 @@ def _shown(traj: Any, scaling: PublicScaling, x_names: list[str]) -> dict[str, A
     shown = {
         "family": f"{c['family']} ({c['link']} link)",
         "steps": c["steps"],
-        "step_size": c["step_size"],
+        "step_size": f"{c['step_size']:.6g} (used {c['step']:.3g}: at most the step that keeps "
+        "the iterates' spread small)",
+        "spread": f"{c['spread']:.3g} (variance of the linear predictor over the iterates, "
+        "mean over records)",
         "m": c["m"],
         "burn_in": c["burn_in"],
         "clip": f"{c['clip']:.6g} (per-record gradient norm, rescaled design"

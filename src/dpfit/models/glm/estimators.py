@@ -30,7 +30,8 @@ from .._dask import frame_columns, response_name
 from .._refits import note_fit
 from .._upstream import warn_fitted_upstream
 from ..summary import Summary
-from ._fit import fit_glm, glm_config, per_record_numbers
+from ._fit import fit_glm, glm_config
+from ._offsets import record_offsets
 from .results import GLMResult
 
 __all__ = ["DPLogisticRegression", "DPPoissonRegressor"]
@@ -128,7 +129,14 @@ def _classes(declared: Any, labels: np.ndarray) -> np.ndarray:
         return np.array([False, True])
     if np.issubdtype(labels.dtype, np.number):  # 0/1 coding (clipped into [0, 1] at fit)
         return np.array([0, 1])
-    classes = np.unique(labels)
+    try:
+        classes = np.unique(labels)
+    except TypeError:  # labels of types that do not compare (text and numbers): numpy's words
+        raise ValueError(
+            "DPLogisticRegression: y holds labels of more than one type (text mixed with "
+            "numbers, say), which cannot be ordered into two classes: code y as 0/1, or "
+            "declare its labels publicly with classes=[non-event, event]"
+        ) from None
     if classes.size != 2:  # how many labels occur is not shown: it depends on the records
         raise ValueError(
             "DPLogisticRegression: y holds text labels that were not declared, and they are "
@@ -329,11 +337,7 @@ class DPPoissonRegressor(RegressorMixin, _GLMEstimator):
         ``groups`` one privacy-unit label per row (with ``max_rows_per_unit``).
         """
         require_y(self, y)
-        total = None if offset is None else per_record_numbers(offset, "offset")
-        if exposure is not None:
-            with np.errstate(all="ignore"):
-                logged = np.log(per_record_numbers(exposure, "exposure"))
-            total = logged if total is None else total + logged
+        total = record_offsets(offset, exposure, dask=is_dask(X) or is_dask(y))
         result = self._fit(X, y, offset=total, budget=budget, link=None, y_bounds=self.y_bounds,
                            groups=groups)  # fmt: skip
         k = int(self.fit_intercept)

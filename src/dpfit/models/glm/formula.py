@@ -14,7 +14,6 @@ import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..._floats import quiet_floats
@@ -36,6 +35,7 @@ from .._formula_errors import formula_errors
 from .._linear_plan import bounds_check_release
 from ..formula import _formula_design, with_codebook
 from ._fit import fit_glm, glm_config, glm_plan, per_record_numbers
+from ._offsets import record_offsets
 from .results import GLMResult
 
 __all__ = ["glm", "logit", "poisson", "probit"]
@@ -87,14 +87,13 @@ def _check_text_response(formula: Any, data: Any, family: str) -> None:
 
 
 def _offsets(offset: Any, exposure: Any, data: Any) -> Any:
-    """offset + log(exposure): exposures <= 0 make their record the zero record."""
-    total = _column(offset, data, "offset")
-    exposure = _column(exposure, data, "exposure")
-    if exposure is not None:
-        with np.errstate(all="ignore"):
-            logged = np.where(exposure > 0, np.log(exposure), np.nan)
-        total = logged if total is None else total + logged
-    return total
+    """offset + log(exposure) from columns of ``data`` or arrays (:func:`record_offsets`)."""
+    if hasattr(data, "dask"):  # refused before a Dask column is read
+        return record_offsets(offset, exposure, dask=True)
+    names = tuple(v if isinstance(v, str) else None for v in (offset, exposure))
+    return record_offsets(
+        _column(offset, data, "offset"), _column(exposure, data, "exposure"), names=names
+    )
 
 
 @quiet_floats()
