@@ -32,9 +32,11 @@ sqrt(k) (k coefficients, ones column included). The fit makes these releases, in
    exceeds 1.5 x the clip (:func:`_released_gap`).
 
 Every sum behind a release is computed by one block function of
-:mod:`dpfit.algorithms._linear_moments` per pass over the rows: on all rows at once in memory,
-or as one distributed reduction on Dask arrays, where Z = D P is a lazy row-block map and
-the DP-GD steps are Dask reductions too (docs/dask.md).
+:mod:`dpfit.algorithms._linear_moments` per pass over the rows:
+row block by row block in memory (the design may be a :class:`~dpfit.distributed.RowMap`, the
+estimator's public rescaling computed per block and never held whole: the fit holds the
+whitened Z = D P and one block), or as one distributed reduction on Dask arrays, where Z is a
+lazy row-block map and the DP-GD steps are Dask reductions too (docs/dask.md).
 
 Covariance of the released estimate theta~ = P u~ around the population parameter:
 
@@ -61,7 +63,8 @@ from typing import Any
 
 import numpy as np
 
-from ..distributed import is_dask, map_rows
+from .._validation import check_array
+from ..distributed import RowMap, is_dask, map_rows
 from ..inference import interval_estimates
 from ..inference.clipping_bias import CLIP_GROWTH, MEAT_NOISE, growing_clip, second_moment_clip
 from ..inference.diagnostics import iterate_drift
@@ -169,7 +172,7 @@ def preconditioned_gd(
     relation = parse_relation(relation)
     ledger = prepare_ledger(ledger, relation, rho, name="preconditioned_gd")
     source = make_noise_source(rng)
-    D, y, rows = check_data(X, y, n_public=n_public, relation=relation)  # Dask: persisted
+    D, y, rows = _checked(X, y, n_public=n_public, relation=relation)  # Dask: persisted
     n = rows if is_dask(D) else public_n(rows, n_public, relation)
     bound = row_bound
     k = D.shape[1]
@@ -274,6 +277,18 @@ def preconditioned_gd(
         clip=clip,
         checks=tuple(checks),
     )
+
+
+def _checked(X: Any, y: Any, *, n_public: int | None, relation: Relation) -> tuple[Any, Any, int]:
+    """:func:`~dpfit.algorithms._kernels.check_data`, or for a design read block by block
+    (a :class:`~dpfit.distributed.RowMap` of checked data through a public row map, as
+    :class:`~dpfit.DPLinearRegression` passes it) the design as it is, the response checked."""
+    if not isinstance(X, RowMap):
+        return check_data(X, y, n_public=n_public, relation=relation)
+    y = check_array(y, "y", ndim=1)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError("X and y must have the same number of rows")
+    return X, y, X.shape[0]
 
 
 def _description(m: int, burn_in: int, share: float, clip: float, target: str) -> str:

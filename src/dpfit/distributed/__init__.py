@@ -16,6 +16,7 @@ from ._compute import (
     WorkersUnresponsiveError,
 )
 from .arrays import check_dask_rows, is_dask, map_rows, require_dask
+from .blocks import RowMap
 from .persist import PERSIST
 from .reduce import row_block_sum, zero_nonfinite_records
 
@@ -23,6 +24,7 @@ __all__ = [
     "LOST_WORKERS_TIMEOUT",
     "PERSIST",
     "UNRESPONSIVE_WORKER_TIMEOUT",
+    "RowMap",
     "WorkersLostError",
     "WorkersUnresponsiveError",
     "check_dask_rows",

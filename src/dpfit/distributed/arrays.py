@@ -49,6 +49,7 @@ the relation allows it.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,7 @@ from .._records import dtype_kind, float_values
 from .._validation import check_int
 from ..privacy import Relation
 from ._compute import compute
+from .blocks import RowMap, map_blocks
 from .persist import persist_rows
 from .small import warn_if_small
 
@@ -233,12 +235,16 @@ def _map_block(block: Any, row_map: Any) -> np.ndarray:
     return np.asarray(row_map(_finite_or_nan(block)), dtype=np.float64)
 
 
-def map_rows(func: Any, array: Any, *, columns: int | None) -> Any:
-    """Apply a row-wise NumPy map to every row block: lazily on Dask, directly otherwise.
+def map_rows(func: Any, array: Any, *, columns: int | None, lazy: bool = False) -> Any:
+    """Apply a row-wise NumPy map to every row block: lazily on Dask, block by block in memory.
 
     ``func`` must transform each row on its own (e.g. clipping into public bounds), so the
     result equals ``func`` applied to the whole array. ``columns`` is the output width
-    (None for a 1-D output).
+    (None for a 1-D output). In memory the map runs one row block at a time
+    (:func:`dpfit.distributed.blocks.map_blocks`: no temporary larger than a block), on an
+    array or a :class:`~dpfit.distributed.blocks.RowMap`; ``lazy=True`` returns the
+    :class:`~dpfit.distributed.blocks.RowMap` itself, computed block by block whenever it is
+    read, so the mapped array is never held whole.
 
     The zero-record rule: a row with a non-finite entry is sent to ``func`` with that entry
     NaN, so ``func`` cannot turn it into a finite row (clipping would map +inf to the upper
@@ -248,11 +254,9 @@ def map_rows(func: Any, array: Any, *, columns: int | None) -> Any:
     here.
     """
     if not is_dask(array):
-        out = _map_block(array, func)
-        bad = ~np.isfinite(out) if out.ndim == 1 else ~np.isfinite(out).all(axis=1)
-        if bad.any():
-            out[bad] = 0.0
-        return out
+        if lazy and not isinstance(array, RowMap):
+            return RowMap(array, func, columns)
+        return map_blocks(partial(_map_block, row_map=func), array)
     chunks = (array.chunks[0],) if columns is None else (array.chunks[0], (columns,))
     drop = None if columns is not None or array.ndim == 1 else 1
     return array.map_blocks(

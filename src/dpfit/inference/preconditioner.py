@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..distributed import is_dask, row_block_sum
+from ..distributed.blocks import block_sum
 from ..mechanisms import NoiseSource, clip_rows
 from ..privacy import PrivacyLedger
 from .population import NoisyMoment, release_moment_sum
@@ -78,14 +79,16 @@ def whiten(block: np.ndarray, P: np.ndarray) -> np.ndarray:
 def record_sum(
     block_fn: Callable[..., np.ndarray], arrays: Sequence[Any], args: tuple, *, width: int
 ) -> np.ndarray:
-    """``block_fn(*arrays, *args)`` over all records: one call in memory; on Dask (persisted,
-    row-aligned arrays) one distributed reduction whose per-block sums are added on the driver.
-    The result is private (un-noised); only
+    """``block_fn(*arrays, *args)`` over all records: in memory summed over row blocks (arrays
+    or a :class:`~dpfit.distributed.blocks.RowMap`, :func:`~dpfit.distributed.blocks.block_sum`:
+    no temporary larger than a block; one call when the data are one block); on Dask
+    (persisted, row-aligned arrays) one distributed reduction whose per-block sums are added
+    on the driver. The result is private (un-noised); only
     :func:`~dpfit.inference.population.release_moment_sum` or :func:`dpfit.mechanisms.gaussian`
     may make it public."""
     if is_dask(arrays[0]):
         return row_block_sum(block_fn, arrays, args, width=width)
-    return np.asarray(block_fn(*arrays, *args), dtype=np.float64)
+    return block_sum(block_fn, arrays, args)
 
 
 def release_whitener(

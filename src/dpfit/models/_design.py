@@ -278,14 +278,35 @@ def materialise(design: Design, frame: pd.DataFrame, *, refuse_missing: bool) ->
         frame = frame.assign(**{column: frame[column].astype(object).where(~outside, levels[0])})
     with np.errstate(all="ignore"):  # non-finite rows: handled by the zero records
         matrix = pd.DataFrame(design.spec.get_model_matrix(frame, na_action="ignore"))
-    matrix = matrix.astype(np.float64).reindex(columns=list(design.columns))
-    values = matrix.to_numpy()
+    matrix, values = _one_block(matrix.astype(np.float64).reindex(columns=list(design.columns)))
     null = ~np.isfinite(values).all(axis=1) if values.shape[1] else np.zeros(len(matrix), bool)
     if outside is not None:
         null |= outside
     if null.any():
         matrix.loc[null] = np.nan
     return matrix
+
+
+#: The name formulaic gives the intercept's column of ones.
+_INTERCEPT = "Intercept"
+
+
+def _one_block(matrix: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """``matrix`` with every column but the intercept in one C-ordered float64 array (returned
+    too), the intercept's ones in a column apart: the estimators then read the design
+    without the intercept as that array, with no copy of the size of the data
+    (``np.asarray`` of a frame of one C-ordered block is a view; formulaic builds one
+    array per column, which ``np.asarray`` would copy, in column order, and the estimators
+    then copy again to row order)."""
+    names = [c for c in matrix.columns if c != _INTERCEPT]
+    values = np.empty((len(matrix), len(names)), dtype=np.float64)
+    for j, name in enumerate(names):
+        values[:, j] = matrix[name].to_numpy()
+    out = pd.DataFrame(values, index=matrix.index, columns=names, copy=False)
+    if _INTERCEPT in matrix.columns:
+        where = list(matrix.columns).index(_INTERCEPT)
+        out.insert(where, _INTERCEPT, matrix[_INTERCEPT].to_numpy(dtype=np.float64, copy=True))
+    return out, values
 
 
 def null_rows(matrix: pd.DataFrame) -> np.ndarray:

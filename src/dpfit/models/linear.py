@@ -364,7 +364,11 @@ default="batched-means"
         """Run the method on the publicly rescaled data; every release charged to ``ledger``."""
         scaling = prepared.scaling
         p = prepared.X.shape[1]
-        design = map_rows(scaling.design, prepared.X, columns=p + int(scaling.fit_intercept))
+        # the preconditioned fit reads the rescaled design block by block (never held whole)
+        lazy = prepared.settings.get("precondition") is True
+        design = map_rows(
+            scaling.design, prepared.X, columns=p + int(scaling.fit_intercept), lazy=lazy
+        )
         response = map_rows(scaling.response, prepared.y, columns=None)
         return prepared.method.run(design, response, prepared.settings, ledger, prepared.source)
 
