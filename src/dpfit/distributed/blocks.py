@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BLOCK_BYTES", "RowMap", "block_rows", "block_sum", "map_blocks"]
+__all__ = ["BLOCK_BYTES", "RowMap", "block_rows", "block_sum", "map_blocks", "row_slices"]
 
 #: Bytes of float64 in one row block of the widest array a pass reads: a block and the few
 #: temporaries a moment pass makes of it (about five) stay within a few MB, near a core's
@@ -94,7 +94,9 @@ def _width(arrays: Sequence[Any]) -> int:
     return max(1, *(a.shape[1] if len(a.shape) > 1 else 1 for a in arrays))
 
 
-def _slices(n: int, rows: int) -> Iterator[slice]:
+def row_slices(n: int, width: int) -> Iterator[slice]:
+    """The row blocks of ``n`` rows of ``width`` float64 columns (:func:`block_rows` each)."""
+    rows = block_rows(width)
     return (slice(start, min(start + rows, n)) for start in range(0, n, rows))
 
 
@@ -103,7 +105,7 @@ def map_blocks(func: Callable[[np.ndarray], np.ndarray], array: Any) -> np.ndarr
     float64 array, filled block by block; rows that come out non-finite are zeroed."""
     n = array.shape[0]
     out: np.ndarray | None = None
-    for rows in _slices(n, block_rows(_width([array]))):
+    for rows in row_slices(n, _width([array])):
         block = _zero_nonfinite_rows(np.asarray(func(_part(array, rows)), dtype=np.float64))
         if out is None:
             out = np.empty((n, *block.shape[1:]), dtype=np.float64)
@@ -120,7 +122,7 @@ def block_sum(
     (arrays or :class:`RowMap`); one call when the data are one block. The result is
     private (un-noised), as the per-record sums it adds."""
     n = arrays[0].shape[0]
-    slices = list(_slices(n, block_rows(_width(arrays)))) or [slice(0, 0)]
+    slices = list(row_slices(n, _width(arrays))) or [slice(0, 0)]
     total = np.zeros(0)
     for i, rows in enumerate(slices):
         part = np.asarray(block_fn(*(_part(a, rows) for a in arrays), *args), dtype=np.float64)

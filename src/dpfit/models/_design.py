@@ -43,6 +43,7 @@ from formulaic import model_matrix
 from formulaic.transforms.contrasts import TreatmentContrasts
 
 from ..codebook import Codebook, fill_bounds
+from ..distributed.blocks import row_slices
 from ._row_wise import check_terms, declared_column, factor_column, may_be_undefined, refuse
 from ._schema import read_as
 from ._values import level_values, numeric_values
@@ -299,9 +300,11 @@ def _one_block(matrix: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     array per column, which ``np.asarray`` would copy, in column order, and the estimators
     then copy again to row order)."""
     names = [c for c in matrix.columns if c != _INTERCEPT]
+    columns = [matrix[name].to_numpy() for name in names]
     values = np.empty((len(matrix), len(names)), dtype=np.float64)
-    for j, name in enumerate(names):
-        values[:, j] = matrix[name].to_numpy()
+    for rows in row_slices(len(matrix), len(names)):  # each block filled while in cache
+        for j, column in enumerate(columns):
+            values[rows, j] = column[rows]
     out = pd.DataFrame(values, index=matrix.index, columns=names, copy=False)
     if _INTERCEPT in matrix.columns:
         where = list(matrix.columns).index(_INTERCEPT)

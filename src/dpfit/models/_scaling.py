@@ -215,13 +215,27 @@ class PublicScaling:
         return float(np.sqrt(self.x_bounds.shape[0] + int(self.fit_intercept)))
 
     def design(self, X: np.ndarray) -> np.ndarray:
-        """The design the algorithm sees: [1, x'] (ones column first when fitting an intercept)."""
-        if self.x_bounds is not None:
+        """The design the algorithm sees: [1, x'] (ones column first when fitting an intercept).
+
+        x' = clip((clip(x) - c) / h) is computed in place in the new array (one array, no
+        temporaries: the map runs once per row block and pass of the preconditioned fit).
+        """
+        offset = int(self.fit_intercept)
+        if self.x_bounds is None and not offset:
+            return X
+        out = np.empty((X.shape[0], X.shape[1] + offset), dtype=np.float64)
+        x = out[:, offset:]
+        if self.x_bounds is None:
+            x[...] = X
+        else:
             c, h = _centre_scale(self.x_bounds, self.fit_intercept)
-            X = np.clip((np.clip(X, self.x_bounds[:, 0], self.x_bounds[:, 1]) - c) / h, -1.0, 1.0)
-        if self.fit_intercept:
-            X = np.column_stack([np.ones(X.shape[0]), X])
-        return X
+            np.clip(X, self.x_bounds[:, 0], self.x_bounds[:, 1], out=x)
+            np.subtract(x, c, out=x)
+            np.divide(x, h, out=x)
+            np.clip(x, -1.0, 1.0, out=x)
+        if offset:
+            out[:, 0] = 1.0
+        return out
 
     def response(self, y: np.ndarray) -> np.ndarray:
         """y' = (clip(y) - c_y) / h_y, or y unchanged without y bounds."""
