@@ -363,12 +363,9 @@ default="batched-means"
     def _run(self, prepared: PreparedFit, ledger: PrivacyLedger) -> LinearFit:
         """Run the method on the publicly rescaled data; every release charged to ``ledger``."""
         scaling = prepared.scaling
-        p = prepared.X.shape[1]
-        # the preconditioned fit reads the rescaled design block by block (never held whole)
-        lazy = prepared.settings.get("precondition") is True
-        design = map_rows(
-            scaling.design, prepared.X, columns=p + int(scaling.fit_intercept), lazy=lazy
-        )
+        k = prepared.X.shape[1] + int(scaling.fit_intercept)
+        lazy = prepared.settings.get("precondition") is True  # read block by block, not whole
+        design = map_rows(scaling.design, prepared.X, columns=k, lazy=lazy)
         response = map_rows(scaling.response, prepared.y, columns=None)
         return prepared.method.run(design, response, prepared.settings, ledger, prepared.source)
 
