@@ -5,7 +5,9 @@ categorical levels, indicator columns bounded by [0, 1], a codebook), fit throug
 :func:`~dpfit.models.glm._fit.fit_glm`, and, with public bounds, spend ``bounds_check`` of
 rho (2% by default) on a private count of the records outside the bounds, as ``ols`` does
 (:mod:`dpfit.models._fit_checks`): for a Poisson fit the response's count says how many
-counts the public K clipped.
+counts the public K clipped. The check is the last release of the fit's plan
+(:class:`~dpfit.mechanisms.plan.PlannedCheck`), so the ledger holds one composed entry
+labelled ``"dpfit.glm"``, the plan ``dry_run=True`` shows.
 """
 
 from __future__ import annotations
