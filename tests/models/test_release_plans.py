@@ -143,25 +143,45 @@ def test_an_ambssgd_estimator_fit_is_its_plan(frame):
     assert [part.label for part in entry.components] == ["dp_ambssgd"]
 
 
+UNIT = {"privacy_unit": "person", "max_rows_per_unit": 2}
+
+
+@pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject
 @pytest.mark.parametrize(
     "call, kw",
-    [(dpfit.logit, {}), (dpfit.probit, {"bounds_check": 0}), (dpfit.logit, {"margins": True}),
-     (dpfit.poisson, {"y_bounds": (0, 30)})],
+    [(dpfit.logit, {}), (dpfit.logit, {"bounds_check": 0}), (dpfit.logit, UNIT),
+     (dpfit.probit, {"bounds_check": 0}), (dpfit.logit, {"margins": True}),
+     (dpfit.poisson, {"y_bounds": (0, 30)}),
+     (dpfit.poisson, {"y_bounds": (0, 30), "bounds_check": 0}),
+     (dpfit.poisson, {"y_bounds": (0, 30), **UNIT})],
 )  # fmt: skip
 def test_the_glm_dry_run_shows_what_the_fit_charges(frame, call, kw):
-    data = frame.assign(b=(frame.y > 3.5).astype(int), c=np.round(np.abs(frame.y)))
+    """A GLM formula fit, its bounds check included, is one composed entry labelled as its
+    dry run, equal to it component by component: a release whose noise is known in advance
+    as planned, one set at run time (a Poisson clip) within its planned share."""
+    person = np.arange(len(frame)) // 2  # two rows per unit
+    data = frame.assign(b=(frame.y > 3.5).astype(int), c=np.round(np.abs(frame.y)), person=person)
     formula = "c ~ x + w" if call is dpfit.poisson else "b ~ x + w"
     fit = {"rho": 1.5, "bounds": BOUNDS, "random_state": 2, **kw}
     with recording() as rec:
         plan = call(formula, data, dry_run=True, **fit)
     assert len(rec) == 0 and plan.label == "dpfit.glm"
-    drawn = call(formula, data, **fit).ledger.releases
-    assert [e.label for e in drawn] == [r.label for r in plan.releases]
-    for entry, planned in zip(drawn, plan.releases, strict=True):
-        assert entry.count == planned.count and entry.rho <= planned.rho
-        if planned.noise_std is not None:
-            assert (entry.sensitivity, entry.noise_std) == (planned.sensitivity,
-                                                            planned.noise_std)  # fmt: skip
+    checked = "privacy_unit" not in kw and kw.get("bounds_check") != 0
+    assert (plan.releases[-1].label == "bounds-check/outside-counts") is checked
+    result = call(formula, data, **fit)
+    (entry,) = result.ledger.entries  # no second entry for the bounds check
+    assert isinstance(entry, ComposedEntry) and entry.label == plan.label
+    planned = plan.composed().components
+    assert len(entry.components) == len(planned)
+    for drawn, part in zip(entry.components, planned, strict=True):
+        if isinstance(part, GaussianEntry):  # noise known before the data
+            assert drawn == part
+        else:  # a clip set at run time: its release costs at most the share reserved
+            assert (drawn.label, drawn.count, drawn.relation) == (part.label, part.count,
+                                                                  part.relation)  # fmt: skip
+            assert drawn.rho <= part.rho
+    assert result.ledger.rho <= fit["rho"]
+    assert any(note.startswith("Bounds check:") for note in result.notes) is checked
 
 
 @pytest.mark.filterwarnings("ignore::dpfit.exceptions.CoverageWarning")  # not the subject

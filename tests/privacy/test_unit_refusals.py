@@ -19,12 +19,21 @@ def frame():
 
 
 def test_iv_refuses_a_privacy_unit(frame):
-    budget = dpfit.Budget(rho=2.0)
-    with pytest.raises(TypeError, match=r"dpfit.iv does not take a privacy unit yet") as info:
-        dpfit.iv("y ~ 1 + [x ~ z]", frame, rho=1.0, budget=budget, privacy_unit="pid",
-                 max_rows_per_unit=4)  # fmt: skip
-    assert "max_rows_per_unit, privacy_unit" in str(info.value)
-    assert "dpfit.logit" in str(info.value) and budget.spent == 0.0
+    """The refusal names the keywords given and every entry point that takes a unit
+    (dpfit.minimize included), and says the same whatever the data hold."""
+    messages = []
+    for data in (frame, frame.assign(y=frame.y * 1e3 + 7, pid=frame.pid + 100)):
+        budget = dpfit.Budget(rho=2.0)
+        with pytest.raises(TypeError, match=r"dpfit.iv does not take a privacy unit yet") as info:
+            dpfit.iv("y ~ 1 + [x ~ z]", data, rho=1.0, budget=budget, privacy_unit="pid",
+                     max_rows_per_unit=4)  # fmt: skip
+        assert budget.spent == 0.0
+        messages.append(str(info.value))
+    message = messages[0]
+    assert messages[1] == message  # value-free
+    assert "max_rows_per_unit, privacy_unit" in message
+    for entry in ("dpfit.ols", "dpfit.glm", "dpfit.logit", "dpfit.poisson", "dpfit.minimize"):
+        assert entry in message
 
 
 def test_minimize_kl_spider_refuses_groups(frame):

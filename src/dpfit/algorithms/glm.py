@@ -49,7 +49,7 @@ from ..inference.preconditioner import record_sum, release_whitener, triangle
 from ..inference.whitened import release_mean
 from ..mechanisms import NoiseSource, clip_rows, gaussian, gaussian_releases, make_noise_source
 from ..mechanisms.clipping import clip_factors, row_norms
-from ..mechanisms.plan import charge_plan
+from ..mechanisms.plan import PlannedCheck, charge_plan
 from ..privacy import PrivacyLedger, Relation, parse_relation, public_n
 from ..privacy.ledger import prepare_ledger
 from ._glm_clipping import glm_clips, mean_level, release_gap, release_scale
@@ -97,6 +97,7 @@ def dp_glm(
     warn_large_rho: bool = True,
     groups: ArrayLike | None = None,
     max_rows_per_unit: int | None = None,
+    check: PlannedCheck | None = None,
 ) -> Trajectory:
     """Fit a GLM privately and release what its population interval needs.
 
@@ -136,6 +137,10 @@ def dp_glm(
         A privacy unit (in memory; no margins): one label per row and the public cap K on a
         unit's rows (more are sampled away). Every release then protects one unit, n counts
         units and the meat is clustered by unit (:mod:`dpfit.algorithms._glm_units`).
+    check : PlannedCheck, optional
+        A release made after the fit as the last of its plan (the formula calls' bounds
+        check): the fit and the check are then charged as one entry of ``check.rho``, and
+        ``rho`` is the fit's share of it.
 
     Returns
     -------
@@ -180,7 +185,7 @@ def dp_glm(
     )  # fmt: skip
     o = _offset(offset, X, y)
     return run_glm_plan(plan, X, y, o, intercept=bool(intercept), ledger=ledger, rng=rng,
-                        groups=groups)  # fmt: skip
+                        groups=groups, check=check)  # fmt: skip
 
 
 def _offset(offset: ArrayLike | None, X: Any, y: Any) -> Any:
@@ -205,20 +210,25 @@ def run_glm_plan(
     ledger: PrivacyLedger | None = None,
     rng: Any = None,
     groups: Any = None,
+    check: PlannedCheck | None = None,
 ) -> Trajectory:
     """Run ``plan`` on checked data (module docstring), charged to ``ledger`` (by default a
     new one with a budget of the plan's rho) as one entry at its first release
     (:func:`~dpfit.mechanisms.plan.charge_plan`).
 
     ``offset`` is aligned with ``y``; on Dask the arrays are row-aligned and persisted.
-    ``groups`` (unit labels, in memory) goes with a plan with a privacy unit only.
+    ``groups`` (unit labels, in memory) goes with a plan with a privacy unit only. A
+    ``check`` is made after the fit, inside the plan, as its last release: the entry is then
+    ``check.plan(plan)`` and the trajectory the one ``check.after`` returns.
     """
-    ledger = prepare_ledger(ledger, plan.relation, plan.rho, name="dp_glm")
+    whole = plan if check is None else check.plan(plan)
+    ledger = prepare_ledger(ledger, plan.relation, whole.rho, name="dp_glm")
     source = make_noise_source(rng)
     X, y, offset, units = cap_units(plan, groups, X, y, offset, source)
-    with charge_plan(plan, ledger):
-        return _run(plan, X, y, offset, intercept=intercept, ledger=ledger, source=source,
-                    units=units)  # fmt: skip
+    with charge_plan(whole, ledger) as charge:
+        trajectory = _run(plan, X, y, offset, intercept=intercept, ledger=ledger,
+                          source=source, units=units)  # fmt: skip
+        return trajectory if check is None else check.after(trajectory, ledger, charge)
 
 
 def _run(

@@ -18,17 +18,20 @@ release it then makes through this package is matched against the plan's next on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..privacy import Query, Relation, query_sensitivity
 from ..privacy._plan_charge import PlanCharge
+from ..privacy._units import units_to_float
 from ..privacy.entries import ComposedEntry, GaussianEntry, LedgerEntry, ReservedEntry
 from ..privacy.ledger import PrivacyLedger
 from ..privacy.parallel import ParallelEntry
 from .calibration import noise_std_for_rho, rho_within
 
 __all__ = [
+    "PlannedCheck",
     "PlannedParallel",
     "PlannedRelease",
     "PlannedRounds",
@@ -336,6 +339,38 @@ def _release_line(
         f"{r.name:<{width}} {100 * r.rho / total:>6.2f}% {shown:>6} {bound:>10} {noise:>11}  "
         f"{r.purpose}"
     ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedCheck:
+    """A check made after a fit (a private count of the records outside the public bounds)
+    as the last release of the fit's plan, so that fit and check are one entry of ``rho``.
+
+    ``release`` is the check's planned release (None: no check), ``label`` the whole plan's
+    label and ``run(result, ledger, charge)`` makes the release on ``ledger`` inside the open
+    plan ``charge`` and returns ``result`` with what it adds.
+    """
+
+    release: PlannedRelease | None
+    label: str
+    rho: float
+    run: Callable[[Any, PrivacyLedger, PlanCharge], Any]
+
+    def plan(self, fit_plan: ReleasePlan) -> ReleasePlan:
+        """``fit_plan`` followed by the check, under :attr:`label` and the whole ``rho``."""
+        more = [] if self.release is None else [self.release]
+        return fit_plan.then(*more, label=self.label, rho=self.rho)
+
+    def after(self, result: Any, ledger: PrivacyLedger, charge: PlanCharge) -> Any:
+        """The check made on ``ledger`` (the plan ``charge`` open on it), in ``result``."""
+        return result if self.release is None else self.run(result, ledger, charge)
+
+    def fit_rho(self, charge: PlanCharge) -> float:
+        """What the fit's releases of the open plan ``charge`` were charged, exactly (every
+        component but the check's)."""
+        parts = charge.entry.components
+        fit = parts[:-1] if self.release is not None else parts
+        return units_to_float(sum(p.rho_units for p in fit))
 
 
 def charge_plan(plan: ReleasePlan, ledger: PrivacyLedger) -> PlanCharge:

@@ -25,7 +25,6 @@ Every warning is built from public inputs or from the charged noisy counts only.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import warnings
 from collections.abc import Mapping
@@ -39,13 +38,11 @@ from ..exceptions import SideConditionWarning
 from ..mechanisms import gaussian, noise_std_for_rho, rho_within
 from ..privacy import Budget, PrivacyLedger, Query, query_sensitivity, split
 from ._design import zero_record_causes
-from .results import Result, snapshot_ledger
 
 __all__ = [
     "CLIPPED_SHARE",
     "DEFAULT_BOUNDS_CHECK",
     "ZERO_RECORDS",
-    "add_bounds_check",
     "bounds_check",
     "bounds_check_shares",
     "clipped_limit",
@@ -239,29 +236,6 @@ def reservation(budget: Budget | None, rho: float, mechanism: str) -> Any:
     if not isinstance(budget, StoredBudget) or budget.reserving:
         return contextlib.nullcontext()
     return budget.reserve(rho, mechanism=mechanism)
-
-
-def add_bounds_check(
-    X: Any,
-    y: Any,
-    result: Result,
-    rho: float,
-    budget: Budget | None,
-    source: Any,
-    indicators: tuple[str, ...],
-    params: Mapping[str, Any],
-) -> Result:
-    """Release the outside counts with ``rho`` on a ledger of their own, warn when one is
-    large, and add them to ``result`` (the GLM formula calls)."""
-    ledger = PrivacyLedger(relation=result.ledger.relation, budget=budget)
-    note = bounds_check(
-        X, y, n=result.n, fit_rho=result.ledger.rho, rho=rho, ledger=ledger, source=source,
-        indicators=indicators, params=params,
-    )  # fmt: skip
-    combined = snapshot_ledger(result.ledger)
-    for entry in ledger.entries:
-        combined.charge(entry)
-    return dataclasses.replace(result, ledger=combined, notes=(*result.notes, note))
 
 
 def outside_queries(X: Any, bounds: Any, y_bounds: Any, indicators: tuple[str, ...]) -> int:

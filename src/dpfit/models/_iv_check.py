@@ -4,57 +4,29 @@
 (:mod:`dpfit.models._fit_checks`): with public bounds and ``bounds_check > 0`` the fit gets
 ``(1 - bounds_check) * rho`` and a private count of the records outside the bounds of every
 regressor, instrument and the response the rest. The check is the last release of the fit's
-plan (:class:`PlannedCheck`), so the ledger holds one composed entry labelled
-``"dpfit.iv"``, the plan ``dpfit.iv(..., dry_run=True)`` shows.
+plan (:class:`~dpfit.mechanisms.plan.PlannedCheck`), so the ledger holds one composed entry
+labelled ``"dpfit.iv"``, the plan ``dpfit.iv(..., dry_run=True)`` shows.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .._validation import check_real, check_rho
 from ..mechanisms import NoiseSource, make_noise_source
-from ..mechanisms.plan import PlannedRelease, ReleasePlan
+from ..mechanisms.plan import PlannedCheck
 from ..privacy import Budget, PrivacyLedger, Relation
-from ..privacy._units import units_to_float
 from ._fit_checks import bounds_check as release_bounds_check
 from ._fit_checks import bounds_check_shares, outside_queries, reservation
 from ._linear_plan import bounds_check_release
 from .results import Result
 
-__all__ = ["LABEL", "PlannedCheck", "checked_iv_fit", "fit_part"]
+__all__ = ["LABEL", "checked_iv_fit"]
 
 #: The label of a ``dpfit.iv`` fit's plan (its composed ledger entry).
 LABEL = "dpfit.iv"
-
-
-def fit_part(charge: Any, *, checked: bool) -> float:
-    """What the fit's releases of an open plan were charged, exactly (all components but
-    the last, the bounds check, when ``checked``)."""
-    parts = charge.entry.components
-    return units_to_float(sum(p.rho_units for p in (parts[:-1] if checked else parts)))
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlannedCheck:
-    """The bounds check a fit's plan ends with (``release`` None: no check), ``run`` after
-    the fit's own releases inside the plan."""
-
-    release: PlannedRelease | None
-    rho: float
-    run: Callable[[Result, PrivacyLedger, Any], Result]
-
-    def plan(self, fit_plan: ReleasePlan) -> ReleasePlan:
-        """``fit_plan`` followed by the check, under :data:`LABEL` and the whole ``rho``."""
-        more = [] if self.release is None else [self.release]
-        return fit_plan.then(*more, label=LABEL, rho=self.rho)
-
-    def after(self, result: Result, ledger: PrivacyLedger, charge: Any) -> Result:
-        """The check made on ``ledger`` (the plan ``charge`` open on it), in ``result``."""
-        return result if self.release is None else self.run(result, ledger, charge)
 
 
 def checked_iv_fit(
@@ -100,10 +72,11 @@ def checked_iv_fit(
 
     def run(result: Result, ledger: PrivacyLedger, charge: Any) -> Result:
         note = release_bounds_check(
-            columns, y, n=result.n, fit_rho=fit_part(charge, checked=True), rho=check_rho_,
+            columns, y, n=result.n, fit_rho=check.fit_rho(charge), rho=check_rho_,
             ledger=ledger, source=source, indicators=indicators, params=params,
         )  # fmt: skip
         return dataclasses.replace(result, ledger=ledger, notes=(*result.notes, note))
 
+    check = PlannedCheck(release=release, label=LABEL, rho=rho, run=run)
     with reservation(budget, rho, label):
-        return fit(fit_rho, source, PlannedCheck(release=release, rho=rho, run=run))
+        return fit(fit_rho, source, check)

@@ -35,7 +35,7 @@ from sklearn.utils.validation import validate_data
 from .._floats import quiet_floats
 from .._validation import check_iv_data
 from ..mechanisms import NoiseSource, make_noise_source
-from ..mechanisms.plan import ReleasePlan, charge_plan
+from ..mechanisms.plan import PlannedCheck, ReleasePlan, charge_plan
 from ..privacy import Budget, PrivacyLedger, Relation
 from ..privacy.ledger import prepare_ledger
 from ..privacy.unit_level import refuse_unit
@@ -43,7 +43,7 @@ from ._constraints import check_bounds_check, check_budget, require_y, store_par
 from ._design import complete_bounds, take_null_records
 from ._fit_checks import DEFAULT_BOUNDS_CHECK, reservation, warn_few_records
 from ._formula_errors import formula_errors
-from ._iv_check import PlannedCheck, checked_iv_fit
+from ._iv_check import checked_iv_fit
 from ._iv_columns import NO_INSTRUMENTS, column_names, iv_bounds
 from ._iv_config import EXPERIMENTAL_INTERVALS as EXPERIMENTAL_INTERVALS  # public names
 from ._iv_config import (

@@ -114,8 +114,10 @@ def refuse_unit(entry: str, params: Any) -> None:
         raise TypeError(
             f"{entry} does not take a privacy unit yet ({', '.join(given)}): bound each "
             "person's contribution before the fit (one row per person, or a per-person "
-            "aggregate), or fit with dpfit.ols, dpfit.logit, dpfit.probit or dpfit.poisson, "
-            "which take privacy_unit= (docs/privacy-units.md)"
+            "aggregate), or fit with dpfit.ols, dpfit.glm, dpfit.logit, dpfit.probit or "
+            "dpfit.poisson, which take privacy_unit=, or with dpfit.minimize (method "
+            "'adaptive-gd' or 'noisy-gd'), which takes groups= and max_rows_per_unit= "
+            "(docs/privacy-units.md)"
         )
 
 

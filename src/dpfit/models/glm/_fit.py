@@ -29,7 +29,9 @@ from ...inference.doubts import warn_doubts
 from ...inference.population import transform
 from ...inference.population_glm import glm_doubts, glm_population
 from ...mechanisms import NoiseSource
+from ...mechanisms.plan import PlannedCheck
 from ...privacy import Budget, PrivacyLedger, Relation, parse_relation, public_n
+from ...privacy._units import units_to_float
 from ...privacy.ledger import prepare_ledger
 from ...privacy.unit_level import PrivacyUnit
 from .._constraints import Check, check_bool, integer, optional, rho_check, validated
@@ -164,8 +166,13 @@ def fit_glm(
     response: str,
     groups: Any = None,
     unit: PrivacyUnit | None = None,
+    check: PlannedCheck | None = None,
 ) -> GLMResult:
     """Fit one private GLM (module docstring); ``names`` are the feature names (None: x0, ...).
+
+    A ``check`` (the formula calls' bounds check) is the last release of the fit's plan,
+    charged with it as one entry of ``check.rho`` (``config.rho`` is the fit's share); its
+    ``run`` puts its note in the trajectory's config under ``"bounds_check"``.
 
     With a privacy ``unit`` and its labels ``groups`` (one per row, in memory) every release
     protects all rows of one unit and the interval is clustered by it
@@ -197,7 +204,7 @@ def fit_glm(
     warn_few_records(n=n, p=k)
     ledger = prepare_ledger(
         PrivacyLedger(relation=config.relation, budget=budget, unit=unit), config.relation,
-        config.rho, name=_MODELS[(config.family, config.link)],
+        config.rho if check is None else check.rho, name=_MODELS[(config.family, config.link)],
     )  # fmt: skip
     y_arr, offset = _zero_records(X_arr, y_arr, offset)
     traj = dp_glm(
@@ -207,8 +214,10 @@ def fit_glm(
         steps=config.steps, step_size=config.step_size, m=config.m, burn_in=config.burn_in,
         margins=config.margins and unit is None, relation=config.relation,
         n_public=config.n_public, ledger=ledger, rng=source, warn_large_rho=False,
-        groups=groups, max_rows_per_unit=None if unit is None else unit.max_rows,
+        groups=groups, max_rows_per_unit=None if unit is None else unit.max_rows, check=check,
     )  # fmt: skip
+    checked = check is not None and check.release is not None
+    check_note = [traj.config["bounds_check"]] if checked else []  # put there by check.run
     inference = glm_population(traj)
     notes = warn_doubts(glm_doubts(inference, traj))
     shown = _shown(traj, scaling, x_names)
@@ -233,7 +242,7 @@ def fit_glm(
         noise_backend=traj.noise_backend,
         seeded=traj.seeded,
         config=shown,
-        notes=[*notes, _plan_note(traj)],
+        notes=[*notes, _plan_note(traj, checked), *check_note],
         population=population,
         family=config.family,
         link=config.link,
@@ -287,13 +296,15 @@ def _shown(traj: Any, scaling: PublicScaling, x_names: list[str]) -> dict[str, A
     return shown
 
 
-def _plan_note(traj: Any) -> str:
-    """The releases of the fit, in order, with their shares of rho and noise std."""
-    total = traj.ledger.rho
+def _plan_note(traj: Any, checked: bool) -> str:
+    """The releases of the fit, in order, with their shares of the fit's rho and noise std
+    (``checked``: the last release, the bounds check, has its own note)."""
+    releases = traj.ledger.releases[: len(traj.ledger.releases) - checked]
+    total = units_to_float(sum(e.rho_units for e in releases))
     parts = [
         f"{e.label} {100 * e.rho / total:.3g}% (noise std {e.noise_std:.3g}"
         + (f", {e.count} releases)" if e.count > 1 else ")")
-        for e in traj.ledger.releases
+        for e in releases
     ]
     return "Releases (share of rho): " + ", ".join(parts) + "."
 

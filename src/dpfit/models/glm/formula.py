@@ -5,7 +5,9 @@ categorical levels, indicator columns bounded by [0, 1], a codebook), fit throug
 :func:`~dpfit.models.glm._fit.fit_glm`, and, with public bounds, spend ``bounds_check`` of
 rho (2% by default) on a private count of the records outside the bounds, as ``ols`` does
 (:mod:`dpfit.models._fit_checks`): for a Poisson fit the response's count says how many
-counts the public K clipped.
+counts the public K clipped. The check is the last release of the fit's plan
+(:class:`~dpfit.mechanisms.plan.PlannedCheck`), so the ledger holds one composed entry
+labelled ``"dpfit.glm"``, the plan ``dry_run=True`` shows.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ import pandas as pd
 from ..._floats import quiet_floats
 from ..._validation import check_rho
 from ...mechanisms import make_noise_source
-from ...mechanisms.plan import ReleasePlan
+from ...mechanisms.plan import PlannedCheck, ReleasePlan
 from ...privacy import Budget
 from ...privacy.unit_level import CAP_REQUIRED, PrivacyUnit, unit_codes
 from .._constraints import check_bounds_check, check_budget
 from .._design import complete_bounds
 from .._fit_checks import (
     DEFAULT_BOUNDS_CHECK,
-    add_bounds_check,
+    bounds_check,
     bounds_check_shares,
     outside_queries,
     reservation,
@@ -38,7 +40,10 @@ from ._fit import fit_glm, glm_config, glm_plan, per_record_numbers
 from ._offsets import record_offsets
 from .results import GLMResult
 
-__all__ = ["glm", "logit", "poisson", "probit"]
+__all__ = ["LABEL", "glm", "logit", "poisson", "probit"]
+
+#: The label of a GLM formula fit's plan (its one composed ledger entry).
+LABEL = "dpfit.glm"
 
 #: The defaults of the keywords every GLM entry point takes (the estimators' defaults).
 DEFAULTS = {
@@ -194,15 +199,13 @@ def glm(
     config = glm_config(owner, family=family, link=link, y_bounds=y_bounds, warn_large_rho=False)
     source = make_noise_source(random_state, secure=config.secure, name="random_state")
     offsets = _offsets(offset, exposure, data)
+    check = _bounds_check(
+        X, y, check_share, rho, source, config.relation, indicators,
+        {"bounds": bounds, "y_bounds": y_bounds, "zero_terms": zero_terms},
+    )  # fmt: skip
     if dry_run:
-        check = None
-        if share > 0:
-            queries = outside_queries(X, bounds, y_bounds, indicators)
-            check = bounds_check_release(check_share, queries=queries, n=len(X),
-                                         relation=config.relation)  # fmt: skip
         rows = len(X) if unit is None else unit_codes(groups, len(X))[1]
-        plan = glm_plan(config, rows=rows, p=X.shape[1], unit=unit)
-        return plan.then(*([check] if check else []), label="dpfit.glm", rho=rho)
+        return check.plan(glm_plan(config, rows=rows, p=X.shape[1], unit=unit))
     if budget is not None and not budget.can_afford(rho):
         budget.spend(rho)  # raises BudgetExceededError: nothing charged or drawn
     label = f"dpfit.glm {config.family} {y.name} ~ {' + '.join(map(str, X.columns)) or '1'}"
@@ -210,13 +213,33 @@ def glm(
         result = fit_glm(
             X, y, config, bounds=bounds, offset=offsets, budget=budget, source=source,
             names=[str(c) for c in X.columns], response=str(y.name), groups=groups, unit=unit,
+            check=check,
         )  # fmt: skip
-        if share > 0:
-            result = add_bounds_check(
-                X, y, result, check_share, budget, source, indicators,
-                {"bounds": bounds, "y_bounds": y_bounds, "zero_terms": zero_terms},
-            )  # fmt: skip
     return dataclasses.replace(result, predictors=(design,))
+
+
+def _bounds_check(
+    X: Any, y: Any, share: float, rho: float, source: Any, relation: Any,
+    indicators: tuple[str, ...], params: dict[str, Any],
+) -> PlannedCheck:  # fmt: skip
+    """The fit's plan's last release: with a ``share`` of rho (0: none) a private count of
+    the records outside the public bounds (:func:`~dpfit.models._fit_checks.bounds_check`),
+    made inside the fit's plan, so that the fit is one entry of ``rho`` labelled
+    :data:`LABEL`, the plan ``dry_run=True`` shows."""
+    release = None
+    if share > 0:
+        queries = outside_queries(X, params["bounds"], params["y_bounds"], indicators)
+        release = bounds_check_release(share, queries=queries, n=len(X), relation=relation)
+
+    def run(traj: Any, ledger: Any, charge: Any) -> Any:
+        note = bounds_check(
+            X, y, n=traj.config["n"], fit_rho=check.fit_rho(charge), rho=share, ledger=ledger,
+            source=source, indicators=indicators, params=params,
+        )  # fmt: skip
+        return dataclasses.replace(traj, config={**traj.config, "bounds_check": note})
+
+    check = PlannedCheck(release=release, label=LABEL, rho=rho, run=run)
+    return check
 
 
 def _unit(
