@@ -21,7 +21,7 @@ from . import _brown2024_claims as claims
 from . import _brown2024_clipping as clipping
 from . import _brown2024_plots as plots
 from . import _brown2024_trials as trials
-from .registry import Claim, Experiment, register
+from .registry import Claim, Experiment, docstring_claim, register
 
 __all__ = ["EXPERIMENTS"]
 
@@ -75,13 +75,7 @@ _PAPER_SAYS = {
 
 def _claim(name: str, evaluate, **options) -> Claim:
     """A claim whose statement is the first paragraph of its evaluator's docstring."""
-    return Claim(
-        name=name,
-        statement=" ".join(evaluate.__doc__.split("\n\n")[0].split()),
-        evaluate=evaluate,
-        paper=_PAPER_SAYS.get(name, ""),
-        **options,
-    )
+    return docstring_claim(name, evaluate, paper=_PAPER_SAYS.get(name, ""), **options)
 
 
 def _grid(base: dict, key: str, values, extra: dict | None = None) -> list[dict]:
