@@ -205,6 +205,13 @@ _FIG3_CLIPS = [
 ]
 
 
+def _clip_grid(ps, clips) -> list[dict]:
+    """Figure 3's cells: every (p, clip) pair, n = 100 p, T = 20, rho = 0.015."""
+    return [
+        {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20} for p in ps for c in clips
+    ]
+
+
 def _intervals(name: str, figure: str, design: str) -> Experiment:
     base = {"n": 10_000, "p": 10, "design": design, "data_seed": 0, "rho": 0.015}
     base["clip_mult"] = 5.0
@@ -281,21 +288,9 @@ EXPERIMENTS = [
                 "T = 20, eta = 0.2, rho = 0.015, clip on 20 points of [sqrt(5), 3 sqrt(200)]."
             ),
             grid={
-                "smoke": [
-                    {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20}
-                    for p in (5, 10)
-                    for c in _FIG3_CLIPS[::6]
-                ],
-                "quick": [
-                    {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20}
-                    for p in (5, 10, 20, 50, 100, 200)
-                    for c in _FIG3_CLIPS
-                ],
-                "paper": [
-                    {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20}
-                    for p in range(5, 201, 5)
-                    for c in _FIG3_CLIPS
-                ],
+                "smoke": _clip_grid((5, 10), _FIG3_CLIPS[::6]),
+                "quick": _clip_grid((5, 10, 20, 50, 100, 200), _FIG3_CLIPS),
+                "paper": _clip_grid(range(5, 201, 5), _FIG3_CLIPS),
             },
             # 3 runs per cell: the claims' s.e. are bootstraps over them
             replicates={"smoke": 1, "quick": 3, "paper": 3},
