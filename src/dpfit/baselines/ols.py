@@ -17,15 +17,16 @@ import numpy as np
 import scipy.linalg
 
 from .._arrays import readonly
-from .._deprecation import renamed_function, warn_renamed
+from .._deprecation import renamed_function
 from .._validation import check_X_y
 from ..inference.intervals import t_interval_from_stderr
+from ._classical_result import ClassicalFit
 
 __all__ = ["OLSResult", "nonprivate_ols", "ols"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class OLSResult:
+class OLSResult(ClassicalFit):
     """A non-private least-squares fit.
 
     Attributes
@@ -48,17 +49,6 @@ class OLSResult:
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", readonly(self.params))
         object.__setattr__(self, "bse", readonly(self.bse))
-
-    @property
-    def std_errors(self) -> np.ndarray:
-        """Deprecated name of :attr:`bse` (dpfit's one name for standard errors)."""
-        warn_renamed("std_errors", "bse")
-        return self.bse
-
-    @property
-    def df_resid(self) -> int:
-        """Residual degrees of freedom n - p."""
-        return self.nobs - self.params.shape[0]
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
         """Classical t(n - p) intervals of level 1 - alpha for theta*, shape (p, 2)."""

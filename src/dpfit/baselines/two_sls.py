@@ -25,8 +25,8 @@ import numpy as np
 from scipy import stats
 
 from .._arrays import readonly
-from .._deprecation import warn_renamed
 from .._validation import check_alpha, check_iv_data, check_option
+from ._classical_result import ClassicalFit
 
 __all__ = ["TwoSLSResult", "two_sls"]
 
@@ -34,7 +34,7 @@ _COV_TYPES = ("unadjusted", "robust")
 
 
 @dataclass(frozen=True, kw_only=True)
-class TwoSLSResult:
+class TwoSLSResult(ClassicalFit):
     """Point estimate, covariance and first stage of a 2SLS fit (non-private).
 
     Attributes
@@ -66,17 +66,6 @@ class TwoSLSResult:
     def __post_init__(self) -> None:
         for name in ("params", "cov", "bse", "first_stage"):
             object.__setattr__(self, name, readonly(getattr(self, name)))
-
-    @property
-    def std_errors(self) -> np.ndarray:
-        """Deprecated name of :attr:`bse` (dpfit's one name for standard errors)."""
-        warn_renamed("std_errors", "bse")
-        return self.bse
-
-    @property
-    def df_resid(self) -> int:
-        """Residual degrees of freedom n - p."""
-        return self.nobs - self.params.shape[0]
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
         """Wald intervals of level 1 - alpha, shape (p, 2); t(n - p) if debiased, else normal.

@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "StoreOnce",
     "add_bounds_options",
+    "add_command",
     "add_fit_parser",
     "add_reading_options",
     "add_release_options",
@@ -63,6 +64,24 @@ def _shown(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def add_command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    *,
+    help: str,
+    epilog: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """A subcommand's parser whose ``--help`` prints ``epilog`` (its examples) line for line."""
+    return sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def examples(*lines: str) -> str:
     """An ``Examples`` section for a subcommand's ``--help`` (one command per line)."""
     return "Examples:\n" + "\n".join(f"  {line}" for line in lines)
@@ -97,16 +116,21 @@ def named_pair(text: str) -> tuple[str, tuple[float, float]]:
 
 
 def add_fit_parser(
-    sub: argparse._SubParsersAction, name: str, *, help: str, description: str, epilog: str,
+    sub: argparse._SubParsersAction,
+    name: str,
+    *,
+    help: str,
+    description: str,
+    epilog: str,
     formula_help: str,
 ) -> argparse.ArgumentParser:
     """A fitting subcommand's parser with its positional DATA, ``--formula`` and ``--rho``."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         name,
         help=help,
         description=description,
         epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("data", metavar="DATA", help="CSV/parquet path or bundled dataset name")
     p.add_argument("--formula", required=True, help=formula_help)
@@ -119,9 +143,7 @@ def add_bounds_options(
 ) -> None:
     """The public bounds of a fit: ``--bound`` (repeated), ``--y-bounds`` and the share of
     rho that counts the records outside them, ``--bounds-check``."""
-    p.add_argument(
-        "--bound", type=named_pair, action="append", metavar=metavar, help=bound_help
-    )
+    p.add_argument("--bound", type=named_pair, action="append", metavar=metavar, help=bound_help)
     p.add_argument("--y-bounds", type=pair, metavar="LOW,HIGH", help=y_help)
     p.add_argument(
         "--bounds-check",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import examples
+from ._args import add_command, examples
 
 EXAMPLES = examples(
     "dpfit audit --list                          # the targets and their defaults",
@@ -34,7 +34,8 @@ _SHORTCUTS = {
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         name,
         help="empirical lower bounds on epsilon for a private algorithm (canary audit)",
         description=(
@@ -44,7 +45,6 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "Options not given keep the target's defaults (see --list)."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("target", nargs="?", metavar="TARGET", help="what to audit, e.g. dp_gd")
     p.add_argument("--list", action="store_true", help="list the targets and their defaults")

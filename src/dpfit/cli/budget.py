@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._args import examples
+from ._args import add_command, examples
 
 __all__ = ["add_parser", "run"]
 
@@ -29,7 +29,8 @@ EXAMPLES = examples(
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         name,
         help="create, show and list a persistent per-dataset privacy budget (SQLite)",
         description=(
@@ -38,46 +39,38 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "drawn, so processes sharing the file can never overspend."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    create = actions.add_parser(
+    create = _store_action(
+        actions,
         "create",
-        help="set a dataset's total rho (creates the file if needed)",
-        epilog=examples("dpfit budget create budget.sqlite --dataset card --rho 1"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "set a dataset's total rho (creates the file if needed)",
+        "dpfit budget create budget.sqlite --dataset card --rho 1",
     )
-    create.add_argument("store", metavar="PATH", help="the SQLite budget store")
     create.add_argument("--dataset", required=True, help="the dataset's name")
     create.add_argument("--rho", type=float, required=True, help="its total zCDP budget")
-    show = actions.add_parser(
+    show = _store_action(
+        actions,
         "show",
-        help="total, spent and remaining rho of each dataset",
-        epilog=examples("dpfit budget show budget.sqlite --delta 1e-6"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "total, spent and remaining rho of each dataset",
+        "dpfit budget show budget.sqlite --delta 1e-6",
     )
-    show.add_argument("store", metavar="PATH", help="the SQLite budget store")
     show.add_argument("--dataset", help="only this dataset")
     show.add_argument("--delta", type=float, default=1e-5, help="delta for epsilon (1e-5)")
-    history = actions.add_parser(
+    history = _store_action(
+        actions,
         "history",
-        help="every charge of a dataset with its releases (mechanism, count, rho)",
-        epilog=examples("dpfit budget history budget.sqlite --dataset card"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "every charge of a dataset with its releases (mechanism, count, rho)",
+        "dpfit budget history budget.sqlite --dataset card",
     )
-    history.add_argument("store", metavar="PATH", help="the SQLite budget store")
     history.add_argument("--dataset", required=True, help="the dataset's name")
-    verify = actions.add_parser(
+    verify = _store_action(
+        actions,
         "verify",
-        help="check the hash chain, running totals, refunds and the witness (exit 1 on a "
-        "failure)",
-        epilog=examples(
-            "dpfit budget verify budget.sqlite",
-            "dpfit budget verify budget.sqlite --accept-rollback   # a backup restored on purpose",
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "check the hash chain, running totals, refunds and the witness (exit 1 on a failure)",
+        "dpfit budget verify budget.sqlite",
+        "dpfit budget verify budget.sqlite --accept-rollback   # a backup restored on purpose",
     )
-    verify.add_argument("store", metavar="PATH", help="the SQLite budget store")
     verify.add_argument(
         "--accept-rollback",
         action="store_true",
@@ -85,14 +78,22 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
         "deliberately): the witness is rewritten to it, and what was spent since that copy is "
         "given back",
     )
-    migrate = actions.add_parser(
+    _store_action(
+        actions,
         "migrate",
-        help="rewrite a format version 1 store as version 2 (keeps PATH.v1.bak)",
-        epilog=examples("dpfit budget migrate budget.sqlite"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "rewrite a format version 1 store as version 2 (keeps PATH.v1.bak)",
+        "dpfit budget migrate budget.sqlite",
     )
-    migrate.add_argument("store", metavar="PATH", help="the SQLite budget store")
     return p
+
+
+def _store_action(
+    actions: argparse._SubParsersAction, name: str, help: str, *example_lines: str
+) -> argparse.ArgumentParser:
+    """A ``dpfit budget`` action's parser, with the store path every action takes first."""
+    action = add_command(actions, name, help=help, epilog=examples(*example_lines))
+    action.add_argument("store", metavar="PATH", help="the SQLite budget store")
+    return action
 
 
 def _epsilon(rho: float, delta: float) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import add_reading_options, examples
+from ._args import add_command, add_reading_options, examples
 
 __all__ = ["add_parser", "run"]
 
@@ -23,7 +23,8 @@ EXAMPLES = examples(
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         name,
         help="check a formula and codebook against DATA's schema (charges nothing)",
         description=(
@@ -33,7 +34,6 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "missing."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("data", metavar="DATA", help="a data file, '-' (CSV on stdin) or a name")
     p.add_argument("--codebook", required=True, metavar="FILE", help="TOML or YAML codebook")

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._args import add_reading_options, examples
+from ._args import add_command, add_reading_options, examples
 
 __all__ = ["add_parser", "run"]
 
@@ -23,7 +23,8 @@ EXAMPLES = examples(
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         name,
         help="write a codebook template (public bounds and levels) from DATA's schema",
         description=(
@@ -33,14 +34,13 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "public knowledge, never from the data."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    init = actions.add_parser(
+    init = add_command(
+        actions,
         "init",
         help="write a template from DATA's column names and types (no values)",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     init.add_argument("data", metavar="DATA", help="a data file, '-' (CSV on stdin) or a name")
     init.add_argument("--output", "-o", type=Path, metavar="FILE", help="write here (.toml)")

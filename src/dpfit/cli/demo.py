@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..exceptions import InsecureRandomnessWarning
-from ._args import examples
+from ._args import add_command, examples
 from ._glm_demo import glm_demo
 from ._iv_demo import iv_demo
 
@@ -30,7 +30,8 @@ __all__ = ["DEMO_PARTS", "add_parser", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         name,
         help="fit a private wage equation on bundled real data (Card 1995) and plot it",
         description=(
@@ -42,7 +43,6 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "dpfit demo                       # rho = 0.25, plot in out/demo",
             "dpfit demo --rho 1 --seed 0 --out /tmp/demo",
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--rho", type=float, default=0.25, help="zCDP budget (default 0.25)")
     p.add_argument(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ._args import examples
+from ._args import add_command, examples
 
 EXAMPLES = examples(
     "dpfit privacy --rho 0.5                  # epsilon at delta = 1e-5 (three curves)",
@@ -15,7 +15,8 @@ EXAMPLES = examples(
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         name,
         help="convert rho <-> (epsilon, delta) and print the Gaussian noise calibration",
         description=(
@@ -24,7 +25,6 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "sensitivity is printed for each."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--rho", type=float, help="zCDP parameter rho > 0")

@@ -13,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-from ._args import examples
+from ._args import add_command, examples
 
 EXAMPLES = examples(
     "dpfit reproduce --list",
@@ -37,7 +37,8 @@ BUDGET_REFUSAL = (
 
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         name,
         help="rerun the papers' experiments and write a report of every claim",
         description=(
@@ -46,7 +47,6 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentP
             "with its verdict and numbers, privacy parameters, run time) and OUT/summary.md."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("names", nargs="*", metavar="NAME", help="experiment names (default: all)")
     p.add_argument("--list", action="store_true", help="list the registered experiments and exit")

@@ -18,9 +18,25 @@ from ._varshney2022_trials import DELTA
 __all__ = ["p1_plot", "p2_plot", "p3_plot", "p4_plot", "p5_plot", "p7_plot"]
 
 
-def p1_plot(results: pd.DataFrame) -> list:
+def _figure() -> tuple:
+    """A new figure and axes at the size every figure of these experiments uses."""
     import matplotlib.pyplot as plt
 
+    return plt.subplots(figsize=(5.5, 3.8))
+
+
+def _log_log(fig, ax, *, legend: dict | None = None, **labels: str) -> list:
+    """Finish a figure: both axes logarithmic, ``labels`` (xlabel, ylabel, title), a legend.
+
+    ``legend`` holds :meth:`matplotlib.axes.Axes.legend`'s options (default: small print).
+    """
+    ax.set(xscale="log", yscale="log", **labels)
+    ax.legend(**(legend or {"fontsize": "x-small"}))
+    fig.tight_layout()
+    return [fig]
+
+
+def p1_plot(results: pd.DataFrame) -> list:
     cells = medians(
         results.assign(
             dp=results["excess_practical"] / results["rate"],
@@ -29,106 +45,83 @@ def p1_plot(results: pd.DataFrame) -> list:
         ["d", "n"],
         ["dp", "np_"],
     )
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = _figure()
     for d, g in cells.groupby("d"):
         ax.plot(g["n"], g["dp"], "o-", label=f"DP-AMBSSGD practical, d={d}")
         ax.plot(g["n"], g["np_"], "x--", label=f"non-private SGD, d={d}")
     ax.axhspan(*P1_BAND, color="0.9", label="P1 band")
-    ax.set(
-        xscale="log",
-        yscale="log",
+    return _log_log(
+        fig,
+        ax,
         xlabel="N",
         ylabel="excess / (σ² d / N)",
         title="P1: near-non-private regime (ε = 8)",
     )
-    ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    return [fig]
 
 
 def p2_plot(results: pd.DataFrame) -> list:
-    import matplotlib.pyplot as plt
-
     alpha = results["epsilon"].map(lambda e: noise_multiplier_for_epsilon(e, DELTA))
     data = results.assign(
         x=alpha**2 * results["d"] / results["n"], ratio=results["excess_paper"] / results["rate"]
     )
     cells = medians(data, ["d", "n", "epsilon"], ["x", "ratio"])
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = _figure()
     for (d, eps), g in cells.groupby(["d", "epsilon"]):
         ax.plot(g["x"], g["ratio"], "o-", label=f"d={d}, ε={eps:g}")
-    ax.set(
-        xscale="log",
-        yscale="log",
+    return _log_log(
+        fig,
+        ax,
+        legend={"fontsize": "x-small", "ncol": 2},
         xlabel="α² d / N",
         ylabel="excess / (σ² d / N)",
         title="P2: data collapse (paper variant)",
     )
-    ax.legend(fontsize="x-small", ncol=2)
-    fig.tight_layout()
-    return [fig]
 
 
 def p3_plot(results: pd.DataFrame) -> list:
-    import matplotlib.pyplot as plt
-
     methods = ["paper", "practical", "nonprivate", *BASELINES]
     cells = medians(results, ["sigma"], [f"excess_{m}" for m in methods])
     cells["sigma"] = cells["sigma"].where(cells["sigma"] > 0, 1e-4)  # sigma = 0 drawn at 1e-4
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = _figure()
     for m in methods:
         ax.plot(cells["sigma"], cells[f"excess_{m}"], "o-", label=m)
-    ax.set(
-        xscale="log",
-        yscale="log",
+    return _log_log(
+        fig,
+        ax,
         xlabel="σ (σ = 0 plotted at 1e-4)",
         ylabel="excess risk",
         title="P3: adaptivity in σ",
     )
-    ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    return [fig]
 
 
 def p7_plot(results: pd.DataFrame) -> list:
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = _figure()
     for k, (col, label) in enumerate(
         [("excess_paper", "margin θ = s − Γ'"), ("excess_literal", "literal θ = s")]
     ):
         ax.plot(results["n"] * (1.08 if k else 0.93), results[col], "o", alpha=0.6, label=label)
-    ax.set(
-        xscale="log",
-        yscale="log",
+    return _log_log(
+        fig,
+        ax,
+        legend={"fontsize": "small"},
         xlabel="N",
         ylabel="excess risk (each replicate)",
         title="P7: DP-STAT threshold",
     )
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return [fig]
 
 
 def p4_plot(results: pd.DataFrame) -> list:
-    import matplotlib.pyplot as plt
-
     cols = {"privacy_excess_paper": "DP-AMBSSGD privacy error"}
     cols.update({f"excess_{b}": b for b in P45_BASELINES})
     cells = medians(results, ["d"], list(cols))
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = _figure()
     for col, label in cols.items():
         ax.plot(cells["d"], cells[col], "o-", label=label)
-    ax.set(xscale="log", yscale="log", xlabel="d", ylabel="median excess", title="P4 (ε = 0.5)")
-    ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    return [fig]
+    return _log_log(fig, ax, xlabel="d", ylabel="median excess", title="P4 (ε = 0.5)")
 
 
 def p5_plot(results: pd.DataFrame) -> list:
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = _figure()
     for method in ("practical", *P45_BASELINES):
         star = sample_complexity(results, method).dropna()
         if len(star):

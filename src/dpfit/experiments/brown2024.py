@@ -21,7 +21,7 @@ from . import _brown2024_claims as claims
 from . import _brown2024_clipping as clipping
 from . import _brown2024_plots as plots
 from . import _brown2024_trials as trials
-from .registry import Claim, Experiment, register
+from .registry import Claim, Experiment, docstring_claim, register
 
 __all__ = ["EXPERIMENTS"]
 
@@ -75,13 +75,7 @@ _PAPER_SAYS = {
 
 def _claim(name: str, evaluate, **options) -> Claim:
     """A claim whose statement is the first paragraph of its evaluator's docstring."""
-    return Claim(
-        name=name,
-        statement=" ".join(evaluate.__doc__.split("\n\n")[0].split()),
-        evaluate=evaluate,
-        paper=_PAPER_SAYS.get(name, ""),
-        **options,
-    )
+    return docstring_claim(name, evaluate, paper=_PAPER_SAYS.get(name, ""), **options)
 
 
 def _grid(base: dict, key: str, values, extra: dict | None = None) -> list[dict]:
@@ -211,6 +205,13 @@ _FIG3_CLIPS = [
 ]
 
 
+def _clip_grid(ps, clips) -> list[dict]:
+    """Figure 3's cells: every (p, clip) pair, n = 100 p, T = 20, rho = 0.015."""
+    return [
+        {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20} for p in ps for c in clips
+    ]
+
+
 def _intervals(name: str, figure: str, design: str) -> Experiment:
     base = {"n": 10_000, "p": 10, "design": design, "data_seed": 0, "rho": 0.015}
     base["clip_mult"] = 5.0
@@ -287,21 +288,9 @@ EXPERIMENTS = [
                 "T = 20, eta = 0.2, rho = 0.015, clip on 20 points of [sqrt(5), 3 sqrt(200)]."
             ),
             grid={
-                "smoke": [
-                    {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20}
-                    for p in (5, 10)
-                    for c in _FIG3_CLIPS[::6]
-                ],
-                "quick": [
-                    {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20}
-                    for p in (5, 10, 20, 50, 100, 200)
-                    for c in _FIG3_CLIPS
-                ],
-                "paper": [
-                    {"p": p, "clip": c, "n_per_p": 100, "rho": 0.015, "steps": 20}
-                    for p in range(5, 201, 5)
-                    for c in _FIG3_CLIPS
-                ],
+                "smoke": _clip_grid((5, 10), _FIG3_CLIPS[::6]),
+                "quick": _clip_grid((5, 10, 20, 50, 100, 200), _FIG3_CLIPS),
+                "paper": _clip_grid(range(5, 201, 5), _FIG3_CLIPS),
             },
             # 3 runs per cell: the claims' s.e. are bootstraps over them
             replicates={"smoke": 1, "quick": 3, "paper": 3},

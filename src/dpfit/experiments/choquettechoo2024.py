@@ -30,7 +30,7 @@ from . import _choquettechoo2024_epsilon as epsilon_curve
 from . import _choquettechoo2024_fig3 as fig3
 from . import _choquettechoo2024_plots as plots
 from . import _choquettechoo2024_trials as trials
-from .registry import Claim, Experiment, register
+from .registry import Claim, Experiment, docstring_claim, register
 
 __all__ = ["EXPERIMENTS"]
 
@@ -46,14 +46,8 @@ _THEORY_PRIVACY = (
 
 
 def _claim(name: str, evaluate, paper: str = "", deviation: bool = False) -> Claim:
-    """A claim whose statement is its evaluator's docstring."""
-    return Claim(
-        name=name,
-        statement=" ".join(evaluate.__doc__.split()),
-        evaluate=evaluate,
-        paper=paper,
-        deviation=deviation,
-    )
+    """A claim whose statement is its evaluator's docstring, with the paper's words beside it."""
+    return docstring_claim(name, evaluate, paper=paper, deviation=deviation)
 
 
 _FIG1_LEFT = (
@@ -316,22 +310,19 @@ def _fig3() -> Experiment:
         replicates={"smoke": 1, "quick": 1, "paper": 1},
         trial=fig3.bound_vs_kappa,
         claims=[
-            Claim(
-                name="gap-grows",
-                statement=" ".join(fig3.gap_grows.__doc__.split()),
-                evaluate=fig3.gap_grows,
+            docstring_claim(
+                "gap-grows",
+                fig3.gap_grows,
                 scales=("smoke", "quick", "paper"),
             ),
-            Claim(
-                name="optimized-grows-slower",
-                statement=" ".join(fig3.optimized_grows_slower.__doc__.split()),
-                evaluate=fig3.optimized_grows_slower,
+            docstring_claim(
+                "optimized-grows-slower",
+                fig3.optimized_grows_slower,
                 scales=("smoke", "quick", "paper"),
             ),
-            Claim(
-                name="bound-is-valid",
-                statement=" ".join(fig3.bound_is_valid.__doc__.split()),
-                evaluate=fig3.bound_is_valid,
+            docstring_claim(
+                "bound-is-valid",
+                fig3.bound_is_valid,
                 scales=("smoke", "quick", "paper"),
             ),
         ],

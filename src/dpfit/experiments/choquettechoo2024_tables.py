@@ -28,7 +28,7 @@ from ..noise.toeplitz import anti_pgd, nu_dpftrl_coefficients, optimal_mean_esti
 from ..theory.ftrl import effective_dimension, lti_excess_risk, power_law_eigenvalues
 from ._stats import series_slope
 from .choquettechoo2024 import PAPER
-from .registry import Claim, ClaimResult, Experiment, register
+from .registry import ClaimResult, Experiment, docstring_claim, register
 
 __all__ = ["EXPERIMENTS"]
 
@@ -217,28 +217,24 @@ TABLES = Experiment(
     replicates={"smoke": 1, "quick": 1, "paper": 1},
     trial=tables_trial,
     claims=[
-        Claim(
-            name="table1-shapes",
-            statement=" ".join(table1_shapes.__doc__.split()),
-            evaluate=table1_shapes,
+        docstring_claim(
+            "table1-shapes",
+            table1_shapes,
             paper=_TABLES_PAPER,
         ),
-        Claim(
-            name="table4-ratio",
-            statement=" ".join(table4_ratio.__doc__.split()),
-            evaluate=table4_ratio,
+        docstring_claim(
+            "table4-ratio",
+            table4_ratio,
             paper=_TABLES_PAPER,
         ),
-        Claim(
-            name="table2-sensitivity",
-            statement=" ".join(table2_sensitivity.__doc__.split()),
-            evaluate=table2_sensitivity,
+        docstring_claim(
+            "table2-sensitivity",
+            table2_sensitivity,
             paper=_TABLES_PAPER,
         ),
-        Claim(
-            name="table3-anytime",
-            statement=" ".join(table3_anytime.__doc__.split()),
-            evaluate=table3_anytime,
+        docstring_claim(
+            "table3-anytime",
+            table3_anytime,
             paper=_TABLES_PAPER,
             scales=("smoke", "quick", "paper"),
         ),
@@ -329,10 +325,9 @@ FIG1_COEFFICIENTS = Experiment(
     trial=coefficients_trial,
     plot=coefficients_plot,
     claims=[
-        Claim(
-            name="anti-correlated-low-pass",
-            statement=" ".join(fig1_coefficients.__doc__.split()),
-            evaluate=fig1_coefficients,
+        docstring_claim(
+            "anti-correlated-low-pass",
+            fig1_coefficients,
             paper=(
                 "Fig. 1 (middle, right): the optimal noise is anti-correlated, so the "
                 "algorithm cancels out previously added noise; its spectrum suppresses low "

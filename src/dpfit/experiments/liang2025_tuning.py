@@ -12,7 +12,7 @@ from . import _liang2025_analysis as an
 from ._liang2025_trials import convergence_trial, synthetic_trial
 from ._stats import Estimate, Z, bootstrap
 from .liang2025 import PAPER, PRIVACY
-from .registry import Claim, ClaimResult, Experiment, register
+from .registry import ClaimResult, Experiment, docstring_claim, register
 
 __all__ = ["EXPERIMENTS"]
 
@@ -127,6 +127,10 @@ def fig8_u_shape(results: pd.DataFrame) -> ClaimResult:
     )
 
 
+_FIG7_PAPER = (
+    "Fig. 7: within eq. 3's region the convergence is fairly insensitive to eta and alpha."
+)
+
 FIG7 = Experiment(
     name="liang2025-fig7",
     paper=PAPER,
@@ -151,24 +155,16 @@ FIG7 = Experiment(
         ).figure
     ],
     claims=[
-        Claim(
-            name="admissible-steps-converge",
-            paper=(
-                "Fig. 7: within eq. 3's region the convergence is fairly insensitive to eta and "
-                "alpha."
-            ),
-            evaluate=fig7_converge,
-            statement=" ".join(fig7_converge.__doc__.split()),
+        docstring_claim(
+            "admissible-steps-converge",
+            fig7_converge,
+            paper=_FIG7_PAPER,
         ),
-        Claim(
-            name="error-grows-towards-the-bound",
-            paper=(
-                "Fig. 7: within eq. 3's region the convergence is fairly insensitive to eta and "
-                "alpha."
-            ),
+        docstring_claim(
+            "error-grows-towards-the-bound",
+            fig7_grows_to_the_bound,
+            paper=_FIG7_PAPER,
             deviation=True,
-            evaluate=fig7_grows_to_the_bound,
-            statement=" ".join(fig7_grows_to_the_bound.__doc__.split()),
         ),
     ],
 )
@@ -192,14 +188,13 @@ FIG8 = Experiment(
         ).figure
     ],
     claims=[
-        Claim(
-            name="U-shape-in-clip",
+        docstring_claim(
+            "U-shape-in-clip",
+            fig8_u_shape,
             paper=(
                 "Fig. 8 (n = 2000, p = 5, T = 20, rho1 = rho2 = 5): the error is U-shaped in "
                 "gamma; the best gamma is the smallest that avoids clipping."
             ),
-            evaluate=fig8_u_shape,
-            statement=" ".join(fig8_u_shape.__doc__.split()),
         )
     ],
 )
@@ -290,21 +285,19 @@ FIG9 = Experiment(
         ).figure
     ],
     claims=[
-        Claim(
-            name="2sgd-above-2sls-at-T100",
+        docstring_claim(
+            "2sgd-above-2sls-at-T100",
+            fig9_above_2sls,
             paper=(
                 "Fig. 9 (p = 20, T = 100): the convergence rate of 2S-GD is slower than that of "
                 "2SLS."
             ),
-            evaluate=fig9_above_2sls,
-            statement=" ".join(fig9_above_2sls.__doc__.split()),
         ),
-        Claim(
-            name="2sgd-converges-to-2sls",
+        docstring_claim(
+            "2sgd-converges-to-2sls",
+            fig9_converges,
             paper="Fig. 9 and Remark 3.8: 2S-GD converges to 2SLS more slowly, by sqrt(p).",
             deviation=True,
-            evaluate=fig9_converges,
-            statement=" ".join(fig9_converges.__doc__.split()),
         ),
     ],
 )

@@ -23,6 +23,7 @@ __all__ = [
     "Claim",
     "ClaimResult",
     "Experiment",
+    "docstring_claim",
     "get",
     "names",
     "register",
@@ -63,6 +64,19 @@ class Claim:
     scales: tuple[str, ...] = ("quick", "paper")
     paper: str = ""
     deviation: bool = False
+
+
+def docstring_claim(
+    name: str, evaluate: Callable[[pd.DataFrame], ClaimResult], **options: Any
+) -> Claim:
+    """A :class:`Claim` whose statement is the first paragraph of ``evaluate``'s docstring.
+
+    The statement is written once, beside the code that checks it, and folded onto one line
+    for the report; ``options`` are the other :class:`Claim` fields (``paper``, ``scales``,
+    ``deviation``).
+    """
+    statement = " ".join(evaluate.__doc__.split("\n\n")[0].split())
+    return Claim(name=name, statement=statement, evaluate=evaluate, **options)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -45,7 +45,7 @@ from ._varshney2022_p6 import (
 )
 from ._varshney2022_plots import p1_plot, p2_plot, p3_plot, p4_plot, p5_plot, p7_plot
 from ._varshney2022_trials import onepass_trial
-from .registry import Claim, Experiment, register
+from .registry import Claim, Experiment, docstring_claim, register
 
 __all__ = ["EXPERIMENTS"]
 
@@ -309,22 +309,19 @@ EXPERIMENTS = [
         # 20 runs: the c1 = 1/2 vs 2 gap at sigma = 1 (log 0.75) is then about 4 s.e.
         {"smoke": 1, "quick": 20, "paper": 40},
         [
-            Claim(
-                name="P6 low SNR prefers smaller c1",
-                statement=" ".join(low_snr_prefers_smaller_c1.__doc__.split()),
-                evaluate=low_snr_prefers_smaller_c1,
+            docstring_claim(
+                "P6 low SNR prefers smaller c1",
+                low_snr_prefers_smaller_c1,
                 paper=_P6_PAPER,
             ),
-            Claim(
-                name="P6 high SNR needs larger c1",
-                statement=" ".join(high_snr_needs_larger_c1.__doc__.split()),
-                evaluate=high_snr_needs_larger_c1,
+            docstring_claim(
+                "P6 high SNR needs larger c1",
+                high_snr_needs_larger_c1,
                 paper=_P6_PAPER,
             ),
-            Claim(
-                name="P6 kappa T breaks DP-STAT",
-                statement=" ".join(c1_breakdown.__doc__.split()),
-                evaluate=c1_breakdown,
+            docstring_claim(
+                "P6 kappa T breaks DP-STAT",
+                c1_breakdown,
                 paper=_P6_PAPER,
                 deviation=True,
             ),
