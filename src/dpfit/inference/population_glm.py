@@ -22,6 +22,7 @@ is post-processing of releases.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
     "glm_doubts",
     "glm_population",
     "privacy_covariance",
+    "spread_batch_means",
 ]
 
 #: Fewer events (the rarer outcome's count, or the total count) per coefficient than this is
@@ -123,13 +125,27 @@ def batch_inflation(step: float, batch: int, m: int) -> float:
     return (1.0 - lost(m * batch)) / max(1.0 - lost(batch), 1e-3)
 
 
-def privacy_covariance(estimates: np.ndarray, config: dict[str, Any]) -> np.ndarray:
-    """S / m, the covariance of the m released batch means over m (Brown et al. 2024,
-    eq. 12), times :func:`batch_inflation` at the descent's step (``config["step"]``)."""
+def spread_batch_means(estimates: np.ndarray, config: dict[str, Any]) -> np.ndarray:
+    """The m released batch means moved away from their mean by sqrt(:func:`batch_inflation`)
+    at the descent's step (``config["step"]``): their mean is unchanged and their covariance
+    over m is the variance of the average corrected for the iterates' autocorrelation.
+
+    Both GLM intervals use it, so that the privacy part of the population interval and the
+    privacy-only interval (``conf_int(target="sample")``, the Student-t interval of Brown et
+    al. 2024, eq. 12, over these means) carry the same correction. Post-processing.
+    """
+    estimates = np.asarray(estimates, dtype=np.float64)
     m = estimates.shape[0]
     batch = (config["steps"] - config["burn_in"]) // m
-    spread = np.atleast_2d(np.cov(estimates, rowvar=False, ddof=1)) / m
-    return spread * batch_inflation(config["step"], batch, m)
+    centre = estimates.mean(axis=0)
+    return centre + math.sqrt(batch_inflation(config["step"], batch, m)) * (estimates - centre)
+
+
+def privacy_covariance(estimates: np.ndarray, config: dict[str, Any]) -> np.ndarray:
+    """S / m, the covariance of the m released batch means over m (Brown et al. 2024,
+    eq. 12), corrected for autocorrelation (:func:`spread_batch_means`)."""
+    spread = spread_batch_means(estimates, config)
+    return np.atleast_2d(np.cov(spread, rowvar=False, ddof=1)) / spread.shape[0]
 
 
 def sandwich_and_privacy(
