@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 
 from dpfit.algorithms.glm import dp_glm
-from dpfit.experiments import get, run
+from dpfit.experiments import get, glm_bootstrap, run
 from dpfit.experiments._glm_bootstrap import _covariates, parametric_bootstrap
 from dpfit.experiments.glm_bootstrap import DESIGNS, comparison_table
 from dpfit.experiments.verdicts import evaluate_claims
+from dpfit.inference.doubts import COVERAGE, NOTE, Doubt
 from dpfit.inference.population_glm import glm_population
 
 NAME = "glm-bootstrap"
@@ -66,6 +67,15 @@ def test_smoke_trial_reports_both_methods():
     for j in range(4):
         assert metrics[f"covers_{j}"] in (0.0, 1.0) and metrics[f"bs_covers_{j}"] in (0.0, 1.0)
         assert metrics[f"width_{j}"] > 0 and metrics[f"bs_width_{j}"] > 0
+
+
+@pytest.mark.parametrize(("shown", "warned"), [(NOTE, 0.0), (COVERAGE, 1.0)])
+def test_only_a_coverage_reason_counts_as_a_warning(monkeypatch, shown, warned):
+    """A note (e.g. the bread's or meat's looser rule) is not a CoverageWarning."""
+    doubt = Doubt("a reason", ("more records",), shown)
+    monkeypatch.setattr(glm_bootstrap, "glm_doubts", lambda inference, traj: [doubt])
+    metrics = get(NAME).trial({"design": "logit-balanced", "n": 2000, "rho": 0.5, "B": 3}, 5)
+    assert metrics["warned"] == warned
 
 
 def _table(coverage, boot_coverage, designs=DESIGNS, warned=0.0, fits=40, k=4):

@@ -15,7 +15,8 @@ design's coordinates):
 
 It records per coefficient whether each interval covers theta*, each width over
 statsmodels' robust (HC0) interval on the same sample, and whether the fit warned
-(:func:`~dpfit.inference.population_glm.glm_doubts`). Designs with an exposure are left out:
+(a reason of :func:`~dpfit.inference.population_glm.glm_doubts` shown as a
+``CoverageWarning``; its notes do not count). Designs with an exposure are left out:
 their offsets are private and not released, so the bootstrap cannot simulate them.
 
 The claims (negative controls in tests/experiments/test_glm_bootstrap.py):
@@ -43,6 +44,7 @@ import pandas as pd
 from ..algorithms.glm import dp_glm
 from ..baselines import glm_mle
 from ..inference import t_interval_from_stderr
+from ..inference.doubts import COVERAGE
 from ..inference.population_glm import glm_doubts, glm_population
 from ._glm_bootstrap import parametric_bootstrap
 from ._glm_plots import bootstrap_figure
@@ -94,7 +96,8 @@ def _trial(params: Mapping[str, Any], seed: int) -> dict[str, float]:
     with np.errstate(all="ignore"):
         ref = 2 * Z95 * glm_mle(D, y, pop.family, None, pop.link)[1]
     theta = _theta_star(name)
-    out = {"warned": float(bool(glm_doubts(inference, traj))), "k": float(theta.size)}
+    warned = any(d.shown == COVERAGE for d in glm_doubts(inference, traj))
+    out = {"warned": float(warned), "k": float(theta.size)}
     for j, target in enumerate(theta):
         out[f"covers_{j}"] = float(lower[j] <= target <= upper[j])
         out[f"width_{j}"] = float((upper[j] - lower[j]) / ref[j])

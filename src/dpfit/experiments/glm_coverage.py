@@ -19,13 +19,20 @@ The claims (each with a negative control in tests/experiments/test_glm_coverage.
   [0.93, 0.97] within 2 MC s.e.;
 * ``width-at-scale``: at n = 2e5, rho = 0.5, the median width over the HC0 interval is at
   most 1.3 in every simulated design.
+
+``python -m dpfit.experiments.glm_coverage triage --store STORE [--code-version V]
+[--write CSV]`` prints the warning triage of the grid (the rule of
+:mod:`dpfit.experiments.realdata_tables`: per reason, the share of the fits in covering
+cells that give it, at most 5%) and ``--write`` saves its per-cell summary, the file
+tests/experiments/data/glm_warning_cells.csv that the test of the targets reads.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,9 +55,11 @@ from ._silent_coverage import (
     clustered_coverage,
     coefficient_rows,
 )
+from .realdata_tables import markdown, triage_table, warning_cells
 from .registry import Claim, ClaimResult, Experiment, register
+from .runner import run
 
-__all__ = ["EXPERIMENT", "cell_table", "glm_kinds"]
+__all__ = ["EXPERIMENT", "GLM_KIND_METHODS", "cell_table", "glm_kinds", "main"]
 
 Z95 = 1.959963984540054
 #: A phrase of each reason the GLM's CoverageWarning can give -> its kind.
@@ -63,6 +72,9 @@ _KINDS = {
     "per coefficient": "events",
     "iterates spread": "spread",
 }
+#: Every reason is a CoverageWarning reason of the one GLM fit (method "gd" in the triage of
+#: :mod:`dpfit.experiments.realdata_tables`).
+GLM_KIND_METHODS = {kind: ("gd",) for kind in _KINDS.values()}
 WIDTH_LIMIT = 1.3
 
 
@@ -208,3 +220,26 @@ EXPERIMENT = register(
         claims=CLAIMS,
     )
 )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: the warning triage of the grid from a result store (module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m dpfit.experiments.glm_coverage")
+    parser.add_argument("table", choices=["triage"])
+    parser.add_argument("--store", required=True, help="result store (SQLite)")
+    parser.add_argument("--write", default=None, help="save the per-cell summary (CSV)")
+    parser.add_argument("--scale", default="quick", choices=["smoke", "quick", "paper"])
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--code-version", default=None, help="dpfit reproduce --code-version")
+    args = parser.parse_args(argv)
+    done = run([EXPERIMENT], scale=args.scale, store_path=args.store, jobs=args.jobs,
+               version=args.code_version)  # fmt: skip
+    cells = warning_cells(done.results[EXPERIMENT.name], GLM_KIND_METHODS)
+    if args.write:
+        cells.to_csv(args.write, index=False, float_format="%.6g")
+    print(markdown(triage_table(cells, GLM_KIND_METHODS, {})))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - the command line
+    raise SystemExit(main())

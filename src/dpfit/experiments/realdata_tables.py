@@ -39,7 +39,7 @@ command).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,7 @@ from .runner import run
 
 __all__ = [
     "CANDIDATES",
+    "FALSE_ALARM_TARGET",
     "FALSE_ALARM_TARGETS",
     "KIND_METHODS",
     "KIND_SHOWN",
@@ -128,9 +129,12 @@ KIND_SHOWN = {
     "meat-note": "note",
     "ridge": "note",
 }
-#: The most false alarms each kind of CoverageWarning reason may give (share of the fits in
+#: The most false alarms a kind of CoverageWarning reason may give (share of the fits in
 #: covering cells); the other kinds forecast nothing about coverage and have no target.
-FALSE_ALARM_TARGETS = {k: 0.05 for k, shown in KIND_SHOWN.items() if shown == "CoverageWarning"}
+FALSE_ALARM_TARGET = 0.05
+FALSE_ALARM_TARGETS = {
+    k: FALSE_ALARM_TARGET for k, shown in KIND_SHOWN.items() if shown == "CoverageWarning"
+}
 #: A cell covers when no coefficient's coverage is below 0.95 at this one-sided binomial
 #: level and its pooled coverage is at least COVERS_POOLED.
 COVERS_LEVEL = 0.01
@@ -141,15 +145,18 @@ def _method(design: str) -> str:
     return "iv" if design.startswith("iv-") else "adassp" if design.startswith("adassp-") else "gd"
 
 
-def warning_cells(results: pd.DataFrame) -> pd.DataFrame:
+def warning_cells(
+    results: pd.DataFrame, kinds: Mapping[str, tuple[str, ...]] = KIND_METHODS
+) -> pd.DataFrame:
     """Per cell: its method, fits, pooled coverage, the worst coefficient's coverage and its
     one-sided binomial p-value against 0.95, whether it covers (module docstring), the fits
-    that warned and, per kind, the fits that gave it."""
+    that warned and, per kind (``kinds``: kind -> the methods that can give it; this
+    study's by default), the fits that gave it."""
     long = coefficient_rows(results)
     keys = ["design", "n", "rho"]
     per_coef = long.groupby([*keys, "j"])["covers"].agg(["sum", "size"])
     per_coef["p"] = stats.binom.cdf(per_coef["sum"], per_coef["size"], 0.95)
-    kinds = sorted(KIND_METHODS)
+    kinds = sorted(kinds)
     flags = pd.DataFrame(
         {
             **{k: results.get(f"warn_{k}", pd.Series(0.0, index=results.index)).fillna(0.0) > 0
@@ -173,22 +180,30 @@ def warning_cells(results: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def triage_table(cells: pd.DataFrame) -> pd.DataFrame:
+def triage_table(
+    cells: pd.DataFrame,
+    kinds: Mapping[str, tuple[str, ...]] = KIND_METHODS,
+    shown: Mapping[str, str] = KIND_SHOWN,
+) -> pd.DataFrame:
     """Per kind (and any warning): the fits of its methods in covering cells, the share of
     them that give it (false alarms), the fits in cells that do not cover, the share that
-    give it (hits), and the kind's target (module docstring)."""
+    give it (hits), and the kind's target (module docstring). ``kinds`` and ``shown`` (kind
+    -> how it is shown; CoverageWarning when absent) are this study's by default."""
     rows = []
-    for kind in [*KIND_METHODS, "warned"]:
-        methods = KIND_METHODS.get(kind, ("gd", "adassp", "iv"))
+    for kind in [*kinds, "warned"]:
+        methods = kinds.get(kind, ("gd", "adassp", "iv"))
+        how = shown.get(kind, "CoverageWarning")
         part = cells[cells["method"].isin(methods)]
         good, bad = part[part["covers"]], part[~part["covers"]]
         rows.append(
             {
                 "warning": "any" if kind == "warned" else kind,
-                "shown as": _shown(kind),
+                "shown as": how,
                 "fits in covering cells": int(good["fits"].sum()),
                 "false alarms": good[kind].sum() / max(good["fits"].sum(), 1),
-                "target": FALSE_ALARM_TARGETS.get(kind, float("nan")),
+                "target": FALSE_ALARM_TARGET
+                if how == "CoverageWarning" and kind != "warned"
+                else float("nan"),
                 "fits in cells that miss": int(bad["fits"].sum()),
                 "hits": bad[kind].sum() / bad["fits"].sum() if bad["fits"].sum() else float("nan"),
             }

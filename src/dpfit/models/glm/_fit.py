@@ -27,7 +27,7 @@ from ...algorithms.glm_family import get_family
 from ...distributed import map_rows
 from ...inference.doubts import warn_doubts
 from ...inference.population import transform
-from ...inference.population_glm import glm_doubts, glm_population
+from ...inference.population_glm import glm_doubts, glm_population, spread_batch_means
 from ...mechanisms import NoiseSource
 from ...mechanisms.plan import PlannedCheck
 from ...privacy import Budget, PrivacyLedger, Relation, parse_relation, public_n
@@ -227,11 +227,11 @@ def fit_glm(
     terms = (["Intercept"] if config.fit_intercept else []) + x_names
     population = transform(inference.population, J)
     estimate = scaling.to_original(traj.estimate)
+    batches = scaling.to_original(spread_batch_means(traj.releases["batch_means"], traj.config))
     return GLMResult(
         names=terms,
         estimate=estimate,
-        interval_estimates=scaling.to_original(traj.releases["batch_means"])
-        + (estimate - scaling.to_original(traj.releases["batch_means"]).mean(axis=0)),
+        interval_estimates=batches + (estimate - batches.mean(axis=0)),
         interval_method=_SAMPLE_TEXT.format(m=config.m, burn_in=config.burn_in),
         n=n,
         ledger=ledger,
@@ -269,7 +269,9 @@ def _zero_records(X: Any, y: Any, offset: Any) -> tuple[Any, Any]:
 _SAMPLE_TEXT = (
     "Student-t intervals (df = m - 1) over the means of m = {m} consecutive batches of the "
     "released DP-GD iterates after a burn-in of {burn_in} (Brown et al. 2024, eq. 12), "
-    "centred on the estimate: they cover this sample's maximum-likelihood fit (privacy error "
+    "spread by the square root of the factor by which the iterates' autocorrelation makes "
+    "batch means understate the variance of their average, and centred on the estimate: "
+    "they cover this sample's maximum-likelihood fit (privacy error "
     "only), not a population parameter."
 )
 
