@@ -37,6 +37,7 @@ __all__ = [
     "PlannedRounds",
     "ReleasePlan",
     "charge_plan",
+    "fit_part",
     "planned_release",
 ]
 
@@ -368,9 +369,15 @@ class PlannedCheck:
     def fit_rho(self, charge: PlanCharge) -> float:
         """What the fit's releases of the open plan ``charge`` were charged, exactly (every
         component but the check's)."""
-        parts = charge.entry.components
-        fit = parts[:-1] if self.release is not None else parts
-        return units_to_float(sum(p.rho_units for p in fit))
+        return fit_part(charge, checked=self.release is not None)
+
+
+def fit_part(charge: PlanCharge, *, checked: bool = True) -> float:
+    """What the fit's releases of the open plan ``charge`` were charged, exactly: every
+    component but the last (the check made after the fit) when ``checked``."""
+    parts = charge.entry.components
+    fit = parts[:-1] if checked else parts
+    return units_to_float(sum(p.rho_units for p in fit))
 
 
 def charge_plan(plan: ReleasePlan, ledger: PrivacyLedger) -> PlanCharge:

@@ -17,9 +17,8 @@ from typing import Any
 
 from .._validation import check_real, check_rho
 from ..mechanisms import make_noise_source
-from ..mechanisms.plan import ReleasePlan, charge_plan
+from ..mechanisms.plan import ReleasePlan, charge_plan, fit_part
 from ..privacy import Budget, PrivacyLedger
-from ..privacy._units import units_to_float
 from ..privacy.ledger import check_affordable
 from ._fit_checks import (
     _DEFAULT_GD_STEPS,
@@ -121,7 +120,7 @@ def linear_fit(
                 default_steps=config.steps is None,
             )
             if check is not None:
-                spent = ledger.rho if charge is None else _fit_part(charge)
+                spent = ledger.rho if charge is None else fit_part(charge)
                 checked = nullcontext() if charge is not None else charge_plan(
                     ReleasePlan(label=LABEL, rho=check_rho_, relation=config.relation,
                                 n=prepared.n_data, releases=(check,)),
@@ -144,11 +143,6 @@ def _whole_plan(
             "fitting"
         )
     return fit_plan.then(*([] if check is None else [check]), label=LABEL, rho=rho)
-
-
-def _fit_part(charge: Any) -> float:
-    """What the fit's releases were charged, exactly (all but the plan's last, the check)."""
-    return units_to_float(sum(part.rho_units for part in charge.entry.components[:-1]))
 
 
 def _check(X, y, prepared, spent, rho, ledger, source, indicators, params) -> str:
