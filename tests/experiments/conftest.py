@@ -76,3 +76,29 @@ def coverage_trials(cells, coverage, *, seed, warned=0.0, reps=40, k=4, width=1.
                 out["row_covers_slope"] = float(rng.random() < row)
             rows.append(out)
     return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def assert_docs_triage_table():
+    """:func:`_docs_triage_table` for a test that compares a docs page with its table."""
+    return _docs_triage_table
+
+
+def _docs_triage_table(table, text: str, heading: str) -> None:
+    """The triage table under ``heading`` in the docs ``text`` is ``table`` (realdata_tables'
+    triage_table), row by row as the docs print it."""
+    section = text.split(heading, 1)[1].split("\n#", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0] in table["warning"].tolist():
+            rows[cells[0]] = cells
+    assert set(rows) == set(table["warning"])
+    for _, r in table.iterrows():
+        doc = rows[r["warning"]]
+        assert doc[1] == r["shown as"], doc
+        assert int(doc[2]) == r["fits in covering cells"], doc
+        assert doc[3] == f"{r['false alarms']:.3f}", doc
+        assert doc[4] == ("--" if np.isnan(r["target"]) else f"{r['target']:.3f}"), doc
+        assert int(doc[5]) == r["fits in cells that miss"], doc
+        assert doc[6] == ("--" if np.isnan(r["hits"]) else f"{r['hits']:.3f}"), doc

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -80,21 +79,7 @@ def test_the_old_thresholds_fail_the_check(cells, fits):
     assert rates["meat"] == pytest.approx(0.066, abs=5e-4)
 
 
-def test_the_docs_table_is_the_measured_one(cells):
+def test_the_docs_table_is_the_measured_one(cells, assert_docs_triage_table):
     table = triage_table(cells, GLM_KIND_METHODS, {})
     text = (ROOT / "docs" / "glm-coverage.md").read_text(encoding="utf-8")
-    section = text.split("## Warning triage", 1)[1].split("\n#", 1)[0]
-    rows = {}
-    for line in section.splitlines():
-        parts = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(parts) == 7 and parts[0] in table["warning"].tolist():
-            rows[parts[0]] = parts
-    assert set(rows) == set(table["warning"])
-    for _, r in table.iterrows():
-        doc = rows[r["warning"]]
-        assert doc[1] == r["shown as"], doc
-        assert int(doc[2]) == r["fits in covering cells"], doc
-        assert doc[3] == f"{r['false alarms']:.3f}", doc
-        assert doc[4] == ("--" if np.isnan(r["target"]) else f"{r['target']:.3f}"), doc
-        assert int(doc[5]) == r["fits in cells that miss"], doc
-        assert doc[6] == ("--" if np.isnan(r["hits"]) else f"{r['hits']:.3f}"), doc
+    assert_docs_triage_table(table, text, "## Warning triage")

@@ -48,25 +48,10 @@ def test_no_kind_gives_more_false_alarms_than_its_target(table):
     assert over_target(table) == [], table.to_string()
 
 
-def test_the_docs_table_is_the_measured_one(table):
+def test_the_docs_table_is_the_measured_one(table, assert_docs_triage_table):
     text = (ROOT / "docs" / "inference.md").read_text(encoding="utf-8")
     section = text.split("### Warning triage", 1)[1].split("\n#", 1)[0]
-    rows = {}
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 7 and cells[0] in table["warning"].tolist():
-            rows[cells[0]] = cells
-    assert set(rows) == set(table["warning"])
-    for _, r in table.iterrows():
-        doc = rows[r["warning"]]
-        assert doc[1] == r["shown as"], doc
-        assert int(doc[2]) == r["fits in covering cells"], doc
-        assert doc[3] == f"{r['false alarms']:.3f}", doc
-        target = "--" if np.isnan(r["target"]) else f"{r['target']:.3f}"
-        assert doc[4] == target, doc
-        assert int(doc[5]) == r["fits in cells that miss"], doc
-        hits = "--" if np.isnan(r["hits"]) else f"{r['hits']:.3f}"
-        assert doc[6] == hits, doc
+    assert_docs_triage_table(table, text, "### Warning triage")
     # every kind that is not a CoverageWarning reason is explained in the section
     for kind, shown in KIND_SHOWN.items():
         if shown != "CoverageWarning":
